@@ -1,0 +1,33 @@
+import { type Command, notBuilt } from "../../lib/cli/mod.ts";
+import { versionCommand } from "../shared_version.ts";
+import { dialStdio } from "./dial_stdio.ts";
+
+/**
+ * The `ployzd` command tree. Each top-level subcommand runs under the deno.json permission set of the same
+ * name (see {@link subcommandSet}).
+ */
+export const ployzd: Command = {
+  name: "ployzd",
+  summary: "The Ployz Machine daemon and its narrowly permitted helpers",
+  subcommands: [
+    notBuilt("serve", "Run the Machine daemon: Machine RPC, Docker, mesh, replicated store", "ployzd"),
+    notBuilt("dns", "Serve Internal DNS from /run/ployz/dns.json", "ployzd"),
+    notBuilt("observe", "Run the Observe Store: this Machine's logs and metrics", "ployzd"),
+    notBuilt("install", "Install or upgrade Ployz on this Machine", "ployzd"),
+    dialStdio,
+    versionCommand("ployzd"),
+  ],
+};
+
+const SETS: Record<string, string> = {
+  serve: "serve",
+  dns: "dns",
+  observe: "observe",
+  install: "install",
+  "dial-stdio": "dial-stdio",
+};
+
+/** The permission set a `ployzd` subcommand runs under; `none` for help, version and anything unknown. */
+export function subcommandSet(subcommand: string | undefined): string {
+  return (subcommand !== undefined && SETS[subcommand]) || "none";
+}

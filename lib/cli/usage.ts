@@ -1,0 +1,24 @@
+import type { Command } from "./command.ts";
+
+/** The `--help` text of `command`, reached by `path` (e.g. `ployz machine`). */
+export function usageText(path: string, command: Command): string {
+  const lines: string[] = [];
+  if (command.subcommands) {
+    lines.push(`Usage: ${path} <command> [options]`, "", command.summary, "", "Commands:");
+    const width = Math.max(...command.subcommands.map((c) => c.name.length));
+    for (const sub of command.subcommands) lines.push(`  ${sub.name.padEnd(width)}  ${sub.summary}`);
+    lines.push("", `Run "${path} <command> --help" for a command's options.`);
+    return lines.join("\n") + "\n";
+  }
+  lines.push(`Usage: ${path}${command.usage ? ` ${command.usage}` : ""}`, "", command.summary);
+  if (command.description) lines.push("", command.description);
+  const options = Object.entries(command.options ?? {});
+  lines.push("", "Options:");
+  for (const [name, opt] of options) {
+    const short = opt.short ? `-${opt.short}, ` : "    ";
+    const arg = opt.type === "string" ? ` <${name}>` : "";
+    lines.push(`  ${short}--${name}${arg}`);
+  }
+  lines.push("      --help  Show this help");
+  return lines.join("\n") + "\n";
+}

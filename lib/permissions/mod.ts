@@ -1,0 +1,19 @@
+/**
+ * Permission sets: the one source of truth for what each Ployz program may touch.
+ *
+ * deno.json's `permissions` block names a set per `ployzd` subcommand and for the CLI. From it come the
+ * launchers' `-P=<set>`, `deno compile` flags, each systemd unit's `ExecStart`, the grants tests run under, and the
+ * Worker a compiled `ployzd` narrows each subcommand into. A relocated {@link Layout} rewrites only the default
+ * roots (`/var/lib/ployz`, `/run/ployz`, the Docker socket and data root).
+ *
+ * @module
+ */
+
+export { permissionSet, permissionSetNames } from "./sets.ts";
+export type { EnvPermission, PermissionSet, PermissionSetName, PermissionValue } from "./sets.ts";
+export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
+export type { Layout } from "./layout.ts";
+export { relocate } from "./relocate.ts";
+export { permissionFlags, unionOf } from "./flags.ts";
+export { runInWorker, workerPermissions } from "./worker.ts";
+export type { WorkerExit } from "./worker.ts";

@@ -1,0 +1,56 @@
+import config from "../../deno.json" with { type: "json" };
+
+/** A permission value as deno.json writes it: all, none, or a list of scopes. */
+export type PermissionValue = boolean | string[];
+
+/** The env permission: an allow list, optionally ignoring (not failing on) every other variable. */
+export interface EnvPermission {
+  /** Variables the program may read; a trailing `*` matches a prefix. */
+  allow?: string[];
+  /** Whether every other variable reads as unset instead of failing. */
+  ignore?: boolean;
+}
+
+/** One named permission set, in deno.json's `permissions` shape. */
+export interface PermissionSet {
+  /** Grants everything (the lab, which drives root tools). */
+  all?: boolean;
+  /** Paths the program may read. */
+  read?: PermissionValue;
+  /** Paths the program may write. */
+  write?: PermissionValue;
+  /** Hosts, `host:port`, `cidr:port` and `unix:path` scopes. */
+  net?: PermissionValue;
+  /** Programs the program may spawn. */
+  run?: PermissionValue;
+  /** Environment variables. */
+  env?: PermissionValue | EnvPermission;
+  /** System information APIs. */
+  sys?: PermissionValue;
+  /** Native libraries (never granted). */
+  ffi?: PermissionValue;
+}
+
+/** The names of the permission sets deno.json defines. */
+export type PermissionSetName = keyof typeof config.permissions;
+
+const sets = config.permissions as Record<string, PermissionSet>;
+
+/** The names of every permission set, in deno.json order. */
+export function permissionSetNames(): PermissionSetName[] {
+  return Object.keys(sets) as PermissionSetName[];
+}
+
+/**
+ * Returns the permission set `name` exactly as deno.json defines it, which is the one source of truth for
+ * launchers, compiled binaries, systemd units and tests.
+ */
+export function permissionSet(name: string): PermissionSet {
+  const set = sets[name];
+  if (set === undefined) {
+    throw new RangeError(
+      `Cannot find permission set "${name}": deno.json defines ${Object.keys(sets).join(", ")}`,
+    );
+  }
+  return structuredClone(set);
+}
