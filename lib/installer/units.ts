@@ -1,0 +1,175 @@
+import { join } from "node:path";
+import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import { environmentLine, quoteExecWord, quotePath } from "./systemd_escape.ts";
+
+/** The `ployzd` subcommands that run as long-lived systemd units. */
+export type UnitSubcommand = "serve" | "dns" | "observe";
+
+/** Where an installed release lives and where its Machine keeps its files. */
+export interface UnitOptions {
+  /** The deno binary that runs the release. */
+  deno: string;
+  /** The release tree: holds `deno.json`, `deno.lock`, `cmd/`, `lib/`, `node_modules/`. */
+  appDir: string;
+  /** The Machine's layout; relocated roots are passed to the program as `PLOYZ_*` variables. */
+  layout?: Layout;
+}
+
+/** A generated unit: its file name and text. */
+export interface UnitFile {
+  /** File name, e.g. `ployz-dns.service`. */
+  name: string;
+  /** The unit file's text. */
+  text: string;
+}
+
+// Shared sandbox. Never MemoryDenyWriteExecute: V8 needs writable-executable pages.
+const COMMON_HARDENING = [
+  "NoNewPrivileges=yes",
+  "ProtectSystem=strict",
+  "ProtectHome=yes",
+  "PrivateTmp=yes",
+  "ProtectKernelTunables=yes",
+  "ProtectKernelModules=yes",
+  "ProtectKernelLogs=yes",
+  "ProtectControlGroups=yes",
+  "ProtectClock=yes",
+  "ProtectHostname=yes",
+  "RestrictNamespaces=yes",
+  "RestrictRealtime=yes",
+  "RestrictSUIDSGID=yes",
+  "LockPersonality=yes",
+  "RemoveIPC=yes",
+  "KeyringMode=private",
+  "SystemCallArchitectures=native",
+  "SystemCallFilter=@system-service",
+  "SystemCallErrorNumber=EPERM",
+  "UMask=0077",
+];
+
+interface UnitSpec {
+  description: string;
+  after: string[];
+  /** Directives specific to this unit's job. */
+  service: (layout: Layout) => string[];
+}
+
+const SPECS: Record<UnitSubcommand, UnitSpec> = {
+  serve: {
+    description: "Ployz Machine daemon (Machine RPC, Docker, mesh, replicated store)",
+    after: ["network-online.target", "docker.service"],
+    service: (l) => [
+      // Root, because docker.sock is root-equivalent anyway and the mesh needs netlink and /dev/net/tun.
+      "CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW CAP_NET_BIND_SERVICE CAP_DAC_OVERRIDE CAP_CHOWN CAP_FOWNER",
+      "AmbientCapabilities=CAP_NET_ADMIN CAP_NET_RAW CAP_NET_BIND_SERVICE",
+      "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
+      "DeviceAllow=/dev/net/tun rw",
+      `ReadWritePaths=${
+        [l.dataDir, l.runDir, "/run/systemd/system", `-${l.dockerSocket}`].map((p) =>
+          quotePath("ReadWritePaths", p)
+        )
+          .join(" ")
+      }`,
+      "Restart=always",
+      "RestartSec=2",
+    ],
+  },
+  dns: {
+    description: "Ployz Internal DNS",
+    after: ["network-online.target"],
+    service: () => [
+      "DynamicUser=yes",
+      "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
+      "AmbientCapabilities=CAP_NET_BIND_SERVICE",
+      "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
+      "PrivateDevices=yes",
+      "ProtectProc=invisible",
+      "ProcSubset=pid",
+      "Restart=always",
+      "RestartSec=1",
+    ],
+  },
+  observe: {
+    description: "Ployz Observe Store (this Machine's logs and metrics)",
+    after: ["docker.service"],
+    service: (l) => [
+      // Root only to read Docker's 0710 container directories; no other capability.
+      "CapabilityBoundingSet=CAP_DAC_READ_SEARCH",
+      "AmbientCapabilities=CAP_DAC_READ_SEARCH",
+      "RestrictAddressFamilies=AF_UNIX",
+      "PrivateNetwork=yes",
+      "IPAddressDeny=any",
+      "PrivateDevices=yes",
+      `ReadWritePaths=${
+        [join(l.dataDir, "observe"), l.runDir].map((p) => quotePath("ReadWritePaths", p)).join(" ")
+      }`,
+      "Restart=always",
+      "RestartSec=2",
+    ],
+  },
+};
+
+/** The unit file name for a subcommand, e.g. `ployz-dns.service`. */
+export function unitName(subcommand: UnitSubcommand): string {
+  return `ployz-${subcommand}.service`;
+}
+
+/**
+ * Renders the systemd unit for `ployzd <subcommand>`: `ExecStart` carries exactly the deno.json permission set of
+ * the subcommand (relocated to the layout), plus the unit's own sandbox. Every value is escaped, and a value that
+ * cannot be written safely (a newline, a relative path) throws {@link UnitValueError}.
+ */
+export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): UnitFile {
+  const layout = options.layout ?? DEFAULT_LAYOUT;
+  const spec = SPECS[subcommand];
+  const flags = permissionFlags(relocate(permissionSet(subcommand), layout));
+  const argv = [
+    options.deno,
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--cached-only",
+    "--frozen",
+    "--config",
+    join(options.appDir, "deno.json"),
+    ...flags,
+    join(options.appDir, "cmd", "ployzd.ts"),
+    subcommand,
+  ];
+  const env = [
+    environmentLine("DENO_DIR", `/var/cache/ployz/${subcommand}`),
+    environmentLine("NO_COLOR", "1"),
+    ...layoutEnvironment(layout),
+  ];
+  const lines = [
+    "# Generated by ployzd install; changes are overwritten on the next install or upgrade.",
+    "[Unit]",
+    `Description=${spec.description}`,
+    `After=${spec.after.join(" ")}`,
+    "",
+    "[Service]",
+    "Type=simple",
+    `ExecStart=${argv.map((w) => quoteExecWord("ExecStart", w)).join(" ")}`,
+    ...env,
+    `CacheDirectory=ployz/${subcommand}`,
+    ...spec.service(layout),
+    ...COMMON_HARDENING,
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    "",
+  ];
+  return { name: unitName(subcommand), text: lines.join("\n") };
+}
+
+function layoutEnvironment(layout: Layout): string[] {
+  const pairs: [string, string, string][] = [
+    ["PLOYZ_DATA_DIR", layout.dataDir, DEFAULT_LAYOUT.dataDir],
+    ["PLOYZ_RUN_DIR", layout.runDir, DEFAULT_LAYOUT.runDir],
+    ["PLOYZ_DOCKER_SOCKET", layout.dockerSocket, DEFAULT_LAYOUT.dockerSocket],
+    ["PLOYZ_DOCKER_ROOT", layout.dockerRoot, DEFAULT_LAYOUT.dockerRoot],
+  ];
+  return pairs.filter(([, value, fallback]) => value !== fallback).map(([name, value]) =>
+    environmentLine(name, value)
+  );
+}
