@@ -1,0 +1,168 @@
+// Every ployzd subcommand and the CLI, in both launch modes: an access outside the subcommand's deno.json
+// permission set fails with NotCapable, and an access inside it succeeds.
+import { deepEqual, equal } from "node:assert/strict";
+import { join } from "node:path";
+import {
+  layoutFromEnv,
+  permissionFlags,
+  permissionSet,
+  permissionSetNames,
+  relocate,
+  unionOf,
+} from "../lib/permissions/mod.ts";
+import { fixture, ROOT, run, type TempLayout, tempLayout } from "./harness.ts";
+import type { Probe, ProbeResult } from "./fixtures/permission_probe.ts";
+
+interface Case {
+  set: string;
+  inside: (l: TempLayout) => Probe[];
+  outside: (l: TempLayout) => Probe[];
+}
+
+const CASES: Case[] = [
+  {
+    set: "serve",
+    inside: (l) => [
+      { op: "write", target: join(l.dataDir, "machine.json") },
+      { op: "connect-unix", target: l.dockerSocket },
+    ],
+    outside: () => [
+      { op: "read", target: "/etc/shadow" },
+      { op: "write", target: "/etc/ployz-probe" },
+      { op: "connect-tcp", target: "127.0.0.2:80" },
+    ],
+  },
+  {
+    set: "dns",
+    inside: (l) => [
+      { op: "read", target: join(l.runDir, "dns.json") },
+      { op: "listen-udp", target: "127.0.0.1:53" },
+    ],
+    outside: (l) => [
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "write", target: "/etc/ployz-probe" },
+      { op: "read", target: join(l.dataDir, "machine.json") },
+      { op: "listen-tcp", target: "127.0.0.1:8053" },
+    ],
+  },
+  {
+    set: "observe",
+    inside: (l) => [
+      { op: "read", target: join(l.dockerRoot, "containers", "c1", "local-logs", "container.log") },
+      { op: "write", target: join(l.dataDir, "observe", "probe") },
+    ],
+    outside: (l) => [
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "write", target: "/etc/ployz-probe" },
+      { op: "write", target: join(l.dataDir, "machine.json") },
+      { op: "connect-tcp", target: "127.0.0.1:80" },
+    ],
+  },
+  {
+    set: "install",
+    inside: (l) => [
+      { op: "read", target: "/etc/hostname" },
+      { op: "write", target: join(l.dataDir, "install", "attempt.json") },
+    ],
+    outside: (l) => [
+      { op: "write", target: join(l.dataDir, "machine.json") },
+      { op: "run", target: "/bin/true" },
+    ],
+  },
+  {
+    set: "dial-stdio",
+    inside: (l) => [{ op: "connect-unix", target: join(l.runDir, "ployz.sock") }],
+    outside: (l) => [
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "read", target: "/etc/hostname" },
+    ],
+  },
+  {
+    set: "cli",
+    inside: () => [{ op: "read", target: "/etc/hostname" }],
+    outside: () => [{ op: "run", target: "/bin/true" }],
+  },
+  {
+    set: "none",
+    inside: () => [],
+    outside: () => [{ op: "read", target: "/etc/hostname" }, { op: "connect-tcp", target: "127.0.0.1:80" }],
+  },
+];
+
+const DENO = Deno.execPath();
+
+async function probeRun(set: string, layout: TempLayout, probe: Probe): Promise<ProbeResult> {
+  const flags = permissionFlags(relocate(permissionSet(set), layoutFromEnv((k) => layout.env[k])));
+  const out = await run(DENO, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    ...flags,
+    fixture("permission_probe.ts"),
+    probe.op,
+    probe.target,
+  ], layout.env);
+  equal(out.code, 0, out.stderr);
+  return JSON.parse(out.stdout);
+}
+
+async function probeWorker(set: string, layout: TempLayout, probe: Probe): Promise<ProbeResult> {
+  // The driver holds the union of the sets, as a compiled program does, and narrows a Worker to one of them.
+  const union = unionOf(
+    permissionSetNames().filter((n) => n !== "lab").map((n) =>
+      relocate(permissionSet(n), layoutFromEnv((k) => layout.env[k]))
+    ),
+  );
+  const out = await run(DENO, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--unstable-worker-options",
+    ...permissionFlags(union),
+    fixture("worker_probe_driver.ts"),
+    set,
+    probe.op,
+    probe.target,
+  ], layout.env);
+  equal(out.code, 0, out.stderr);
+  return JSON.parse(out.stdout);
+}
+
+const MODES = { run: probeRun, worker: probeWorker };
+
+for (const c of CASES) {
+  for (const [mode, probe] of Object.entries(MODES)) {
+    Deno.test(`permission set "${c.set}" (${mode} mode) allows its own accesses and refuses others`, async () => {
+      await using layout = await tempLayout();
+      for (const p of c.inside(layout)) {
+        const result = await probe(c.set, layout, p);
+        deepEqual(result, { ok: true }, `${p.op} ${p.target} should be allowed: ${JSON.stringify(result)}`);
+      }
+      for (const p of c.outside(layout)) {
+        const result = await probe(c.set, layout, p);
+        equal(result.error, "NotCapable", `${p.op} ${p.target} should be refused: ${JSON.stringify(result)}`);
+      }
+    });
+  }
+}
+
+Deno.test("every permission set in deno.json has a case here", () => {
+  deepEqual(permissionSetNames().filter((n) => n !== "lab").sort(), CASES.map((c) => c.set).sort());
+});
+
+Deno.test("deno's own -P=dns reading deno.json refuses docker.sock and /etc writes", async () => {
+  for (const [op, target] of [["connect-unix", "/var/run/docker.sock"], ["write", "/etc/ployz-probe"]]) {
+    const out = await run(DENO, [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--config",
+      join(ROOT, "deno.json"),
+      "-P=dns",
+      fixture("permission_probe.ts"),
+      op,
+      target,
+    ]);
+    equal(JSON.parse(out.stdout).error, "NotCapable", out.stdout + out.stderr);
+  }
+});
