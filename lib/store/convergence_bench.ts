@@ -1,0 +1,54 @@
+import { StoreNode } from "../../tests/fixtures/store_cluster.ts";
+
+// Separate store processes on loopback; 200 writes spread over them; time until every replica holds all 200.
+// Push fan-out 3 with one relay, anti-entropy every ~500 ms. Prints bytes sent per change.
+
+const WRITES = 200;
+
+async function converge(replicas: number): Promise<{ ms: number; bytes: number }> {
+  const dir = await Deno.makeTempDir({ prefix: "convergence_bench_" });
+  const nodes = Array.from({ length: replicas }, (_, i) => new StoreNode(dir, `site-${i}`, "bench"));
+  try {
+    for (let i = 0; i < nodes.length; i += 6) {
+      await Promise.all(nodes.slice(i, i + 6).map((n) => n.start(dir)));
+    }
+    const urls = nodes.map((n) => n.url);
+    await Promise.all(
+      nodes.map((n) => n.call("/test/start", { peers: urls.filter((u) => u !== n.url), antiEntropyMs: 500 })),
+    );
+    const waits = nodes.map((n) => n.call<{ reachedAt: number }>(`/test/wait?count=${WRITES}`));
+    const started = Date.now();
+    await Promise.all(nodes.map((n, i) => {
+      const count = Math.floor(WRITES / replicas) + (i < WRITES % replicas ? 1 : 0);
+      return n.call("/test/write", { count, prefix: "w", pointer: false });
+    }));
+    const reached = await Promise.all(waits);
+    const ms = Math.max(...reached.map((r) => r.reachedAt)) - started;
+    const stats = await Promise.all(nodes.map((n) => n.call<{ bytesSent: number }>("/test/stats")));
+    const bytes = stats.reduce((sum, s) => sum + s.bytesSent, 0);
+    return { ms, bytes };
+  } finally {
+    await Promise.all(nodes.map((n) => n.kill()));
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+for (const replicas of [3, 30]) {
+  Deno.bench({
+    name: `${replicas} replica processes, ${WRITES} writes until all hold all`,
+    group: "convergence",
+    baseline: replicas === 3,
+    n: 1,
+    warmup: 0,
+    async fn(b) {
+      b.start();
+      const { ms, bytes } = await converge(replicas);
+      b.end();
+      console.log(
+        `convergence: ${replicas} replicas, ${WRITES} writes: ${ms} ms; ${bytes} bytes sent, ` +
+          `${Math.round(bytes / WRITES)} bytes per change, ` +
+          `${Math.round(bytes / (WRITES * (replicas - 1)))} bytes per change per receiving replica`,
+      );
+    },
+  });
+}

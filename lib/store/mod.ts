@@ -1,0 +1,66 @@
+/**
+ * The replicated Cluster store: every Machine holds a full copy in SQLite, and copies converge by exchanging
+ * changes over HTTP. No Machine is special.
+ *
+ * Merge rule. Every write is a change `(site, version, table, key, hlc, owner, body)`; `version` counts the
+ * writing site's changes from 1, `hlc` is a hybrid logical clock. A row holds the change with the greatest
+ * `(hlc, site)`, so concurrent writes and deletes converge to one winner in any delivery order; deletes are
+ * tombstone changes under the same rule, so delete-then-put resolves by the same order. Name-keyed tables
+ * (cluster, certificates, serving_pointers) accept writes from every site. Entity-keyed tables (machines,
+ * containers, volumes, acks) accept a change only when its `owner` is its `site` and its body or key names that
+ * owner; a local write to another Machine's row is refused with `conflict`. The verdict depends only on the
+ * change, so every replica reaches the same one. A change's origin is asserted by its `(site, version)`, not
+ * signed: peers are authenticated as Cluster members by the WireGuard mesh and the Cluster id, and members are
+ * trusted not to forge another site's id (a signature would be an additive field).
+ *
+ * Bodies are JSON kept verbatim; readers tolerate unknown fields and rewrites keep them. Tables and columns are
+ * only added, with defaults; changes for a table this release does not know are stored and relayed unread.
+ *
+ * Sync. New changes are pushed at once to a few random peers (relayed once by receivers); anti-entropy with a
+ * random peer exchanges version vectors and sends only what is missing. Vectors track a contiguous watermark
+ * per site plus ranges held past a gap. Batches apply in one transaction and re-applying is a no-op.
+ *
+ * @module
+ */
+
+export type { Change } from "./change.ts";
+export { StoreError, type StoreErrorCode } from "./error.ts";
+export {
+  type Ack,
+  type Certificate,
+  type ClusterSetting,
+  type Container,
+  type Machine,
+  type ServingPointer,
+  type Volume,
+} from "./schemas.ts";
+export {
+  type ApplyResult,
+  type ChangedKey,
+  type ChangePage,
+  type CommitEvent,
+  openStore,
+  type Rejection,
+  Store,
+  type StoreChanges,
+  type StoreOptions,
+  Table,
+} from "./store.ts";
+export type { SiteVersions, VersionVector } from "./vector.ts";
+export { createSyncApp, type SyncApp } from "./sync_app.ts";
+export type { ErrorBody, PushResponse, SyncResponse, VectorResponse } from "./protocol.ts";
+export {
+  SyncAgent,
+  type SyncAgentOptions,
+  type SyncEvent,
+  type SyncResult,
+  type SyncStats,
+} from "./sync_agent.ts";
+export {
+  type Allocation,
+  ConfigStore,
+  type DeploymentRecord,
+  openConfigStore,
+  type Receipt,
+  type SavedState,
+} from "./config_store.ts";

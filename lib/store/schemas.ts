@@ -1,0 +1,194 @@
+/**
+ * Body schemas of the replicated tables. Every schema is a loose object: fields a newer Machine adds are kept,
+ * never rejected, so a row round-trips through an older reader intact. Fields are only ever added, optional.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+
+const id = z.string().min(1).max(128);
+const name = z.string().min(1).max(256);
+
+/** A Cluster setting, keyed by its name. */
+export const ClusterSettingSchema: z.ZodType<ClusterSetting> = z.looseObject({
+  name,
+  value: z.unknown().optional(),
+});
+/** A Cluster setting body Unknown fields are kept. */
+export interface ClusterSetting {
+  /** Setting name, the key. */
+  name: string;
+  /** Any JSON value. */
+  value?: unknown;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Machine's own record, written only by that Machine. */
+export const MachineSchema: z.ZodType<Machine> = z.looseObject({
+  id,
+  name,
+  phase: z.string().max(64).optional(),
+  "public_key": z.string().max(128).optional(),
+  subnet: z.string().max(64).optional(),
+  endpoints: z.array(z.string().max(256)).max(64).optional(),
+  capabilities: z.array(z.string().max(128)).max(1024).optional(),
+});
+/** A Machine body Unknown fields are kept. */
+export interface Machine {
+  /** Machine id, the key and the owner. */
+  id: string;
+  /** Machine Name; may collide with another Machine's. */
+  name: string;
+  /** Lifecycle phase. */
+  phase?: string;
+  /** WireGuard public key. */
+  "public_key"?: string;
+  /** Container subnet the Machine owns. */
+  subnet?: string;
+  /** WireGuard endpoints, "host:port". */
+  endpoints?: string[];
+  /** Capability names the Machine's binary serves. */
+  capabilities?: string[];
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Container as its Machine reports it. Environment values never enter the store, only their names. */
+export const ContainerSchema: z.ZodType<Container> = z.looseObject({
+  id,
+  "machine_id": id,
+  project: name,
+  service: name,
+  deployment: z.string().max(128).optional(),
+  name,
+  image: z.string().max(1024),
+  state: z.string().max(64).optional(),
+  health: z.string().max(64).optional(),
+  addresses: z.array(z.string().max(64)).max(64).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  "env_names": z.array(z.string().max(256)).max(1024).optional(),
+});
+/** A Container body Unknown fields are kept. */
+export interface Container {
+  /** Container id, the key. */
+  id: string;
+  /** Owning Machine. */
+  "machine_id": string;
+  /** Project name. */
+  project: string;
+  /** Service name. */
+  service: string;
+  /** Deployment id. */
+  deployment?: string;
+  /** Docker container name. */
+  name: string;
+  /** Image reference. */
+  image: string;
+  /** Docker state. */
+  state?: string;
+  /** Health status. */
+  health?: string;
+  /** Mesh addresses. */
+  addresses?: string[];
+  /** Docker labels. */
+  labels?: Record<string, string>;
+  /** Environment variable names; values stay on the Machine. */
+  "env_names"?: string[];
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Volume, owned by the Machine that holds it. */
+export const VolumeSchema: z.ZodType<Volume> = z.looseObject({
+  id,
+  "machine_id": id,
+  name,
+  project: z.string().max(256).optional(),
+  state: z.string().max(64).optional(),
+  "size_bytes": z.number().int().nonnegative().optional(),
+});
+/** A Volume body Unknown fields are kept. */
+export interface Volume {
+  /** Volume id, the key. */
+  id: string;
+  /** Owning Machine. */
+  "machine_id": string;
+  /** Volume name, meaningful only with its Machine. */
+  name: string;
+  /** Project name. */
+  project?: string;
+  /** Lifecycle state. */
+  state?: string;
+  /** Size in bytes. */
+  "size_bytes"?: number;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A certificate, keyed by its name. */
+export const CertificateSchema: z.ZodType<Certificate> = z.looseObject({
+  name,
+  domains: z.array(z.string().max(256)).max(100).optional(),
+  "not_after": z.string().max(64).optional(),
+  pem: z.string().optional(),
+});
+/** A certificate body Unknown fields are kept. */
+export interface Certificate {
+  /** Certificate name, the key. */
+  name: string;
+  /** Domains it covers. */
+  domains?: string[];
+  /** Expiry, ISO 8601. */
+  "not_after"?: string;
+  /** Certificate chain, PEM. */
+  pem?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Serving Pointer: which Deployment serves a Service, keyed by "project/service". */
+export const ServingPointerSchema: z.ZodType<ServingPointer> = z.looseObject({
+  project: name,
+  service: name,
+  deployment: id,
+  version: z.number().int().nonnegative().optional(),
+});
+/** A Serving Pointer body Unknown fields are kept. */
+export interface ServingPointer {
+  /** Project name. */
+  project: string;
+  /** Service name. */
+  service: string;
+  /** Deployment that serves the Service. */
+  deployment: string;
+  /** Pointer version, growing with each move. */
+  version?: number;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Machine's acknowledgement of a Serving Pointer, keyed by "machine_id/project/service". */
+export const AckSchema: z.ZodType<Ack> = z.looseObject({
+  "machine_id": id,
+  pointer: z.string().min(3).max(513),
+  deployment: id,
+  version: z.number().int().nonnegative().optional(),
+  "acked_at": z.string().max(64).optional(),
+});
+/** An ack body Unknown fields are kept. */
+export interface Ack {
+  /** Acknowledging Machine, the owner. */
+  "machine_id": string;
+  /** Serving Pointer key, "project/service". */
+  pointer: string;
+  /** Deployment acknowledged. */
+  deployment: string;
+  /** Pointer version acknowledged. */
+  version?: number;
+  /** ISO 8601. */
+  "acked_at"?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}

@@ -1,0 +1,748 @@
+/**
+ * The replicated Cluster store on one Machine: tables materialised from a change log, in one SQLite file.
+ *
+ * @module
+ */
+
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { type Change, checkChange, MAX_BODY_CHARS, SITE_ID_PATTERN, supersedes } from "./change.ts";
+import { StoreError } from "./error.ts";
+import { HybridClock } from "./hlc.ts";
+import type {
+  Ack,
+  Certificate,
+  ClusterSetting,
+  Container,
+  Machine,
+  ServingPointer,
+  Volume,
+} from "./schemas.ts";
+import { TABLES, type TableSpec } from "./tables.ts";
+import { holds, type SiteVersions, type VersionVector } from "./vector.ts";
+
+/** How to open a store. */
+export interface StoreOptions {
+  /** SQLite file, or ":memory:". */
+  path: string;
+  /** This Machine's id; every local change carries it. */
+  siteId: string;
+  /** The Cluster this store belongs to; a file from another Cluster is refused. */
+  clusterId: string;
+  /** How long a writer waits on a locked database. Defaults to 5000. */
+  busyTimeoutMs?: number;
+  /** Wall clock in milliseconds, for simulations. Defaults to `Date.now`. */
+  now?: () => number;
+}
+
+/** Why one change of a batch was refused. */
+export interface Rejection {
+  /** Position in the batch. */
+  index: number;
+  /** Site the change claims, when readable. */
+  site?: string;
+  /** Version the change claims, when readable. */
+  version?: number;
+  /** Why it was refused. */
+  reason: string;
+}
+
+/** Outcome of applying a batch of remote changes. */
+export interface ApplyResult {
+  /** Changes new to this replica. */
+  applied: number;
+  /** Changes already held. */
+  duplicates: number;
+  /** Changes refused. */
+  rejected: Rejection[];
+}
+
+/** Told after every commit that changed the store. */
+export interface CommitEvent {
+  /** Local sequence number after the commit. */
+  seq: number;
+  /** Changes new to this replica, in commit order. */
+  /** Changes, in per-site version order. */
+  changes: Change[];
+  /** Whether the changes were written here or arrived from a peer. */
+  origin: "local" | "remote";
+}
+
+/** A changed key since some local sequence number; tombstones included. */
+export interface ChangedKey {
+  /** Row key. */
+  key: string;
+  /** True when the row is now a tombstone. */
+  deleted: boolean;
+}
+
+/** Keys changed since a local sequence number, per table. */
+export interface StoreChanges {
+  /** Pass this to the next call to see only later changes. */
+  seq: number;
+  /** Changed keys per table name. */
+  tables: Record<string, ChangedKey[]>;
+}
+
+/** A page of changes another replica lacks. */
+export interface ChangePage {
+  /** Changes, in per-site version order. */
+  changes: Change[];
+  /** True when more remain beyond this page. */
+  more: boolean;
+}
+
+interface RowState {
+  hlc: string;
+  site: string;
+  owner: string;
+}
+
+interface ChangeRow {
+  site: string;
+  version: number;
+  tbl: string;
+  key: string;
+  hlc: string;
+  owner: string;
+  deleted: number;
+  body: string | null;
+}
+
+const ROW_COLUMNS: [string, string][] = [
+  ["body", "TEXT"],
+  ["deleted", "INTEGER NOT NULL DEFAULT 0"],
+  ["hlc", "TEXT NOT NULL DEFAULT ''"],
+  ["site", "TEXT NOT NULL DEFAULT ''"],
+  ["version", "INTEGER NOT NULL DEFAULT 0"],
+  ["owner", "TEXT NOT NULL DEFAULT ''"],
+  ["seq", "INTEGER NOT NULL DEFAULT 0"],
+];
+
+const FIELD_PATTERN = /^[a-z][a-z0-9_]{0,62}$/;
+
+function toChange(row: ChangeRow): Change {
+  return {
+    site: row.site,
+    version: row.version,
+    table: row.tbl,
+    key: row.key,
+    hlc: row.hlc,
+    owner: row.owner,
+    deleted: row.deleted === 1,
+    body: row.body,
+  };
+}
+
+/** Typed access to one replicated table. Reads are local; writes become changes. */
+export class Table<T extends Record<string, unknown>> {
+  readonly #store: Store;
+  readonly #spec: TableSpec;
+
+  /** Use the accessors on {@linkcode Store} instead. */
+  constructor(store: Store, spec: TableSpec) {
+    this.#store = store;
+    this.#spec = spec;
+  }
+
+  /** The table name. */
+  get name(): string {
+    return this.#spec.name;
+  }
+
+  /** The key a body is stored under. */
+  keyOf(body: T): string {
+    return this.#spec.keyOf(body);
+  }
+
+  /** The live body stored under `key`, with any fields this release does not know kept. */
+  get(key: string): T | undefined {
+    const text = this.#store.readBody(this.#spec.name, key);
+    return text === undefined ? undefined : JSON.parse(text) as T;
+  }
+
+  /** Live bodies, optionally only those whose top-level string fields equal `where`. */
+  list(where: Partial<Record<string, string>> = {}): T[] {
+    return this.#store.listBodies(this.#spec.name, where).map((text) => JSON.parse(text) as T);
+  }
+
+  /** Writes a body under its key and returns the change it produced. */
+  put(body: T): Change {
+    return this.#store.writeLocal(this.#spec, this.#spec.keyOf(body), body);
+  }
+
+  /** Writes a tombstone for `key` and returns the change it produced. */
+  delete(key: string): Change {
+    return this.#store.writeLocal(this.#spec, key, null);
+  }
+}
+
+/** One Machine's copy of the Cluster store. Open with {@linkcode openStore}. */
+export class Store {
+  /** This Machine's id. */
+  readonly siteId: string;
+  /** The Cluster this copy belongs to. */
+  readonly clusterId: string;
+  /** Cluster settings (name-keyed). */
+  readonly cluster: Table<ClusterSetting>;
+  /** Machine records (entity-keyed, owner is the Machine). */
+  readonly machines: Table<Machine>;
+  /** Containers (entity-keyed, owner is `machine_id`). */
+  readonly containers: Table<Container>;
+  /** Volumes (entity-keyed, owner is `machine_id`). */
+  readonly volumes: Table<Volume>;
+  /** Certificates (name-keyed). */
+  readonly certificates: Table<Certificate>;
+  /** Serving Pointers (name-keyed by "project/service"). */
+  readonly servingPointers: Table<ServingPointer>;
+  /** Acks of Serving Pointers (entity-keyed by "machine_id/project/service"). */
+  readonly acks: Table<Ack>;
+
+  readonly #db: DatabaseSync;
+  readonly #clock: HybridClock;
+  readonly #statements = new Map<string, StatementSync>();
+  readonly #listeners = new Set<(event: CommitEvent) => void>();
+  #ownVersion = 0;
+  #ownContiguous = 0;
+  #seq = 0;
+  #closed = false;
+
+  /** Use {@linkcode openStore}. */
+  constructor(db: DatabaseSync, options: StoreOptions) {
+    this.#db = db;
+    this.siteId = options.siteId;
+    this.clusterId = options.clusterId;
+    this.#clock = new HybridClock(options.now);
+    this.cluster = new Table(this, TABLES.cluster);
+    this.machines = new Table(this, TABLES.machines);
+    this.containers = new Table(this, TABLES.containers);
+    this.volumes = new Table(this, TABLES.volumes);
+    this.certificates = new Table(this, TABLES.certificates);
+    this.servingPointers = new Table(this, TABLES.serving_pointers);
+    this.acks = new Table(this, TABLES.acks);
+    this.#init();
+  }
+
+  /** The current local sequence number; it grows with every commit that changes a row. */
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /** True once {@linkcode Store.close} ran. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Closes the database and ends every watch. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const listener of [...this.#listeners]) listener({ seq: this.#seq, changes: [], origin: "local" });
+    this.#listeners.clear();
+    this.#db.close();
+  }
+
+  #init(): void {
+    const db = this.#db;
+    db.exec(`CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
+    db.exec(`CREATE TABLE IF NOT EXISTS changes (
+      site TEXT NOT NULL, version INTEGER NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL,
+      hlc TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '', deleted INTEGER NOT NULL DEFAULT 0, body TEXT,
+      PRIMARY KEY (site, version)) WITHOUT ROWID`);
+    db.exec(`CREATE TABLE IF NOT EXISTS sites (
+      site TEXT PRIMARY KEY NOT NULL, contiguous INTEGER NOT NULL DEFAULT 0, max INTEGER NOT NULL DEFAULT 0)`);
+    this.#checkIdentity("cluster_id", this.clusterId);
+    this.#checkIdentity("site_id", this.siteId);
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      for (const spec of Object.values(TABLES)) this.#ensureTable(spec);
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+    // The own site's entry in `sites` is refreshed here, not on each local write: the log is the truth.
+    const own = db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(this.siteId);
+    this.#ownVersion = Number(own?.v ?? 0);
+    if (this.#ownVersion > 0) this.#advance(this.siteId, this.#ownVersion);
+    const last = db.prepare(`SELECT max(hlc) AS h FROM changes`).get();
+    if (typeof last?.h === "string") this.#clock.observe(last.h);
+    for (const spec of Object.values(TABLES)) {
+      const row = db.prepare(`SELECT max(seq) AS s FROM ${spec.name}`).get();
+      this.#seq = Math.max(this.#seq, Number(row?.s ?? 0));
+    }
+  }
+
+  #checkIdentity(name: string, value: string): void {
+    const row = this.#db.prepare(`SELECT value FROM meta WHERE name = ?`).get(name);
+    if (row === undefined) {
+      this.#db.prepare(`INSERT INTO meta (name, value) VALUES (?, ?)`).run(name, value);
+    } else if (row.value !== value) {
+      this.#db.close();
+      throw new StoreError(
+        "conflict",
+        `Cannot open store: file belongs to ${name} "${String(row.value)}", not "${value}"`,
+      );
+    }
+  }
+
+  // Tables and columns are only ever added, with defaults: an older file opens as is, a newer one too.
+  #ensureTable(spec: TableSpec): void {
+    const db = this.#db;
+    const existed = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(
+      spec.name,
+    );
+    const columns = ROW_COLUMNS.map(([column, type]) => `${column} ${type}`).join(", ");
+    db.exec(`CREATE TABLE IF NOT EXISTS ${spec.name} (key TEXT PRIMARY KEY NOT NULL, ${columns})`);
+    if (existed !== undefined) {
+      const have = new Set(db.prepare(`PRAGMA table_info(${spec.name})`).all().map((c) => String(c.name)));
+      for (const [column, type] of ROW_COLUMNS) {
+        if (!have.has(column)) db.exec(`ALTER TABLE ${spec.name} ADD COLUMN ${column} ${type}`);
+      }
+    }
+    db.exec(`CREATE INDEX IF NOT EXISTS ${spec.name}_seq ON ${spec.name} (seq)`);
+    for (const [suffix, paths] of Object.entries(spec.indexes)) {
+      const expressions = paths.map((p) => `json_extract(body, '${p}')`).join(", ");
+      db.exec(`CREATE INDEX IF NOT EXISTS ${spec.name}_${suffix} ON ${spec.name} (${expressions})`);
+    }
+    if (existed === undefined) {
+      // A table this release adds may already have changes in the log, carried unread by an older release.
+      const rows = db.prepare(`SELECT * FROM changes WHERE tbl = ?`).all(spec.name) as unknown as ChangeRow[];
+      for (const row of rows) this.#merge(toChange(row));
+    }
+  }
+
+  #statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreError("unavailable", `Store is closed: site "${this.siteId}"`);
+  }
+
+  #transaction<R>(fn: () => R): R {
+    this.#assertOpen();
+    this.#statement("BEGIN IMMEDIATE").run();
+    try {
+      const result = fn();
+      this.#statement("COMMIT").run();
+      return result;
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  #emit(event: CommitEvent): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        // A failing listener must not undo a commit or starve other listeners.
+        console.error(error);
+      }
+    }
+  }
+
+  /** Calls `listener` after every commit that brought new changes. Returns the unsubscribe function. */
+  onCommit(listener: (event: CommitEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** @internal Reads a live body's JSON text. */
+  readBody(table: string, key: string): string | undefined {
+    this.#assertOpen();
+    const row = this.#statement(`SELECT body FROM ${table} WHERE key = ? AND deleted = 0`).get(key);
+    return row === undefined ? undefined : String(row.body);
+  }
+
+  /** @internal Lists live bodies' JSON text, filtered on top-level fields. */
+  listBodies(table: string, where: Partial<Record<string, string>>): string[] {
+    this.#assertOpen();
+    const clauses = ["deleted = 0"];
+    const params: SQLInputValue[] = [];
+    for (const [field, value] of Object.entries(where)) {
+      if (value === undefined) continue;
+      if (!FIELD_PATTERN.test(field)) {
+        throw new StoreError(
+          "invalid_argument",
+          `Cannot filter ${table} on field "${field}": not a plain field name`,
+        );
+      }
+      clauses.push(`json_extract(body, '$.${field}') = ?`);
+      params.push(value);
+    }
+    const sql = `SELECT body FROM ${table} WHERE ${clauses.join(" AND ")} ORDER BY key`;
+    return this.#statement(sql).all(...params).map((row) => String(row.body));
+  }
+
+  /** @internal Writes one local change: the body, or a tombstone when `body` is null. */
+  writeLocal(spec: TableSpec, key: string, body: Record<string, unknown> | null): Change {
+    this.#assertOpen();
+    let text: string | null = null;
+    if (body !== null) {
+      const checked = spec.schema.safeParse(body);
+      if (!checked.success) {
+        const issue = checked.error.issues[0];
+        throw new StoreError(
+          "invalid_argument",
+          `Invalid ${spec.name} body "${key}": ${issue.path.join(".")}: ${issue.message}`,
+        );
+      }
+      text = JSON.stringify(body);
+      if (text.length > MAX_BODY_CHARS) {
+        throw new StoreError(
+          "invalid_argument",
+          `Body too large for ${spec.name} row "${key}": ${text.length} chars`,
+        );
+      }
+    }
+    const written = this.#transaction(() => {
+      const owner = spec.kind === "entity" ? this.#localOwner(spec, key, body) : "";
+      const change: Change = {
+        site: this.siteId,
+        version: this.#ownVersion + 1,
+        table: spec.name,
+        key,
+        hlc: this.#clock.tick(),
+        owner,
+        deleted: body === null,
+        body: text,
+      };
+      this.#insertChange(change);
+      // The clock is past every timestamp seen, so a local write always wins its row.
+      this.#upsertRow(spec.name, change);
+      this.#ownVersion = change.version;
+      if (this.#ownContiguous === change.version - 1) this.#ownContiguous = change.version;
+      return change;
+    });
+    // Listeners run after COMMIT, never inside the transaction.
+    this.#emit({ seq: this.#seq, changes: [written], origin: "local" });
+    return written;
+  }
+
+  #localOwner(spec: TableSpec, key: string, body: Record<string, unknown> | null): string {
+    const existing = this.#rowState(spec.name, key);
+    const named = body !== null ? spec.ownerOfBody?.(body) : spec.ownerOfKey?.(key) ?? existing?.owner;
+    if (named === undefined) {
+      throw new StoreError(
+        "not_found",
+        `Cannot delete ${spec.name} row "${key}": no such row on this Machine`,
+      );
+    }
+    for (const owner of [named, existing?.owner]) {
+      if (owner !== undefined && owner !== this.siteId) {
+        throw new StoreError(
+          "conflict",
+          `Cannot write ${spec.name} row "${key}": owned by Machine "${owner}", this is Machine "${this.siteId}"`,
+        );
+      }
+    }
+    return this.siteId;
+  }
+
+  #rowState(table: string, key: string): RowState | undefined {
+    const row = this.#statement(`SELECT hlc, site, owner FROM ${table} WHERE key = ?`).get(key);
+    return row as RowState | undefined;
+  }
+
+  #insertChange(change: Change): void {
+    this.#statement(
+      `INSERT INTO changes (site, version, tbl, key, hlc, owner, deleted, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      change.site,
+      change.version,
+      change.table,
+      change.key,
+      change.hlc,
+      change.owner,
+      change.deleted ? 1 : 0,
+      change.body,
+    );
+  }
+
+  // Last writer wins on (hlc, site) for every table; ownership was already checked on the change itself.
+  #merge(change: Change): void {
+    const spec = TABLES[change.table];
+    if (spec === undefined) return;
+    const current = this.#rowState(spec.name, change.key);
+    if (current !== undefined && !supersedes(change, current)) return;
+    this.#upsertRow(spec.name, change);
+  }
+
+  #upsertRow(table: string, change: Change): void {
+    this.#seq += 1;
+    this.#statement(
+      `INSERT INTO ${table} (key, body, deleted, hlc, site, version, owner, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET body = excluded.body, deleted = excluded.deleted, hlc = excluded.hlc,
+       site = excluded.site, version = excluded.version, owner = excluded.owner, seq = excluded.seq`,
+    ).run(
+      change.key,
+      change.body,
+      change.deleted ? 1 : 0,
+      change.hlc,
+      change.site,
+      change.version,
+      change.owner,
+      this.#seq,
+    );
+  }
+
+  /**
+   * Applies remote changes in one transaction. Re-applying a change is a no-op; a malformed or refused change
+   * is listed in `rejected` and the rest still apply.
+   */
+  applyChanges(inputs: readonly unknown[]): ApplyResult {
+    const result: ApplyResult = { applied: 0, duplicates: 0, rejected: [] };
+    const valid: Change[] = [];
+    inputs.forEach((input, index) => {
+      const checked = checkChange(input);
+      if ("reason" in checked) {
+        const raw = (input ?? {}) as { site?: unknown; version?: unknown };
+        result.rejected.push({
+          index,
+          site: typeof raw.site === "string" ? raw.site.slice(0, 64) : undefined,
+          version: typeof raw.version === "number" ? raw.version : undefined,
+          reason: checked.reason,
+        });
+      } else {
+        valid.push(checked.change);
+      }
+    });
+    if (valid.length === 0) return result;
+    const fresh: Change[] = [];
+    const seqBefore = this.#seq;
+    try {
+      this.#transaction(() => {
+        const touched = new Map<string, number>();
+        const exists = this.#statement(`SELECT 1 FROM changes WHERE site = ? AND version = ?`);
+        for (const change of valid) {
+          if (exists.get(change.site, change.version) !== undefined) {
+            result.duplicates += 1;
+            continue;
+          }
+          this.#insertChange(change);
+          this.#clock.observe(change.hlc);
+          this.#merge(change);
+          touched.set(change.site, Math.max(touched.get(change.site) ?? 0, change.version));
+          fresh.push(change);
+        }
+        for (const [site, max] of touched) this.#advance(site, max);
+        result.applied = fresh.length;
+      });
+    } catch (error) {
+      this.#seq = seqBefore;
+      if (error instanceof StoreError) throw error;
+      throw new StoreError("internal", `Cannot apply ${valid.length} changes: ${String(error)}`, {
+        cause: error,
+      });
+    }
+    const own = fresh.filter((c) => c.site === this.siteId);
+    // Our own changes coming back (a restored file) must not let us reuse their versions.
+    for (const change of own) this.#ownVersion = Math.max(this.#ownVersion, change.version);
+    if (fresh.length > 0) this.#emit({ seq: this.#seq, changes: fresh, origin: "remote" });
+    return result;
+  }
+
+  // Moves a site's contiguous watermark over every version now held without a gap.
+  #advance(site: string, max: number): void {
+    this.#statement(
+      `INSERT INTO sites (site, contiguous, max) VALUES (?, 0, ?)
+       ON CONFLICT (site) DO UPDATE SET max = MAX(max, excluded.max)`,
+    ).run(site, max);
+    const row = this.#statement(`SELECT contiguous, max FROM sites WHERE site = ?`).get(site)!;
+    let contiguous = Number(row.contiguous);
+    if (contiguous >= Number(row.max)) {
+      if (site === this.siteId) this.#ownContiguous = contiguous;
+      return;
+    }
+    const next = this.#statement(
+      `SELECT version FROM changes WHERE site = ? AND version > ? ORDER BY version LIMIT 1000`,
+    );
+    for (;;) {
+      const versions = next.all(site, contiguous).map((r) => Number(r.version));
+      let moved = false;
+      for (const v of versions) {
+        if (v !== contiguous + 1) break;
+        contiguous = v;
+        moved = true;
+      }
+      if (!moved || versions.length < 1000) break;
+    }
+    this.#statement(`UPDATE sites SET contiguous = ? WHERE site = ?`).run(contiguous, site);
+    if (site === this.siteId) this.#ownContiguous = contiguous;
+  }
+
+  // Every known site with its watermark and highest version; the own site's come from memory.
+  #sites(): { site: string; contiguous: number; max: number }[] {
+    const rows = this.#statement(`SELECT site, contiguous, max FROM sites ORDER BY site`).all().map((r) => ({
+      site: String(r.site),
+      contiguous: Number(r.contiguous),
+      max: Number(r.max),
+    }));
+    if (this.#ownVersion === 0) return rows;
+    const own = { site: this.siteId, contiguous: this.#ownContiguous, max: this.#ownVersion };
+    const at = rows.findIndex((r) => r.site === this.siteId);
+    if (at >= 0) rows[at] = own;
+    else rows.push(own);
+    return rows.sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
+  }
+
+  /** What this replica holds, per site. */
+  vector(): VersionVector {
+    this.#assertOpen();
+    const vector: VersionVector = {};
+    const rows = this.#sites();
+    const islands = this.#statement(
+      `SELECT min(version) AS lo, max(version) AS hi FROM (
+         SELECT version, version - row_number() OVER (ORDER BY version) AS island
+         FROM changes WHERE site = ? AND version > ?)
+       GROUP BY island ORDER BY lo`,
+    );
+    for (const row of rows) {
+      const held: SiteVersions = { c: Number(row.contiguous) };
+      if (Number(row.max) > held.c) {
+        held.r = islands.all(String(row.site), held.c).map((r) => [Number(r.lo), Number(r.hi)]);
+      }
+      vector[String(row.site)] = held;
+    }
+    return vector;
+  }
+
+  /** Changes this replica holds that a replica with `theirs` lacks, up to `limit` changes or about `maxChars`. */
+  changesMissingFrom(theirs: VersionVector, limit = 5000, maxChars = 8 * 1024 * 1024): ChangePage {
+    this.#assertOpen();
+    const changes: Change[] = [];
+    let chars = 0;
+    const query = this.#statement(
+      `SELECT * FROM changes WHERE site = ? AND version > ? ORDER BY version LIMIT ?`,
+    );
+    for (const row of this.#sites()) {
+      const site = String(row.site);
+      const held = theirs[site];
+      if (held !== undefined && held.c >= Number(row.max)) continue;
+      let after = held?.c ?? 0;
+      for (;;) {
+        const page = query.all(site, after, 1000) as unknown as ChangeRow[];
+        for (const r of page) {
+          after = r.version;
+          if (holds(held, r.version)) continue;
+          if (changes.length >= limit || chars >= maxChars) return { changes, more: true };
+          changes.push(toChange(r));
+          chars += 100 + r.key.length + (r.body?.length ?? 0);
+        }
+        if (page.length < 1000) break;
+      }
+    }
+    return { changes, more: false };
+  }
+
+  /** True when this replica holds every change `theirs` holds, e.g. a peer's vector a joiner waits for. */
+  caughtUpWith(theirs: VersionVector): boolean {
+    this.#assertOpen();
+    const mine = this.vector();
+    const count = this.#statement(
+      `SELECT count(*) AS n FROM changes WHERE site = ? AND version BETWEEN ? AND ?`,
+    );
+    for (const [site, held] of Object.entries(theirs)) {
+      const own = mine[site];
+      for (const [from, to] of [[1, held.c], ...(held.r ?? [])]) {
+        if (to < from) continue;
+        if (own !== undefined && own.c >= to) continue;
+        if (Number(count.get(site, from, to)?.n ?? 0) !== to - from + 1) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Keys changed after local sequence number `seq`, per table, without reading whole tables. */
+  changesSince(seq: number): StoreChanges {
+    this.#assertOpen();
+    const tables: Record<string, ChangedKey[]> = {};
+    let last = seq;
+    for (const spec of Object.values(TABLES)) {
+      const rows = this.#statement(`SELECT key, deleted, seq FROM ${spec.name} WHERE seq > ? ORDER BY seq`)
+        .all(seq);
+      if (rows.length === 0) continue;
+      tables[spec.name] = rows.map((r) => ({ key: String(r.key), deleted: r.deleted === 1 }));
+      for (const r of rows) last = Math.max(last, Number(r.seq));
+    }
+    return { seq: last, tables };
+  }
+
+  /**
+   * Yields what changed after `since` (default: now), woken by each commit, until `signal` aborts or the store
+   * closes.
+   */
+  async *watch(options: { since?: number; signal?: AbortSignal } = {}): AsyncGenerator<StoreChanges> {
+    let since = options.since ?? this.#seq;
+    const signal = options.signal;
+    while (!this.#closed && !signal?.aborted) {
+      if (this.#seq > since) {
+        const changes = this.changesSince(since);
+        since = changes.seq;
+        if (Object.keys(changes.tables).length > 0) yield changes;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          unsubscribe();
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        const unsubscribe = this.onCommit(done);
+        signal?.addEventListener("abort", done);
+      });
+    }
+  }
+
+  /** A canonical text of every table and the version vector; equal on replicas that converged. */
+  dump(): string {
+    this.#assertOpen();
+    const tables: Record<string, unknown[]> = {};
+    for (const spec of Object.values(TABLES)) {
+      tables[spec.name] = this.#statement(
+        `SELECT key, deleted, hlc, site, version, owner, body FROM ${spec.name} ORDER BY key`,
+      ).all().map((r) => [r.key, r.deleted, r.hlc, r.site, r.version, r.owner, r.body]);
+    }
+    const log = this.#statement(`SELECT count(*) AS n FROM changes`).get();
+    return JSON.stringify({ tables, vector: this.vector(), log: Number(log?.n ?? 0) });
+  }
+
+  /** Runs SQLite's integrity check; "ok" when the file is sound. */
+  integrityCheck(): string {
+    this.#assertOpen();
+    return String(this.#db.prepare(`PRAGMA integrity_check`).get()?.integrity_check);
+  }
+}
+
+/** Opens (or creates) a store file: WAL, synchronous=NORMAL, an explicit busy timeout. */
+export function openStore(options: StoreOptions): Store {
+  if (!SITE_ID_PATTERN.test(options.siteId)) {
+    throw new StoreError("invalid_argument", `Invalid site id "${options.siteId}": expected [a-z0-9-]{1,64}`);
+  }
+  if (options.clusterId.length === 0 || options.clusterId.length > 128) {
+    throw new StoreError(
+      "invalid_argument",
+      `Invalid cluster id "${options.clusterId}": expected 1 to 128 chars`,
+    );
+  }
+  const timeout = options.busyTimeoutMs ?? 5000;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(options.path, { timeout });
+    db.exec(`PRAGMA busy_timeout = ${Math.floor(timeout)}`);
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+  } catch (error) {
+    throw new StoreError("unavailable", `Cannot open store "${options.path}": ${String(error)}`, {
+      cause: error,
+    });
+  }
+  return new Store(db, options);
+}

@@ -1,0 +1,276 @@
+/**
+ * Client side of replication: pushes new changes to a few peers at once and runs anti-entropy with a random
+ * peer on an interval.
+ *
+ * @module
+ */
+
+import type { Change } from "./change.ts";
+import { StoreError } from "./error.ts";
+import {
+  CLUSTER_HEADER,
+  type ErrorBody,
+  MAX_PUSH_CHANGES,
+  type PushResponse,
+  SYNC_PREFIX,
+  type SyncResponse,
+  type VectorResponse,
+} from "./protocol.ts";
+import type { Rejection, Store } from "./store.ts";
+import type { VersionVector } from "./vector.ts";
+
+/** Something the agent did, for logs and tests. */
+export type SyncEvent =
+  | { type: "apply_start"; peer: string; changes: number }
+  | { type: "apply_done"; peer: string; applied: number; rejected: number }
+  | { type: "push_failed"; peer: string; error: string }
+  | { type: "sync_failed"; peer: string; error: string };
+
+/** How a {@linkcode SyncAgent} finds peers and paces itself. */
+export interface SyncAgentOptions {
+  /** Base URLs of peers (e.g. "http://10.210.0.2:51000"), asked again each round. */
+  peers: () => string[] | Promise<string[]>;
+  /** Peers each new change is pushed to. Defaults to 3. */
+  fanout?: number;
+  /** Mean milliseconds between anti-entropy rounds. Defaults to 1000. */
+  antiEntropyMs?: number;
+  /** Milliseconds new changes wait to be pushed together. Defaults to 5. */
+  pushDelayMs?: number;
+  /** Milliseconds before a request to a peer is abandoned. Defaults to 10000. */
+  timeoutMs?: number;
+  /** Changes per anti-entropy page. Defaults to 5000. */
+  pageLimit?: number;
+  /** Told about applies and failures. */
+  onEvent?: (event: SyncEvent) => void;
+}
+
+/** Outcome of one anti-entropy exchange. */
+export interface SyncResult {
+  /** Changes new to this replica. */
+  received: number;
+  /** Changes sent that the peer lacked. */
+  sent: number;
+  /** Changes either side refused. */
+  rejected: Rejection[];
+}
+
+/** Traffic counters. */
+export interface SyncStats {
+  /** HTTP requests made. */
+  requests: number;
+  /** Request body bytes sent. */
+  bytesSent: number;
+  /** Response body bytes received. */
+  bytesReceived: number;
+  /** Changes pushed, counting each peer. */
+  changesPushed: number;
+}
+
+function sample<T>(items: readonly T[], count: number): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy.slice(0, count);
+}
+
+/** Replicates one store with its peers over the `/store/v1` HTTP protocol. */
+export class SyncAgent {
+  /** Traffic so far. */
+  readonly stats: SyncStats = { requests: 0, bytesSent: 0, bytesReceived: 0, changesPushed: 0 };
+
+  readonly #store: Store;
+  readonly #options: Required<Omit<SyncAgentOptions, "onEvent">> & Pick<SyncAgentOptions, "onEvent">;
+  readonly #inflight = new Set<Promise<unknown>>();
+  #queue: Change[] = [];
+  #pushTimer: ReturnType<typeof setTimeout> | undefined;
+  #roundTimer: ReturnType<typeof setTimeout> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #pulling = false;
+  #running = false;
+
+  /** Creates a stopped agent for `store`. */
+  constructor(store: Store, options: SyncAgentOptions) {
+    this.#store = store;
+    this.#options = {
+      fanout: 3,
+      antiEntropyMs: 1000,
+      pushDelayMs: 5,
+      timeoutMs: 10_000,
+      pageLimit: 5000,
+      ...options,
+    };
+  }
+
+  /** Starts pushing new changes and running anti-entropy. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#unsubscribe = this.#store.onCommit((event) => {
+      // Pulled changes are not relayed: the puller asked for them, and anti-entropy spreads them further.
+      if (this.#pulling || event.changes.length === 0) return;
+      this.#queue.push(...event.changes);
+      this.#schedulePush();
+    });
+    this.#scheduleRound();
+  }
+
+  /** Stops timers and waits for requests in flight. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    clearTimeout(this.#pushTimer);
+    clearTimeout(this.#roundTimer);
+    this.#pushTimer = undefined;
+    this.#roundTimer = undefined;
+    this.#queue = [];
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#inflight.add(promise);
+    promise.finally(() => this.#inflight.delete(promise)).catch(() => {});
+    return promise;
+  }
+
+  #schedulePush(): void {
+    if (this.#pushTimer !== undefined || !this.#running) return;
+    this.#pushTimer = setTimeout(() => {
+      this.#pushTimer = undefined;
+      this.#track(this.#flush());
+    }, this.#options.pushDelayMs);
+  }
+
+  async #flush(): Promise<void> {
+    const changes = this.#queue;
+    this.#queue = [];
+    if (changes.length === 0) return;
+    const peers = sample(await this.#options.peers(), this.#options.fanout);
+    await Promise.all(peers.map(async (peer) => {
+      try {
+        for (let i = 0; i < changes.length; i += MAX_PUSH_CHANGES) {
+          await this.push(peer, changes.slice(i, i + MAX_PUSH_CHANGES));
+        }
+      } catch (error) {
+        this.#options.onEvent?.({ type: "push_failed", peer, error: String(error) });
+      }
+    }));
+  }
+
+  #scheduleRound(): void {
+    if (!this.#running) return;
+    const delay = this.#options.antiEntropyMs * (0.5 + Math.random());
+    this.#roundTimer = setTimeout(() => {
+      this.#roundTimer = undefined;
+      this.#track(this.#round()).finally(() => this.#scheduleRound());
+    }, delay);
+  }
+
+  async #round(): Promise<void> {
+    const [peer] = sample(await this.#options.peers(), 1);
+    if (peer === undefined) return;
+    try {
+      await this.syncOnce(peer);
+    } catch (error) {
+      this.#options.onEvent?.({ type: "sync_failed", peer, error: String(error) });
+    }
+  }
+
+  async #request<T>(peer: string, path: string, body?: unknown): Promise<T> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.#options.timeoutMs);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    this.stats.requests += 1;
+    this.stats.bytesSent += text?.length ?? 0;
+    try {
+      const response = await fetch(`${peer}${SYNC_PREFIX}${path}`, {
+        method: text === undefined ? "GET" : "POST",
+        headers: { [CLUSTER_HEADER]: this.#store.clusterId, "content-type": "application/json" },
+        body: text,
+        signal: controller.signal,
+      });
+      const reply = await response.text();
+      this.stats.bytesReceived += reply.length;
+      if (!response.ok) {
+        let error: ErrorBody = { code: "unavailable", message: reply.slice(0, 200) };
+        try {
+          error = JSON.parse(reply) as ErrorBody;
+        } catch {
+          // Not one of our replies; keep the raw text.
+        }
+        throw new StoreError(
+          error.code === "conflict" || error.code === "unauthenticated" ? error.code : "unavailable",
+          `Peer "${peer}" refused ${path}: ${error.message}`,
+        );
+      }
+      const cluster = response.headers.get(CLUSTER_HEADER);
+      if (cluster !== this.#store.clusterId) {
+        throw new StoreError("conflict", `Refused peer "${peer}": it is in cluster "${cluster ?? ""}"`);
+      }
+      return JSON.parse(reply) as T;
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw new StoreError("unavailable", `Cannot reach peer "${peer}" for ${path}: ${String(error)}`, {
+        cause: error,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Pushes changes to one peer and returns its verdict. */
+  push(peer: string, changes: Change[]): Promise<PushResponse> {
+    this.stats.changesPushed += changes.length;
+    return this.#request<PushResponse>(peer, "/push", { site: this.#store.siteId, changes });
+  }
+
+  /** The peer's version vector, e.g. for a joiner to wait on with `Store.caughtUpWith`. */
+  async peerVector(peer: string): Promise<VersionVector> {
+    return (await this.#request<VectorResponse>(peer, "/vector")).vector;
+  }
+
+  /** One anti-entropy exchange: pull what this replica lacks, then push what the peer lacks. */
+  async syncOnce(peer: string): Promise<SyncResult> {
+    const result: SyncResult = { received: 0, sent: 0, rejected: [] };
+    let theirs: VersionVector | undefined;
+    for (let page = 0; page < 100; page++) {
+      const reply = await this.#request<SyncResponse>(peer, "/sync", {
+        site: this.#store.siteId,
+        vector: this.#store.vector(),
+        limit: this.#options.pageLimit,
+      });
+      theirs = reply.vector;
+      if (reply.changes.length === 0) break;
+      this.#options.onEvent?.({ type: "apply_start", peer, changes: reply.changes.length });
+      this.#pulling = true;
+      let applied;
+      try {
+        applied = this.#store.applyChanges(reply.changes);
+      } finally {
+        this.#pulling = false;
+      }
+      this.#options.onEvent?.({
+        type: "apply_done",
+        peer,
+        applied: applied.applied,
+        rejected: applied.rejected.length,
+      });
+      result.received += applied.applied;
+      result.rejected.push(...applied.rejected);
+      // A page that brought nothing new (all refused or duplicate) would come back the same.
+      if (!reply.more || applied.applied === 0) break;
+    }
+    for (let page = 0; page < 100 && theirs !== undefined; page++) {
+      const missing = this.#store.changesMissingFrom(theirs, this.#options.pageLimit);
+      if (missing.changes.length === 0) break;
+      const pushed = await this.push(peer, missing.changes);
+      result.sent += pushed.applied;
+      result.rejected.push(...pushed.rejected);
+      if (!missing.more || pushed.applied === 0) break;
+      theirs = await this.peerVector(peer);
+    }
+    return result;
+  }
+}

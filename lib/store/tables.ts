@@ -1,0 +1,104 @@
+/**
+ * The replicated tables: their kind, how a body names its key, and who owns an entity row.
+ *
+ * @module
+ */
+
+import type { z } from "zod";
+import {
+  AckSchema,
+  CertificateSchema,
+  ClusterSettingSchema,
+  ContainerSchema,
+  MachineSchema,
+  ServingPointerSchema,
+  VolumeSchema,
+} from "./schemas.ts";
+
+/** Entity rows have one writer, their owner; name rows are last-writer-wins among all Machines. */
+export type TableKind = "entity" | "name";
+
+/** How one replicated table is keyed, owned and validated. */
+export interface TableSpec {
+  readonly name: string;
+  readonly kind: TableKind;
+  readonly schema: z.ZodType<Record<string, unknown>>;
+  keyOf(body: Record<string, unknown>): string;
+  /** Owner named by a body (entity tables only). */
+  ownerOfBody?(body: Record<string, unknown>): string;
+  /** Owner named by the key alone, where the key embeds it (entity tables only). */
+  ownerOfKey?(key: string): string;
+  /** Expression indexes over body fields, as "index suffix" → "json paths". */
+  readonly indexes: Record<string, string[]>;
+}
+
+function field(body: Record<string, unknown>, name: string): string {
+  return String(body[name]);
+}
+
+function beforeSlash(key: string): string {
+  const at = key.indexOf("/");
+  return at < 0 ? key : key.slice(0, at);
+}
+
+/** Every table this release knows, by name. */
+export const TABLES: Readonly<Record<string, TableSpec>> = {
+  cluster: {
+    name: "cluster",
+    kind: "name",
+    schema: ClusterSettingSchema,
+    keyOf: (b) => field(b, "name"),
+    indexes: {},
+  },
+  machines: {
+    name: "machines",
+    kind: "entity",
+    schema: MachineSchema,
+    keyOf: (b) => field(b, "id"),
+    ownerOfBody: (b) => field(b, "id"),
+    ownerOfKey: (k) => k,
+    indexes: {},
+  },
+  containers: {
+    name: "containers",
+    kind: "entity",
+    schema: ContainerSchema,
+    keyOf: (b) => field(b, "id"),
+    ownerOfBody: (b) => field(b, "machine_id"),
+    indexes: { machine: ["$.machine_id"], service: ["$.project", "$.service"] },
+  },
+  volumes: {
+    name: "volumes",
+    kind: "entity",
+    schema: VolumeSchema,
+    keyOf: (b) => field(b, "id"),
+    ownerOfBody: (b) => field(b, "machine_id"),
+    indexes: { machine: ["$.machine_id"] },
+  },
+  certificates: {
+    name: "certificates",
+    kind: "name",
+    schema: CertificateSchema,
+    keyOf: (b) => field(b, "name"),
+    indexes: {},
+  },
+  "serving_pointers": {
+    name: "serving_pointers",
+    kind: "name",
+    schema: ServingPointerSchema,
+    keyOf: (b) => `${field(b, "project")}/${field(b, "service")}`,
+    indexes: {},
+  },
+  acks: {
+    name: "acks",
+    kind: "entity",
+    schema: AckSchema,
+    keyOf: (b) => `${field(b, "machine_id")}/${field(b, "pointer")}`,
+    ownerOfBody: (b) => field(b, "machine_id"),
+    ownerOfKey: beforeSlash,
+    indexes: { pointer: ["$.pointer"] },
+  },
+};
+
+/** Names a table may have on the wire, including tables a newer release adds. */
+export const TABLE_NAME_PATTERN: RegExp = /^[a-z][a-z0-9_]{0,62}$/;
