@@ -1,0 +1,107 @@
+/**
+ * The ployz2 `x-` extensions on a service: `x-ports` (see ports.ts), `x-machines`, `x-caddy` and
+ * `x-pre_deploy` (`ployz/src/compose/extensions.rs`).
+ *
+ * @module
+ */
+
+import { isAbsolute, join } from "node:path";
+import { isScalar, type Node } from "yaml";
+import { CADDY_KEYS, checkKeys, PRE_DEPLOY_KEYS } from "./keys.ts";
+import { boolean, entries, fail, keyValues, type Reader, sorted, text, textList } from "./reader.ts";
+import type { PreDeployHook } from "./types.ts";
+import { fileErrorReason, readCommand, readDuration } from "./service_fields.ts";
+
+/** Reads `x-machines`: a list, or a comma-separated string, of Machine names or IDs. */
+export function readMachines(reader: Reader, node: Node | null, path: string): string[] {
+  const list = textList(reader, node, path, { single: "comma" }) ?? [];
+  const out: string[] = [];
+  for (const machine of list) {
+    if (machine === "" || machine === "*") {
+      fail(reader, node, path, `invalid Machine "${machine}": expected a Machine name or ID`);
+    } else if (!out.includes(machine)) {
+      out.push(machine);
+    }
+  }
+  return out;
+}
+
+/**
+ * Reads `x-caddy`: inline Caddyfile text (any value with a newline), a path to one relative to the compose
+ * file, or `{config: …}`. Returns the trimmed text, or null when empty.
+ */
+export function readCaddy(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  baseDir: string,
+  readFile: (path: string) => string,
+  service: string,
+): string | null {
+  let config: string | undefined;
+  let at: Node | null = node;
+  if (node === null) return null;
+  if (isScalar(node)) {
+    config = text(reader, node, path);
+  } else {
+    const keys = checkKeys(reader, entries(reader, node, path) ?? [], CADDY_KEYS, {
+      strictExtensions: true,
+      where: "x-caddy",
+    });
+    const entry = keys.get("config");
+    at = entry?.value ?? node;
+    config = entry === undefined || entry.value === null ? "" : text(reader, entry.value, entry.path);
+  }
+  if (config === undefined) return null;
+  if (config !== "" && !config.includes("\n")) {
+    const file = isAbsolute(config) ? config : join(baseDir, config);
+    try {
+      config = readFile(file);
+    } catch (error) {
+      fail(
+        reader,
+        at,
+        path,
+        `cannot read Caddy config "${config}" for service "${service}": ${fileErrorReason(error)}`,
+      );
+      return null;
+    }
+  }
+  const trimmed = config.trim();
+  return trimmed === "" ? null : trimmed;
+}
+
+/** Reads `x-pre_deploy`: `{command, environment, privileged, timeout}`; every other key is refused. */
+export function readPreDeploy(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  env: Readonly<Record<string, string>>,
+): PreDeployHook | null {
+  if (node === null) return null;
+  const list = entries(reader, node, path);
+  if (list === undefined) return null;
+  const keys = checkKeys(reader, list, PRE_DEPLOY_KEYS, { strictExtensions: true, where: "x-pre_deploy" });
+  const commandEntry = keys.get("command");
+  const command = commandEntry === undefined
+    ? null
+    : readCommand(reader, commandEntry.value, commandEntry.path);
+  if (command === null || command.length === 0) {
+    fail(reader, commandEntry?.value ?? node, commandEntry?.path ?? path, `missing required key "command"`);
+  }
+  const environment: Record<string, string> = {};
+  const envEntry = keys.get("environment");
+  if (envEntry !== undefined) {
+    for (const [key, item] of keyValues(reader, envEntry.value, envEntry.path) ?? []) {
+      const value = item.value ?? (Object.hasOwn(env, key) ? env[key] : undefined);
+      if (value !== undefined) environment[key] = value;
+    }
+  }
+  const privilegedEntry = keys.get("privileged");
+  const privileged = privilegedEntry === undefined || privilegedEntry.value === null
+    ? null
+    : boolean(reader, privilegedEntry.value, privilegedEntry.path) ?? null;
+  const timeoutEntry = keys.get("timeout");
+  const timeoutMs = readDuration(reader, timeoutEntry?.value, timeoutEntry?.path ?? path);
+  return { command: command ?? [], environment: sorted(environment), privileged, timeoutMs };
+}

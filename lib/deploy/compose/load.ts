@@ -1,0 +1,462 @@
+/**
+ * Loads a Compose file into a {@linkcode NormalizedProject}: YAML syntax, interpolation, key checks, every
+ * service, volumes and the ployz2 extensions. Every problem in the file is collected before failing.
+ *
+ * @module
+ */
+
+import { basename, dirname, resolve as resolvePath } from "node:path";
+import { isScalar, LineCounter, type Node, parseDocument, visit } from "yaml";
+import { interpolate } from "./interpolate.ts";
+import { ComposeError, type ComposeIssue } from "./issue.ts";
+import { checkKeys, TOP_LEVEL_KEYS, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
+import { dnsLabelProblem, dockerNameProblem, projectNameFromDirectory, volumeNameProblem } from "./names.ts";
+import {
+  boolean,
+  entries,
+  type Entry,
+  fail,
+  isList,
+  isMapping,
+  keyValues,
+  type Reader,
+  sorted,
+  text,
+  warn,
+} from "./reader.ts";
+import { readService, type ServiceScope } from "./service.ts";
+import { fileErrorReason, readBytes } from "./service_fields.ts";
+import type { NormalizedProject, NormalizedService, NormalizedVolume } from "./types.ts";
+
+/** Input to {@linkcode loadCompose}. */
+export interface LoadComposeOptions {
+  /** Path of the compose file: read when `text` is absent, named in every issue, base of relative paths. */
+  path?: string;
+  /** The file's text, when the caller already has it. */
+  text?: string;
+  /** Project name from the command line or `COMPOSE_PROJECT_NAME`; wins over `name:` and the directory. */
+  projectName?: string;
+  /** Variables for interpolation: the process environment merged with the `.env` beside the file. */
+  env: Readonly<Record<string, string>>;
+  /** Reads a file as text (compose file, env_file, x-caddy file); defaults to `Deno.readTextFileSync`. */
+  readFile?: (path: string) => string;
+  /** Directory relative paths resolve against when `path` is not given; defaults to the current one. */
+  workingDir?: string;
+}
+
+/** A loaded Project and the warnings met on the way (the library never prints them). */
+export interface LoadedCompose {
+  /** The loaded Project. */
+  project: NormalizedProject;
+  /** Keys ignored, variables unset and similar; in file order. */
+  warnings: ComposeIssue[];
+}
+
+function defaultReadFile(path: string): string {
+  return Deno.readTextFileSync(path);
+}
+
+/**
+ * Loads and validates a Compose file. Throws a {@linkcode ComposeError} listing every problem when the file
+ * cannot be deployed as written.
+ */
+export function loadCompose(options: LoadComposeOptions): LoadedCompose {
+  const file = options.path ?? "compose.yaml";
+  const readFile = options.readFile ?? defaultReadFile;
+  let source = options.text;
+  if (source === undefined) {
+    if (options.path === undefined) {
+      throw new ComposeError(file, [issue(file, "either a path or the file's text is required")]);
+    }
+    try {
+      source = readFile(options.path);
+    } catch (error) {
+      throw new ComposeError(file, [issue(file, `cannot read compose file: ${fileErrorReason(error)}`)]);
+    }
+  }
+  const baseDir = options.path !== undefined ? dirname(options.path) : options.workingDir ?? ".";
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, merge: true, prettyErrors: false, uniqueKeys: true });
+  const reader: Reader = { file, text: source, doc, lineCounter, errors: [], warnings: [] };
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) {
+      const { line, col } = lineCounter.linePos(error.pos[0]);
+      reader.errors.push({
+        file,
+        line,
+        column: col,
+        path: "",
+        message: yamlMessage(error.code, error.message),
+      });
+    }
+    throw new ComposeError(file, reader.errors);
+  }
+  interpolateDocument(reader, options.env);
+  const project = readProject(reader, options, baseDir, readFile);
+  if (reader.errors.length > 0 || project === undefined) throw new ComposeError(file, ordered(reader.errors));
+  return { project, warnings: ordered(reader.warnings) };
+}
+
+function issue(file: string, message: string): ComposeIssue {
+  return { file, line: 0, column: 0, path: "", message };
+}
+
+function yamlMessage(code: string, message: string): string {
+  const text = message.replace(/ at line \d+, column \d+.*$/s, "");
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  return code === "DUPLICATE_KEY"
+    ? "Duplicate key: map keys must be unique"
+    : `Invalid YAML: ${sentence.replace(/\.$/, "")}`;
+}
+
+/** Keeps the first file's issues first, then orders by line and column within each file. */
+function ordered(list: ComposeIssue[]): ComposeIssue[] {
+  const files = [...new Set(list.map((item) => item.file))];
+  return [...list].sort((a, b) =>
+    files.indexOf(a.file) - files.indexOf(b.file) || a.line - b.line || a.column - b.column
+  );
+}
+
+/** Interpolates every scalar value (never keys) once, in place. */
+function interpolateDocument(reader: Reader, env: Readonly<Record<string, string>>): void {
+  const warned = new Set<string>();
+  visit(reader.doc, {
+    Scalar(key, node) {
+      if (key === "key" || typeof node.value !== "string") return;
+      const result = interpolate(node.value, env);
+      if (!result.ok) {
+        fail(reader, node, pathOf(reader, node), result.error);
+        return;
+      }
+      for (const name of result.unset) {
+        if (warned.has(name)) continue;
+        warned.add(name);
+        warn(reader, node, pathOf(reader, node), `variable "${name}" is not set: using an empty string`);
+      }
+      node.value = result.value;
+    },
+  });
+}
+
+/** The dotted path of a node, found by walking from the root (used only for interpolation issues). */
+function pathOf(reader: Reader, target: Node): string {
+  let found = "";
+  const walk = (node: unknown, path: string): boolean => {
+    if (node === target) {
+      found = path;
+      return true;
+    }
+    if (isMapping(node as Node)) {
+      for (const pair of (node as { items: { key: unknown; value: unknown }[] }).items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : "?";
+        if (walk(pair.value, path === "" ? key : `${path}.${key}`)) return true;
+      }
+    } else if (isList(node as Node)) {
+      const list = (node as { items: unknown[] }).items;
+      for (let index = 0; index < list.length; index++) {
+        if (walk(list[index], `${path}[${index}]`)) return true;
+      }
+    }
+    return false;
+  };
+  walk(reader.doc.contents, "");
+  return found;
+}
+
+function readProject(
+  reader: Reader,
+  options: LoadComposeOptions,
+  baseDir: string,
+  readFile: (path: string) => string,
+): NormalizedProject | undefined {
+  const root = reader.doc.contents as Node | null;
+  if (root === null || !isMapping(root)) {
+    fail(reader, root, "", 'expected a mapping with a "services" key at the top level');
+    return undefined;
+  }
+  const keys = checkKeys(reader, entries(reader, root, "") ?? [], TOP_LEVEL_KEYS, { where: "the top level" });
+  const name = projectName(reader, options, keys.get("name"), baseDir);
+  const volumes = readVolumes(
+    reader,
+    keys.get("volumes"),
+    rootEntry(root, reader, "x-volumes"),
+    name ?? "project",
+  );
+  const networks = keys.get("networks");
+  if (networks !== undefined && networks.value !== null) {
+    const declared = (entries(reader, networks.value, networks.path) ?? []).filter((entry) =>
+      entry.key !== "default"
+    );
+    if (declared.length > 0) {
+      warn(
+        reader,
+        networks.keyNode,
+        networks.path,
+        `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
+      );
+    }
+  }
+  const secrets = keys.get("secrets");
+  if (secrets !== undefined && secrets.value !== null) {
+    warn(reader, secrets.keyNode, secrets.path, `key "secrets" is not supported by Ployz and is ignored`);
+  }
+  const contextEntry = rootEntry(root, reader, "x-context");
+  const context = contextEntry === undefined || contextEntry.value === null
+    ? null
+    : text(reader, contextEntry.value, contextEntry.path) ?? null;
+
+  const servicesEntry = keys.get("services");
+  const serviceEntries = servicesEntry === undefined
+    ? []
+    : entries(reader, servicesEntry.value, servicesEntry.path) ?? [];
+  if (serviceEntries.length === 0 && (servicesEntry === undefined || servicesEntry.value === null)) {
+    fail(reader, servicesEntry?.keyNode ?? root, "services", "no services defined");
+  }
+  const scope: ServiceScope = {
+    reader,
+    env: options.env,
+    baseDir,
+    readFile,
+    volumes: new Set(Object.keys(volumes)),
+    services: new Set(serviceEntries.map((entry) => entry.key)),
+    dependencies: new Map(),
+  };
+  const services: Record<string, NormalizedService> = {};
+  for (const entry of serviceEntries) {
+    const problem = dnsLabelProblem("service", entry.key);
+    if (problem !== undefined) {
+      fail(reader, entry.keyNode, entry.path, problem);
+      continue;
+    }
+    const service = readService(scope, entry.key, entry.keyNode, entry.value, entry.path);
+    if (service !== undefined) services[entry.key] = service;
+  }
+  checkCycles(reader, serviceEntries, scope.dependencies);
+  if (name === undefined) return undefined;
+  return { name, context, services: sorted(services), volumes };
+}
+
+function rootEntry(root: Node, reader: Reader, key: string): Entry | undefined {
+  return (entries(reader, root, "") ?? []).find((entry) => entry.key === key);
+}
+
+function projectName(
+  reader: Reader,
+  options: LoadComposeOptions,
+  entry: Entry | undefined,
+  baseDir: string,
+): string | undefined {
+  if (options.projectName !== undefined) {
+    const problem = dnsLabelProblem("project", options.projectName);
+    if (problem === undefined) return options.projectName;
+    reader.errors.push({
+      file: reader.file,
+      line: 0,
+      column: 0,
+      path: "",
+      message: `${problem} (from the command line)`,
+    });
+    return undefined;
+  }
+  if (entry !== undefined && entry.value !== null) {
+    const name = text(reader, entry.value, entry.path);
+    if (name === undefined) return undefined;
+    const problem = dnsLabelProblem("project", name);
+    if (problem === undefined) return name;
+    fail(reader, entry.value, entry.path, problem);
+    return undefined;
+  }
+  const directory = basename(resolvePath(baseDir));
+  const derived = projectNameFromDirectory(directory);
+  const problem = dnsLabelProblem("project", derived);
+  if (problem === undefined) return derived;
+  reader.errors.push({
+    file: reader.file,
+    line: 0,
+    column: 0,
+    path: "",
+    message:
+      `${problem} (derived from the directory "${directory}"): set "name" in the file or pass a project name`,
+  });
+  return undefined;
+}
+
+function readVolumes(
+  reader: Reader,
+  entry: Entry | undefined,
+  extension: Entry | undefined,
+  project: string,
+): Record<string, NormalizedVolume> {
+  const out: Record<string, NormalizedVolume> = {};
+  for (const volume of entry === undefined ? [] : entries(reader, entry.value, entry.path) ?? []) {
+    const problem = volumeNameProblem(volume.key);
+    if (problem !== undefined) {
+      fail(reader, volume.keyNode, volume.path, problem);
+      continue;
+    }
+    const keys = checkKeys(reader, entries(reader, volume.value, volume.path) ?? [], VOLUME_KEYS, {
+      where: "a volume",
+    });
+    const externalEntry = keys.get("external");
+    let external = false;
+    let externalName: string | undefined;
+    if (externalEntry !== undefined && externalEntry.value !== null) {
+      if (isMapping(externalEntry.value)) {
+        external = true;
+        const legacy = (entries(reader, externalEntry.value, externalEntry.path) ?? []).find((item) =>
+          item.key === "name"
+        );
+        if (legacy !== undefined) externalName = text(reader, legacy.value, legacy.path);
+      } else {
+        external = boolean(reader, externalEntry.value, externalEntry.path) ?? false;
+      }
+    }
+    const nameEntry = keys.get("name");
+    const declaredName = nameEntry === undefined || nameEntry.value === null
+      ? undefined
+      : text(reader, nameEntry.value, nameEntry.path);
+    if (external) {
+      externalName = declaredName ?? externalName ?? volume.key;
+      const nameProblem = dockerNameProblem("external volume", externalName);
+      if (nameProblem !== undefined) {
+        fail(reader, nameEntry?.value ?? volume.keyNode, nameEntry?.path ?? volume.path, nameProblem);
+      }
+    } else if (declaredName !== undefined && declaredName !== "") {
+      warn(
+        reader,
+        nameEntry?.keyNode,
+        nameEntry?.path ?? volume.path,
+        `key "name" is ignored for a Project volume: Ployz names it "${project}_${volume.key}"`,
+      );
+    }
+    const driverEntry = keys.get("driver");
+    const driver = driverEntry === undefined || driverEntry.value === null
+      ? null
+      : text(reader, driverEntry.value, driverEntry.path) ?? null;
+    const optionsEntry = keys.get("driver_opts");
+    const labelsEntry = keys.get("labels");
+    const driverOptions: Record<string, string> = {};
+    for (
+      const [key, item]
+        of keyValues(reader, optionsEntry?.value ?? null, optionsEntry?.path ?? volume.path) ?? []
+    ) {
+      driverOptions[key] = item.value ?? "";
+    }
+    const labels: Record<string, string> = {};
+    for (
+      const [key, item] of keyValues(reader, labelsEntry?.value ?? null, labelsEntry?.path ?? volume.path) ??
+        []
+    ) {
+      if (key.startsWith("ployz.")) {
+        fail(
+          reader,
+          item.node,
+          item.path,
+          `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,
+        );
+      } else {
+        labels[key] = item.value ?? "";
+      }
+    }
+    if (external && (driver !== null || Object.keys(driverOptions).length > 0)) {
+      fail(reader, volume.keyNode, volume.path, `an external volume cannot set "driver" or "driver_opts"`);
+    }
+    out[volume.key] = {
+      name: volume.key,
+      external,
+      dockerName: external ? externalName ?? volume.key : `${project}_${volume.key}`,
+      driver,
+      driverOptions: sorted(driverOptions),
+      labels: sorted(labels),
+      sizeBytes: null,
+    };
+  }
+  for (
+    const provisioned of extension === undefined ? [] : entries(reader, extension.value, extension.path) ?? []
+  ) {
+    const problem = volumeNameProblem(provisioned.key);
+    if (problem !== undefined) {
+      fail(reader, provisioned.keyNode, provisioned.path, problem);
+      continue;
+    }
+    let sizeNode = provisioned.value;
+    let sizePath = provisioned.path;
+    if (isMapping(provisioned.value)) {
+      const keys = checkKeys(
+        reader,
+        entries(reader, provisioned.value, provisioned.path) ?? [],
+        X_VOLUME_KEYS,
+        {
+          strictExtensions: true,
+          where: "x-volumes",
+        },
+      );
+      sizeNode = keys.get("size")?.value ?? null;
+      sizePath = keys.get("size")?.path ?? provisioned.path;
+    }
+    if (sizeNode === null) {
+      fail(
+        reader,
+        provisioned.keyNode,
+        provisioned.path,
+        `missing required key "size": a Provisioned Volume needs a maximum size`,
+      );
+      continue;
+    }
+    const sizeBytes = readBytes(reader, sizeNode, sizePath);
+    if (sizeBytes === null) continue;
+    const existing = out[provisioned.key];
+    if (existing?.external) {
+      fail(
+        reader,
+        provisioned.keyNode,
+        provisioned.path,
+        `volume "${provisioned.key}" is external: it cannot be a Provisioned Volume`,
+      );
+      continue;
+    }
+    out[provisioned.key] = existing === undefined
+      ? {
+        name: provisioned.key,
+        external: false,
+        dockerName: `${project}_${provisioned.key}`,
+        driver: null,
+        driverOptions: {},
+        labels: {},
+        sizeBytes,
+      }
+      : { ...existing, sizeBytes };
+  }
+  return sorted(out);
+}
+
+/** Refuses a `depends_on` cycle, naming the services in it. */
+function checkCycles(reader: Reader, list: Entry[], dependencies: ReadonlyMap<string, string[]>): void {
+  const state = new Map<string, "visiting" | "done">();
+  const stack: string[] = [];
+  const reported = new Set<string>();
+  const visitService = (name: string): void => {
+    if (state.get(name) === "done") return;
+    if (state.get(name) === "visiting") {
+      const cycle = [...stack.slice(stack.indexOf(name)), name];
+      const key = [...cycle].sort().join(",");
+      if (!reported.has(key)) {
+        reported.add(key);
+        const entry = list.find((item) => item.key === name);
+        fail(
+          reader,
+          entry?.keyNode,
+          entry?.path ?? "",
+          `dependency cycle: ${cycle.map((item) => `"${item}"`).join(" -> ")}`,
+        );
+      }
+      return;
+    }
+    state.set(name, "visiting");
+    stack.push(name);
+    for (const dependency of dependencies.get(name) ?? []) visitService(dependency);
+    stack.pop();
+    state.set(name, "done");
+  };
+  for (const name of [...dependencies.keys()].sort()) visitService(name);
+}

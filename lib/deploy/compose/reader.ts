@@ -1,0 +1,277 @@
+/**
+ * Typed reads from a parsed YAML document that keep every key's position, so each problem is reported with
+ * its file, line and column and loading continues to find the next one.
+ *
+ * @module
+ */
+
+import {
+  type Document,
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  type LineCounter,
+  type Node,
+  type YAMLMap,
+  type YAMLSeq,
+} from "yaml";
+import type { ComposeIssue } from "./issue.ts";
+
+/** Where problems and warnings for one file are collected. */
+export interface Reader {
+  file: string;
+  text: string;
+  doc: Document;
+  lineCounter: LineCounter;
+  errors: ComposeIssue[];
+  warnings: ComposeIssue[];
+}
+
+/** One key of a YAML mapping with its value (null for an explicit or missing null). */
+export interface Entry {
+  key: string;
+  keyNode: Node;
+  value: Node | null;
+  path: string;
+}
+
+/** Appends `key` (or an index) to a dotted path. */
+export function child(path: string, key: string | number): string {
+  if (typeof key === "number") return `${path}[${key}]`;
+  return path === "" ? key : `${path}.${key}`;
+}
+
+function position(reader: Reader, node: Node | null | undefined): { line: number; column: number } {
+  const offset = node?.range?.[0];
+  if (offset === undefined) return { line: 0, column: 0 };
+  const { line, col } = reader.lineCounter.linePos(offset);
+  return { line, column: col };
+}
+
+/** Records a problem at `node`. */
+export function fail(reader: Reader, node: Node | null | undefined, path: string, message: string): void {
+  const at = position(reader, node);
+  // One problem per position: a value that failed interpolation is not reported again as a bad port.
+  const seen = reader.errors.some((item) =>
+    item.file === reader.file && item.line === at.line && item.column === at.column && at.line > 0
+  );
+  if (!seen) reader.errors.push({ file: reader.file, ...at, path, message });
+}
+
+/** Records a warning at `node`. */
+export function warn(reader: Reader, node: Node | null | undefined, path: string, message: string): void {
+  reader.warnings.push({ file: reader.file, ...position(reader, node), path, message });
+}
+
+/** Follows an alias to the node it names; turns a null scalar into null. */
+export function resolve(reader: Reader, node: unknown): Node | null {
+  let current = node;
+  for (let hops = 0; isAlias(current) && hops < 100; hops++) current = current.resolve(reader.doc);
+  if (current === undefined || current === null) return null;
+  if (isScalar(current) && current.value === null) return null;
+  return current as Node;
+}
+
+/** Names a node's type for error messages. */
+export function describe(node: Node | null): string {
+  if (node === null) return "null";
+  if (isMap(node)) return "a mapping";
+  if (isSeq(node)) return "a list";
+  if (isScalar(node)) {
+    const value = node.value;
+    if (typeof value === "string") return `the string "${value}"`;
+    if (typeof value === "number") return `the number ${scalarText(node)}`;
+    if (typeof value === "boolean") return `the boolean ${value}`;
+  }
+  return "an unsupported value";
+}
+
+/** The text of a scalar as written (so `1.0` stays `1.0`), or its value when it has no source text. */
+function scalarText(node: Node): string {
+  if (!isScalar(node)) return "";
+  if (typeof node.value === "string") return node.value;
+  const source = (node as { source?: unknown }).source;
+  return typeof source === "string" ? source : String(node.value);
+}
+
+/** True when the node is a mapping. */
+export function isMapping(node: Node | null | undefined): node is YAMLMap {
+  return isMap(node);
+}
+
+/** True when the node is a list. */
+export function isList(node: Node | null | undefined): node is YAMLSeq {
+  return isSeq(node);
+}
+
+/**
+ * The entries of a mapping in file order, with `<<` merge keys applied (explicit keys win). Reports and
+ * returns undefined when the node is not a mapping.
+ */
+export function entries(reader: Reader, node: Node | null, path: string): Entry[] | undefined {
+  if (node === null) return [];
+  if (!isMap(node)) {
+    fail(reader, node, path, `expected a mapping, got ${describe(node)}`);
+    return undefined;
+  }
+  const own: Entry[] = [];
+  const merged: Entry[] = [];
+  for (const pair of node.items) {
+    const keyNode = pair.key as Node;
+    if (isScalar(keyNode) && (typeof keyNode.value === "symbol" || keyNode.source === "<<")) {
+      const sources = resolve(reader, pair.value);
+      const list = isSeq(sources) ? sources.items.map((item) => resolve(reader, item)) : [sources];
+      for (const source of list) {
+        const more = entries(reader, source, path);
+        if (more !== undefined) merged.push(...more);
+      }
+      continue;
+    }
+    const keyValue = isScalar(keyNode) ? keyNode.value : undefined;
+    if (typeof keyValue !== "string" && typeof keyValue !== "number" && typeof keyValue !== "boolean") {
+      fail(reader, keyNode, path, `expected a string key, got ${describe(resolve(reader, keyNode))}`);
+      continue;
+    }
+    const key = scalarText(keyNode);
+    own.push({ key, keyNode, value: resolve(reader, pair.value), path: child(path, key) });
+  }
+  const seen = new Set(own.map((entry) => entry.key));
+  const result = [...own];
+  for (const entry of merged) {
+    if (seen.has(entry.key)) continue;
+    seen.add(entry.key);
+    result.push(entry);
+  }
+  return result;
+}
+
+/** The items of a list, resolved. Reports and returns undefined when the node is not a list. */
+export function items(reader: Reader, node: Node | null, path: string): (Node | null)[] | undefined {
+  if (node === null) return [];
+  if (!isSeq(node)) {
+    fail(reader, node, path, `expected a list, got ${describe(node)}`);
+    return undefined;
+  }
+  return node.items.map((item) => resolve(reader, item));
+}
+
+/** A scalar as text (numbers and booleans as written). Reports and returns undefined otherwise. */
+export function text(reader: Reader, node: Node | null, path: string): string | undefined {
+  if (node !== null && isScalar(node) && node.value !== null && typeof node.value !== "object") {
+    return scalarText(node);
+  }
+  fail(reader, node, path, `expected a string, got ${describe(node)}`);
+  return undefined;
+}
+
+/** A whole number at least `min`, from a number or a string of digits. */
+export function integer(reader: Reader, node: Node | null, path: string, min: number): number | undefined {
+  if (node !== null && isScalar(node)) {
+    const value = node.value;
+    const number = typeof value === "number"
+      ? value
+      : typeof value === "string" && /^\s*-?\d+\s*$/.test(value)
+      ? Number(value)
+      : undefined;
+    if (number !== undefined && Number.isSafeInteger(number) && number >= min) return number;
+  }
+  fail(reader, node, path, `expected a whole number of at least ${min}, got ${describe(node)}`);
+  return undefined;
+}
+
+/** A number, from a number or a numeric string. */
+export function decimal(reader: Reader, node: Node | null, path: string): number | undefined {
+  if (node !== null && isScalar(node)) {
+    const value = node.value;
+    const number = typeof value === "number"
+      ? value
+      : typeof value === "string" && /^\s*\d+(\.\d+)?\s*$/.test(value)
+      ? Number(value)
+      : undefined;
+    if (number !== undefined && Number.isFinite(number) && number >= 0) return number;
+  }
+  fail(reader, node, path, `expected a non-negative number, got ${describe(node)}`);
+  return undefined;
+}
+
+/** A boolean, from `true`/`false` or those words as strings. */
+export function boolean(reader: Reader, node: Node | null, path: string): boolean | undefined {
+  if (node !== null && isScalar(node)) {
+    if (typeof node.value === "boolean") return node.value;
+    if (node.value === "true") return true;
+    if (node.value === "false") return false;
+  }
+  fail(reader, node, path, `expected true or false, got ${describe(node)}`);
+  return undefined;
+}
+
+/** A list of scalars as text. A single string is accepted as a one-item list when `single` is set. */
+export function textList(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  options: { single?: "one" | "comma" } = {},
+): string[] | undefined {
+  if (node !== null && isScalar(node) && options.single !== undefined) {
+    const value = text(reader, node, path);
+    if (value === undefined) return undefined;
+    return options.single === "one" ? [value] : value.split(",").map((part) => part.trim());
+  }
+  const list = items(reader, node, path);
+  if (list === undefined) return undefined;
+  const out: string[] = [];
+  let ok = true;
+  list.forEach((item, index) => {
+    const value = text(reader, item, child(path, index));
+    if (value === undefined) ok = false;
+    else out.push(value);
+  });
+  return ok ? out : undefined;
+}
+
+/**
+ * A `KEY=VALUE` list or a mapping, as Compose writes `environment` and `labels`. A key with no value maps to
+ * undefined so the caller can decide (environment takes it from the caller's env).
+ */
+export function keyValues(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+): Map<string, { value: string | undefined; node: Node | null; path: string }> | undefined {
+  const out = new Map<string, { value: string | undefined; node: Node | null; path: string }>();
+  if (node !== null && isSeq(node)) {
+    const list = items(reader, node, path) ?? [];
+    list.forEach((item, index) => {
+      const itemPath = child(path, index);
+      const entry = text(reader, item, itemPath);
+      if (entry === undefined) return;
+      const equals = entry.indexOf("=");
+      const key = equals < 0 ? entry : entry.slice(0, equals);
+      if (key === "") {
+        fail(reader, item, itemPath, `invalid entry "${entry}": expected KEY=VALUE`);
+        return;
+      }
+      out.set(key, { value: equals < 0 ? undefined : entry.slice(equals + 1), node: item, path: itemPath });
+    });
+    return out;
+  }
+  const list = entries(reader, node, path);
+  if (list === undefined) return undefined;
+  for (const entry of list) {
+    if (entry.value === null) {
+      out.set(entry.key, { value: undefined, node: entry.keyNode, path: entry.path });
+      continue;
+    }
+    const value = text(reader, entry.value, entry.path);
+    if (value !== undefined) out.set(entry.key, { value, node: entry.value, path: entry.path });
+  }
+  return out;
+}
+
+/** A plain object with keys sorted, for stable JSON. */
+export function sorted<T>(record: Record<string, T> | Map<string, T>): Record<string, T> {
+  const pairs = record instanceof Map ? [...record.entries()] : Object.entries(record);
+  pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(pairs);
+}

@@ -1,0 +1,103 @@
+/**
+ * Field readers shared by services and extensions: commands, durations, byte sizes.
+ *
+ * @module
+ */
+
+import { isScalar, type Node } from "yaml";
+import { child, fail, items, type Reader, text } from "./reader.ts";
+import { parseBytes, parseDurationMs } from "./units.ts";
+
+/**
+ * Splits a command string into words the way a POSIX shell would, without expanding anything: whitespace
+ * separates words, single quotes are literal, double quotes and backslashes escape. Returns undefined when a
+ * quote is left open.
+ */
+export function shellSplit(line: string): string[] | undefined {
+  const words: string[] = [];
+  let word = "";
+  let inWord = false;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i];
+    if (char === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) return undefined;
+      word += line.slice(i + 1, end);
+      inWord = true;
+      i = end;
+    } else if (char === '"') {
+      inWord = true;
+      i++;
+      for (; i < line.length && line[i] !== '"'; i++) {
+        if (line[i] === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1])) i++;
+        word += line[i];
+      }
+      if (i >= line.length) return undefined;
+    } else if (char === "\\") {
+      if (i + 1 < line.length) word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(char)) {
+      if (inWord) words.push(word);
+      word = "";
+      inWord = false;
+    } else {
+      word += char;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** Reads `command`/`entrypoint`: a string split into words, or a list. Null means "use the image's". */
+export function readCommand(reader: Reader, node: Node | null, path: string): string[] | null {
+  if (node === null) return null;
+  if (isScalar(node)) {
+    const line = text(reader, node, path);
+    if (line === undefined) return null;
+    const words = shellSplit(line);
+    if (words === undefined) {
+      fail(reader, node, path, `invalid command "${line}": unterminated quote`);
+      return null;
+    }
+    return words;
+  }
+  const list = items(reader, node, path);
+  if (list === undefined) return null;
+  const out: string[] = [];
+  list.forEach((item, index) => {
+    const word = text(reader, item, child(path, index));
+    if (word !== undefined) out.push(word);
+  });
+  return out;
+}
+
+/** Reads an optional duration into milliseconds. */
+export function readDuration(reader: Reader, node: Node | null | undefined, path: string): number | null {
+  if (node === undefined || node === null) return null;
+  const raw = text(reader, node, path);
+  if (raw === undefined) return null;
+  const parsed = parseDurationMs(raw);
+  if (typeof parsed === "number") return parsed;
+  fail(reader, node, path, parsed.error);
+  return null;
+}
+
+/** Reads an optional byte size. */
+export function readBytes(reader: Reader, node: Node | null | undefined, path: string): number | null {
+  if (node === undefined || node === null) return null;
+  const raw = text(reader, node, path);
+  if (raw === undefined) return null;
+  const parsed = parseBytes(raw);
+  if (typeof parsed === "number") return parsed;
+  fail(reader, node, path, parsed.error);
+  return null;
+}
+
+/** A short reason a file could not be read, without a stack trace. */
+export function fileErrorReason(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return "no such file";
+  if (error instanceof Error && "code" in error && error.code === "ENOENT") return "no such file";
+  if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
+  return error instanceof Error ? error.message : String(error);
+}

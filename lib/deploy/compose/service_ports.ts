@@ -1,0 +1,122 @@
+/**
+ * Reads a service's `ports` and `x-ports` with positions; the string grammar lives in ports.ts.
+ *
+ * @module
+ */
+
+import { isScalar } from "yaml";
+import { checkKeys, PORT_KEYS } from "./keys.ts";
+import { parseExtensionPort, parseHostIp, parsePortNumber, parseShortPort, standardPort } from "./ports.ts";
+import { child, entries, type Entry, fail, isMapping, items, type Reader, text } from "./reader.ts";
+import type { NormalizedPort } from "./types.ts";
+
+/** Reads `ports` or `x-ports` (never both, as ployz2 requires). */
+export function readPorts(
+  reader: Reader,
+  ports: Entry | undefined,
+  extension: Entry | undefined,
+): NormalizedPort[] {
+  const hasPorts = ports !== undefined && ports.value !== null;
+  const hasExtension = extension !== undefined && extension.value !== null;
+  if (hasPorts && hasExtension) {
+    fail(reader, extension.keyNode, extension.path, `"ports" and "x-ports" cannot both be set: use one`);
+    return [];
+  }
+  const out: NormalizedPort[] = [];
+  if (hasExtension) {
+    const node = extension.value;
+    const list = isScalar(node)
+      ? (text(reader, node, extension.path) ?? "").split(",").map((value) => ({
+        value: value.trim(),
+        node,
+        path: extension.path,
+      }))
+      : (items(reader, node, extension.path) ?? []).map((item, index) => ({
+        value: text(reader, item, child(extension.path, index)),
+        node: item,
+        path: child(extension.path, index),
+      }));
+    for (const item of list) {
+      if (item.value === undefined) continue;
+      const parsed = parseExtensionPort(item.value);
+      if (parsed.ok) out.push(parsed.value);
+      else fail(reader, item.node, item.path, parsed.error);
+    }
+    return out;
+  }
+  if (!hasPorts) return out;
+  (items(reader, ports.value, ports.path) ?? []).forEach((item, index) => {
+    const path = child(ports.path, index);
+    if (isMapping(item)) {
+      const port = longPort(reader, item, path);
+      if (port !== undefined) out.push(port);
+      return;
+    }
+    const value = text(reader, item, path);
+    if (value === undefined) return;
+    const parsed = parseShortPort(value);
+    const port = parsed.ok ? standardPort(parsed.value, "ingress", value) : parsed;
+    if (port.ok) out.push(port.value);
+    else fail(reader, item, path, port.error);
+  });
+  return out;
+}
+
+function longPort(
+  reader: Reader,
+  node: NonNullable<Entry["value"]>,
+  path: string,
+): NormalizedPort | undefined {
+  const keys = checkKeys(reader, entries(reader, node, path) ?? [], PORT_KEYS, { where: "port" });
+  const field = (key: string): string | undefined => {
+    const entry = keys.get(key);
+    if (entry === undefined || entry.value === null) return undefined;
+    return text(reader, entry.value, entry.path);
+  };
+  const where = (key: string): { node: Entry["value"]; path: string } => ({
+    node: keys.get(key)?.value ?? node,
+    path: keys.has(key) ? child(path, key) : path,
+  });
+  const errorsBefore = reader.errors.length;
+  const targetText = field("target");
+  if (targetText === undefined && !keys.has("target")) {
+    fail(reader, node, path, `missing required key "target"`);
+  }
+  const target = targetText === undefined ? undefined : parsePortNumber(targetText, "container");
+  if (target !== undefined && !target.ok) {
+    fail(reader, where("target").node, where("target").path, target.error);
+  }
+  const publishedText = field("published");
+  const published = publishedText === undefined ? undefined : parsePortNumber(publishedText, "published");
+  if (published !== undefined && !published.ok) {
+    fail(reader, where("published").node, where("published").path, published.error);
+  }
+  const hostIp = parseHostIp(field("host_ip"));
+  if (!hostIp.ok) fail(reader, where("host_ip").node, where("host_ip").path, hostIp.error);
+  const protocol = field("protocol") ?? "tcp";
+  if (protocol !== "tcp" && protocol !== "udp") {
+    fail(
+      reader,
+      where("protocol").node,
+      where("protocol").path,
+      `unsupported protocol "${protocol}": expected "tcp" or "udp"`,
+    );
+  }
+  const mode = field("mode") ?? "ingress";
+  if (reader.errors.length > errorsBefore || target === undefined || !target.ok || !hostIp.ok) {
+    return undefined;
+  }
+  const result = standardPort(
+    {
+      hostIp: hostIp.value,
+      published: published?.ok ? published.value : null,
+      target: target.value,
+      protocol: protocol as "tcp" | "udp",
+    },
+    mode,
+    publishedText === undefined ? targetText ?? "" : `${publishedText}:${targetText}`,
+  );
+  if (result.ok) return result.value;
+  fail(reader, where("mode").node, where("mode").path, result.error);
+  return undefined;
+}
