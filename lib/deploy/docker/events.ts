@@ -1,0 +1,85 @@
+/**
+ * Docker events about this Machine's own containers, filtered by Docker (type, owner labels, actions).
+ *
+ * @module
+ */
+
+import type { Readable } from "node:stream";
+import { type Client, request } from "./client.ts";
+import type { DockerEventMessage } from "./docker_types.ts";
+import { DockerError } from "./errors.ts";
+import { LABELS } from "./labels.ts";
+import { type ContainerEvent, EVENT_ACTIONS, observeEvent } from "./observe.ts";
+
+/** Options of `containerEvents`. */
+export interface EventOptions {
+  /** Replay events from this time on (milliseconds since the epoch), to close the gap after a rescan. */
+  sinceMs?: number;
+}
+
+/**
+ * Follows events of owned containers until `signal` aborts (then it ends quietly). If Docker ends the stream,
+ * the iterator throws `unavailable`: events were lost, and the caller rescans.
+ */
+export async function* containerEvents(
+  client: Client,
+  signal: AbortSignal,
+  options: EventOptions = {},
+): AsyncGenerator<ContainerEvent> {
+  const query: Record<string, unknown> = {
+    filters: {
+      type: ["container"],
+      label: [`${LABELS.managed}=1`, `${LABELS.machine}=${client.machineId}`],
+      event: [...EVENT_ACTIONS],
+    },
+  };
+  if (options.sinceMs !== undefined) query.since = (options.sinceMs / 1000).toFixed(3);
+  if (signal.aborted) return;
+  let response: Readable;
+  try {
+    response = await request(client, { operation: "follow container events", cls: "stream_start", signal }, {
+      method: "GET",
+      path: "/events",
+      query,
+      stream: true,
+    }) as Readable;
+  } catch (error) {
+    if (signal.aborted) return;
+    throw error;
+  }
+  const onAbort = (): void => {
+    response.destroy();
+  };
+  signal.addEventListener("abort", onAbort, { once: true });
+  const decoder = new TextDecoder();
+  let buffer = "";
+  try {
+    for await (const chunk of response) {
+      buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, at).trim();
+        buffer = buffer.slice(at + 1);
+        if (line === "") continue;
+        let message: DockerEventMessage;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const event = observeEvent(message);
+        if (event !== undefined) yield event;
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) return;
+    throw new DockerError("unavailable", "Cannot follow container events: Docker broke the event stream", {
+      cause: error,
+    });
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    response.destroy();
+  }
+  if (signal.aborted) return;
+  throw new DockerError("unavailable", "Cannot follow container events: Docker ended the event stream");
+}

@@ -1,0 +1,60 @@
+/**
+ * The Docker adapter of a Machine's daemon: `openEngine` gives an `Engine` over the Machine's own Docker, through
+ * dockerode on its Unix socket.
+ *
+ * - **One deadline policy.** Every request goes through one helper that bounds it by class (inspect and list
+ *   10 s, create 30 s, start 60 s, stop = grace + 15 s, remove 30 s, pull 10 min; image load and events have no
+ *   deadline and are cancelled by their signal) and turns a miss into `DockerError{code:"unavailable"}` naming the
+ *   operation.
+ * - **Ownership.** Everything Ployz creates carries `ployz.managed=1` and `ployz.machine=<machine id>`; containers
+ *   also carry `ployz.project`, `ployz.service`, `ployz.deployment`, `ployz.slot`, `ployz.creation_key`,
+ *   `ployz.spec_digest` and `ployz.spec` (the spec without environment values). Start, stop, remove, rename and
+ *   network connect inspect their target first and refuse (`conflict`) what this Machine does not own.
+ * - **Creation keys.** A create whose creation key already names a container returns that container.
+ * - **Logs.** Every container uses Docker's `local` log driver, 5 × 20 MB uncompressed, read by the Observe Store
+ *   from `localLogPath(dataRoot, id)`.
+ * - **Observation.** Container-scoped inspects and label-filtered lists; observations carry environment keys, never
+ *   values.
+ *
+ * @module
+ */
+
+export { DockerError, type DockerErrorCode } from "./errors.ts";
+export { type Deadlines, DEFAULT_DEADLINES } from "./deadline.ts";
+export { type LabelKeys, LABELS } from "./labels.ts";
+export {
+  type ContainerSpec,
+  DEFAULT_LOG_POLICY,
+  type DnsSpec,
+  type HealthcheckSpec,
+  type LogPolicy,
+  type MountSpec,
+  type NetworkAttachment,
+  type PortSpec,
+  type RestartSpec,
+  specDigest,
+  validateSpec,
+} from "./spec.ts";
+export { EVENT_ACTIONS } from "./observe.ts";
+export type {
+  ContainerEvent,
+  ContainerEventAction,
+  ContainerState,
+  HealthProbe,
+  HealthState,
+  ObservedContainer,
+  ObservedPort,
+} from "./observe.ts";
+export type { CreatedContainer, OwnedFilter } from "./containers.ts";
+export type { NetworkInfo, NetworkSpec } from "./network.ts";
+export type { LoadedImages } from "./images.ts";
+export type { EventOptions } from "./events.ts";
+export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";
+export {
+  type Engine,
+  type EngineInfo,
+  type EngineOptions,
+  localLogPath,
+  openEngine,
+  type Rescan,
+} from "./engine.ts";

@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { DockerError } from "./errors.ts";
+import { LABELS } from "./labels.ts";
+import { dockerTest, testSubnet } from "./test_support.ts";
+
+dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch", async (s) => {
+  const name = `ployz-test-${s.id}`;
+  const { subnet, gateway } = testSubnet();
+  const made = await s.engine.ensureNetwork({ name, subnet, gateway });
+  assert.equal(made.created, true);
+  const raw = await s.raw.getNetwork(made.id).inspect();
+  assert.equal(raw.Driver, "bridge");
+  assert.equal(raw.Labels[LABELS.managed], "1");
+  assert.equal(raw.Labels[LABELS.machine], s.machineId);
+  assert.deepEqual(raw.IPAM.Config, [{ Subnet: subnet, Gateway: gateway }]);
+
+  const again = await s.engine.ensureNetwork({ name, subnet, gateway });
+  assert.equal(again.created, false);
+  assert.equal(again.id, made.id);
+
+  const other = subnet.replace(/\.0\/24$/, ".0/25");
+  await assert.rejects(s.engine.ensureNetwork({ name, subnet: other, gateway }), (e) => {
+    assert.ok(e instanceof DockerError);
+    assert.equal(e.code, "conflict");
+    assert.equal(
+      e.message,
+      `Network "${name}" has subnet "${subnet}", expected "${other}": remove it or choose its subnet`,
+    );
+    return true;
+  });
+  const count = (await s.raw.listNetworks({ filters: { label: [`ployz.test=${s.id}`] } })).length;
+  assert.equal(count, 1);
+});
+
+dockerTest("a network Ployz does not own is refused, not adopted", async (s) => {
+  const name = `ployz-test-${s.id}-foreign`;
+  const { subnet, gateway } = testSubnet();
+  await s.raw.createNetwork({
+    Name: name,
+    Driver: "bridge",
+    IPAM: { Config: [{ Subnet: subnet, Gateway: gateway }] },
+    Labels: { "ployz.test": s.id },
+  });
+  await assert.rejects(
+    s.engine.ensureNetwork({ name, subnet, gateway }),
+    (e) => e instanceof DockerError && e.code === "conflict" && e.details.network === name,
+  );
+});
+
+dockerTest(
+  "containers join the Machine network with aliases, DNS settings and an observed address",
+  async (s) => {
+    const name = `ployz-test-${s.id}`;
+    const { subnet, gateway } = testSubnet();
+    await s.engine.ensureNetwork({ name, subnet, gateway });
+    const spec = s.spec("net", {
+      network: { name, aliases: ["web.proj.internal"] },
+      dns: { servers: [gateway], search: ["proj.internal"] },
+    });
+    const made = await s.engine.createContainer(spec);
+    await s.engine.startContainer(made.id);
+    const seen = await s.engine.inspectContainer(made.id);
+    assert.equal(seen?.address?.network, name);
+    assert.ok(seen?.address?.ipv4?.startsWith(subnet.slice(0, subnet.lastIndexOf("."))));
+    assert.ok(seen?.address?.aliases.includes("web.proj.internal"));
+    const raw = await s.raw.getContainer(made.id).inspect();
+    assert.deepEqual(raw.HostConfig.Dns, [gateway]);
+    assert.deepEqual(raw.HostConfig.DnsSearch, ["proj.internal"]);
+
+    // Connect: a second owned container joins later with its own alias.
+    const late = await s.engine.createContainer(s.spec("late"));
+    await s.engine.connectNetwork(late.id, { network: name, aliases: ["late.proj.internal"] });
+    const lateSeen = await s.engine.inspectContainer(late.id);
+    assert.ok(lateSeen?.address?.aliases.includes("late.proj.internal"));
+  },
+);
