@@ -1,0 +1,172 @@
+// `deno task dist`: release artifacts in dist/.
+// Always: an offline-installable tree per Linux target (pinned deno + source + vendored node_modules +
+// launchers), tarred, with SHA256SUMS. Where denort exists: compiled ployzd/ployz per target.
+// PLOYZ_DIST_TARGETS=host builds only this machine's target; PLOYZ_DIST_OUT overrides dist/.
+import { createHash } from "node:crypto";
+import { basename, join, relative } from "node:path";
+import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
+import { compileTarget } from "./build/compile.ts";
+import { LINUX_TARGETS, type Target } from "./build/targets.ts";
+
+const ROOT = join(import.meta.dirname!, "..");
+const OUT = Deno.env.get("PLOYZ_DIST_OUT") ?? join(ROOT, "dist");
+const SOURCE_DIRS = ["cmd", "lib", "bin"];
+// Tests, benchmarks and fixtures stay out of a release.
+const EXCLUDE = [/_test\.ts$/, /_bench\.ts$/, /\/testdata\//, /\/test_(support|helpers)\.ts$/];
+
+async function main(): Promise<void> {
+  const targets = selectTargets(Deno.env.get("PLOYZ_DIST_TARGETS"));
+  await Deno.mkdir(OUT, { recursive: true });
+  const artifacts: string[] = [];
+  for (const target of targets) {
+    const deno = await denoBinaryFor(target);
+    if (!deno) {
+      console.error(
+        `dist: no tree for ${target.triple}: cannot obtain ${target.npmPackage}@${Deno.version.deno} from npm`,
+      );
+      continue;
+    }
+    const tarball = await buildTree(target, deno);
+    if (target.triple === Deno.build.target) await verifyTreeOffline(tarball);
+    artifacts.push(tarball);
+    const compiled = await compileTarget(ROOT, target, join(OUT, "bin"));
+    if (compiled.skipped) console.log(`dist: ${compiled.skipped}`);
+    artifacts.push(...compiled.binaries);
+  }
+  if (artifacts.length === 0) throw new Error("dist: no artifact was built");
+  await writeChecksums(artifacts);
+}
+
+function selectTargets(wanted: string | undefined): Target[] {
+  if (wanted === "host") return LINUX_TARGETS.filter((t) => t.triple === Deno.build.target);
+  if (!wanted) return LINUX_TARGETS;
+  const names = wanted.split(",");
+  const unknown = names.filter((n) => !LINUX_TARGETS.some((t) => t.triple === n));
+  if (unknown.length > 0) throw new Error(`dist: unknown target "${unknown[0]}"`);
+  return LINUX_TARGETS.filter((t) => names.includes(t.triple));
+}
+
+/** The deno binary for `target`: this one for the host, otherwise unpacked from its npm package. */
+async function denoBinaryFor(target: Target): Promise<string | undefined> {
+  if (target.triple === Deno.build.target) return Deno.execPath();
+  const cache = join(ROOT, ".tools", "targets", target.triple);
+  const binary = join(cache, "package", "deno");
+  if (await exists(binary)) return binary;
+  await Deno.mkdir(cache, { recursive: true });
+  const pack = await run(
+    "npm",
+    ["pack", "--silent", `${target.npmPackage}@${Deno.version.deno}`],
+    cache,
+    false,
+  );
+  if (!pack) return undefined;
+  const tgz = (await Array.fromAsync(Deno.readDir(cache))).find((e) => e.name.endsWith(".tgz"));
+  if (!tgz) return undefined;
+  await run("tar", ["-xzf", tgz.name], cache);
+  return (await exists(binary)) ? binary : undefined;
+}
+
+async function buildTree(target: Target, deno: string): Promise<string> {
+  const name = `ployz-${PLOYZ_VERSION}-${target.triple}`;
+  const tree = join(OUT, name);
+  await Deno.remove(tree, { recursive: true }).catch(() => {});
+  await Deno.mkdir(tree, { recursive: true });
+  await Deno.copyFile(deno, join(tree, "deno"));
+  await Deno.chmod(join(tree, "deno"), 0o755);
+  for (const file of ["deno.json", "deno.lock", "README.md"]) {
+    if (await exists(join(ROOT, file))) await Deno.copyFile(join(ROOT, file), join(tree, file));
+  }
+  for (const dir of SOURCE_DIRS) await copySource(join(ROOT, dir), join(tree, dir));
+  // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
+  await run("cp", ["-a", join(ROOT, "node_modules"), join(tree, "node_modules")], ROOT);
+  const tarball = join(OUT, `${name}.tar.gz`);
+  await run("tar", [
+    "--sort=name",
+    "--owner=0",
+    "--group=0",
+    "--numeric-owner",
+    "-czf",
+    tarball,
+    "-C",
+    OUT,
+    name,
+  ], OUT);
+  console.log(`dist: ${relative(ROOT, tarball)}`);
+  return tarball;
+}
+
+async function copySource(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const src = join(from, entry.name);
+    if (EXCLUDE.some((re) => re.test(src))) continue;
+    if (entry.isDirectory) await copySource(src, join(to, entry.name));
+    else if (entry.isFile) {
+      await Deno.copyFile(src, join(to, entry.name));
+      const mode = (await Deno.stat(src)).mode;
+      if (mode !== null) await Deno.chmod(join(to, entry.name), mode & 0o777);
+    }
+  }
+}
+
+/** Unpacks the tree elsewhere and runs both launchers with an empty DENO_DIR and a dead registry. */
+async function verifyTreeOffline(tarball: string): Promise<void> {
+  const scratch = await Deno.makeTempDir({ prefix: "ployz-dist-verify-" });
+  try {
+    await run("tar", ["-xzf", tarball, "-C", scratch], scratch);
+    const tree = join(scratch, basename(tarball, ".tar.gz"));
+    for (const launcher of ["ployzd", "ployz"]) {
+      const out = await new Deno.Command(join(tree, "bin", launcher), {
+        args: ["version", "--json"],
+        env: {
+          DENO_DIR: join(scratch, "deno-dir"),
+          NPM_CONFIG_REGISTRY: "http://127.0.0.1:9/",
+          NO_COLOR: "1",
+        },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout);
+      if (!out.success || JSON.parse(text).version !== PLOYZ_VERSION) {
+        throw new Error(
+          `dist: the unpacked tree's bin/${launcher} failed offline: ${new TextDecoder().decode(out.stderr)}`,
+        );
+      }
+    }
+    console.log(`dist: verified ${basename(tarball)} runs offline from a fresh directory`);
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
+  }
+}
+
+async function writeChecksums(artifacts: string[]): Promise<void> {
+  const lines: string[] = [];
+  for (const path of artifacts) {
+    const hash = createHash("sha256");
+    for await (const chunk of (await Deno.open(path)).readable) hash.update(chunk);
+    lines.push(`${hash.digest("hex")}  ${relative(OUT, path)}`);
+  }
+  await Deno.writeTextFile(join(OUT, "SHA256SUMS"), lines.join("\n") + "\n");
+  console.log(`dist: ${relative(ROOT, join(OUT, "SHA256SUMS"))} (${lines.length} artifacts)`);
+}
+
+async function run(cmd: string, args: string[], cwd: string, required = true): Promise<boolean> {
+  const out = await new Deno.Command(cmd, { args, cwd, stdout: "null", stderr: "piped" }).output();
+  if (!out.success && required) {
+    throw new Error(`dist: ${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+  }
+  return out.success;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(1);
+  }
+}
