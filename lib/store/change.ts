@@ -69,10 +69,13 @@ export function parseBodyText(text: string): Record<string, unknown> | string {
 }
 
 /**
- * Checks a change against the wire shape and the table rules. Returns the reason it is refused, or undefined.
- * The verdict depends on the change alone, so every replica reaches the same one.
+ * Checks a change against the wire shape and the table rules. Returns the reason it is refused, or the change
+ * with its parsed body (absent for tombstones) so the caller need not parse it again. The verdict depends on the
+ * change alone, so every replica reaches the same one.
  */
-export function checkChange(input: unknown): { change: Change } | { reason: string } {
+export function checkChange(
+  input: unknown,
+): { change: Change; body?: Record<string, unknown> } | { reason: string } {
   const parsed = ChangeSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -94,7 +97,7 @@ export function checkChange(input: unknown): { change: Change } | { reason: stri
   }
   const spec = TABLES[change.table];
   // A table from a newer release is carried and relayed unread, so older Machines never block on it.
-  if (spec === undefined) return { change };
+  if (spec === undefined) return { change, body };
   if (body !== undefined) {
     const checked = spec.schema.safeParse(body);
     if (!checked.success) {
@@ -106,7 +109,7 @@ export function checkChange(input: unknown): { change: Change } | { reason: stri
   }
   if (spec.kind === "name") {
     if (change.owner !== "") return { reason: `Name-keyed table "${change.table}" takes no owner` };
-    return { change };
+    return { change, body };
   }
   if (change.owner !== change.site) {
     return {
@@ -121,5 +124,5 @@ export function checkChange(input: unknown): { change: Change } | { reason: stri
         `Refused ${change.table} row "${change.key}": names owner "${named}", written by "${change.site}"`,
     };
   }
-  return { change };
+  return { change, body };
 }

@@ -5,7 +5,7 @@
  */
 
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
-import { type Change, checkChange, MAX_BODY_CHARS, SITE_ID_PATTERN, supersedes } from "./change.ts";
+import { type Change, checkChange, MAX_BODY_CHARS, parseBodyText, SITE_ID_PATTERN } from "./change.ts";
 import { StoreError } from "./error.ts";
 import { HybridClock } from "./hlc.ts";
 import type {
@@ -91,10 +91,11 @@ export interface ChangePage {
   more: boolean;
 }
 
-interface RowState {
-  hlc: string;
-  site: string;
-  owner: string;
+// One table's row writes, prepared once: `local` refuses to overwrite a row owned by another site, `merge` keeps
+// whichever of the row and the change has the greater (hlc, site). Both report whether the row changed.
+interface RowWriters {
+  local: StatementSync;
+  merge: StatementSync;
 }
 
 interface ChangeRow {
@@ -108,17 +109,35 @@ interface ChangeRow {
   body: string | null;
 }
 
+// A row names the change that won it by (site, version); its body is read from the log, so each body is stored
+// once. The log is never pruned of a change a row still names. `seq` is the rowid: a write moves the row to the
+// end, so changesSince and the filter index append instead of inserting in the middle.
 const ROW_COLUMNS: [string, string][] = [
-  ["body", "TEXT"],
   ["deleted", "INTEGER NOT NULL DEFAULT 0"],
   ["hlc", "TEXT NOT NULL DEFAULT ''"],
   ["site", "TEXT NOT NULL DEFAULT ''"],
   ["version", "INTEGER NOT NULL DEFAULT 0"],
   ["owner", "TEXT NOT NULL DEFAULT ''"],
-  ["seq", "INTEGER NOT NULL DEFAULT 0"],
 ];
 
 const FIELD_PATTERN = /^[a-z][a-z0-9_]{0,62}$/;
+
+// Filter columns carry a prefix so a body field can never collide with a bookkeeping column.
+function filterColumn(field: string): string {
+  return `f_${field}`;
+}
+
+// Only JSON strings are copied, matching what a filter on a string value can equal.
+function filterValue(body: Record<string, unknown> | undefined, field: string): string | null {
+  const value = body?.[field];
+  return typeof value === "string" ? value : null;
+}
+
+function parseStoredBody(text: string | null): Record<string, unknown> | undefined {
+  if (text === null) return undefined;
+  const body = parseBodyText(text);
+  return typeof body === "string" ? undefined : body;
+}
 
 function toChange(row: ChangeRow): Change {
   return {
@@ -200,6 +219,7 @@ export class Store {
   readonly #db: DatabaseSync;
   readonly #clock: HybridClock;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #writers = new Map<string, RowWriters>();
   readonly #listeners = new Set<(event: CommitEvent) => void>();
   #ownVersion = 0;
   #ownContiguous = 0;
@@ -291,24 +311,85 @@ export class Store {
     const existed = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(
       spec.name,
     );
-    const columns = ROW_COLUMNS.map(([column, type]) => `${column} ${type}`).join(", ");
-    db.exec(`CREATE TABLE IF NOT EXISTS ${spec.name} (key TEXT PRIMARY KEY NOT NULL, ${columns})`);
+    const wanted: [string, string][] = [
+      ...ROW_COLUMNS,
+      ...spec.filters.map((field): [string, string] => [filterColumn(field), "TEXT"]),
+    ];
+    const columns = wanted.map(([column, type]) => `${column} ${type}`).join(", ");
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS ${spec.name} (seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, ${columns})`,
+    );
     if (existed !== undefined) {
       const have = new Set(db.prepare(`PRAGMA table_info(${spec.name})`).all().map((c) => String(c.name)));
-      for (const [column, type] of ROW_COLUMNS) {
-        if (!have.has(column)) db.exec(`ALTER TABLE ${spec.name} ADD COLUMN ${column} ${type}`);
+      for (const [column, type] of wanted) {
+        if (have.has(column)) continue;
+        db.exec(`ALTER TABLE ${spec.name} ADD COLUMN ${column} ${type}`);
+        const field = spec.filters.find((f) => filterColumn(f) === column);
+        // A filter field added later is filled from the bodies already held, so filters see every row.
+        if (field !== undefined) {
+          db.exec(`UPDATE ${spec.name} AS r SET ${column} = (
+            SELECT CASE WHEN json_type(c.body, '$.${field}') = 'text' THEN json_extract(c.body, '$.${field}') END
+            FROM changes c WHERE c.site = r.site AND c.version = r.version)`);
+        }
       }
-    }
-    db.exec(`CREATE INDEX IF NOT EXISTS ${spec.name}_seq ON ${spec.name} (seq)`);
-    for (const [suffix, paths] of Object.entries(spec.indexes)) {
-      const expressions = paths.map((p) => `json_extract(body, '${p}')`).join(", ");
-      db.exec(`CREATE INDEX IF NOT EXISTS ${spec.name}_${suffix} ON ${spec.name} (${expressions})`);
     }
     if (existed === undefined) {
       // A table this release adds may already have changes in the log, carried unread by an older release.
       const rows = db.prepare(`SELECT * FROM changes WHERE tbl = ?`).all(spec.name) as unknown as ChangeRow[];
-      for (const row of rows) this.#merge(toChange(row));
+      for (const row of rows) this.#merge(toChange(row), parseStoredBody(row.body));
     }
+  }
+
+  #rowWriters(spec: TableSpec): RowWriters {
+    let writers = this.#writers.get(spec.name);
+    if (writers === undefined) {
+      const columns = [
+        "seq",
+        "key",
+        "deleted",
+        "hlc",
+        "site",
+        "version",
+        "owner",
+        ...spec.filters.map(filterColumn),
+      ];
+      const updates = columns.filter((c) => c !== "key").map((c) => `${c} = excluded.${c}`).join(", ");
+      const upsert = `INSERT INTO ${spec.name} (${columns.join(", ")}) VALUES (${
+        columns.map(() => "?").join(", ")
+      })
+        ON CONFLICT (key) DO UPDATE SET ${updates}`;
+      const row = spec.name;
+      writers = {
+        local: this.#db.prepare(`${upsert} WHERE ${row}.owner = excluded.owner`),
+        merge: this.#db.prepare(
+          `${upsert} WHERE excluded.hlc > ${row}.hlc OR (excluded.hlc = ${row}.hlc AND excluded.site > ${row}.site)`,
+        ),
+      };
+      this.#writers.set(spec.name, writers);
+    }
+    return writers;
+  }
+
+  // Writes the row `change` names, if `statement`'s condition lets it; true when the row changed.
+  #putRow(
+    spec: TableSpec,
+    statement: StatementSync,
+    change: Change,
+    body: Record<string, unknown> | undefined,
+  ): boolean {
+    const params: SQLInputValue[] = [
+      this.#seq + 1,
+      change.key,
+      change.deleted ? 1 : 0,
+      change.hlc,
+      change.site,
+      change.version,
+      change.owner,
+    ];
+    for (const field of spec.filters) params.push(filterValue(body, field));
+    if (Number(statement.run(...params).changes) === 0) return false;
+    this.#seq += 1;
+    return true;
   }
 
   #statement(sql: string): StatementSync {
@@ -338,6 +419,7 @@ export class Store {
   }
 
   #emit(event: CommitEvent): void {
+    if (this.#listeners.size === 0) return;
     for (const listener of [...this.#listeners]) {
       try {
         listener(event);
@@ -357,14 +439,18 @@ export class Store {
   /** @internal Reads a live body's JSON text. */
   readBody(table: string, key: string): string | undefined {
     this.#assertOpen();
-    const row = this.#statement(`SELECT body FROM ${table} WHERE key = ? AND deleted = 0`).get(key);
+    const row = this.#statement(
+      `SELECT c.body FROM ${table} r JOIN changes c ON c.site = r.site AND c.version = r.version
+       WHERE r.key = ? AND r.deleted = 0`,
+    ).get(key);
     return row === undefined ? undefined : String(row.body);
   }
 
   /** @internal Lists live bodies' JSON text, filtered on top-level fields. */
   listBodies(table: string, where: Partial<Record<string, string>>): string[] {
     this.#assertOpen();
-    const clauses = ["deleted = 0"];
+    const filters = TABLES[table]?.filters ?? [];
+    const clauses = ["r.deleted = 0"];
     const params: SQLInputValue[] = [];
     for (const [field, value] of Object.entries(where)) {
       if (value === undefined) continue;
@@ -374,10 +460,13 @@ export class Store {
           `Cannot filter ${table} on field "${field}": not a plain field name`,
         );
       }
-      clauses.push(`json_extract(body, '$.${field}') = ?`);
+      clauses.push(
+        filters.includes(field) ? `r.${filterColumn(field)} = ?` : `json_extract(c.body, '$.${field}') = ?`,
+      );
       params.push(value);
     }
-    const sql = `SELECT body FROM ${table} WHERE ${clauses.join(" AND ")} ORDER BY key`;
+    const sql = `SELECT c.body FROM ${table} r JOIN changes c ON c.site = r.site AND c.version = r.version
+      WHERE ${clauses.join(" AND ")} ORDER BY r.key`;
     return this.#statement(sql).all(...params).map((row) => String(row.body));
   }
 
@@ -415,8 +504,15 @@ export class Store {
         body: text,
       };
       this.#insertChange(change);
-      // The clock is past every timestamp seen, so a local write always wins its row.
-      this.#upsertRow(spec.name, change);
+      // The clock is past every timestamp seen, so a local write always wins its row; the statement only refuses
+      // a row another site owns, which saves reading the row first.
+      if (!this.#putRow(spec, this.#rowWriters(spec).local, change, body ?? undefined)) {
+        const existing = this.#rowOwner(spec.name, key);
+        throw new StoreError(
+          "conflict",
+          `Cannot write ${spec.name} row "${key}": owned by Machine "${existing}", this is Machine "${this.siteId}"`,
+        );
+      }
       this.#ownVersion = change.version;
       if (this.#ownContiguous === change.version - 1) this.#ownContiguous = change.version;
       return change;
@@ -426,29 +522,29 @@ export class Store {
     return written;
   }
 
+  // The owner the body or key names; the row's current owner is checked by the write itself.
   #localOwner(spec: TableSpec, key: string, body: Record<string, unknown> | null): string {
-    const existing = this.#rowState(spec.name, key);
-    const named = body !== null ? spec.ownerOfBody?.(body) : spec.ownerOfKey?.(key) ?? existing?.owner;
+    const named = body !== null
+      ? spec.ownerOfBody?.(body)
+      : spec.ownerOfKey?.(key) ?? this.#rowOwner(spec.name, key);
     if (named === undefined) {
       throw new StoreError(
         "not_found",
         `Cannot delete ${spec.name} row "${key}": no such row on this Machine`,
       );
     }
-    for (const owner of [named, existing?.owner]) {
-      if (owner !== undefined && owner !== this.siteId) {
-        throw new StoreError(
-          "conflict",
-          `Cannot write ${spec.name} row "${key}": owned by Machine "${owner}", this is Machine "${this.siteId}"`,
-        );
-      }
+    if (named !== this.siteId) {
+      throw new StoreError(
+        "conflict",
+        `Cannot write ${spec.name} row "${key}": owned by Machine "${named}", this is Machine "${this.siteId}"`,
+      );
     }
     return this.siteId;
   }
 
-  #rowState(table: string, key: string): RowState | undefined {
-    const row = this.#statement(`SELECT hlc, site, owner FROM ${table} WHERE key = ?`).get(key);
-    return row as RowState | undefined;
+  #rowOwner(table: string, key: string): string | undefined {
+    const row = this.#statement(`SELECT owner FROM ${table} WHERE key = ?`).get(key);
+    return row === undefined ? undefined : String(row.owner);
   }
 
   #insertChange(change: Change): void {
@@ -466,31 +562,12 @@ export class Store {
     );
   }
 
-  // Last writer wins on (hlc, site) for every table; ownership was already checked on the change itself.
-  #merge(change: Change): void {
+  // Last writer wins on (hlc, site) for every table, decided in the upsert; ownership was already checked on the
+  // change itself.
+  #merge(change: Change, body: Record<string, unknown> | undefined): void {
     const spec = TABLES[change.table];
     if (spec === undefined) return;
-    const current = this.#rowState(spec.name, change.key);
-    if (current !== undefined && !supersedes(change, current)) return;
-    this.#upsertRow(spec.name, change);
-  }
-
-  #upsertRow(table: string, change: Change): void {
-    this.#seq += 1;
-    this.#statement(
-      `INSERT INTO ${table} (key, body, deleted, hlc, site, version, owner, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (key) DO UPDATE SET body = excluded.body, deleted = excluded.deleted, hlc = excluded.hlc,
-       site = excluded.site, version = excluded.version, owner = excluded.owner, seq = excluded.seq`,
-    ).run(
-      change.key,
-      change.body,
-      change.deleted ? 1 : 0,
-      change.hlc,
-      change.site,
-      change.version,
-      change.owner,
-      this.#seq,
-    );
+    this.#putRow(spec, this.#rowWriters(spec).merge, change, body);
   }
 
   /**
@@ -499,7 +576,7 @@ export class Store {
    */
   applyChanges(inputs: readonly unknown[]): ApplyResult {
     const result: ApplyResult = { applied: 0, duplicates: 0, rejected: [] };
-    const valid: Change[] = [];
+    const valid: { change: Change; body?: Record<string, unknown> }[] = [];
     inputs.forEach((input, index) => {
       const checked = checkChange(input);
       if ("reason" in checked) {
@@ -511,7 +588,7 @@ export class Store {
           reason: checked.reason,
         });
       } else {
-        valid.push(checked.change);
+        valid.push(checked);
       }
     });
     if (valid.length === 0) return result;
@@ -521,14 +598,14 @@ export class Store {
       this.#transaction(() => {
         const touched = new Map<string, number>();
         const exists = this.#statement(`SELECT 1 FROM changes WHERE site = ? AND version = ?`);
-        for (const change of valid) {
+        for (const { change, body } of valid) {
           if (exists.get(change.site, change.version) !== undefined) {
             result.duplicates += 1;
             continue;
           }
           this.#insertChange(change);
           this.#clock.observe(change.hlc);
-          this.#merge(change);
+          this.#merge(change, body);
           touched.set(change.site, Math.max(touched.get(change.site) ?? 0, change.version));
           fresh.push(change);
         }
@@ -707,7 +784,8 @@ export class Store {
     const tables: Record<string, unknown[]> = {};
     for (const spec of Object.values(TABLES)) {
       tables[spec.name] = this.#statement(
-        `SELECT key, deleted, hlc, site, version, owner, body FROM ${spec.name} ORDER BY key`,
+        `SELECT r.key, r.deleted, r.hlc, r.site, r.version, r.owner, c.body
+         FROM ${spec.name} r LEFT JOIN changes c ON c.site = r.site AND c.version = r.version ORDER BY r.key`,
       ).all().map((r) => [r.key, r.deleted, r.hlc, r.site, r.version, r.owner, r.body]);
     }
     const log = this.#statement(`SELECT count(*) AS n FROM changes`).get();

@@ -28,8 +28,13 @@ export interface TableSpec {
   ownerOfBody?(body: Record<string, unknown>): string;
   /** Owner named by the key alone, where the key embeds it (entity tables only). */
   ownerOfKey?(key: string): string;
-  /** Expression indexes over body fields, as "index suffix" → "json paths". */
-  readonly indexes: Record<string, string[]>;
+  /**
+   * Top-level string fields of the body copied into columns at write time, so filtered lists compare a column
+   * instead of parsing every body. They are not indexed: each index is one more page written per commit, which
+   * is most of a write's cost, while the rows they filter are small and bodies are read only for matches.
+   * A field added later gets its column, filled from the bodies already held.
+   */
+  readonly filters: readonly string[];
 }
 
 function field(body: Record<string, unknown>, name: string): string {
@@ -48,7 +53,7 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     kind: "name",
     schema: ClusterSettingSchema,
     keyOf: (b) => field(b, "name"),
-    indexes: {},
+    filters: [],
   },
   machines: {
     name: "machines",
@@ -57,7 +62,7 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     keyOf: (b) => field(b, "id"),
     ownerOfBody: (b) => field(b, "id"),
     ownerOfKey: (k) => k,
-    indexes: {},
+    filters: [],
   },
   containers: {
     name: "containers",
@@ -65,7 +70,7 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     schema: ContainerSchema,
     keyOf: (b) => field(b, "id"),
     ownerOfBody: (b) => field(b, "machine_id"),
-    indexes: { machine: ["$.machine_id"], service: ["$.project", "$.service"] },
+    filters: ["machine_id", "project", "service"],
   },
   volumes: {
     name: "volumes",
@@ -73,21 +78,21 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     schema: VolumeSchema,
     keyOf: (b) => field(b, "id"),
     ownerOfBody: (b) => field(b, "machine_id"),
-    indexes: { machine: ["$.machine_id"] },
+    filters: ["machine_id"],
   },
   certificates: {
     name: "certificates",
     kind: "name",
     schema: CertificateSchema,
     keyOf: (b) => field(b, "name"),
-    indexes: {},
+    filters: [],
   },
   "serving_pointers": {
     name: "serving_pointers",
     kind: "name",
     schema: ServingPointerSchema,
     keyOf: (b) => `${field(b, "project")}/${field(b, "service")}`,
-    indexes: {},
+    filters: [],
   },
   acks: {
     name: "acks",
@@ -96,7 +101,7 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     keyOf: (b) => `${field(b, "machine_id")}/${field(b, "pointer")}`,
     ownerOfBody: (b) => field(b, "machine_id"),
     ownerOfKey: beforeSlash,
-    indexes: { pointer: ["$.pointer"] },
+    filters: ["pointer"],
   },
 };
 
