@@ -1,6 +1,7 @@
 import { type Command, notBuilt } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
 import { dialStdio } from "./dial_stdio.ts";
+import { observe } from "./observe.ts";
 
 /**
  * The `ployzd` command tree. Each top-level subcommand runs under the deno.json permission set of the same
@@ -12,7 +13,7 @@ export const ployzd: Command = {
   subcommands: [
     notBuilt("serve", "Run the Machine daemon: Machine RPC, Docker, mesh, replicated store", "ployzd"),
     notBuilt("dns", "Serve Internal DNS from /run/ployz/dns.json", "ployzd"),
-    notBuilt("observe", "Run the Observe Store: this Machine's logs and metrics", "ployzd"),
+    observe,
     notBuilt("install", "Install or upgrade Ployz on this Machine", "ployzd"),
     dialStdio,
     versionCommand("ployzd"),

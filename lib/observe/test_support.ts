@@ -1,0 +1,103 @@
+/**
+ * Helpers for this area's tests and benchmarks: Docker-shaped container directories and `local` driver files
+ * generated with protobufjs.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { encodeLogFrame, type LogEntryInput } from "./log_entry.ts";
+
+/** A base time: 2026-01-01T00:00:00Z in ns. */
+export const T0 = 1_767_225_600_000_000_000n;
+
+/** `n` numbered stdout lines one ms apart, starting at `start`. */
+export function numbered(prefix: string, n: number, start: bigint = T0, first = 0): LogEntryInput[] {
+  return Array.from({ length: n }, (_, i) => ({
+    stream: "stdout" as const,
+    timeNano: start + BigInt(first + i) * 1_000_000n,
+    line: `${prefix} ${first + i}`,
+  }));
+}
+
+/** Concatenates byte arrays. */
+export function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Frames for `entries`, concatenated. */
+export function frames(entries: LogEntryInput[]): Uint8Array {
+  return concat(entries.map(encodeLogFrame));
+}
+
+/** Appends bytes to a file (creating it). */
+export async function append(path: string, bytes: Uint8Array): Promise<void> {
+  await Deno.writeFile(path, bytes, { append: true });
+}
+
+/** Labels of a Ployz container. */
+export function ployzLabels(service: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    "ployz.managed": "1",
+    "ployz.machine": "machine-1",
+    "ployz.project": "shop",
+    "ployz.service": service,
+    "ployz.deployment": "dep-1",
+    "ployz.slot": "0",
+    ...extra,
+  };
+}
+
+/** Creates `<dockerRoot>/containers/<id>/` with a `config.v2.json` and an empty `local-logs/`; returns the log dir. */
+export async function makeContainer(
+  dockerRoot: string,
+  id: string,
+  labels: Record<string, string>,
+): Promise<string> {
+  const dir = join(dockerRoot, "containers", id);
+  await Deno.mkdir(join(dir, "local-logs"), { recursive: true });
+  await Deno.writeTextFile(
+    join(dir, "config.v2.json"),
+    JSON.stringify({
+      ID: id,
+      Name: `/${id.slice(0, 8)}`,
+      Config: { Labels: labels },
+      State: { Running: true },
+    }),
+  );
+  return join(dir, "local-logs");
+}
+
+/**
+ * Rotates like Docker with `max-file` = `maxFiles`: shifts `.1`… up, drops the one past `maxFiles - 1`, renames
+ * `container.log` to `.1` and starts an empty live file.
+ */
+export async function rotate(logDir: string, maxFiles = 5): Promise<void> {
+  await Deno.remove(join(logDir, `container.log.${maxFiles - 1}`)).catch(() => {});
+  for (let n = maxFiles - 2; n >= 1; n--) {
+    try {
+      await Deno.rename(join(logDir, `container.log.${n}`), join(logDir, `container.log.${n + 1}`));
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+  await Deno.rename(join(logDir, "container.log"), join(logDir, "container.log.1"));
+  await Deno.writeFile(join(logDir, "container.log"), new Uint8Array());
+}
+
+/** A temp directory removed on dispose. */
+export async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
+  const path = await Deno.makeTempDir({ prefix: "ployz-observe-" });
+  return {
+    path,
+    async [Symbol.asyncDispose](): Promise<void> {
+      await Deno.remove(path, { recursive: true });
+    },
+  };
+}
