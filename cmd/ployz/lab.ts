@@ -1,0 +1,216 @@
+/**
+ * `ployz lab`: a local multi-Machine lab on this host (root, Linux). See lib/lab.
+ *
+ * @module
+ */
+
+import { CliError, type Command, type CommandContext, UsageError } from "../../lib/cli/mod.ts";
+import {
+  labDown,
+  LabError,
+  labExec,
+  labHeal,
+  labPartition,
+  type LabStatus,
+  labStatus,
+  labUp,
+  type Profile,
+  PROFILES,
+  type RelayConfig,
+  startRelay,
+} from "../../lib/lab/mod.ts";
+import { MeshError } from "../../lib/mesh/mod.ts";
+
+const DEFAULT_DIR = "/tmp/ployz-lab";
+
+const dirOption = { dir: { type: "string" as const } };
+
+function dirOf(ctx: CommandContext): string {
+  return typeof ctx.values.dir === "string" ? ctx.values.dir : DEFAULT_DIR;
+}
+
+async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof LabError || error instanceof MeshError) {
+      throw new CliError(error.code, error.message);
+    }
+    throw error;
+  }
+}
+
+function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeKeys(v)]),
+  );
+}
+
+function statusText(status: LabStatus): string {
+  const lines = [`Lab "${status.name}" in ${status.dir}: ${status.phase}, profile ${status.profile}`];
+  for (const [a, b] of status.partitions) lines.push(`partition: ${a.join(",")} / ${b.join(",")}`);
+  for (const m of status.machines) {
+    const ns = m.namespacePresent ? m.namespace : `${m.namespace} (missing)`;
+    lines.push(
+      `${m.name}  ${m.subnet}  netns ${ns}  dockerd ${
+        m.dockerd ? "answers" : "does not answer"
+      }  wg ${m.wgInterface}`,
+    );
+    for (const p of m.peers) {
+      lines.push(
+        `  ${p.machine}  ${p.membership}  handshake ${p.latestHandshake ?? "never"}  via ${
+          p.endpoint ?? "-"
+        }`,
+      );
+    }
+    if (m.peersError !== undefined) lines.push(`  peers unreadable: ${m.peersError}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+const up: Command = {
+  name: "up",
+  summary: "Create N lab Machines (namespaces, dockerd, WireGuard mesh)",
+  usage: "[--machines N] [--profile clean|regional|far|flap] [--dir D] [--name NAME] [--image IMAGE]…",
+  description:
+    `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
+    ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.`,
+  options: {
+    ...dirOption,
+    machines: { type: "string" },
+    profile: { type: "string" },
+    name: { type: "string" },
+    image: { type: "string", multiple: true },
+  },
+  async run(ctx) {
+    const machines = ctx.values.machines === undefined ? 3 : Number(ctx.values.machines);
+    if (!Number.isInteger(machines)) throw new UsageError(`Option "--machines" must be a whole number`);
+    const profile = (ctx.values.profile ?? "clean") as string;
+    if (!(PROFILES as readonly string[]).includes(profile)) {
+      throw new UsageError(`Option "--profile" must be one of ${PROFILES.join(", ")}: got "${profile}"`);
+    }
+    const result = await guard(() =>
+      labUp({
+        machines,
+        dir: dirOf(ctx),
+        name: typeof ctx.values.name === "string" ? ctx.values.name : undefined,
+        profile: profile as Profile,
+        images: Array.isArray(ctx.values.image) ? ctx.values.image.map(String) : undefined,
+        progress: (line) => ctx.io.err(`lab: ${line}\n`),
+      })
+    );
+    for (const image of result.missingImages) {
+      ctx.io.err(`warning: image "${image}" is not in the host's Docker; it was not loaded\n`);
+    }
+    const { plan } = result.state;
+    ctx.io.out(`Lab "${plan.name}" is up in ${(result.elapsedMs / 1000).toFixed(1)} s:\n`);
+    for (const m of plan.machines) {
+      ctx.io.out(
+        `  ${m.name}  netns ${m.namespace}  subnet ${m.subnet}  DOCKER_HOST=unix://${m.dockerSocket}\n`,
+      );
+    }
+    return 0;
+  },
+};
+
+const status: Command = {
+  name: "status",
+  summary: "Show each lab Machine and its peers as it observes them",
+  usage: "[--dir D] [--json]",
+  options: { ...dirOption, json: { type: "boolean" } },
+  async run(ctx) {
+    const result = await guard(() => labStatus({ dir: dirOf(ctx) }));
+    ctx.io.out(ctx.values.json ? JSON.stringify(snakeKeys(result), null, 2) + "\n" : statusText(result));
+    return 0;
+  },
+};
+
+const partition: Command = {
+  name: "partition",
+  summary: "Cut the underlay between two groups of Machines",
+  usage: "A,B / C [--dir D]",
+  description: "Example: ployz lab partition m1,m2 / m3",
+  options: dirOption,
+  positionals: [1, 3],
+  async run(ctx) {
+    const sides = ctx.positionals.join(" ").split("/").map((s) => s.trim());
+    if (sides.length !== 2 || sides.some((s) => s === "")) {
+      throw new UsageError(`Cannot read partition "${ctx.positionals.join(" ")}": expected "A,B / C"`);
+    }
+    const [groupA, groupB] = sides.map((s) => s.split(",").map((n) => n.trim()).filter((n) => n !== ""));
+    await guard(() => labPartition({ dir: dirOf(ctx), groupA, groupB }));
+    ctx.io.out(`Partitioned ${groupA.join(",")} / ${groupB.join(",")}\n`);
+    return 0;
+  },
+};
+
+const heal: Command = {
+  name: "heal",
+  summary: "Remove every partition",
+  usage: "[--dir D]",
+  options: dirOption,
+  async run(ctx) {
+    await guard(() => labHeal({ dir: dirOf(ctx) }));
+    ctx.io.out("Healed: no partitions\n");
+    return 0;
+  },
+};
+
+const exec: Command = {
+  name: "exec",
+  summary: "Run a command inside a lab Machine (DOCKER_HOST points at its dockerd)",
+  usage: "MACHINE [--dir D] -- CMD…",
+  options: dirOption,
+  positionals: [2, Number.MAX_SAFE_INTEGER],
+  async run(ctx) {
+    const [machine, ...argv] = ctx.positionals;
+    const result = await guard(() => labExec({ dir: dirOf(ctx), machine, argv, inherit: true }));
+    return result.code;
+  },
+};
+
+const down: Command = {
+  name: "down",
+  summary: "Remove everything the lab made (safe after a crash, safe twice)",
+  usage: "[--dir D]",
+  options: dirOption,
+  async run(ctx) {
+    const result = await guard(() => labDown({ dir: dirOf(ctx) }));
+    if (!result.found) {
+      ctx.io.out(`No lab in ${dirOf(ctx)}\n`);
+      return 0;
+    }
+    ctx.io.out(
+      `Lab removed: ${result.namespaces.length} namespaces, ${result.processes} processes stopped, directory ${
+        result.dirRemoved ? "removed" : "kept"
+      }\n`,
+    );
+    return 0;
+  },
+};
+
+const relay: Command = {
+  name: "relay",
+  summary: 'Run the lab\'s latency relay (started by "lab up" under a latency profile)',
+  usage: "--config FILE",
+  options: { config: { type: "string" } },
+  async run(ctx) {
+    if (typeof ctx.values.config !== "string") throw new UsageError(`Option "--config" is required`);
+    const config = JSON.parse(await Deno.readTextFile(ctx.values.config)) as RelayConfig;
+    const running = await guard(() => startRelay(config));
+    ctx.io.err("relay ready\n");
+    // Runs until lab down stops it; SIGTERM closes the sockets first.
+    await new Promise<void>((resolve) => Deno.addSignalListener("SIGTERM", () => resolve()));
+    await running.close();
+    return 0;
+  },
+};
+
+/** `ployz lab`: the local multi-Machine lab. */
+export const labCommand: Command = {
+  name: "lab",
+  summary: "Run a local multi-Machine lab on this host (root)",
+  subcommands: [up, status, partition, heal, exec, down, relay],
+};

@@ -1,0 +1,125 @@
+/**
+ * One dockerd per lab Machine, started inside the Machine's network namespace with `nsenter --net` (not
+ * `ip netns exec`, which remounts /sys and breaks dockerd's cgroup detection), with its own data root, exec root,
+ * socket and pidfile under the Machine's directory, and the Machine Subnet as its bridge.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { netnsPath } from "../mesh/mod.ts";
+import { LabError } from "./errors.ts";
+import { alive, cmdlineOf, pollUntil, sh, spawnDetached, stopPids, tryRun } from "./host.ts";
+import type { MachinePlan } from "./plan.ts";
+
+/** The `docker` arguments that reach a Machine's dockerd. */
+export function dockerHost(machine: MachinePlan): string[] {
+  return ["-H", `unix://${machine.dockerSocket}`];
+}
+
+/** Starts the Machine's dockerd, detached; its log goes to `<dir>/dockerd.log`. */
+export async function startDockerd(machine: MachinePlan): Promise<void> {
+  await Deno.mkdir(machine.dir, { recursive: true });
+  const config = join(machine.dir, "daemon.json");
+  await Deno.writeTextFile(config, "{}\n"); // so the host's /etc/docker/daemon.json never applies
+  await spawnDetached([
+    "nsenter",
+    `--net=${netnsPath(machine.namespace)}`,
+    "--",
+    "dockerd",
+    "--config-file",
+    config,
+    "--data-root",
+    join(machine.dir, "data"),
+    "--exec-root",
+    join(machine.dir, "exec"),
+    "-H",
+    `unix://${machine.dockerSocket}`,
+    "--pidfile",
+    machine.dockerPidfile,
+    "--iptables=false",
+    "--ip-masq=false",
+    "--bip",
+    `${machine.gateway}/24`,
+    "--mtu",
+    "1420",
+    "--storage-driver",
+    "vfs",
+    "--shutdown-timeout",
+    "2",
+    "--log-level",
+    "warn",
+  ], join(machine.dir, "dockerd.log"));
+}
+
+/** Whether the Machine's dockerd answers. */
+export async function dockerdAnswers(machine: MachinePlan): Promise<boolean> {
+  const result = await tryRun("docker", [
+    ...dockerHost(machine),
+    "version",
+    "--format",
+    "{{.Server.Version}}",
+  ]);
+  return result.code === 0;
+}
+
+/** Waits until the Machine's dockerd answers, or throws naming its log. */
+export async function waitDockerd(machine: MachinePlan, timeoutMs: number): Promise<void> {
+  if (await pollUntil(timeoutMs, () => dockerdAnswers(machine))) return;
+  throw new LabError(
+    "unavailable",
+    `Cannot reach dockerd of lab Machine "${machine.name}" within ${timeoutMs / 1000} s: see "${
+      join(machine.dir, "dockerd.log")
+    }"`,
+  );
+}
+
+/** The Machine's dockerd pid, from its pidfile, only if that process is this Machine's dockerd. */
+export function dockerdPid(machine: MachinePlan): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(Deno.readTextFileSync(machine.dockerPidfile).trim());
+  } catch {
+    return undefined;
+  }
+  const argv = cmdlineOf(pid);
+  if (
+    argv === undefined || !argv[0].endsWith("dockerd") || !argv.includes(`unix://${machine.dockerSocket}`)
+  ) {
+    return undefined;
+  }
+  return alive(pid) ? pid : undefined;
+}
+
+/** Removes every container of the Machine (fast: dockerd's own shutdown would wait on each), then stops dockerd. */
+export async function stopDockerd(machine: MachinePlan): Promise<boolean> {
+  if (await dockerdAnswers(machine)) {
+    const ids = (await tryRun("docker", [...dockerHost(machine), "ps", "-aq"])).stdout.split("\n").filter((
+      s,
+    ) => s);
+    if (ids.length > 0) await tryRun("docker", [...dockerHost(machine), "rm", "-f", ...ids]);
+  }
+  const pid = dockerdPid(machine);
+  if (pid === undefined) return false;
+  const left = await stopPids([pid], "SIGTERM", 15_000);
+  if (left.length > 0) await stopPids(left, "SIGKILL", 5_000);
+  return true;
+}
+
+/** Saves `images` from the host's Docker (`hostSocket`) into one tar under `dir`; returns the images it found. */
+export async function saveImages(hostSocket: string, images: string[], tarPath: string): Promise<string[]> {
+  const present: string[] = [];
+  for (const image of images) {
+    const found = await tryRun("docker", ["-H", `unix://${hostSocket}`, "image", "inspect", image]);
+    if (found.code === 0) present.push(image);
+  }
+  if (present.length > 0) {
+    await sh("docker", ["-H", `unix://${hostSocket}`, "save", "-o", tarPath, ...present]);
+  }
+  return present;
+}
+
+/** Loads a saved image tar into the Machine's dockerd. */
+export async function loadImages(machine: MachinePlan, tarPath: string): Promise<void> {
+  await sh("docker", [...dockerHost(machine), "load", "-q", "-i", tarPath]);
+}

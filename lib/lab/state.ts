@@ -1,0 +1,65 @@
+/**
+ * `<dir>/lab.json`: what a lab is made of, written before anything is created so `down` can undo a crashed `up`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { LabError } from "./errors.ts";
+import type { LabPlan, Profile } from "./plan.ts";
+
+/** The lab's saved state. */
+export interface LabState {
+  /** Format version. */
+  version: 1;
+  /** `creating` until `up` finished; `up` after. */
+  phase: "creating" | "up";
+  /** When `up` started (RFC 3339). */
+  createdAt: string;
+  /** The impairment profile. */
+  profile: Profile;
+  /** The plan: names, addresses and paths. */
+  plan: LabPlan;
+  /** Public keys by Machine name (private keys stay in their 0600 files). */
+  publicKeys: Record<string, string>;
+  /** Active partitions: each a pair of Machine-name groups that cannot reach each other. */
+  partitions: [string[], string[]][];
+}
+
+/** The state file of a lab directory. */
+export function statePath(dir: string): string {
+  return join(dir, "lab.json");
+}
+
+/** Reads the lab state; `undefined` when there is none. */
+export async function readState(dir: string): Promise<LabState | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(statePath(dir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  try {
+    return JSON.parse(text) as LabState;
+  } catch (error) {
+    throw new LabError("internal", `Cannot read lab state "${statePath(dir)}": not JSON`, { cause: error });
+  }
+}
+
+/** Reads the lab state, refusing when there is no lab in `dir`. */
+export async function requireState(dir: string): Promise<LabState> {
+  const state = await readState(dir);
+  if (state === undefined) {
+    throw new LabError("not_found", `Cannot find a lab in "${dir}": no lab.json (run "ployz lab up" first)`);
+  }
+  return state;
+}
+
+/** Writes the lab state atomically. */
+export async function writeState(dir: string, state: LabState): Promise<void> {
+  const path = statePath(dir);
+  const temp = `${path}.tmp`;
+  await Deno.writeTextFile(temp, JSON.stringify(state, null, 2) + "\n");
+  await Deno.rename(temp, path);
+}

@@ -1,0 +1,84 @@
+/**
+ * The WireGuard mesh between Machines: keys, addressing, optimistic subnet allocation, interface and peer control
+ * through `ip` and `wg` (kernel WireGuard or `wireguard-go`), endpoint selection, and each Machine's own membership
+ * observation of its peers. Nothing here runs on its own schedule and nothing decides for another Machine.
+ *
+ * @module
+ */
+
+export { MeshError } from "./errors.ts";
+export type { MeshErrorCode } from "./errors.ts";
+export {
+  formatIpv4,
+  formatIpv4Network,
+  formatIpv6,
+  networkContains,
+  networksOverlap,
+  parseIpv4,
+  parseIpv4Network,
+} from "./cidr.ts";
+export type { Ipv4Network } from "./cidr.ts";
+export {
+  decodeKey,
+  ensurePrivateKeyFile,
+  generatePrivateKey,
+  isWireGuardKey,
+  parsePublicKey,
+  publicKeyOf,
+  readPrivateKeyFile,
+  writePrivateKeyFile,
+} from "./keys.ts";
+export {
+  DEFAULT_CLUSTER_NETWORK,
+  machineSubnets,
+  MANAGEMENT_NETWORK,
+  managementAddress,
+  parseClusterNetwork,
+  parseMachineSubnet,
+  peerAllowedIps,
+  subnetInNetwork,
+} from "./addressing.ts";
+export type { MachineSubnet } from "./addressing.ts";
+export { chooseSubnet } from "./allocation.ts";
+export type { AllocationRecord, ChooseSubnetInput, SubnetChoice, SubnetClaim } from "./allocation.ts";
+export { DEFAULT_MEMBERSHIP_THRESHOLDS, observeMembership } from "./membership.ts";
+export type { MembershipEvidence, MembershipState, MembershipThresholds } from "./membership.ts";
+export {
+  DEFAULT_ENDPOINT_TIMING,
+  endpointStatus,
+  newEndpointSelection,
+  pollEndpoint,
+  replaceCandidates,
+  selectedEndpoint,
+} from "./endpoint.ts";
+export type {
+  EndpointObservation,
+  EndpointSelection,
+  EndpointState,
+  EndpointStatus,
+  EndpointTiming,
+} from "./endpoint.ts";
+export { EndpointDriver } from "./endpoint_driver.ts";
+export type { EndpointChange } from "./endpoint_driver.ts";
+export { hostRunner, netnsPath, netnsRunner, runChecked } from "./runner.ts";
+export type { CommandResult, CommandRunner } from "./runner.ts";
+export {
+  ensureInterface,
+  interfaceExists,
+  parseDump,
+  readHandshakes,
+  readPeers,
+  removeInterface,
+  setPeerEndpoint,
+  setPeers,
+  syncRoutes,
+} from "./wireguard.ts";
+export type {
+  InterfaceOptions,
+  InterfaceResult,
+  MeshPeer,
+  PeerReport,
+  RouteOptions,
+  SetPeersOptions,
+  WireGuardBackend,
+} from "./wireguard.ts";

@@ -1,0 +1,82 @@
+/**
+ * Running the `ip`, `wg` and `wireguard-go` commands, on the host or inside a network namespace (through
+ * `nsenter --net`, which keeps the host's mounts: `/var/run/wireguard` and key files stay visible). Arguments never
+ * carry key material: private keys go to `wg` as file paths.
+ *
+ * @module
+ */
+
+import { MeshError } from "./errors.ts";
+
+/** What a finished command printed and how it exited. */
+export interface CommandResult {
+  /** The exit code. */
+  code: number;
+  /** Standard output, decoded. */
+  stdout: string;
+  /** Standard error, decoded. */
+  stderr: string;
+}
+
+/** Runs commands in one place (the host, or one network namespace). */
+export interface CommandRunner {
+  /** Where commands run, for messages: `host` or `netns "<name>"`. */
+  readonly where: string;
+  /** Runs `cmd args` to completion; never throws for a non-zero exit. */
+  run(cmd: string, args: string[], options?: { env?: Record<string, string> }): Promise<CommandResult>;
+}
+
+const decoder = new TextDecoder();
+
+async function execute(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> | undefined,
+  what: string,
+): Promise<CommandResult> {
+  try {
+    const out = await new Deno.Command(cmd, { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
+      .output();
+    return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new MeshError("unavailable", `Cannot run "${what}": command not found`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** Runs commands directly on the host. */
+export function hostRunner(): CommandRunner {
+  return {
+    where: "host",
+    run: (cmd, args, options) => execute(cmd, args, options?.env, cmd),
+  };
+}
+
+/** The path of a named network namespace, as `ip netns add` creates it. */
+export function netnsPath(name: string): string {
+  return `/var/run/netns/${name}`;
+}
+
+/** Runs commands inside the named network namespace through `nsenter --net=/var/run/netns/<name>`. */
+export function netnsRunner(name: string): CommandRunner {
+  return {
+    where: `netns "${name}"`,
+    run: (cmd, args, options) =>
+      execute("nsenter", [`--net=${netnsPath(name)}`, "--", cmd, ...args], options?.env, cmd),
+  };
+}
+
+/** Runs a command and returns its stdout; a non-zero exit throws with the command and its stderr. */
+export async function runChecked(runner: CommandRunner, cmd: string, args: string[]): Promise<string> {
+  const result = await runner.run(cmd, args);
+  if (result.code !== 0) {
+    const detail = result.stderr.trim().split("\n").slice(-3).join("; ") || `exit code ${result.code}`;
+    throw new MeshError(
+      "unavailable",
+      `Command "${[cmd, ...args].join(" ")}" failed (${runner.where}): ${detail}`,
+    );
+  }
+  return result.stdout;
+}

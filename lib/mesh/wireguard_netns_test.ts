@@ -1,0 +1,172 @@
+// Two network namespaces joined by a veth pair, each with a real WireGuard interface (wireguard-go here, where the
+// kernel has no module): handshakes seen through readHandshakes, pings between Machine Subnets and Management
+// Addresses, and endpoint selection moving off a dead candidate.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { managementAddress, peerAllowedIps } from "./addressing.ts";
+import { EndpointDriver } from "./endpoint_driver.ts";
+import { ensurePrivateKeyFile } from "./keys.ts";
+import { hostRunner, netnsRunner, runChecked } from "./runner.ts";
+import {
+  ensureInterface,
+  readHandshakes,
+  readPeers,
+  removeInterface,
+  setPeers,
+  syncRoutes,
+} from "./wireguard.ts";
+
+function haveTools(): boolean {
+  if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
+  return ["ip", "wg", "wireguard-go", "nsenter", "ping"].every((cmd) =>
+    ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"].some((dir) => {
+      try {
+        return Deno.statSync(join(dir, cmd)).isFile;
+      } catch {
+        return false;
+      }
+    })
+  );
+}
+
+const available = haveTools();
+
+async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
+Deno.test({
+  name: "two namespaces handshake over wireguard-go and route Machine Subnets and Management Addresses",
+  ignore: !available && Deno.env.get("CI") === undefined,
+  async fn() {
+    if (!available) {
+      throw new Error("Root and ip, wg, wireguard-go, nsenter, ping are required when CI is set");
+    }
+    const tag = crypto.randomUUID().slice(0, 6);
+    const host = hostRunner();
+    const dir = await Deno.makeTempDir({ prefix: "ployz-mesh-" });
+    const sides = [
+      {
+        ns: `pzm-${tag}-a`,
+        wg: `wt${tag}a`,
+        veth: `va${tag}`,
+        under: "192.0.2.1",
+        subnet: "10.210.0.0/24",
+        gw: "10.210.0.1",
+      },
+      {
+        ns: `pzm-${tag}-b`,
+        wg: `wt${tag}b`,
+        veth: `vb${tag}`,
+        under: "192.0.2.2",
+        subnet: "10.210.1.0/24",
+        gw: "10.210.1.1",
+      },
+    ];
+    try {
+      for (const s of sides) await runChecked(host, "ip", ["netns", "add", s.ns]);
+      await runChecked(host, "ip", [
+        "link",
+        "add",
+        sides[0].veth,
+        "netns",
+        sides[0].ns,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        sides[1].veth,
+        "netns",
+        sides[1].ns,
+      ]);
+      const keys: string[] = [];
+      for (const s of sides) {
+        const r = netnsRunner(s.ns);
+        await runChecked(r, "ip", ["link", "set", "lo", "up"]);
+        await runChecked(r, "ip", ["addr", "add", `${s.under}/24`, "dev", s.veth]);
+        await runChecked(r, "ip", ["link", "set", s.veth, "up"]);
+        // Stands in for the Docker bridge: the gateway address the Machine's own mesh traffic comes from.
+        await runChecked(r, "ip", ["addr", "add", `${s.gw}/32`, "dev", "lo"]);
+        const keyPath = join(dir, s.ns, "wg.key");
+        const { publicKey } = await ensurePrivateKeyFile(keyPath);
+        keys.push(publicKey);
+        const created = await ensureInterface(r, {
+          name: s.wg,
+          privateKeyPath: keyPath,
+          addresses: [`${managementAddress(publicKey)}/128`],
+        });
+        assert.equal(created.created, true);
+        assert.equal((await ensureInterface(r, { name: s.wg, privateKeyPath: keyPath })).created, false);
+      }
+      const [a, b] = sides;
+      const [ra, rb] = [netnsRunner(a.ns), netnsRunner(b.ns)];
+      // A learns B's endpoints with a dead one first; B knows A's real endpoint.
+      const dead = "192.0.2.99:51820";
+      await setPeers(ra, a.wg, [{
+        publicKey: keys[1],
+        endpoints: [dead, `${b.under}:51820`],
+        allowedIps: peerAllowedIps(b.subnet, keys[1]),
+      }]);
+      await setPeers(rb, b.wg, [{
+        publicKey: keys[0],
+        endpoints: [],
+        allowedIps: peerAllowedIps(a.subnet, keys[0]),
+      }]);
+      await syncRoutes(ra, a.wg, [b.subnet, managementAddress(keys[1])], { src: a.gw });
+      await syncRoutes(rb, b.wg, [a.subnet, managementAddress(keys[0])], { src: b.gw });
+      assert.equal((await readPeers(ra, a.wg))[0].endpoint, dead);
+      assert.equal((await readHandshakes(ra, a.wg)).get(keys[1]), undefined);
+
+      const driver = new EndpointDriver(ra, a.wg, { connectionTimeoutMs: 2000, peerDownMs: 60_000 });
+      driver.setCandidates([{
+        publicKey: keys[1],
+        endpoints: [dead, `${b.under}:51820`],
+        remembered: undefined,
+      }]);
+      const changes: string[] = [];
+      await waitFor("a handshake from namespace A to B", 45_000, async () => {
+        changes.push(...(await driver.tick()).map((c) => c.endpoint));
+        await ra.run("ping", ["-c", "1", "-W", "1", b.gw]);
+        return (await readHandshakes(ra, a.wg)).get(keys[1]) !== undefined;
+      });
+      assert.ok(changes.includes(`${b.under}:51820`), `the driver moved off the dead endpoint: ${changes}`);
+      assert.equal(driver.selected(keys[1]), `${b.under}:51820`);
+      const handshake = (await readHandshakes(ra, a.wg)).get(keys[1])!;
+      assert.ok(Math.abs(Date.now() - handshake) < 60_000, "the handshake time is recent");
+
+      await runChecked(ra, "ping", ["-c", "2", "-W", "2", "-I", a.gw, b.gw]);
+      await runChecked(rb, "ping", ["-c", "2", "-W", "2", a.gw]);
+      await runChecked(ra, "ping", ["-6", "-c", "2", "-W", "2", managementAddress(keys[1])]);
+
+      // Peers and routes converge to the wanted set: removing B drops its routes and peer.
+      await setPeers(ra, a.wg, []);
+      await syncRoutes(ra, a.wg, []);
+      assert.deepEqual(await readPeers(ra, a.wg), []);
+      const routes = await runChecked(ra, "ip", ["route", "show", "dev", a.wg]);
+      assert.equal(routes.includes(b.subnet.replace("/24", "")), false);
+      assert.equal((await ra.run("ping", ["-c", "1", "-W", "1", b.gw])).code !== 0, true);
+    } finally {
+      for (const s of sides) {
+        await removeInterface(netnsRunner(s.ns), s.wg).catch(() => {});
+        await host.run("ip", ["netns", "del", s.ns]);
+      }
+      await Deno.remove(dir, { recursive: true });
+    }
+    // wireguard-go exits when its interface goes, and removes its UAPI socket.
+    for (const s of sides) {
+      await waitFor(`the UAPI socket of "${s.wg}" to go`, 10_000, async () => {
+        try {
+          await Deno.stat(`/var/run/wireguard/${s.wg}.sock`);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+    }
+  },
+});
