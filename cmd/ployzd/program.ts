@@ -2,6 +2,7 @@ import { type Command, notBuilt } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
 import { dialStdio } from "./dial_stdio.ts";
 import { observe } from "./observe.ts";
+import { serve } from "./serve.ts";
 
 /**
  * The `ployzd` command tree. Each top-level subcommand runs under the deno.json permission set of the same
@@ -11,7 +12,7 @@ export const ployzd: Command = {
   name: "ployzd",
   summary: "The Ployz Machine daemon and its narrowly permitted helpers",
   subcommands: [
-    notBuilt("serve", "Run the Machine daemon: Machine RPC, Docker, mesh, replicated store", "ployzd"),
+    serve,
     notBuilt("dns", "Serve Internal DNS from /run/ployz/dns.json", "ployzd"),
     observe,
     notBuilt("install", "Install or upgrade Ployz on this Machine", "ployzd"),

@@ -1,0 +1,225 @@
+/**
+ * The daemon's Machine RPC handlers: each one acts on this Machine's own Docker and record only, and re-checks
+ * ownership and admission against fresh local evidence before any mutation (DESIGN.md bet 10).
+ *
+ * @module
+ */
+
+import { type ContainerSpec, DockerError, type Engine, validateSpec } from "../deploy/mod.ts";
+import {
+  advertisedCapabilities,
+  type ContainerResponse,
+  type MachineRecord,
+  PROTOCOL_MAJOR,
+  RpcError,
+  type RpcHandlers,
+} from "../rpc/mod.ts";
+import { containerLogs, imageId } from "./docker_raw.ts";
+import type { LocalMachine } from "./machine_file.ts";
+import { healthToWire, toWire } from "./observed.ts";
+
+/** What the handlers need from the running daemon. */
+export interface HandlerHost {
+  /** The local record as it is now. */
+  record(): LocalMachine;
+  /** This Machine's Docker. */
+  readonly engine: Engine;
+  /** Docker's socket, for the reads the adapter does not offer. */
+  readonly dockerSocket: string;
+  /** The daemon's release. */
+  readonly daemonVersion: string;
+  /** Founds a Cluster here, or answers the one already founded. */
+  init(request: { clusterName?: string; machineName?: string; subnet?: string }): Promise<LocalMachine>;
+  /** Aborts when the daemon stops, so long calls (follows, health gates) end. */
+  readonly stopping: AbortSignal;
+}
+
+/** The record as the wire shows it: everything but local bookkeeping; never key material. */
+export function machineToWire(record: LocalMachine): MachineRecord {
+  const out: MachineRecord = { id: record.id, name: record.name, phase: record.phase };
+  if (record.cluster_id !== undefined) out["cluster_id"] = record.cluster_id;
+  if (record.cluster_name !== undefined) out["cluster_name"] = record.cluster_name;
+  if (record.subnet !== undefined) out.subnet = record.subnet;
+  if (record.public_key !== undefined) out["public_key"] = record.public_key;
+  return out;
+}
+
+function requireParticipating(record: LocalMachine, action: string): void {
+  if (record.phase === "participating") return;
+  throw new RpcError(
+    "conflict",
+    `Cannot ${action} on Machine "${record.name}": it is not initialized (phase "${record.phase}")`,
+    { details: { "machine_id": record.id, phase: record.phase } },
+  );
+}
+
+function asSpec(document: object): ContainerSpec {
+  const spec = document as ContainerSpec;
+  try {
+    validateSpec(spec);
+  } catch (error) {
+    if (error instanceof DockerError) throw error;
+    // A field of the wrong JSON type reaches validation as a TypeError.
+    throw new RpcError(
+      "invalid_argument",
+      `Invalid container spec "${String(spec.name)}": a field has the wrong type`,
+      {
+        details: { container: String(spec.name) },
+      },
+    );
+  }
+  return spec;
+}
+
+/** Builds the handler of every catalog row this daemon serves. */
+export function buildHandlers(host: HandlerHost): RpcHandlers {
+  const { engine } = host;
+
+  function linked(signal: AbortSignal): AbortSignal {
+    return AbortSignal.any([signal, host.stopping]);
+  }
+
+  async function observe(id: string, signal: AbortSignal): Promise<ContainerResponse> {
+    const o = await engine.inspectContainer(id, signal);
+    if (o === undefined) {
+      throw new RpcError("not_found", `Container "${id}" does not exist on Machine "${host.record().name}"`, {
+        details: { container: id },
+      });
+    }
+    return { container: toWire(o) };
+  }
+
+  async function ownedOrRefuse(action: string, id: string, signal: AbortSignal): Promise<string> {
+    const o = await engine.inspectContainer(id, signal);
+    if (o === undefined) {
+      throw new RpcError("not_found", `Cannot ${action} container "${id}": no such container`, {
+        details: { container: id },
+      });
+    }
+    if (!o.owned) {
+      throw new RpcError(
+        "conflict",
+        `Refusing to ${action} container "${o.name}": Ployz on this Machine does not own it`,
+        {
+          details: { container: o.name },
+        },
+      );
+    }
+    return o.id;
+  }
+
+  const handlers: RpcHandlers = {
+    describeContract: () => {
+      const record = host.record();
+      return Promise.resolve({
+        "machine_id": record.id,
+        "machine_name": record.name,
+        "protocol_major": PROTOCOL_MAJOR,
+        "daemon_version": host.daemonVersion,
+        capabilities: advertisedCapabilities(handlers),
+      });
+    },
+    async init(req) {
+      const record = await host.init({
+        clusterName: req.cluster_name,
+        machineName: req.machine_name,
+        subnet: req.subnet,
+      });
+      return { machine: machineToWire(record) };
+    },
+    async status(_req, ctx) {
+      const record = host.record();
+      let docker: { reachable: boolean; "server_version"?: string; error?: string };
+      try {
+        const info = await engine.info(AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]));
+        docker = { reachable: true, "server_version": info.serverVersion };
+      } catch (error) {
+        docker = { reachable: false, error: error instanceof Error ? error.message : String(error) };
+      }
+      return { machine: machineToWire(record), docker, "observed_at": new Date().toISOString() };
+    },
+    async listContainers(req, ctx) {
+      const observedAt = new Date().toISOString();
+      const found = await engine.listOwned(
+        { project: req.project, service: req.service, deployment: req.deployment },
+        ctx.signal,
+      );
+      return { "machine_id": host.record().id, "observed_at": observedAt, containers: found.map(toWire) };
+    },
+    async ensureContainer(req, ctx) {
+      const record = host.record();
+      requireParticipating(record, "create a container");
+      const spec = asSpec(req.spec);
+      const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
+      if (prior === undefined) {
+        // Machine-local admission, against this Machine's own Docker, before anything is created.
+        if (!await engine.imageExists(spec.image, ctx.signal)) {
+          throw new RpcError(
+            "not_found",
+            `Image "${spec.image}" is present nowhere on Machine "${record.name}"`,
+            {
+              details: { image: spec.image, "machine_id": record.id },
+            },
+          );
+        }
+      }
+      const made = await engine.createContainer(spec, ctx.signal);
+      let started = false;
+      if (req.start) {
+        const now = await engine.inspectContainer(made.id, ctx.signal);
+        if (now?.state !== "running") {
+          await engine.startContainer(made.id, ctx.signal);
+          started = true;
+        }
+      }
+      const { container } = await observe(made.id, ctx.signal);
+      return { container, created: made.created, started };
+    },
+    async startContainer(req, ctx) {
+      await engine.startContainer(req.id, ctx.signal);
+      return await observe(req.id, ctx.signal);
+    },
+    async stopContainer(req, ctx) {
+      await engine.stopContainer(req.id, { graceSeconds: req.grace_seconds, signal: ctx.signal });
+      return await observe(req.id, ctx.signal);
+    },
+    async removeContainer(req, ctx) {
+      try {
+        await engine.removeContainer(req.id, { signal: ctx.signal });
+        return { id: req.id, removed: true };
+      } catch (error) {
+        if (error instanceof DockerError && error.code === "not_found") return { id: req.id, removed: false };
+        throw error;
+      }
+    },
+    async waitHealthy(req, ctx) {
+      const signal = linked(ctx.signal);
+      const o = await engine.inspectContainer(req.id, signal);
+      if (o !== undefined && !o.owned) {
+        throw new RpcError(
+          "conflict",
+          `Refusing to watch container "${o.name}": Ployz on this Machine does not own it`,
+          {
+            details: { container: o.name },
+          },
+        );
+      }
+      const result = await engine.waitHealthy(o?.id ?? req.id, {
+        deadlineMs: req.deadline_ms,
+        monitorMs: req.monitor_ms,
+        signal,
+      });
+      return healthToWire(result);
+    },
+    async containerLogs(req, ctx) {
+      const signal = linked(ctx.signal);
+      const id = await ownedOrRefuse("read the logs of", req.id, signal);
+      return await containerLogs(host.dockerSocket, id, { tail: req.tail, follow: req.follow, signal });
+    },
+    async inspectImage(req, ctx) {
+      const id = await imageId(host.dockerSocket, req.ref, ctx.signal);
+      return id === undefined ? { present: false } : { present: true, id };
+    },
+  };
+  return handlers;
+}

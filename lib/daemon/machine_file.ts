@@ -1,0 +1,100 @@
+/**
+ * The local Machine record, `<dataDir>/machine.json`: who this Machine is and which Cluster it joined. Read
+ * tolerantly (fields a newer release wrote are kept on rewrite) and replaced atomically. The private key is not
+ * here; it lives in `keys/wg.key`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "./atomic_file.ts";
+import { isMintedId, mintId } from "./ids.ts";
+
+/** The local record, as stored. */
+export interface LocalMachine {
+  /** Durable id, minted here once. */
+  id: string;
+  /** Machine Name; the hostname at first start. */
+  name: string;
+  /** `uninitialized` until `init` founds a Cluster here, then `participating`. */
+  phase: string;
+  /** Set once participating. */
+  "cluster_id"?: string;
+  /** Set once participating. */
+  "cluster_name"?: string;
+  /** The container subnet, set once participating. */
+  subnet?: string;
+  /** WireGuard public key, base64; the private key stays in `keys/wg.key`. */
+  "public_key"?: string;
+  /** When the id was minted. */
+  "created_at"?: string;
+  /** Fields a newer release wrote; kept on rewrite. */
+  [field: string]: unknown;
+}
+
+const LocalMachineSchema: z.ZodType<LocalMachine> = z.looseObject({
+  id: z.string().refine(isMintedId, "expected 26 lowercase base32 characters"),
+  name: z.string().min(1).max(128),
+  phase: z.string().min(1).max(64),
+  "cluster_id": z.string().min(1).max(128).optional(),
+  "cluster_name": z.string().min(1).max(128).optional(),
+  subnet: z.string().max(64).optional(),
+  "public_key": z.string().max(128).optional(),
+  "created_at": z.string().max(64).optional(),
+});
+
+/** Where the record lives. */
+export function machineFilePath(dataDir: string): string {
+  return join(dataDir, "machine.json");
+}
+
+/** Reads the record; `undefined` when there is none yet. A file that cannot be read as a record throws. */
+export async function readMachineFile(dataDir: string): Promise<LocalMachine | undefined> {
+  const path = machineFilePath(dataDir);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`Cannot read the Machine record "${path}": it is not JSON`);
+  }
+  const parsed = LocalMachineSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(
+      `Cannot read the Machine record "${path}": field "${issue.path.join(".")}": ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Replaces the record atomically. */
+export async function writeMachineFile(dataDir: string, record: LocalMachine): Promise<void> {
+  await writeFileAtomic(machineFilePath(dataDir), JSON.stringify(record, null, 2) + "\n", 0o644);
+}
+
+/** Reads the record, or mints a new uninitialized one named `defaultName` and writes it. */
+export async function loadOrCreateMachine(
+  dataDir: string,
+  defaultName: string,
+  now: () => Date = () => new Date(),
+): Promise<{ record: LocalMachine; created: boolean }> {
+  const found = await readMachineFile(dataDir);
+  if (found !== undefined) return { record: found, created: false };
+  const record: LocalMachine = {
+    id: mintId(),
+    name: defaultName,
+    phase: "uninitialized",
+    "created_at": now().toISOString(),
+  };
+  await Deno.mkdir(dataDir, { recursive: true });
+  await writeMachineFile(dataDir, record);
+  return { record, created: true };
+}

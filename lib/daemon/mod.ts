@@ -1,0 +1,31 @@
+/**
+ * The Machine daemon (`ployzd serve`): the local Machine record and key pair, Machine RPC handlers over this
+ * Machine's Docker, and the publisher of its containers into the replicated store.
+ *
+ * Why its own area: the daemon composes the store, the Docker adapter of lib/deploy and the Machine RPC of
+ * lib/rpc (and, later, the mesh); none of those areas should own that composition or the Machine's identity.
+ *
+ * Files. `<dataDir>/machine.json` holds the record (id minted here once as 26 lowercase base32 characters, name,
+ * phase, Cluster, subnet, public key), replaced atomically. `<dataDir>/keys/wg.key` (0600) holds the X25519
+ * private key, never logged or sent. `<dataDir>/store.db` is the replicated store, opened once the Machine
+ * participates, with site id = Machine id.
+ *
+ * Authority (DESIGN.md bet 6). The daemon writes only its own rows (its `machines` row and its containers), acts
+ * only on containers its labels say it owns, and admits each create against its own Docker (image present,
+ * network present, name not held by a container Ployz does not own).
+ *
+ * @module
+ */
+
+export {
+  type Daemon,
+  type DaemonOptions,
+  type DaemonPaths,
+  startDaemon,
+  storePath,
+  toRpcError,
+} from "./daemon.ts";
+export { type LocalMachine, machineFilePath, readMachineFile } from "./machine_file.ts";
+export { keyPath } from "./keys.ts";
+export { isMintedId, mintId } from "./ids.ts";
+export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";

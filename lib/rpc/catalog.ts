@@ -1,0 +1,162 @@
+/**
+ * The Machine RPC catalog: every route's capability name, its strict request schema and its tolerant response
+ * schema. A capability name never changes meaning; changed semantics get a new `.vN` row (DESIGN.md Stable
+ * promise, rules 1 and 4).
+ *
+ * @module
+ */
+
+import type { z } from "zod";
+import {
+  type ContainerLogsRequest,
+  ContainerLogsRequestSchema,
+  type ContainerRefRequest,
+  ContainerRefRequestSchema,
+  type ContainerResponse,
+  ContainerResponseSchema,
+  type DescribeContractResponse,
+  DescribeContractResponseSchema,
+  type EmptyRequest,
+  EmptyRequestSchema,
+  type EnsureContainerRequest,
+  EnsureContainerRequestSchema,
+  type EnsureContainerResponse,
+  EnsureContainerResponseSchema,
+  type InitRequest,
+  InitRequestSchema,
+  type InitResponse,
+  InitResponseSchema,
+  type InspectImageRequest,
+  InspectImageRequestSchema,
+  type InspectImageResponse,
+  InspectImageResponseSchema,
+  type ListContainersRequest,
+  ListContainersRequestSchema,
+  type ListContainersResponse,
+  ListContainersResponseSchema,
+  type RemoveContainerResponse,
+  RemoveContainerResponseSchema,
+  type StatusResponse,
+  StatusResponseSchema,
+  type StopContainerRequest,
+  StopContainerRequestSchema,
+  type WaitHealthyRequest,
+  WaitHealthyRequestSchema,
+  type WaitHealthyResponse,
+  WaitHealthyResponseSchema,
+} from "./wire.ts";
+
+/** The Machine RPC major this release speaks. */
+export const PROTOCOL_MAJOR = 1;
+
+/** One catalog row: a JSON answer, or a `text/plain` stream when `response` is `"stream"`. */
+export interface Route<Req, Res> {
+  /** `ployz.<area>.<verb>.v<N>`. */
+  readonly capability: string;
+  /** Strict: unknown fields are refused. `protocol_major` is checked before and not part of it. */
+  readonly request: z.ZodType<Req>;
+  /** Tolerant reader of the answer, or `"stream"`. */
+  readonly response: z.ZodType<Res> | "stream";
+}
+
+/** Request and response types of every route, by method name. */
+export interface RouteTypes {
+  /** `ployz.machine.describe_contract.v1`. */
+  describeContract: [EmptyRequest, DescribeContractResponse];
+  /** `ployz.machine.init.v1`. */
+  init: [InitRequest, InitResponse];
+  /** `ployz.machine.status.v1`. */
+  status: [EmptyRequest, StatusResponse];
+  /** `ployz.container.list.v1`. */
+  listContainers: [ListContainersRequest, ListContainersResponse];
+  /** `ployz.container.ensure.v1`. */
+  ensureContainer: [EnsureContainerRequest, EnsureContainerResponse];
+  /** `ployz.container.start.v1`. */
+  startContainer: [ContainerRefRequest, ContainerResponse];
+  /** `ployz.container.stop.v1`. */
+  stopContainer: [StopContainerRequest, ContainerResponse];
+  /** `ployz.container.remove.v1`. */
+  removeContainer: [ContainerRefRequest, RemoveContainerResponse];
+  /** `ployz.container.wait_healthy.v1`. */
+  waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
+  /** `ployz.container.logs.v1` (a `text/plain` stream). */
+  containerLogs: [ContainerLogsRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.inspect.v1`. */
+  inspectImage: [InspectImageRequest, InspectImageResponse];
+}
+
+/** A route's method name. */
+export type RouteName = keyof RouteTypes;
+
+/** The catalog, by method name. */
+export type Catalog = { readonly [K in RouteName]: Route<RouteTypes[K][0], RouteTypes[K][1]> };
+
+/** Every route this release knows. */
+export const CATALOG: Catalog = Object.freeze({
+  describeContract: {
+    capability: "ployz.machine.describe_contract.v1",
+    request: EmptyRequestSchema,
+    response: DescribeContractResponseSchema,
+  },
+  init: { capability: "ployz.machine.init.v1", request: InitRequestSchema, response: InitResponseSchema },
+  status: {
+    capability: "ployz.machine.status.v1",
+    request: EmptyRequestSchema,
+    response: StatusResponseSchema,
+  },
+  listContainers: {
+    capability: "ployz.container.list.v1",
+    request: ListContainersRequestSchema,
+    response: ListContainersResponseSchema,
+  },
+  ensureContainer: {
+    capability: "ployz.container.ensure.v1",
+    request: EnsureContainerRequestSchema,
+    response: EnsureContainerResponseSchema,
+  },
+  startContainer: {
+    capability: "ployz.container.start.v1",
+    request: ContainerRefRequestSchema,
+    response: ContainerResponseSchema,
+  },
+  stopContainer: {
+    capability: "ployz.container.stop.v1",
+    request: StopContainerRequestSchema,
+    response: ContainerResponseSchema,
+  },
+  removeContainer: {
+    capability: "ployz.container.remove.v1",
+    request: ContainerRefRequestSchema,
+    response: RemoveContainerResponseSchema,
+  },
+  waitHealthy: {
+    capability: "ployz.container.wait_healthy.v1",
+    request: WaitHealthyRequestSchema,
+    response: WaitHealthyResponseSchema,
+  },
+  containerLogs: {
+    capability: "ployz.container.logs.v1",
+    request: ContainerLogsRequestSchema,
+    response: "stream",
+  },
+  inspectImage: {
+    capability: "ployz.image.inspect.v1",
+    request: InspectImageRequestSchema,
+    response: InspectImageResponseSchema,
+  },
+});
+
+/** Capability names, by method name. */
+export const CAPABILITIES: { readonly [K in RouteName]: string } = Object.freeze(
+  Object.fromEntries(Object.entries(CATALOG).map(([k, r]) => [k, r.capability])) as {
+    [K in RouteName]: string;
+  },
+);
+
+/** The route serving a capability name, or `undefined` for a name this release does not know. */
+export function routeOf(capability: string): RouteName | undefined {
+  for (const [name, route] of Object.entries(CATALOG) as [RouteName, Route<unknown, unknown>][]) {
+    if (route.capability === capability) return name;
+  }
+  return undefined;
+}

@@ -1,0 +1,229 @@
+/**
+ * `connectMachine`: a typed Machine RPC client over the daemon's unix socket (or any fetch-like transport).
+ *
+ * @module
+ */
+
+import { CATALOG, type RouteName, type RouteTypes } from "./catalog.ts";
+import { envelope } from "./envelope.ts";
+import { isRpcErrorCode, RpcError } from "./errors.ts";
+import {
+  type ContainerLogsRequest,
+  type ContainerRefRequest,
+  type ContainerResponse,
+  type ContainerSpecDocument,
+  type DescribeContractResponse,
+  type EnsureContainerRequest,
+  type EnsureContainerResponse,
+  ErrorBodySchema,
+  type InitRequest,
+  type InitResponse,
+  type InspectImageRequest,
+  type InspectImageResponse,
+  type ListContainersRequest,
+  type ListContainersResponse,
+  type RemoveContainerResponse,
+  type StatusResponse,
+  type StopContainerRequest,
+  type WaitHealthyRequest,
+  type WaitHealthyResponse,
+} from "./wire.ts";
+
+/** How to reach a Machine. */
+export interface ConnectOptions {
+  /** The daemon's socket, e.g. `/run/ployz/ployz.sock`. */
+  socketPath?: string;
+  /** Another transport (an SSH bridge, or an app in-process for tests); used instead of the socket. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** How errors name the target when the socket path does not fit; default the socket path. */
+  label?: string;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Cancels the call; a caller bounds its own patience with it. */
+  signal?: AbortSignal;
+}
+
+/** One Machine's RPC surface; one typed method per catalog row. */
+export interface MachineClient extends Disposable {
+  /** What the Machine serves: its id, name, protocol major, daemon version and capabilities. */
+  describeContract(options?: CallOptions): Promise<DescribeContractResponse>;
+  /** Founds a Cluster on this Machine; idempotent for the same Cluster. */
+  init(request: InitRequest, options?: CallOptions): Promise<InitResponse>;
+  /** The local Machine record and whether its Docker answers. */
+  status(options?: CallOptions): Promise<StatusResponse>;
+  /** Ployz-owned containers on the Machine, optionally filtered. */
+  listContainers(request?: ListContainersRequest, options?: CallOptions): Promise<ListContainersResponse>;
+  /** Finds the container by creation key, or admits and creates it; optionally starts it. */
+  ensureContainer<S extends ContainerSpecDocument>(
+    request: EnsureContainerRequest<S>,
+    options?: CallOptions,
+  ): Promise<EnsureContainerResponse>;
+  /** Starts an owned container. */
+  startContainer(request: ContainerRefRequest, options?: CallOptions): Promise<ContainerResponse>;
+  /** Stops an owned container. */
+  stopContainer(request: StopContainerRequest, options?: CallOptions): Promise<ContainerResponse>;
+  /** Removes an owned container; an absent one answers `removed: false`. */
+  removeContainer(request: ContainerRefRequest, options?: CallOptions): Promise<RemoveContainerResponse>;
+  /** Runs the health gate on the Machine and returns its verdict and evidence. */
+  waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
+  /** Docker's logs of an owned container, as text. */
+  containerLogs(request: ContainerLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Whether an image is on the Machine. */
+  inspectImage(request: InspectImageRequest, options?: CallOptions): Promise<InspectImageResponse>;
+  /**
+   * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
+   * The contract is read once per client.
+   */
+  requireCapability(capability: string, options?: CallOptions): Promise<void>;
+  /** Releases the connection pool. */
+  close(): void;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Opens a client. Nothing is sent until the first call; a socket that does not answer fails that call. */
+export function connectMachine(options: ConnectOptions): MachineClient {
+  const label = options.label ?? options.socketPath ?? "machine";
+  let httpClient: Deno.HttpClient | undefined;
+  let send: (request: Request) => Promise<Response>;
+  if (options.fetch !== undefined) {
+    send = options.fetch;
+  } else if (options.socketPath !== undefined) {
+    const client = Deno.createHttpClient({ proxy: { transport: "unix", path: options.socketPath } });
+    httpClient = client;
+    send = (request) => fetch(request, { client });
+  } else {
+    throw new RpcError("invalid_argument", "Cannot connect to a Machine: give a socket path or a transport");
+  }
+  let contract: Promise<DescribeContractResponse> | undefined;
+
+  async function post(name: RouteName, fields: object, signal?: AbortSignal): Promise<Response> {
+    const capability = CATALOG[name].capability;
+    let response: Response;
+    try {
+      response = await send(
+        new Request(`http://localhost/rpc/${capability}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(envelope(fields)),
+          signal,
+        }),
+      );
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw new RpcError(
+        "unavailable",
+        `Cannot reach the Machine RPC socket "${label}": ${messageOf(error)}`,
+        {
+          details: { capability, socket: label },
+          cause: error,
+        },
+      );
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => "");
+    let parsed;
+    try {
+      parsed = ErrorBodySchema.safeParse(JSON.parse(text));
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.success) {
+      const { code, message, details } = parsed.data.error;
+      throw new RpcError(isRpcErrorCode(code) ? code : "internal", message, {
+        details: { capability, ...details, ...(isRpcErrorCode(code) ? {} : { "received_code": code }) },
+      });
+    }
+    throw new RpcError(
+      "internal",
+      `Machine "${label}" answered "${capability}" with status ${response.status} and no error body`,
+      { details: { capability, status: response.status } },
+    );
+  }
+
+  async function call<K extends Exclude<RouteName, "containerLogs">>(
+    name: K,
+    fields: object,
+    signal?: AbortSignal,
+  ): Promise<RouteTypes[K][1]> {
+    const route = CATALOG[name];
+    const response = await post(name, fields, signal);
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw new RpcError(
+        "internal",
+        `Machine "${label}" answered "${route.capability}" with a body that is not JSON`,
+        {
+          details: { capability: route.capability },
+          cause: error,
+        },
+      );
+    }
+    if (route.response === "stream") return body as RouteTypes[K][1];
+    const checked = route.response.safeParse(body);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      throw new RpcError(
+        "internal",
+        `Machine "${label}" answered "${route.capability}" with a malformed body: field "${
+          issue.path.join(".")
+        }": ${issue.message}`,
+        { details: { capability: route.capability } },
+      );
+    }
+    return checked.data as RouteTypes[K][1];
+  }
+
+  function describe(signal?: AbortSignal): Promise<DescribeContractResponse> {
+    if (contract === undefined) {
+      contract = call("describeContract", {}, signal);
+      contract.catch(() => contract = undefined);
+    }
+    return contract;
+  }
+
+  return {
+    describeContract: async (o) => {
+      const answer = await call("describeContract", {}, o?.signal);
+      contract = Promise.resolve(answer);
+      return answer;
+    },
+    init: (req, o) => call("init", req, o?.signal),
+    status: (o) => call("status", {}, o?.signal),
+    listContainers: (req = {}, o) => call("listContainers", req, o?.signal),
+    ensureContainer: (req, o) => call("ensureContainer", req, o?.signal),
+    startContainer: (req, o) => call("startContainer", req, o?.signal),
+    stopContainer: (req, o) => call("stopContainer", req, o?.signal),
+    removeContainer: (req, o) => call("removeContainer", req, o?.signal),
+    waitHealthy: (req, o) => call("waitHealthy", req, o?.signal),
+    async containerLogs(req, o): Promise<ReadableStream<Uint8Array>> {
+      const response = await post("containerLogs", req, o?.signal);
+      return response.body ?? new ReadableStream({ start: (c) => c.close() });
+    },
+    inspectImage: (req, o) => call("inspectImage", req, o?.signal),
+    async requireCapability(capability, o): Promise<void> {
+      const served = await describe(o?.signal);
+      if (served.capabilities.includes(capability)) return;
+      throw new RpcError(
+        "unsupported",
+        `Machine "${served.machine_name}" does not serve "${capability}": upgrade its daemon`,
+        { details: { capability, "machine_id": served.machine_id } },
+      );
+    },
+    close(): void {
+      httpClient?.close();
+      httpClient = undefined;
+    },
+    [Symbol.dispose](): void {
+      httpClient?.close();
+      httpClient = undefined;
+    },
+  };
+}

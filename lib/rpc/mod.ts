@@ -1,0 +1,59 @@
+/**
+ * Machine RPC: the catalog both the daemon and the CLI speak, the hono app that serves it, and the typed client.
+ *
+ * Transport. HTTP/1.1 + JSON on the daemon's unix socket `<runDir>/ployz.sock` (mode 0660). Every call is
+ * `POST /rpc/<capability>` with `{ "protocol_major": 1, ...fields }`; another major is refused `unsupported` with
+ * `details.protocol_major`. Errors are non-2xx with `{ "error": { code, message, details } }`.
+ *
+ * Evolution (DESIGN.md Stable promise). Request schemas are strict, so an unknown field is refused with
+ * `invalid_argument` naming it; response schemas are tolerant, so fields a newer daemon adds are kept and an
+ * absent optional field means unknown. A daemon advertises in DescribeContract the capabilities it has handlers
+ * for and refuses any other with `unsupported` and `details.capability`; clients branch on capability names
+ * ({@linkcode MachineClient.requireCapability}), never on versions.
+ *
+ * @module
+ */
+
+export { isRpcErrorCode, RPC_ERROR_CODES, RpcError, type RpcErrorCode } from "./errors.ts";
+export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
+export type {
+  ContainerLogsRequest,
+  ContainerRefRequest,
+  ContainerResponse,
+  ContainerSpecDocument,
+  DescribeContractResponse,
+  DockerStatus,
+  EmptyRequest,
+  EnsureContainerRequest,
+  EnsureContainerResponse,
+  ErrorBody,
+  HealthEvidenceWire,
+  HealthProbeWire,
+  InitRequest,
+  InitResponse,
+  InspectImageRequest,
+  InspectImageResponse,
+  ListContainersRequest,
+  ListContainersResponse,
+  MachinePhase,
+  MachineRecord,
+  ObservedContainerWire,
+  ObservedPortWire,
+  RemoveContainerResponse,
+  StatusResponse,
+  StopContainerRequest,
+  WaitHealthyRequest,
+  WaitHealthyResponse,
+} from "./wire.ts";
+export {
+  advertisedCapabilities,
+  createRpcApp,
+  type Handler,
+  type HandlerContext,
+  MAX_REQUEST_BYTES,
+  type RpcApp,
+  type RpcAppOptions,
+  type RpcHandlers,
+} from "./app.ts";
+export { type CallOptions, connectMachine, type ConnectOptions, type MachineClient } from "./client.ts";
+export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
