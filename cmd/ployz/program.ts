@@ -1,12 +1,35 @@
 import type { Command } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
+import { deployCommand } from "./deploy.ts";
+import { inspectCommand } from "./inspect.ts";
 import { labCommand } from "./lab.ts";
+import { logsCommand } from "./logs.ts";
+import { lsCommand } from "./ls.ts";
+import { machineCommand } from "./machine_init.ts";
+import { psCommand } from "./ps.ts";
+import { rmCommand } from "./rm.ts";
+import { scaleCommand } from "./scale.ts";
+import { startCommand } from "./start.ts";
+import { stopCommand } from "./stop.ts";
 
 /** The `ployz` command tree: the operator's CLI. */
 export const ployz: Command = {
   name: "ployz",
   summary: "Run containers across your own Machines",
-  subcommands: [labCommand, versionCommand("ployz")],
+  subcommands: [
+    machineCommand,
+    deployCommand,
+    psCommand,
+    lsCommand,
+    inspectCommand,
+    logsCommand,
+    startCommand,
+    stopCommand,
+    rmCommand,
+    scaleCommand,
+    labCommand,
+    versionCommand("ployz"),
+  ],
 };
 
 /** The permission set a `ployz` command runs under. */

@@ -10,3 +10,5 @@
 
 export * from "./compose/mod.ts";
 export * from "./docker/mod.ts";
+export * from "./plan/mod.ts";
+export * from "./execute/mod.ts";

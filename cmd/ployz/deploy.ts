@@ -1,0 +1,89 @@
+// `ployz deploy`: load the Compose file, plan against the Entry Machine's Snapshot, confirm, execute, report.
+import { dirname, join } from "node:path";
+import { type Command, UsageError } from "../../lib/cli/mod.ts";
+import { formatIssue, loadCompose, parseDurationMs, parseEnvFile } from "../../lib/deploy/mod.ts";
+import { cliError, openConfig, withMachine } from "./connect.ts";
+import { deployProject } from "./deploy_flow.ts";
+
+function processEnv(): Record<string, string> {
+  try {
+    return Deno.env.toObject();
+  } catch {
+    // Under the cli permission set only some variables are readable.
+    return {};
+  }
+}
+
+function dotEnv(composePath: string, env: Record<string, string>): Record<string, string> {
+  try {
+    return parseEnvFile(Deno.readTextFileSync(join(dirname(composePath), ".env")), env).vars;
+  } catch {
+    return {};
+  }
+}
+
+/** Splits repeated or comma-separated values. */
+export function listOption(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  return items.flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter((v) => v !== "");
+}
+
+/** `ployz deploy`. */
+export const deployCommand: Command = {
+  name: "deploy",
+  summary: "Deploy a Compose file to the Cluster",
+  usage:
+    "-f compose.yaml [-p PROJECT] [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...]",
+  description:
+    "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
+    "Nothing is rolled back except a replacement that fails its health check.",
+  options: {
+    file: { type: "string", short: "f", default: "compose.yaml" },
+    project: { type: "string", short: "p" },
+    yes: { type: "boolean", short: "y" },
+    json: { type: "boolean" },
+    "dry-run": { type: "boolean" },
+    monitor: { type: "string" },
+    "confirm-data-loss": { type: "string", multiple: true },
+  },
+  async run({ values, io }): Promise<number> {
+    const path = String(values.file);
+    let monitorMs: number | undefined;
+    if (values.monitor !== undefined) {
+      const parsed = parseDurationMs(String(values.monitor));
+      if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
+      monitorMs = parsed;
+    }
+    let loaded;
+    try {
+      const env = processEnv();
+      loaded = loadCompose({
+        path,
+        projectName: values.project as string | undefined,
+        env: { ...dotEnv(path, env), ...env },
+      });
+    } catch (error) {
+      throw cliError(error);
+    }
+    const config = openConfig();
+    try {
+      return await withMachine((client) =>
+        deployProject(client, config, {
+          project: loaded.project,
+          warnings: loaded.warnings.map(formatIssue),
+          sourcePath: path,
+          monitorMs,
+        }, {
+          io,
+          json: values.json === true,
+          yes: values.yes === true,
+          dryRun: values["dry-run"] === true,
+          confirmDataLoss: listOption(values["confirm-data-loss"]),
+          verb: "deploy",
+        })
+      );
+    } finally {
+      config.close();
+    }
+  },
+};

@@ -1,0 +1,204 @@
+// The client-side Deploy shared by deploy, scale and rm: Snapshot, Plan, Preview, confirm, execute, Outcome.
+import { createHash } from "node:crypto";
+import { CliError, type Io } from "../../lib/cli/mod.ts";
+import {
+  canonicalJson,
+  type DeployEvent,
+  deployIntent,
+  executePlan,
+  type MachineApi,
+  newDeploymentId,
+  type NormalizedProject,
+  opView,
+  type Outcome,
+  outcomeJson,
+  type Plan,
+  planDeploy,
+  progressPrinter,
+  renderOutcome,
+  renderPreview,
+  type Snapshot,
+  takeSnapshot,
+  toWire,
+} from "../../lib/deploy/mod.ts";
+import type { ConfigStore } from "../../lib/store/mod.ts";
+import { jsonLine } from "./connect.ts";
+
+/** How a Deploy is confirmed and shown. */
+export interface FlowOptions {
+  /** Where to write. */
+  io: Io;
+  /** NDJSON output. */
+  json: boolean;
+  /** Skip the ordinary confirmation. */
+  yes: boolean;
+  /** Show the Preview and stop. */
+  dryRun: boolean;
+  /** Data Loss names the operator confirmed. */
+  confirmDataLoss: string[];
+  /** What the command is doing, for prompts (`deploy`, `remove`). */
+  verb: string;
+}
+
+/** The Entry Machine as the only Machine of the Snapshot; a list so a fan-out can replace it. */
+export async function observe(api: MachineApi, project: string, images: string[]): Promise<Snapshot> {
+  const status = await api.status();
+  return await takeSnapshot([{ id: status.machine.id, name: status.machine.name, api }], { project, images });
+}
+
+function intentDigest(project: NormalizedProject): string {
+  return createHash("sha256").update(canonicalJson(project)).digest("hex");
+}
+
+/** Reuses the Deployment a killed run of the same intent left `running`, so its containers are found again. */
+function deploymentFor(config: ConfigStore, project: NormalizedProject): { id: string; resumed: boolean } {
+  const last = config.deployments(project.name)[0];
+  const outcome = last?.outcome as { intent_digest?: string } | null | undefined;
+  if (last?.status === "running" && outcome?.intent_digest === intentDigest(project)) {
+    return { id: last.id, resumed: true };
+  }
+  return { id: newDeploymentId(), resumed: false };
+}
+
+function eventJson(event: DeployEvent): unknown {
+  if (event.type === "plan") return toWire({ ...event, ops: event.ops.map(opView) });
+  if (event.type === "outcome") return { type: "outcome", outcome: outcomeJson(event.outcome) };
+  return toWire(event);
+}
+
+async function prompt(question: string): Promise<boolean> {
+  await Deno.stdout.write(new TextEncoder().encode(`${question} [y/N] `));
+  const buf = new Uint8Array(256);
+  const n = await Deno.stdin.read(buf);
+  const answer = n === null ? "" : new TextDecoder().decode(buf.subarray(0, n)).trim().toLowerCase();
+  return answer === "y" || answer === "yes";
+}
+
+/** Shows the Preview; refuses unconfirmed Data Loss; asks unless `-y`. False when the operator declined. */
+export async function confirmPlan(plan: Plan, options: FlowOptions): Promise<boolean> {
+  const { io } = options;
+  if (options.json) {
+    io.out(jsonLine({ type: "preview", preview: toWire({ ...plan, ops: plan.ops.map(opView) }) }));
+  } else io.out(renderPreview(plan));
+  if (plan.ops.length === 0 || options.dryRun) return false;
+  const missing = plan.dataLoss.map((d) => d.name).filter((n) => !options.confirmDataLoss.includes(n));
+  if (missing.length > 0) {
+    throw new CliError(
+      "invalid_argument",
+      `Refusing to ${options.verb}: it destroys ${
+        missing.map((n) => `"${n}"`).join(", ")
+      }; confirm with --confirm-data-loss ${plan.dataLoss.map((d) => d.name).join(",")}`,
+      { details: { data_loss: plan.dataLoss.map((d) => d.name) } },
+    );
+  }
+  if (options.yes) return true;
+  if (!Deno.stdin.isTerminal()) {
+    throw new CliError(
+      "invalid_argument",
+      `Refusing to ${options.verb} without confirmation: standard input is not a terminal; pass -y to confirm`,
+    );
+  }
+  return await prompt(`Proceed with ${plan.ops.length} operation${plan.ops.length === 1 ? "" : "s"}?`);
+}
+
+/** Executes a confirmed plan with progress, records its Outcome, prints it; resolves with the exit code. */
+export async function executeAndReport(
+  plan: Plan,
+  api: MachineApi,
+  config: ConfigStore,
+  options: FlowOptions & { record: Record<string, unknown> },
+): Promise<number> {
+  const { io } = options;
+  const createdAt = new Date().toISOString();
+  config.saveDeployment({
+    id: plan.deploymentId,
+    project: plan.project,
+    createdAt,
+    status: "running",
+    outcome: {
+      ...options.record,
+      "deployment_id": plan.deploymentId,
+      plan: plan.ops.map((op) => toWire(opView(op))),
+    },
+  });
+  const machines = new Map<string, MachineApi>();
+  for (const op of plan.ops) machines.set(op.machineId, api);
+  const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
+  const outcome: Outcome = await executePlan(plan, machines, {
+    onEvent: (event) => options.json ? io.out(jsonLine(eventJson(event))) : printer.event(event),
+  });
+  config.saveDeployment({
+    id: plan.deploymentId,
+    project: plan.project,
+    createdAt,
+    status: outcome.status,
+    outcome: { ...options.record, ...outcomeJson(outcome) },
+  });
+  if (!options.json) io.out(renderOutcome(outcome));
+  return outcome.status === "succeeded" ? 0 : 1;
+}
+
+/** A whole Deploy of `project` through `api`; saves the Saved State once admitted. */
+export async function deployProject(
+  api: MachineApi,
+  config: ConfigStore,
+  request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
+  options: FlowOptions,
+): Promise<number> {
+  const { project } = request;
+  const previous = config.savedState(project.name)?.compose as NormalizedProject | undefined;
+  const deployment = deploymentFor(config, project);
+  const images = Object.values(project.services).map((s) => s.image);
+  const snapshot = await observe(api, project.name, images);
+  const intent = deployIntent(project, deployment.id, request.warnings);
+  const plan = planDeploy({
+    intent,
+    snapshot,
+    previous,
+    monitorMs: request.monitorMs,
+    network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
+  });
+  if (deployment.resumed) {
+    plan.warnings.unshift(
+      `Resuming Deployment ${deployment.id.slice(0, 8)}, which an earlier run left unfinished`,
+    );
+  }
+  const go = await confirmPlan(plan, options);
+  if (plan.ops.length === 0 && !options.dryRun) {
+    config.saveState({
+      project: project.name,
+      compose: project,
+      sourcePath: request.sourcePath,
+      savedAt: new Date().toISOString(),
+    });
+    if (options.json) {
+      options.io.out(jsonLine({
+        type: "outcome",
+        outcome: outcomeJson({
+          deploymentId: plan.deploymentId,
+          project: plan.project,
+          status: "succeeded",
+          completed: [],
+          notAttempted: [],
+          compensation: [],
+          observedAt: plan.observedAt,
+        }),
+      }));
+    }
+    return 0;
+  }
+  if (!go) {
+    if (!options.dryRun) options.io.err("Nothing changed: the operator declined\n");
+    return options.dryRun ? 0 : 1;
+  }
+  config.saveState({
+    project: project.name,
+    compose: project,
+    sourcePath: request.sourcePath,
+    savedAt: new Date().toISOString(),
+  });
+  return await executeAndReport(plan, api, config, {
+    ...options,
+    record: { "intent_digest": intentDigest(project) },
+  });
+}

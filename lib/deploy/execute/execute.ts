@@ -1,0 +1,289 @@
+/**
+ * The executor: runs a plan's operations strictly in order and stops at the first failure (ployz2
+ * `ployz/src/deploy/exec/mod.rs`). Every new or started container passes its health gate on its Machine. Only a
+ * replacement that fails is compensated: the new container is stopped and kept as evidence, and for stop-first the
+ * old one is started again. A failed hook container is kept too. Nothing else is undone.
+ *
+ * @module
+ */
+
+import type { ContainerSpec } from "../docker/spec.ts";
+import { DeployError, errorBody } from "../plan/errors.ts";
+import type { MachineApi, ObservedContainerView } from "../plan/machine_api.ts";
+import type { ContainerRef, HealthGate, HookOp, Op, Plan, ReplaceOp } from "../plan/types.ts";
+import type { DeployEvent, Phase } from "./events.ts";
+import type { CompensationStep, OpFailure, Outcome } from "./outcome.ts";
+
+/** Options of {@linkcode executePlan}. */
+export interface ExecuteOptions {
+  /** Receives progress, in order. */
+  onEvent?: (event: DeployEvent) => void;
+  /** How often a running hook is observed; default 250 ms. */
+  hookPollMs?: number;
+}
+
+/** A step failure carrying the Machine's evidence. */
+class StepFailure extends DeployError {
+  constructor(
+    code: DeployError["code"],
+    message: string,
+    readonly evidence: Record<string, unknown> | null,
+    details: Record<string, unknown> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+interface Context {
+  api: MachineApi;
+  op: Op;
+  phase(phase: Phase, detail?: string): void;
+  compensate(step: CompensationStep): void;
+  hookPollMs: number;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function ensureRunning(ctx: Context, spec: ContainerSpec): Promise<ObservedContainerView> {
+  ctx.phase("creating", spec.name);
+  const { container } = await ctx.api.ensureContainer({ spec, start: true });
+  if (container.state === "running") return container;
+  ctx.phase("starting", container.name);
+  return (await ctx.api.startContainer({ id: container.id })).container;
+}
+
+async function gate(ctx: Context, container: ContainerRef, health: HealthGate | null): Promise<void> {
+  if (health === null) return;
+  ctx.phase("waiting_for_health", `${container.name}: up to ${Math.round(health.deadlineMs / 1000)} s`);
+  const answer = await ctx.api.waitHealthy({
+    id: container.id,
+    "deadline_ms": health.deadlineMs,
+    "monitor_ms": health.monitorMs,
+  });
+  if (!answer.passed) {
+    throw new StepFailure(
+      "unavailable",
+      answer.message ??
+        `Container "${container.name}" failed its health gate (${answer.reason ?? "unknown"})`,
+      { ...answer.evidence, reason: answer.reason ?? null },
+      { container: container.name, reason: answer.reason ?? null },
+    );
+  }
+}
+
+async function stopAndRemove(ctx: Context, container: ContainerRef, old = false): Promise<void> {
+  ctx.phase(old ? "stopping_old" : "stopping", container.name);
+  await ctx.api.stopContainer({ id: container.id });
+  ctx.phase(old ? "removing_old" : "removing", container.name);
+  await ctx.api.removeContainer({ id: container.id });
+}
+
+async function findByKey(ctx: Context, spec: ContainerSpec): Promise<ObservedContainerView | undefined> {
+  const list = await ctx.api.listContainers({
+    project: spec.project,
+    service: spec.service,
+    deployment: spec.deployment,
+  });
+  return list.containers.find((c) => c.creation_key === spec.creationKey);
+}
+
+async function compensationStep(
+  ctx: Context,
+  action: CompensationStep["action"],
+  container: ContainerRef,
+  run: () => Promise<unknown>,
+): Promise<void> {
+  ctx.phase("compensating", `${action === "stop_new" ? "stopping" : "restarting"} ${container.name}`);
+  const step: CompensationStep = { action, container, machineName: ctx.op.machineName, ok: true };
+  try {
+    await run();
+  } catch (error) {
+    const { code, message } = errorBody(error);
+    step.ok = false;
+    step.error = { code, message };
+  }
+  ctx.compensate(step);
+}
+
+async function replace(ctx: Context, op: ReplaceOp): Promise<ContainerRef> {
+  if (op.order === "stop-first") {
+    ctx.phase("stopping_old", op.old.name);
+    await ctx.api.stopContainer({ id: op.old.id });
+  }
+  let fresh: ContainerRef | undefined;
+  try {
+    const c = await ensureRunning(ctx, op.spec);
+    fresh = ref(c);
+    await gate(ctx, fresh, op.health);
+  } catch (error) {
+    // The replacement failed: stop the new container (kept as evidence) and serve the old one again.
+    fresh ??= await findByKey(ctx, op.spec).then((c) => c && ref(c), () => undefined);
+    if (fresh !== undefined && (op.order === "stop-first" || error instanceof StepFailure)) {
+      const id = fresh.id;
+      await compensationStep(ctx, "stop_new", fresh, () => ctx.api.stopContainer({ id }));
+    }
+    if (op.order === "stop-first") {
+      await compensationStep(ctx, "restart_old", op.old, () => ctx.api.startContainer({ id: op.old.id }));
+    }
+    throw error;
+  }
+  if (op.order === "start-first") {
+    await stopAndRemove(ctx, op.old, true);
+  } else {
+    ctx.phase("removing_old", op.old.name);
+    await ctx.api.removeContainer({ id: op.old.id });
+  }
+  return fresh;
+}
+
+function ref(c: ObservedContainerView): ContainerRef {
+  return { id: c.id, name: c.name };
+}
+
+async function logTail(api: MachineApi, id: string): Promise<string> {
+  try {
+    const stream = await api.containerLogs({ id, tail: 20 });
+    const text = await new Response(stream).text();
+    return text.length > 4000 ? text.slice(-4000) : text;
+  } catch (error) {
+    return `(logs unavailable: ${errorBody(error).message})`;
+  }
+}
+
+async function hook(ctx: Context, op: HookOp): Promise<ContainerRef> {
+  let existing = await findByKey(ctx, op.spec);
+  if (existing !== undefined && existing.state === "exited" && existing.exit_code === 0) return ref(existing);
+  if (existing !== undefined && existing.state !== "running" && existing.state !== "created") {
+    // Our own earlier attempt under this Deployment failed: run it again.
+    ctx.phase("removing_old_hooks", existing.name);
+    await ctx.api.removeContainer({ id: existing.id });
+    existing = undefined;
+  }
+  for (const previous of op.previous.filter((p) => p.id !== existing?.id)) {
+    ctx.phase("removing_old_hooks", previous.name);
+    await ctx.api.removeContainer({ id: previous.id });
+  }
+  ctx.phase("running_hook", op.spec.name);
+  const { container } = await ctx.api.ensureContainer({ spec: op.spec, start: true });
+  const started = Date.now();
+  let seen = container;
+  while (seen.state === "running" || seen.state === "created" || seen.state === "restarting") {
+    if (Date.now() - started > op.timeoutMs) {
+      await ctx.api.stopContainer({ id: seen.id }).catch(() => undefined);
+      throw new StepFailure(
+        "unavailable",
+        `Hook of Service "${op.project}/${op.service}" did not finish within ${
+          Math.round(op.timeoutMs / 1000)
+        } s: container "${seen.name}" stopped and kept`,
+        { container: seen.name, state: seen.state, logs: await logTail(ctx.api, seen.id) },
+        { container: seen.name },
+      );
+    }
+    await sleep(ctx.hookPollMs);
+    const again = await findByKey(ctx, op.spec);
+    if (again === undefined) {
+      throw new StepFailure("not_found", `Hook container "${seen.name}" disappeared while running`, null);
+    }
+    seen = again;
+  }
+  if (seen.exit_code !== 0) {
+    const logs = await logTail(ctx.api, seen.id);
+    throw new StepFailure(
+      "conflict",
+      `Hook of Service "${op.project}/${op.service}" exited with code ${
+        seen.exit_code ?? "unknown"
+      }: container "${seen.name}" kept as evidence`,
+      { container: seen.name, id: seen.id, state: seen.state, "exit_code": seen.exit_code, logs },
+      { container: seen.name, "exit_code": seen.exit_code },
+    );
+  }
+  return ref(seen);
+}
+
+async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
+  switch (op.kind) {
+    case "create": {
+      const c = ref(await ensureRunning(ctx, op.spec));
+      await gate(ctx, c, op.health);
+      return c;
+    }
+    case "replace":
+      return await replace(ctx, op);
+    case "start": {
+      ctx.phase("starting", op.container.name);
+      await ctx.api.startContainer({ id: op.container.id });
+      await gate(ctx, op.container, op.health);
+      return op.container;
+    }
+    case "stop":
+      ctx.phase("stopping", op.container.name);
+      await ctx.api.stopContainer({ id: op.container.id });
+      return op.container;
+    case "remove":
+      await stopAndRemove(ctx, op.container);
+      return op.container;
+    case "hook":
+      return await hook(ctx, op);
+  }
+}
+
+/** Runs `plan` in order against the Machines by id, and reports the Outcome. Never throws for a failed step. */
+export async function executePlan(
+  plan: Plan,
+  machines: ReadonlyMap<string, MachineApi>,
+  options: ExecuteOptions = {},
+): Promise<Outcome> {
+  const emit = options.onEvent ?? (() => {});
+  emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
+  const completed: Op[] = [];
+  const compensation: CompensationStep[] = [];
+  let failed: OpFailure | undefined;
+  for (const op of plan.ops) {
+    const api = machines.get(op.machineId);
+    const ctx: Context = {
+      api: api!,
+      op,
+      phase: (phase, detail) => emit({ type: "step", index: op.index, status: "running", phase, detail }),
+      compensate: (step) => {
+        compensation.push(step);
+        emit({ type: "compensation", index: op.index, step });
+      },
+      hookPollMs: options.hookPollMs ?? 250,
+    };
+    try {
+      if (api === undefined) {
+        throw new DeployError("unavailable", `Machine "${op.machineName}" is not connected`, {
+          machine: op.machineName,
+        });
+      }
+      const container = await runOp(ctx, op);
+      completed.push(op);
+      emit({ type: "step", index: op.index, status: "completed", container });
+    } catch (error) {
+      const body = errorBody(error);
+      failed = { op, error: body, evidence: error instanceof StepFailure ? error.evidence : null };
+      emit({
+        type: "step",
+        index: op.index,
+        status: "failed",
+        error: { code: body.code, message: body.message },
+      });
+      break;
+    }
+  }
+  const notAttempted = failed === undefined ? [] : plan.ops.slice(failed.op.index + 1);
+  const outcome: Outcome = {
+    deploymentId: plan.deploymentId,
+    project: plan.project,
+    status: failed === undefined ? "succeeded" : completed.length > 0 ? "partial" : "failed",
+    completed,
+    failed,
+    notAttempted,
+    compensation,
+    observedAt: new Date().toISOString(),
+  };
+  emit({ type: "outcome", outcome });
+  return outcome;
+}

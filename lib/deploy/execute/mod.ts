@@ -1,0 +1,18 @@
+/**
+ * Executing a Deploy Plan: operations in order with live progress, a health gate per new container, compensation
+ * only for a failed replacement, and the Outcome (completed prefix, failure, unexecuted suffix) as text and JSON.
+ *
+ * @module
+ */
+
+export { type ExecuteOptions, executePlan } from "./execute.ts";
+export type { DeployEvent, Phase } from "./events.ts";
+export {
+  type CompensationStep,
+  type OpFailure,
+  opView,
+  type Outcome,
+  outcomeJson,
+  toWire,
+} from "./outcome.ts";
+export { type ProgressPrinter, progressPrinter, renderOutcome } from "./render.ts";

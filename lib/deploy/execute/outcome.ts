@@ -1,0 +1,85 @@
+/**
+ * The Deploy Outcome: the completed prefix, the one failure with its evidence, the unexecuted suffix and the
+ * compensation done (DESIGN.md bets 4 and 8). Nothing is rolled back except a replacement that failed.
+ *
+ * @module
+ */
+
+import type { ContainerRef, Op } from "../plan/types.ts";
+
+/** One compensating step taken after a replacement failed. */
+export interface CompensationStep {
+  /** `stop_new` keeps the failed new container as evidence; `restart_old` serves the old one again. */
+  action: "stop_new" | "restart_old";
+  /** The container acted on. */
+  container: ContainerRef;
+  /** The Machine. */
+  machineName: string;
+  /** Whether the step succeeded. */
+  ok: boolean;
+  /** Why it failed, when it did. */
+  error?: { code: string; message: string };
+}
+
+/** The failing operation and what was observed. */
+export interface OpFailure {
+  /** The operation. */
+  op: Op;
+  /** The error. */
+  error: { code: string; message: string; details: Record<string, unknown> };
+  /** What the Machine reported (health gate evidence, hook exit and logs), when anything. */
+  evidence: Record<string, unknown> | null;
+}
+
+/** What a Deploy did. */
+export interface Outcome {
+  /** The Deployment. */
+  deploymentId: string;
+  /** The Project. */
+  project: string;
+  /** `succeeded`: every operation completed; `partial`: a prefix completed, then one failed; `failed`: the first failed. */
+  status: "succeeded" | "failed" | "partial";
+  /** Operations completed, in order. */
+  completed: Op[];
+  /** The operation that failed. */
+  failed?: OpFailure;
+  /** Operations never attempted. */
+  notAttempted: Op[];
+  /** Compensation done for a failed replacement. */
+  compensation: CompensationStep[];
+  /** When the Outcome was reached, ISO 8601. */
+  observedAt: string;
+}
+
+/** An operation as printed and saved: everything but the container spec (which holds environment values). */
+export function opView(op: Op): Record<string, unknown> {
+  const { spec, ...rest } = op as Op & { spec?: { name: string; image: string; creationKey: string } };
+  return spec === undefined
+    ? { ...rest }
+    : { ...rest, container: { name: spec.name, image: spec.image, creationKey: spec.creationKey } };
+}
+
+function snake(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** Converts camelCase keys to the snake_case of wire and JSON output, recursively. */
+export function toWire(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toWire);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [snake(k), toWire(v)]),
+    );
+  }
+  return value;
+}
+
+/** The Outcome as JSON output and as the Deployment record's body: snake_case, no specs. */
+export function outcomeJson(outcome: Outcome): Record<string, unknown> {
+  return toWire({
+    ...outcome,
+    completed: outcome.completed.map(opView),
+    failed: outcome.failed === undefined ? undefined : { ...outcome.failed, op: opView(outcome.failed.op) },
+    notAttempted: outcome.notAttempted.map(opView),
+  }) as Record<string, unknown>;
+}

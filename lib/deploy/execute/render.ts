@@ -1,0 +1,103 @@
+/**
+ * Deploy Progress and Outcome as text: a table redrawn in place on a terminal, one line per step otherwise, and a
+ * closing summary of what was observed, done, failed and not attempted.
+ *
+ * @module
+ */
+
+import { describeOp, opTarget } from "../plan/preview.ts";
+import type { Op } from "../plan/types.ts";
+import type { DeployEvent } from "./events.ts";
+import type { Outcome } from "./outcome.ts";
+
+/** Receives events; `finish` flushes what is left. */
+export interface ProgressPrinter {
+  /** Handles one event. */
+  event(event: DeployEvent): void;
+}
+
+interface Row {
+  op: Op;
+  status: string;
+}
+
+/** Progress as a table redrawn in place (`tty`) or as one line per step. `write` gets whole chunks of text. */
+export function progressPrinter(write: (text: string) => void, options: { tty: boolean }): ProgressPrinter {
+  const rows: Row[] = [];
+  let drawn = 0;
+  const redraw = (): void => {
+    const width = Math.max(0, ...rows.map((r) => opTarget(r.op).length));
+    const text = rows.map((r) =>
+      `\x1b[2K  ${String(r.op.index + 1).padStart(2)}. ${r.op.kind.padEnd(7)} ${
+        opTarget(r.op).padEnd(width)
+      }  ${r.status}\n`
+    ).join("");
+    write((drawn > 0 ? `\x1b[${drawn}A` : "") + text);
+    drawn = rows.length;
+  };
+  return {
+    event(event: DeployEvent): void {
+      if (event.type === "plan") {
+        rows.push(...event.ops.map((op) => ({ op, status: "pending" })));
+        if (options.tty) redraw();
+        return;
+      }
+      if (event.type === "outcome") return;
+      const row = rows[event.index];
+      if (row === undefined) return;
+      let line: string;
+      if (event.type === "compensation") {
+        const s = event.step;
+        line = `compensation: ${s.action === "stop_new" ? "stopped" : "restarted"} ${s.container.name}${
+          s.ok ? "" : ` failed: ${s.error?.message}`
+        }`;
+      } else if (event.status === "running") {
+        line = `${event.phase.replaceAll("_", " ")}${event.detail === undefined ? "" : ` ${event.detail}`}`;
+      } else if (event.status === "completed") {
+        line = "done";
+      } else {
+        line = `failed: ${event.error.message}`;
+      }
+      row.status = line;
+      if (options.tty) redraw();
+      else write(`[${row.op.index + 1}/${rows.length}] ${row.op.kind} ${opTarget(row.op)}: ${line}\n`);
+    },
+  };
+}
+
+/** The closing summary of a Deploy. */
+export function renderOutcome(outcome: Outcome): string {
+  const lines: string[] = [];
+  const head = outcome.status === "succeeded"
+    ? `Deploy of "${outcome.project}" succeeded`
+    : outcome.status === "partial"
+    ? `Deploy of "${outcome.project}" partly done`
+    : `Deploy of "${outcome.project}" failed`;
+  lines.push(`${head} (Deployment ${outcome.deploymentId.slice(0, 8)}, at ${outcome.observedAt})`);
+  lines.push(`Done (${outcome.completed.length}):`);
+  for (const op of outcome.completed) lines.push(`  - ${describeOp(op)}`);
+  if (outcome.failed !== undefined) {
+    const f = outcome.failed;
+    lines.push(`Failed: ${describeOp(f.op)}`);
+    lines.push(`  error[${f.error.code}]: ${f.error.message}`);
+    const logs = f.evidence?.logs;
+    if (typeof logs === "string" && logs.trim() !== "") {
+      lines.push("  last log lines:");
+      for (const l of logs.trimEnd().split("\n").slice(-10)) lines.push(`    ${l}`);
+    }
+  }
+  if (outcome.compensation.length > 0) {
+    lines.push("Compensation:");
+    for (const s of outcome.compensation) {
+      const what = s.action === "stop_new"
+        ? `stopped new container ${s.container.name} (kept as evidence)`
+        : `restarted old container ${s.container.name}`;
+      lines.push(`  - ${what}${s.ok ? "" : `: failed: ${s.error?.message}`}`);
+    }
+  }
+  if (outcome.notAttempted.length > 0) {
+    lines.push(`Not attempted (${outcome.notAttempted.length}):`);
+    for (const op of outcome.notAttempted) lines.push(`  - ${describeOp(op)}`);
+  }
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,160 @@
+/**
+ * From a normalized Service to the `ContainerSpec` a Machine creates. Every container joins the Machine's
+ * `ployz` bridge. Fields the Docker adapter does not carry yet are reported as warnings by
+ * {@linkcode unsupportedFields}, never dropped silently.
+ *
+ * @module
+ */
+
+import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
+import type { ContainerSpec, HealthcheckSpec, MountSpec, PortSpec, RestartSpec } from "../docker/spec.ts";
+import { containerName, creationKey } from "./keys.ts";
+
+/** The Docker bridge network every Ployz container joins. */
+export const NETWORK = "ployz";
+
+function restartSpec(restart: string): RestartSpec {
+  const [policy, retries] = restart.split(":", 2);
+  if (policy === "on-failure") {
+    return retries === undefined ? { policy } : { policy, maxRetries: Number(retries) };
+  }
+  if (policy === "always" || policy === "unless-stopped") return { policy };
+  return { policy: "no" };
+}
+
+function healthcheckSpec(service: NormalizedService): HealthcheckSpec | undefined {
+  const check = service.healthcheck;
+  if (check.kind === "image") return undefined;
+  if (check.kind === "disabled") return { disabled: true };
+  const positive = (ms: number | null): number | undefined => ms !== null && ms > 0 ? ms : undefined;
+  return {
+    test: check.test,
+    intervalMs: positive(check.intervalMs),
+    timeoutMs: positive(check.timeoutMs),
+    retries: check.retries !== null && check.retries > 0 ? check.retries : undefined,
+    startPeriodMs: positive(check.startPeriodMs),
+  };
+}
+
+function ports(service: NormalizedService): PortSpec[] | undefined {
+  const out: PortSpec[] = [];
+  for (const p of service.ports) {
+    if (p.kind !== "host") continue;
+    const port: PortSpec = {
+      containerPort: p.containerPort,
+      hostPort: p.publishedPort,
+      protocol: p.protocol,
+    };
+    if (p.hostIp !== null && !p.hostIp.includes("/")) port.hostIp = p.hostIp;
+    out.push(port);
+  }
+  return out.length === 0 ? undefined : out;
+}
+
+function mounts(service: NormalizedService, project: NormalizedProject): MountSpec[] | undefined {
+  const out: MountSpec[] = [];
+  for (const m of service.mounts) {
+    if (m.type === "volume") {
+      const source = project.volumes[m.source]?.dockerName ?? m.source;
+      out.push({ type: "volume", source, target: m.target, readOnly: m.readOnly || undefined });
+    } else if (m.type === "bind") {
+      out.push({ type: "bind", source: m.source, target: m.target, readOnly: m.readOnly || undefined });
+    }
+  }
+  return out.length === 0 ? undefined : out;
+}
+
+function nonEmpty<T>(value: T[] | null): T[] | undefined {
+  return value === null || value.length === 0 ? undefined : value;
+}
+
+/** Where one container goes: its Deployment, slot and (for a Global Service) Machine. */
+export interface SlotIdentity {
+  /** The Deployment creating it. */
+  deploymentId: string;
+  /** `1`, `2`, … or `hook`. */
+  slot: string;
+  /** The Machine, for keys of Global slots; empty otherwise. */
+  machineId?: string;
+  /** The Machine's bridge network; default {@linkcode NETWORK}. */
+  network?: string;
+}
+
+/** The spec of slot `slot` of `service`, identity included. */
+export function serviceContainerSpec(
+  project: NormalizedProject,
+  service: NormalizedService,
+  identity: SlotIdentity,
+): ContainerSpec {
+  const spec: ContainerSpec = {
+    name: containerName(project.name, service.name, identity.slot, identity.deploymentId),
+    creationKey: creationKey(identity.deploymentId, service.name, identity.slot, identity.machineId),
+    project: project.name,
+    service: service.name,
+    deployment: identity.deploymentId,
+    slot: identity.slot,
+    image: service.image,
+    cmd: nonEmpty(service.command),
+    entrypoint: nonEmpty(service.entrypoint),
+    env: Object.keys(service.environment).length === 0 ? undefined : { ...service.environment },
+    labels: Object.keys(service.labels).length === 0 ? undefined : { ...service.labels },
+    ports: ports(service),
+    mounts: mounts(service, project),
+    healthcheck: healthcheckSpec(service),
+    restart: restartSpec(service.restart),
+    user: service.user ?? undefined,
+    workdir: service.workingDir ?? undefined,
+    stopSignal: service.stopSignal ?? undefined,
+    stopGraceSeconds: service.stopGracePeriodMs === null
+      ? undefined
+      : Math.ceil(service.stopGracePeriodMs / 1000),
+    network: { name: identity.network ?? NETWORK },
+  };
+  return JSON.parse(JSON.stringify(spec));
+}
+
+/** The spec of a Service's pre-deploy hook container: the Service's container with the hook's command. */
+export function hookContainerSpec(
+  project: NormalizedProject,
+  service: NormalizedService,
+  deploymentId: string,
+  network?: string,
+): ContainerSpec {
+  const base = serviceContainerSpec(project, service, { deploymentId, slot: "hook", network });
+  const hook = service.preDeploy;
+  const env = { ...base.env, ...hook?.environment };
+  return JSON.parse(JSON.stringify({
+    ...base,
+    cmd: hook?.command,
+    env: Object.keys(env).length === 0 ? undefined : env,
+    // A hook never serves: no host ports, no probe, never restarted.
+    ports: undefined,
+    healthcheck: { disabled: true },
+    restart: { policy: "no" },
+  }));
+}
+
+/** Service settings the container spec does not carry yet, as Preview warnings. */
+export function unsupportedFields(project: NormalizedProject, service: NormalizedService): string[] {
+  const set: string[] = [];
+  const r = service.resources;
+  if (service.privileged) set.push("privileged");
+  if (service.capAdd.length > 0 || service.capDrop.length > 0) set.push("cap_add/cap_drop");
+  if (Object.keys(service.sysctls).length > 0) set.push("sysctls");
+  if (service.extraHosts.length > 0) set.push("extra_hosts");
+  if (service.hostname !== null) set.push("hostname");
+  if (service.init !== null) set.push("init");
+  if (service.tty || service.stdinOpen) set.push("tty/stdin_open");
+  if (r.nanoCpus !== null || r.memoryBytes !== null || r.memoryReservationBytes !== null) {
+    set.push("resources");
+  }
+  if (r.shmSizeBytes !== null || Object.keys(r.ulimits).length > 0) set.push("shm_size/ulimits");
+  if (service.mounts.some((m) => m.type === "tmpfs")) set.push("tmpfs mounts");
+  if (service.ports.some((p) => p.kind === "ingress")) set.push("ingress x-ports");
+  if (service.caddy !== null) set.push("x-caddy");
+  if (service.logging.driver !== "local") set.push("logging");
+  const out = set.map((field) =>
+    `Service "${project.name}/${service.name}" sets ${field}, which this release does not apply to its containers`
+  );
+  return out;
+}

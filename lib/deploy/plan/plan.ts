@@ -1,0 +1,375 @@
+/**
+ * The planner: from a Deploy Intent and a Snapshot to an ordered list of operations, following ployz2's rules
+ * (`ployz/src/deploy/planning*.rs`): Services in dependency order; per Service its `x-pre_deploy` hook, then its
+ * slots 1..replicas (create a missing one, keep an UpToDate one, replace a changed one, start a stopped one), then
+ * removals of extra slots; obsolete Services are removed last, and only from a complete Snapshot. A replacement is
+ * start-first unless it publishes host ports or mounts a named volume; an explicit `update_config.order` wins.
+ *
+ * Whether a container is UpToDate is decided from evidence: its `spec_digest` against the digest of the desired
+ * container spec. The Saved State of the previous Deploy only explains what changed.
+ *
+ * @module
+ */
+
+import { compareServiceSpecs } from "../compose/spec.ts";
+import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
+import { type ContainerSpec, specDigest } from "../docker/spec.ts";
+import { hookContainerSpec, serviceContainerSpec, unsupportedFields } from "./container_spec.ts";
+import { DeployError } from "./errors.ts";
+import { DEFAULT_MONITOR_MS, healthGate } from "./health.ts";
+import type { DeployIntent } from "./intent.ts";
+import type { ObservedContainerView } from "./machine_api.ts";
+import type { MachineObservation, Snapshot } from "./snapshot.ts";
+import type { DataLoss, HealthGate, Op, Plan, ReplaceOp, ServiceSummary } from "./types.ts";
+
+/** Input of {@linkcode planDeploy}. */
+export interface PlanOptions {
+  /** What to deploy. */
+  intent: DeployIntent;
+  /** What was observed. */
+  snapshot: Snapshot;
+  /** The Saved State before this Deploy, to explain changes and find Data Loss. */
+  previous?: NormalizedProject;
+  /** Monitor period when a Service sets none (`--monitor`); default 5 s. */
+  monitorMs?: number;
+  /** Skip every health gate. */
+  skipHealth?: boolean;
+  /** Hook timeout when the hook sets none; default 5 min. */
+  hookTimeoutMs?: number;
+  /** The Machines' bridge network (`PLOYZ_DOCKER_NETWORK`); default `ployz`. */
+  network?: string;
+}
+
+/** ployz2's hook timeout. */
+export const DEFAULT_HOOK_TIMEOUT_MS = 300_000;
+
+/** An op before its index is known. */
+type Draft = Op extends infer T ? T extends Op ? Omit<T, "index"> : never : never;
+
+interface Placed {
+  machine: MachineObservation;
+  container: ObservedContainerView;
+}
+
+const NOT_RUNNING = new Set(["created", "exited", "dead"]);
+
+function isRunning(c: ObservedContainerView): boolean {
+  return c.state === "running" || c.state === "restarting";
+}
+
+/** Best first: running, then newest. */
+function byPreference(a: ObservedContainerView, b: ObservedContainerView): number {
+  if (isRunning(a) !== isRunning(b)) return isRunning(a) ? -1 : 1;
+  return (b.created_at ?? "").localeCompare(a.created_at ?? "");
+}
+
+function ref(c: ObservedContainerView): { id: string; name: string } {
+  return { id: c.id, name: c.name };
+}
+
+function adopt(spec: ContainerSpec, c: ObservedContainerView): ContainerSpec {
+  // Reuse the existing container's identity, so the ensure finds it instead of creating a sibling.
+  return { ...spec, name: c.name, creationKey: c.creation_key, deployment: c.deployment };
+}
+
+function updateOrder(service: NormalizedService): { order: "start-first" | "stop-first"; reason: string } {
+  if (service.update.order !== null) return { order: service.update.order, reason: "update_config.order" };
+  const host = service.ports.find((p) => p.kind === "host");
+  if (host !== undefined && host.kind === "host") {
+    return { order: "stop-first", reason: `publishes host port ${host.publishedPort}` };
+  }
+  const volume = service.mounts.find((m) => m.type === "volume");
+  if (volume !== undefined) return { order: "stop-first", reason: `mounts named volume "${volume.source}"` };
+  return { order: "start-first", reason: "default" };
+}
+
+function eligibleMachines(
+  project: NormalizedProject,
+  service: NormalizedService,
+  machines: MachineObservation[],
+): MachineObservation[] {
+  const participating = machines.filter((m) => m.phase === "participating");
+  if (service.machines.length === 0) return participating;
+  const wanted = new Set(service.machines);
+  const eligible = participating.filter((m) => wanted.has(m.machineName) || wanted.has(m.machineId));
+  if (eligible.length === 0) {
+    throw new DeployError(
+      "invalid_argument",
+      `Service "${project.name}/${service.name}" can run on no observed Machine: x-machines names ${
+        service.machines.map((m) => `"${m}"`).join(", ")
+      }`,
+      { service: service.name, machines: service.machines },
+    );
+  }
+  return eligible;
+}
+
+function changeOf(
+  options: PlanOptions,
+  service: NormalizedService,
+  old: ObservedContainerView,
+): Pick<ReplaceOp, "change" | "changed"> {
+  const previous = options.previous?.services[service.name];
+  if (previous !== undefined && options.previous !== undefined) {
+    const before = serviceContainerSpec(options.previous, previous, {
+      deploymentId: "x",
+      slot: "1",
+      network: options.network,
+    });
+    // The Saved State explains the change only if the old container was built from it.
+    if (specDigest(before) === old.spec_digest) {
+      const cmp = compareServiceSpecs(previous, service, {
+        current: options.previous,
+        requested: options.intent.project,
+      });
+      const changed = [...cmp.recreate, ...cmp.update];
+      return { change: "NeedsRecreate", changed: changed.length > 0 ? changed : ["container spec"] };
+    }
+  }
+  return { change: "NeedsRecreate", changed: [] };
+}
+
+interface ServicePlan {
+  ops: Draft[];
+  summary: ServiceSummary;
+}
+
+function planService(
+  options: PlanOptions,
+  service: NormalizedService,
+  placed: Placed[],
+  warnings: string[],
+): ServicePlan {
+  const { project, deploymentId } = options.intent;
+  const eligible = eligibleMachines(project, service, options.snapshot.machines);
+  const monitorMs = service.update.monitorMs ?? options.monitorMs ?? DEFAULT_MONITOR_MS;
+  const gate: HealthGate | null = options.skipHealth ? null : healthGate(service.healthcheck, monitorMs);
+  const { order, reason } = updateOrder(service);
+  const base = (m: MachineObservation, slot: string) => ({
+    machineId: m.machineId,
+    machineName: m.machineName,
+    project: project.name,
+    service: service.name,
+    slot,
+  });
+  const hooks = placed.filter((p) => p.container.slot === "hook");
+  const slotted = placed.filter((p) => p.container.slot !== "hook");
+  const changes: Draft[] = [];
+  const removals: Draft[] = [];
+  const claimed = new Set<string>();
+  let upToDate = 0;
+
+  // Desired slots: 1..replicas placed on the Machine already holding each, else the least loaded; Global: one
+  // slot per eligible Machine.
+  const load = new Map(eligible.map((m) => [m.machineId, 0]));
+  const slots: { slot: string; machine: MachineObservation; machineKey: string }[] = [];
+  if (service.mode === "global") {
+    for (const m of eligible) slots.push({ slot: "1", machine: m, machineKey: m.machineId });
+  } else {
+    for (let n = 1; n <= (service.replicas ?? 1); n++) {
+      const slot = String(n);
+      const holders = slotted.filter((p) => p.container.slot === slot && load.has(p.machine.machineId))
+        .sort((a, b) => byPreference(a.container, b.container));
+      let machine = holders[0]?.machine;
+      if (machine === undefined) {
+        machine = [...eligible].sort((a, b) => load.get(a.machineId)! - load.get(b.machineId)!)[0];
+      }
+      load.set(machine.machineId, load.get(machine.machineId)! + 1);
+      slots.push({ slot, machine, machineKey: "" });
+    }
+  }
+
+  for (const { slot, machine, machineKey } of slots) {
+    const spec = serviceContainerSpec(project, service, {
+      deploymentId,
+      slot,
+      machineId: machineKey,
+      network: options.network,
+    });
+    const digest = specDigest(spec);
+    const here = slotted.filter((p) => p.container.slot === slot && p.machine.machineId === machine.machineId)
+      .map((p) => p.container).sort(byPreference);
+    for (const c of here) claimed.add(c.id);
+    const up = here.filter((c) => c.spec_digest === digest);
+    const stale = here.filter((c) => c.spec_digest !== digest);
+    const keep = up[0];
+    const old = stale[0];
+    const at = base(machine, slot);
+    if (keep !== undefined && old === undefined) {
+      if (NOT_RUNNING.has(keep.state)) {
+        changes.push({ ...at, kind: "start", container: ref(keep), health: gate });
+      } else {
+        upToDate++;
+        if (keep.state === "paused") {
+          warnings.push(`Container "${keep.name}" is paused; Deploy leaves it paused`);
+        }
+      }
+    } else if (old !== undefined) {
+      changes.push({
+        ...at,
+        kind: "replace",
+        old: ref(old),
+        spec: keep === undefined ? spec : adopt(spec, keep),
+        order,
+        orderReason: reason,
+        ...changeOf(options, service, old),
+        health: gate,
+      });
+    } else {
+      changes.push({ ...at, kind: "create", spec, health: gate });
+    }
+    for (const extra of [...up.slice(1), ...stale.slice(1)]) {
+      removals.push({ ...at, kind: "remove", container: ref(extra), reason: "duplicate" });
+    }
+  }
+  for (const p of slotted) {
+    if (claimed.has(p.container.id)) continue;
+    const numeric = /^[1-9][0-9]*$/.test(p.container.slot);
+    removals.push({
+      ...base(p.machine, p.container.slot),
+      kind: "remove",
+      container: ref(p.container),
+      reason: numeric && Number(p.container.slot) > (service.replicas ?? 1) ? "scale_down" : "duplicate",
+    });
+  }
+
+  const ops: Draft[] = [];
+  const first = changes.find((op) => op.kind === "create" || op.kind === "replace");
+  if (service.preDeploy !== null && first !== undefined) {
+    const machine = options.snapshot.machines.find((m) => m.machineId === first.machineId)!;
+    ops.push({
+      ...base(machine, "hook"),
+      kind: "hook",
+      spec: hookContainerSpec(project, service, deploymentId, options.network),
+      timeoutMs: service.preDeploy.timeoutMs ?? options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS,
+      previous: hooks.filter((p) => p.machine.machineId === machine.machineId).map((p) => ref(p.container)),
+    });
+  }
+  ops.push(...changes, ...removals);
+
+  const hostPorts = service.ports.filter((p) => p.kind === "host");
+  if (
+    hostPorts.length > 0 && service.mode !== "global" && (service.replicas ?? 1) > 1 && eligible.length === 1
+  ) {
+    warnings.push(
+      `Service "${project.name}/${service.name}" publishes host ports with ${service.replicas} replicas on one Machine: only one container can bind them`,
+    );
+  }
+  warnings.push(...unsupportedFields(project, service));
+  return {
+    ops,
+    summary: {
+      service: service.name,
+      desired: slots.length,
+      upToDate,
+      changing: changes.length,
+      removing: removals.length,
+    },
+  };
+}
+
+function checkImages(ops: Draft[], snapshot: Snapshot): void {
+  for (const op of ops) {
+    if (op.kind !== "create" && op.kind !== "replace" && op.kind !== "hook") continue;
+    const machine = snapshot.machines.find((m) => m.machineId === op.machineId);
+    if (machine?.images[op.spec.image] === false) {
+      throw new DeployError(
+        "not_found",
+        `Image "${op.spec.image}" is present nowhere on Machine "${op.machineName}": Service "${op.project}/${op.service}" needs it`,
+        { image: op.spec.image, machine: op.machineName, service: op.service },
+      );
+    }
+  }
+}
+
+/** Computes the plan. Throws {@linkcode DeployError} when no plan can be made (cycle, no Machine, no image). */
+export function planDeploy(options: PlanOptions): Plan {
+  const { intent, snapshot } = options;
+  const project = intent.project;
+  const warnings = [...intent.warnings];
+  for (const f of snapshot.failures) {
+    warnings.push(
+      `Machine "${f.machineName}" was not observed (${f.error.code}: ${f.error.message}): its containers are not in this plan`,
+    );
+  }
+  for (const o of snapshot.omissions) warnings.push(`Machine "${o.machineName}" was not asked: ${o.reason}`);
+  if (!snapshot.machines.some((m) => m.phase === "participating")) {
+    const seen = snapshot.machines.map((m) => `"${m.machineName}" is ${m.phase}`).join(", ");
+    throw new DeployError(
+      "unavailable",
+      `No observed Machine can run containers${seen === "" ? "" : `: ${seen}`}${
+        snapshot.machines.some((m) => m.phase === "uninitialized") ? ' (run "ployz machine init")' : ""
+      }`,
+    );
+  }
+  const byService = new Map<string, Placed[]>();
+  let observedContainers = 0;
+  for (const machine of snapshot.machines) {
+    for (const container of machine.containers) {
+      observedContainers++;
+      const list = byService.get(container.service) ?? [];
+      list.push({ machine, container });
+      byService.set(container.service, list);
+    }
+  }
+  const drafts: Draft[] = [];
+  const services: ServiceSummary[] = [];
+  for (const name of intent.order) {
+    const planned = planService(options, project.services[name], byService.get(name) ?? [], warnings);
+    drafts.push(...planned.ops);
+    services.push(planned.summary);
+  }
+  const dataLoss: DataLoss[] = [];
+  const obsolete = [...byService.keys()].filter((s) => project.services[s] === undefined).sort();
+  if (obsolete.length > 0 && snapshot.failures.length > 0) {
+    warnings.push(
+      `Not removing Services no longer in the file (${
+        obsolete.map((s) => `"${s}"`).join(", ")
+      }): the Snapshot is incomplete`,
+    );
+  } else {
+    for (const name of obsolete) {
+      for (const p of byService.get(name)!) {
+        drafts.push({
+          machineId: p.machine.machineId,
+          machineName: p.machine.machineName,
+          project: project.name,
+          service: name,
+          slot: p.container.slot,
+          kind: "remove",
+          container: ref(p.container),
+          reason: "obsolete_service",
+        });
+      }
+      const before = options.previous?.services[name];
+      const volumes = before?.mounts.filter((m) =>
+        m.type === "volume"
+      ).map((m) => options.previous?.volumes[m.source]?.dockerName ?? m.source) ?? [];
+      if (volumes.length > 0) {
+        dataLoss.push({
+          name: `${project.name}/${name}`,
+          reason: `Service "${project.name}/${name}" is removed with the containers that use volume ${
+            volumes.map((v) =>
+              `"${v}"`
+            ).join(", ")
+          }`,
+        });
+      } else if (before === undefined) {
+        warnings.push(
+          `Service "${project.name}/${name}" is removed; the Saved State does not say what it mounted`,
+        );
+      }
+    }
+  }
+  checkImages(drafts, snapshot);
+  return {
+    deploymentId: intent.deploymentId,
+    project: project.name,
+    ops: drafts.map((op, index) => ({ ...op, index }) as Op),
+    warnings,
+    dataLoss,
+    services,
+    observedContainers,
+    observedAt: snapshot.observedAt,
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * The Deploy Preview as text: what will be created, replaced, started, stopped and removed, warnings, and Data
+ * Loss with the exact names that confirm it.
+ *
+ * @module
+ */
+
+import type { Op, Plan } from "./types.ts";
+
+/** The Service and slot an operation acts on, `web/2`. */
+export function opTarget(op: Op): string {
+  return op.kind === "hook" ? `${op.service} (pre-deploy hook)` : `${op.service}/${op.slot}`;
+}
+
+/** One line describing an operation. */
+export function describeOp(op: Op): string {
+  switch (op.kind) {
+    case "create":
+      return `create ${op.spec.name} from "${op.spec.image}"`;
+    case "replace": {
+      const why = op.changed.length > 0 ? ` (${op.changed.join(", ")} changed)` : " (spec changed)";
+      return `replace ${op.old.name} with ${op.spec.name}, ${op.order} (${op.orderReason})${why}`;
+    }
+    case "start":
+      return `start ${op.container.name}`;
+    case "stop":
+      return `stop ${op.container.name}`;
+    case "remove":
+      return `remove ${op.container.name} (${op.reason.replaceAll("_", " ")})`;
+    case "hook":
+      return `run ${JSON.stringify(op.spec.cmd ?? [])} in ${op.spec.name}, up to ${
+        Math.round(op.timeoutMs / 1000)
+      } s`;
+  }
+}
+
+/** `Nothing to do: 3 containers up to date`, or undefined when the plan has operations. */
+export function nothingToDo(plan: Plan): string | undefined {
+  if (plan.ops.length > 0) return undefined;
+  const n = plan.services.reduce((sum, s) => sum + s.upToDate, 0);
+  return `Nothing to do: ${n} container${n === 1 ? "" : "s"} up to date`;
+}
+
+/** The Preview, as printed before confirming. */
+export function renderPreview(plan: Plan): string {
+  const lines: string[] = [];
+  const machines = new Set(plan.ops.map((op) => op.machineName));
+  lines.push(
+    `Deploy "${plan.project}" (Deployment ${
+      plan.deploymentId.slice(0, 8)
+    }): observed ${plan.observedContainers} container${
+      plan.observedContainers === 1 ? "" : "s"
+    } at ${plan.observedAt}`,
+  );
+  const idle = nothingToDo(plan);
+  if (idle !== undefined) lines.push(idle);
+  else {
+    const width = Math.max(...plan.ops.map((op) => opTarget(op).length));
+    for (const op of plan.ops) {
+      const on = machines.size > 1 ? ` on ${op.machineName}` : "";
+      lines.push(
+        `  ${String(op.index + 1).padStart(2)}. ${op.kind.padEnd(7)} ${opTarget(op).padEnd(width)}  ${
+          describeOp(op)
+        }${on}`,
+      );
+    }
+  }
+  if (plan.warnings.length > 0) {
+    lines.push("Warnings:");
+    for (const w of plan.warnings) lines.push(`  - ${w}`);
+  }
+  if (plan.dataLoss.length > 0) {
+    lines.push(`Data Loss (confirm with --confirm-data-loss ${plan.dataLoss.map((d) => d.name).join(",")}):`);
+    for (const d of plan.dataLoss) lines.push(`  - ${d.name}: ${d.reason}`);
+  }
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,97 @@
+/**
+ * The Deploy Snapshot: each Machine's Live Observation of one Project, taken through the Entry Machine, with
+ * per-Machine failures and omissions kept beside the successes (DESIGN.md bet 4), never folded into a boolean.
+ *
+ * @module
+ */
+
+import { errorBody } from "./errors.ts";
+import type { MachineHandle, ObservedContainerView } from "./machine_api.ts";
+
+/** What one Machine answered. */
+export interface MachineObservation {
+  /** Machine id. */
+  machineId: string;
+  /** Machine Name. */
+  machineName: string;
+  /** Its phase (`participating` once initialized). */
+  phase: string;
+  /** When it observed, ISO 8601. */
+  observedAt: string;
+  /** The Project's containers on it. */
+  containers: ObservedContainerView[];
+  /** Presence of each image the Deploy needs, by reference. */
+  images: Record<string, boolean>;
+}
+
+/** A Machine that did not answer, and why. */
+export interface ObservationFailure {
+  /** Machine id, when known. */
+  machineId: string;
+  /** Machine Name. */
+  machineName: string;
+  /** The error it answered with or the transport failure. */
+  error: { code: string; message: string };
+}
+
+/** A Machine known to exist that this Snapshot did not ask, and why. */
+export interface ObservationOmission {
+  /** Machine Name. */
+  machineName: string;
+  /** Why it was left out. */
+  reason: string;
+}
+
+/** The observer-relative view a plan is computed against. */
+export interface Snapshot {
+  /** Project observed. */
+  project: string;
+  /** When the Snapshot finished, ISO 8601. */
+  observedAt: string;
+  /** Machines that answered. */
+  machines: MachineObservation[];
+  /** Machines that failed to answer. */
+  failures: ObservationFailure[];
+  /** Machines not asked. */
+  omissions: ObservationOmission[];
+}
+
+/** Observes `project` and the presence of `images` on every Machine, each independently. */
+export async function takeSnapshot(
+  machines: MachineHandle[],
+  request: { project: string; images: string[] },
+): Promise<Snapshot> {
+  const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
+    const status = await m.api.status();
+    const list = await m.api.listContainers({ project: request.project });
+    const images: Record<string, boolean> = {};
+    for (const ref of [...new Set(request.images)]) images[ref] = (await m.api.inspectImage({ ref })).present;
+    return {
+      machineId: status.machine.id,
+      machineName: status.machine.name,
+      phase: status.machine.phase,
+      observedAt: list.observed_at,
+      containers: list.containers.filter((c) => c.project === request.project),
+      images,
+    };
+  }));
+  const snapshot: Snapshot = {
+    project: request.project,
+    observedAt: new Date().toISOString(),
+    machines: [],
+    failures: [],
+    omissions: [],
+  };
+  settled.forEach((result, i) => {
+    if (result.status === "fulfilled") snapshot.machines.push(result.value);
+    else {
+      const { code, message } = errorBody(result.reason);
+      snapshot.failures.push({
+        machineId: machines[i].id,
+        machineName: machines[i].name,
+        error: { code, message },
+      });
+    }
+  });
+  return snapshot;
+}

@@ -1,0 +1,217 @@
+// An in-memory Machine for unit tests of planning and execution (pure logic only; e2e tests use the daemon).
+import type { ContainerSpec } from "../docker/spec.ts";
+import { specDigest } from "../docker/spec.ts";
+import type { MachineApi, ObservedContainerView, WaitHealthyAnswer } from "./machine_api.ts";
+import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
+import type { Snapshot } from "./snapshot.ts";
+
+/** A fake Machine: containers in a map, a call log, and knobs for health and hook exits. */
+export class FakeMachine implements MachineApi {
+  containers = new Map<string, ObservedContainerView>();
+  calls: string[] = [];
+  images = new Set<string>(["img:1", "img:2"]);
+  /** Decides the health gate of a container by name. */
+  healthy: (c: ObservedContainerView) => boolean = () => true;
+  /** Exit code of hook containers. */
+  hookExit = 0;
+  /** Fails `ensureContainer` for specs whose name matches. */
+  failEnsure: RegExp | undefined;
+  #next = 1;
+
+  constructor(readonly id = "m1", readonly name = "one") {}
+
+  /** Adds an observed container built from `spec`. */
+  add(spec: ContainerSpec, state = "running"): ObservedContainerView {
+    const c: ObservedContainerView = {
+      id: `c${this.#next++}`,
+      name: spec.name,
+      project: spec.project,
+      service: spec.service,
+      deployment: spec.deployment,
+      slot: spec.slot,
+      "creation_key": spec.creationKey,
+      "spec_digest": specDigest(spec),
+      image: spec.image,
+      "image_id": "sha256:x",
+      state,
+      health: "none",
+      "started_at": null,
+      "exit_code": state === "exited" ? 0 : null,
+      "start_error": null,
+      addresses: [],
+      ports: [],
+      "env_names": [],
+      "created_at": new Date(Date.now() + this.#next).toISOString(),
+    };
+    this.containers.set(c.id, c);
+    return c;
+  }
+
+  status(): Promise<{ machine: { id: string; name: string; phase: string }; "observed_at": string }> {
+    return Promise.resolve({
+      machine: { id: this.id, name: this.name, phase: "participating" },
+      "observed_at": "t",
+    });
+  }
+  listContainers(
+    r: { project?: string; service?: string; deployment?: string },
+  ): Promise<{ "machine_id": string; "observed_at": string; containers: ObservedContainerView[] }> {
+    const containers = [...this.containers.values()].filter((c) =>
+      (r.project === undefined || c.project === r.project) &&
+      (r.service === undefined || c.service === r.service) &&
+      (r.deployment === undefined || c.deployment === r.deployment)
+    ).map((c) => ({ ...c }));
+    return Promise.resolve({ "machine_id": this.id, "observed_at": "t", containers });
+  }
+  ensureContainer(
+    r: { spec: ContainerSpec; start: boolean },
+  ): Promise<{ container: ObservedContainerView; created: boolean; started: boolean }> {
+    this.calls.push(`ensure ${r.spec.name}`);
+    if (this.failEnsure?.test(r.spec.name)) {
+      return Promise.reject(Object.assign(new Error(`Port is already allocated: "${r.spec.name}"`), {
+        code: "conflict",
+      }));
+    }
+    const found = [...this.containers.values()].find((c) => c.creation_key === r.spec.creationKey);
+    if (found !== undefined) {
+      return Promise.resolve({ container: { ...found }, created: false, started: false });
+    }
+    const c = this.add(r.spec, r.start ? "running" : "created");
+    if (r.spec.slot === "hook") {
+      c.state = "exited";
+      c.exit_code = this.hookExit;
+    }
+    return Promise.resolve({ container: { ...c }, created: true, started: r.start });
+  }
+  startContainer(r: { id: string }): Promise<{ container: ObservedContainerView }> {
+    this.calls.push(`start ${this.containers.get(r.id)?.name}`);
+    const c = this.containers.get(r.id)!;
+    c.state = "running";
+    return Promise.resolve({ container: { ...c } });
+  }
+  stopContainer(r: { id: string }): Promise<{ container: ObservedContainerView }> {
+    this.calls.push(`stop ${this.containers.get(r.id)?.name}`);
+    const c = this.containers.get(r.id)!;
+    if (c.state === "running") {
+      c.state = "exited";
+      c.exit_code = 137;
+    }
+    return Promise.resolve({ container: { ...c } });
+  }
+  removeContainer(r: { id: string }): Promise<{ id: string; removed: boolean }> {
+    this.calls.push(`remove ${this.containers.get(r.id)?.name}`);
+    return Promise.resolve({ id: r.id, removed: this.containers.delete(r.id) });
+  }
+  waitHealthy(r: { id: string }): Promise<WaitHealthyAnswer> {
+    const c = this.containers.get(r.id)!;
+    this.calls.push(`health ${c.name}`);
+    const passed = this.healthy(c);
+    return Promise.resolve({
+      passed,
+      reason: passed ? undefined : "unhealthy",
+      message: passed ? undefined : `Container "${c.name}" is unhealthy`,
+      evidence: {
+        state: c.state,
+        health: passed ? "healthy" : "unhealthy",
+        "exit_code": null,
+        "oom_killed": false,
+        "restart_count": 0,
+        "started_at": null,
+        "last_error": null,
+        "health_log": [],
+      },
+    });
+  }
+  containerLogs(): Promise<ReadableStream<Uint8Array>> {
+    return Promise.resolve(new Response("migration failed\n").body!);
+  }
+  inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
+    return Promise.resolve({ present: this.images.has(r.ref) });
+  }
+}
+
+/** A Service with every default. */
+export function service(name: string, fields: Partial<NormalizedService> = {}): NormalizedService {
+  return {
+    name,
+    image: "img:1",
+    mode: "replicated",
+    replicas: 1,
+    command: null,
+    entrypoint: null,
+    environment: {},
+    labels: {},
+    ports: [],
+    mounts: [],
+    healthcheck: { kind: "image" },
+    restart: "no",
+    user: null,
+    workingDir: null,
+    hostname: null,
+    extraHosts: [],
+    capAdd: [],
+    capDrop: [],
+    privileged: false,
+    init: null,
+    tty: false,
+    stdinOpen: false,
+    sysctls: {},
+    stopGracePeriodMs: null,
+    stopSignal: null,
+    pullPolicy: "missing",
+    logging: { driver: "local", options: {} },
+    resources: {
+      nanoCpus: null,
+      memoryBytes: null,
+      memoryReservationBytes: null,
+      shmSizeBytes: null,
+      ulimits: {},
+    },
+    dependsOn: [],
+    profiles: [],
+    update: { order: null, monitorMs: null },
+    machines: [],
+    caddy: null,
+    preDeploy: null,
+    ...fields,
+  };
+}
+
+/** A Project of `services`. */
+export function project(services: NormalizedService[], name = "shop"): NormalizedProject {
+  return {
+    name,
+    context: null,
+    services: Object.fromEntries(services.map((s) => [s.name, s])),
+    volumes: {
+      data: {
+        name: "data",
+        external: false,
+        dockerName: `${name}_data`,
+        driver: null,
+        driverOptions: {},
+        labels: {},
+        sizeBytes: null,
+      },
+    },
+  };
+}
+
+/** A Snapshot of one fake Machine. */
+export async function snapshotOf(machine: FakeMachine, projectName = "shop"): Promise<Snapshot> {
+  const list = await machine.listContainers({ project: projectName });
+  return {
+    project: projectName,
+    observedAt: "t",
+    machines: [{
+      machineId: machine.id,
+      machineName: machine.name,
+      phase: "participating",
+      observedAt: "t",
+      containers: list.containers,
+      images: Object.fromEntries(["img:1", "img:2", "img:missing"].map((i) => [i, machine.images.has(i)])),
+    }],
+    failures: [],
+    omissions: [],
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * The Deploy Plan: an ordered list of operations on named Machines, computed from a Deploy Intent and a
+ * Snapshot, plus what the Preview shows beside it (warnings, Data Loss, what was not observed).
+ *
+ * @module
+ */
+
+import type { ContainerSpec } from "../docker/spec.ts";
+import type { SpecChange } from "../compose/spec.ts";
+
+/** A container an operation acts on, as observed. */
+export interface ContainerRef {
+  /** Docker id. */
+  id: string;
+  /** Container name. */
+  name: string;
+}
+
+/** The health gate a new or started container must pass. */
+export interface HealthGate {
+  /** Give up after this long (ployz2: start_period + (interval + timeout) × retries + 5 s). */
+  deadlineMs: number;
+  /** The container must stay up this long first. */
+  monitorMs: number;
+}
+
+/** What every operation carries. */
+export interface OpBase {
+  /** Position in the plan, from 0. */
+  index: number;
+  /** Machine the operation runs on. */
+  machineId: string;
+  /** Its name, for people. */
+  machineName: string;
+  /** Project. */
+  project: string;
+  /** Service. */
+  service: string;
+  /** Slot, or `hook` for a pre-deploy hook. */
+  slot: string;
+}
+
+/** Create and start a container for an empty slot, then gate on its health. */
+export interface CreateOp extends OpBase {
+  /** Discriminant. */
+  kind: "create";
+  /** What to create. */
+  spec: ContainerSpec;
+  /** The gate, or null to skip it. */
+  health: HealthGate | null;
+}
+
+/** Replace an existing container with a new one. */
+export interface ReplaceOp extends OpBase {
+  /** Discriminant. */
+  kind: "replace";
+  /** The container being replaced. */
+  old: ContainerRef;
+  /** What replaces it. */
+  spec: ContainerSpec;
+  /** start-first keeps the old one serving until the new one is healthy; stop-first frees its ports first. */
+  order: "start-first" | "stop-first";
+  /** Why the order was chosen. */
+  orderReason: string;
+  /** How the old container relates to the desired spec. */
+  change: SpecChange;
+  /** Fields that changed, when the Saved State could tell. */
+  changed: string[];
+  /** The gate. */
+  health: HealthGate | null;
+}
+
+/** Start an existing container that already has the desired spec, then gate on its health. */
+export interface StartOp extends OpBase {
+  /** Discriminant. */
+  kind: "start";
+  /** The container. */
+  container: ContainerRef;
+  /** The gate. */
+  health: HealthGate | null;
+}
+
+/** Stop a container and keep it. */
+export interface StopOp extends OpBase {
+  /** Discriminant. */
+  kind: "stop";
+  /** The container. */
+  container: ContainerRef;
+}
+
+/** Stop and remove a container. */
+export interface RemoveOp extends OpBase {
+  /** Discriminant. */
+  kind: "remove";
+  /** The container. */
+  container: ContainerRef;
+  /** `scale_down`, `obsolete_service`, `duplicate` (a second container in one slot) or `requested`. */
+  reason: "scale_down" | "obsolete_service" | "duplicate" | "requested";
+}
+
+/** Run a Service's `x-pre_deploy` hook to completion before its containers change. */
+export interface HookOp extends OpBase {
+  /** Discriminant. */
+  kind: "hook";
+  /** The hook container. */
+  spec: ContainerSpec;
+  /** How long the hook may run. */
+  timeoutMs: number;
+  /** Earlier hook containers of this Service, removed before this one runs (a failed one was evidence). */
+  previous: ContainerRef[];
+}
+
+/** One step of a plan. */
+export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp;
+
+/** One named thing an operation destroys; confirmed only by naming it exactly. */
+export interface DataLoss {
+  /** The exact name to confirm, e.g. `shop/db`. */
+  name: string;
+  /** What is lost, in one sentence. */
+  reason: string;
+}
+
+/** Per Service: how its slots compare with the desired spec. */
+export interface ServiceSummary {
+  /** Service. */
+  service: string;
+  /** Desired container count. */
+  desired: number;
+  /** Slots already UpToDate and running. */
+  upToDate: number;
+  /** Slots created, replaced or started. */
+  changing: number;
+  /** Containers removed. */
+  removing: number;
+}
+
+/** A plan and what its Preview shows. */
+export interface Plan {
+  /** The Deployment this plan creates containers for. */
+  deploymentId: string;
+  /** Project. */
+  project: string;
+  /** Operations in execution order. */
+  ops: Op[];
+  /** Things the operator should read before confirming. */
+  warnings: string[];
+  /** What the plan destroys. */
+  dataLoss: DataLoss[];
+  /** Per Service counts. */
+  services: ServiceSummary[];
+  /** Containers observed for this Project, across every observed Machine. */
+  observedContainers: number;
+  /** When the Snapshot was taken, ISO 8601. */
+  observedAt: string;
+}

@@ -1,0 +1,382 @@
+// Client-first Deploy end to end: the real `ployzd serve` under its relocated permission set, the real `ployz`
+// CLI under the `cli` set, the real dockerd. Every object is labelled `ployz.test=<run>` and removed by label.
+import { equal, match, ok } from "node:assert/strict";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { type Layout, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
+import { ROOT } from "./harness.ts";
+
+const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const IMAGE = "ployz-test/busybox:1";
+const IMAGE2 = "ployz-test/busybox:2";
+const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
+const NETWORK = `ployz-deploy-${RUN}`;
+const SUBNET = `10.212.${1 + Math.floor(Math.random() * 254)}.0/24`;
+
+function dockerPresent(): boolean {
+  try {
+    return Deno.statSync(SOCKET).isSocket === true;
+  } catch {
+    return false;
+  }
+}
+
+interface Env {
+  root: string;
+  layout: Layout;
+  vars: Record<string, string>;
+}
+
+function baseEnv(layout: Layout, root: string): Record<string, string> {
+  return {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    NO_COLOR: "1",
+    RUST_BACKTRACE: "0",
+    HOME: root,
+    PLOYZ_CONFIG_DIR: join(root, "config"),
+    PLOYZ_DATA_DIR: layout.dataDir,
+    PLOYZ_RUN_DIR: layout.runDir,
+    PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
+    PLOYZ_DOCKER_ROOT: layout.dockerRoot,
+    PLOYZ_DOCKER_NETWORK: NETWORK,
+    PLOYZ_DOCKER_LABELS: `ployz.test=${RUN}`,
+  };
+}
+
+function spawnProgram(env: Env, program: "ployzd" | "ployz", set: string, args: string[]): Deno.ChildProcess {
+  const flags = permissionFlags(relocate(permissionSet(set), env.layout));
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", `${program}.ts`), ...args],
+    cwd: env.root,
+    env: env.vars,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function ployz(env: Env, ...args: string[]): Promise<Result> {
+  const child = spawnProgram(env, "ployz", "cli", args);
+  const [status, stdout, stderr] = await Promise.all([
+    child.status,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
+  return { code: status.code, stdout, stderr };
+}
+
+async function startServe(env: Env): Promise<{ child: Deno.ChildProcess; stderr: Promise<string> }> {
+  const child = spawnProgram(env, "ployzd", "serve", ["serve", "--rescan-seconds", "5"]);
+  void child.stdout.cancel();
+  const stderr = new Response(child.stderr).text();
+  const until = Date.now() + 60_000;
+  for (;;) {
+    using client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
+    try {
+      await client.describeContract();
+      return { child, stderr };
+    } catch (error) {
+      if (!(error instanceof RpcError) || error.code !== "unavailable" || Date.now() > until) {
+        child.kill("SIGKILL");
+        await child.status;
+        throw new Error(`ployzd serve did not answer: ${await stderr}`, { cause: error });
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function http(port: number): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/`);
+  return await response.text();
+}
+
+interface ServiceText {
+  image?: string;
+  replicas?: number;
+  port?: number;
+  check?: string;
+  env?: string;
+  hook?: string;
+  extra?: string;
+}
+
+/** A compose Service running busybox httpd, healthy when its own page answers. */
+function serviceYaml(name: string, s: ServiceText): string {
+  const lines = [
+    `  ${name}:`,
+    `    image: ${s.image ?? IMAGE}`,
+    `    command: ["httpd", "-f", "-p", "80", "-h", "/www"]`,
+    `    deploy: {replicas: ${s.replicas ?? 1}}`,
+    `    environment: {MARK: "${s.env ?? "a"}"}`,
+    // busybox httpd as PID 1 ignores SIGTERM: do not wait Docker's 10 s for it.
+    `    stop_grace_period: 1s`,
+    `    healthcheck:`,
+    `      test: ["CMD", "wget", "-q", "-O-", "${s.check ?? "http://127.0.0.1/"}"]`,
+    `      interval: 1s`,
+    `      timeout: 2s`,
+    `      retries: 2`,
+  ];
+  if (s.port !== undefined) lines.push(`    x-ports: ["${s.port}:80/tcp@host"]`);
+  if (s.hook !== undefined) {
+    lines.push(`    x-pre_deploy: {command: ["sh", "-c", "${s.hook}"], timeout: 30s}`);
+  }
+  if (s.extra !== undefined) lines.push(s.extra);
+  return lines.join("\n");
+}
+
+async function writeCompose(
+  env: Env,
+  project: string,
+  services: Record<string, ServiceText>,
+): Promise<string> {
+  const path = join(env.root, `${project}.yaml`);
+  const body = Object.entries(services).map(([n, s]) => serviceYaml(n, s)).join("\n");
+  await Deno.writeTextFile(path, `name: ${project}\nservices:\n${body}\n`);
+  return path;
+}
+
+async function containers(client: MachineClient, project: string) {
+  return (await client.listContainers({ project })).containers;
+}
+
+async function cleanup(raw: Docker): Promise<void> {
+  const filters = { label: [`ployz.test=${RUN}`] };
+  for (const c of await raw.listContainers({ all: true, filters })) {
+    await raw.getContainer(c.Id).remove({ force: true }).catch(() => {});
+  }
+  for (const n of await raw.listNetworks({ filters })) await raw.getNetwork(n.Id).remove().catch(() => {});
+}
+
+function deployArgs(path: string, ...more: string[]): string[] {
+  return ["deploy", "-f", path, "-y", "--monitor", "1s", ...more];
+}
+
+function outcomeOf(result: Result): Record<string, unknown> {
+  const line = result.stdout.trim().split("\n").map((l) => JSON.parse(l)).find((e) => e.type === "outcome");
+  ok(line !== undefined, `no outcome line in ${result.stdout}\n${result.stderr}`);
+  return line.outcome;
+}
+
+Deno.test({
+  name: "ployz deploys through ployzd serve: health-gated, compensated, resumable, partial",
+  ignore: !dockerPresent() && Deno.env.get("CI") === undefined,
+  sanitizeResources: true,
+  async fn(t) {
+    if (!dockerPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
+    const root = await Deno.makeTempDir({ prefix: "ployz-deploy-" });
+    const layout: Layout = {
+      dataDir: join(root, "data"),
+      runDir: join(root, "run"),
+      dockerSocket: SOCKET,
+      dockerRoot: join(root, "docker"),
+    };
+    await Deno.mkdir(layout.runDir, { recursive: true });
+    const env: Env = { root, layout, vars: baseEnv(layout, root) };
+    const raw = new Docker({ socketPath: SOCKET });
+    await raw.getImage(IMAGE).tag({ repo: "ployz-test/busybox", tag: "2" });
+    const serving = await startServe(env);
+    const client = connectMachine({ socketPath: join(layout.runDir, "ployz.sock") });
+    const project = `dep${RUN}`;
+    const port = freePort();
+    try {
+      await t.step("a missing daemon is a clear unavailable error", async () => {
+        const r = await ployz({ ...env, vars: { ...env.vars, PLOYZ_RUN_DIR: join(root, "nowhere") } }, "ps");
+        equal(r.code, 1);
+        match(
+          r.stderr,
+          /error\[unavailable\]: Cannot reach ployzd at ".*nowhere\/ployz\.sock": .*is "ployzd serve" running\?/,
+        );
+      });
+
+      await t.step("machine init founds the Cluster", async () => {
+        const r = await ployz(env, "machine", "init", "--name", "m1", "--cluster", "c1", "--subnet", SUBNET);
+        equal(r.code, 0, r.stderr);
+        match(r.stdout, /Machine "m1" .* is participating in Cluster "c1"/);
+      });
+
+      const base = { web: { port }, api: { replicas: 2 } };
+      await t.step("deploy of two Services answers HTTP from the host", async () => {
+        const path = await writeCompose(env, project, base);
+        const r = await ployz(env, ...deployArgs(path));
+        equal(r.code, 0, r.stdout + r.stderr);
+        match(r.stdout, /succeeded/);
+        match(await http(port), /ployz test/);
+        equal((await containers(client, project)).length, 3);
+      });
+
+      await t.step("the same deploy again has nothing to do", async () => {
+        const r = await ployz(env, ...deployArgs(join(root, `${project}.yaml`)));
+        equal(r.code, 0, r.stderr);
+        match(r.stdout, /Nothing to do: 3 containers up to date/);
+      });
+
+      await t.step("an image change is a health-gated replacement", async () => {
+        const path = await writeCompose(env, project, { ...base, web: { port, image: IMAGE2 } });
+        const r = await ployz(env, ...deployArgs(path, "--json"));
+        equal(r.code, 0, r.stdout + r.stderr);
+        const outcome = outcomeOf(r);
+        equal(outcome.status, "succeeded");
+        const done = outcome.completed as { kind: string; order: string }[];
+        equal(done.length, 1);
+        equal(done[0].kind, "replace");
+        equal(done[0].order, "stop-first");
+        match(await http(port), /ployz test/);
+        const web = (await containers(client, project)).filter((c) => c.service === "web");
+        equal(web.length, 1);
+        equal(web[0].image, IMAGE2);
+      });
+
+      await t.step(
+        "a replacement failing health is compensated and the old container keeps serving",
+        async () => {
+          const path = await writeCompose(env, project, {
+            ...base,
+            web: { port, image: IMAGE2, check: "http://127.0.0.1:81/" },
+          });
+          const r = await ployz(env, ...deployArgs(path, "--json"));
+          equal(r.code, 1, r.stdout + r.stderr);
+          const outcome = outcomeOf(r);
+          equal(outcome.status, "failed");
+          const steps = (outcome.compensation as { action: string; ok: boolean }[]).map((s) =>
+            `${s.action}:${s.ok}`
+          );
+          equal(steps.join(","), "stop_new:true,restart_old:true");
+          match(await http(port), /ployz test/);
+          const web = (await containers(client, project)).filter((c) => c.service === "web");
+          equal(web.length, 2, "the failed new container is kept as evidence");
+          equal(web.filter((c) => c.state === "running").length, 1);
+        },
+      );
+
+      await t.step("a passing hook runs before its Service changes", async () => {
+        const path = await writeCompose(env, project, {
+          web: { port, image: IMAGE2 },
+          api: { replicas: 2, env: "b", hook: "echo migrating" },
+        });
+        const r = await ployz(env, ...deployArgs(path, "--json"));
+        equal(r.code, 0, r.stdout + r.stderr);
+        const kinds = (outcomeOf(r).completed as { kind: string }[]).map((op) => op.kind);
+        equal(kinds[0], "hook");
+        ok(kinds.includes("replace"));
+      });
+
+      await t.step("a failing hook stops the Deploy and its container is kept", async () => {
+        const path = await writeCompose(env, project, {
+          web: { port, image: IMAGE2 },
+          api: { replicas: 2, env: "c", hook: "echo boom; exit 3" },
+        });
+        const r = await ployz(env, ...deployArgs(path));
+        equal(r.code, 1, r.stdout + r.stderr);
+        match(r.stdout, /exited with code 3/);
+        match(r.stdout, /boom/);
+        match(r.stdout, /Not attempted \(2\)/);
+        const hooks = (await containers(client, project)).filter((c) => c.slot === "hook");
+        equal(hooks.length, 1);
+        equal(hooks[0].exit_code, 3);
+      });
+
+      await t.step("scale up and down", async () => {
+        const path = await writeCompose(env, project, {
+          web: { port, image: IMAGE2 },
+          api: { replicas: 2, env: "b" },
+        });
+        equal((await ployz(env, ...deployArgs(path))).code, 0);
+        let r = await ployz(env, "scale", `${project}/api=3`, "-y");
+        equal(r.code, 0, r.stdout + r.stderr);
+        const api = () =>
+          containers(client, project).then((cs) =>
+            cs.filter((c) => c.service === "api" && c.slot !== "hook")
+          );
+        equal((await api()).length, 3);
+        r = await ployz(env, "scale", `${project}/api=1`, "-y");
+        equal(r.code, 0, r.stdout + r.stderr);
+        equal((await api()).length, 1);
+        r = await ployz(env, "ls", "--json");
+        const listed = JSON.parse(r.stdout).services.find((s: { service: string }) => s.service === "api");
+        equal(listed.total, 1);
+      });
+
+      await t.step("a CLI killed mid-deploy and re-run creates no duplicates and finishes", async () => {
+        const path = await writeCompose(env, project, {
+          web: { port, image: IMAGE2 },
+          api: { replicas: 3, env: "d" },
+        });
+        const child = spawnProgram(env, "ployz", "cli", ["deploy", "-f", path, "-y", "--monitor", "4s"]);
+        // Drain its output: a closed pipe would fail the run before it reaches the Machine.
+        const drained = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+        const until = Date.now() + 60_000;
+        const apis = async () =>
+          (await containers(client, project)).filter((c) => c.service === "api" && c.slot !== "hook");
+        // Scaled to 1 before: a second container means the first run is past its first create.
+        while ((await apis()).length < 2) {
+          ok(Date.now() < until, "the first run never created a container");
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        child.kill("SIGKILL");
+        await child.status;
+        await drained;
+        const r = await ployz(env, ...deployArgs(path));
+        equal(r.code, 0, r.stdout + r.stderr);
+        match(r.stdout, /Resuming Deployment/);
+        const api = await apis();
+        equal(api.length, 3, JSON.stringify(api.map((c) => [c.name, c.slot])));
+        equal(new Set(api.map((c) => c.slot)).size, 3);
+        equal(new Set(api.map((c) => c.deployment)).size, 1);
+      });
+
+      await t.step("an image present nowhere fails before anything runs, naming it", async () => {
+        const path = await writeCompose(env, project, {
+          web: { port, image: IMAGE2 },
+          api: { replicas: 3, env: "d", image: "ployz-test/nope:1" },
+        });
+        const r = await ployz(env, ...deployArgs(path));
+        equal(r.code, 1);
+        match(r.stderr, /error\[not_found\]: Image "ployz-test\/nope:1" is present nowhere on Machine "m1"/);
+      });
+
+      await t.step("a host port already taken is a clear failure", async () => {
+        const taken = Deno.listen({ hostname: "0.0.0.0", port: freePort() });
+        try {
+          const busy = (taken.addr as Deno.NetAddr).port;
+          const path = await writeCompose(env, `${project}x`, { edge: { port: busy } });
+          const r = await ployz(env, ...deployArgs(path));
+          equal(r.code, 1, r.stdout + r.stderr);
+          match(r.stdout, new RegExp(`Failed: create .*\\n.*${busy}`));
+        } finally {
+          taken.close();
+        }
+      });
+
+      await t.step("rm removes the Project's containers", async () => {
+        for (const p of [project, `${project}x`]) {
+          const r = await ployz(env, "rm", p, "-y");
+          equal(r.code, 0, r.stdout + r.stderr);
+          equal((await containers(client, p)).length, 0);
+        }
+      });
+    } finally {
+      client.close();
+      serving.child.kill("SIGTERM");
+      await serving.child.status;
+      await serving.stderr;
+      await cleanup(raw);
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
