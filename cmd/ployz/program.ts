@@ -6,11 +6,13 @@ import { labCommand } from "./lab.ts";
 import { logsCommand } from "./logs.ts";
 import { lsCommand } from "./ls.ts";
 import { machineCommand } from "./machine_init.ts";
+import { metricsCommand } from "./metrics.ts";
 import { psCommand } from "./ps.ts";
 import { rmCommand } from "./rm.ts";
 import { scaleCommand } from "./scale.ts";
 import { startCommand } from "./start.ts";
 import { stopCommand } from "./stop.ts";
+import { topCommand } from "./top.ts";
 
 /** The `ployz` command tree: the operator's CLI. */
 export const ployz: Command = {
@@ -27,6 +29,8 @@ export const ployz: Command = {
     stopCommand,
     rmCommand,
     scaleCommand,
+    topCommand,
+    metricsCommand,
     labCommand,
     versionCommand("ployz"),
   ],

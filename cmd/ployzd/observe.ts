@@ -35,6 +35,9 @@ export const observe: Command = {
         runDir: layout.runDir,
         dockerRoot: layout.dockerRoot,
         budget,
+        // Deno refuses narrow reads of /proc and /sys themselves: the unit may bind-mount them elsewhere.
+        procRoot: get("PLOYZ_OBSERVE_PROC_ROOT") || undefined,
+        cgroupRoot: get("PLOYZ_OBSERVE_CGROUP_ROOT") || undefined,
         signal: stop.signal,
         log: (line) => io.err(`${line}\n`),
         onReady: () => io.err(`Observe Store ready on "${layout.runDir}/observe.sock"\n`),

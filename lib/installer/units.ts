@@ -103,6 +103,17 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
       `ReadWritePaths=${
         [join(l.dataDir, "observe"), l.runDir].map((p) => quotePath("ReadWritePaths", p)).join(" ")
       }`,
+      // Deno refuses narrow reads of /proc and /sys/fs/cgroup themselves, so the unit mounts them read-only
+      // under the run dir, where the observe set grants them.
+      `BindReadOnlyPaths=${
+        [
+          `/proc:${join(l.runDir, "observe-host", "proc")}`,
+          `/sys/fs/cgroup:${join(l.runDir, "observe-host", "cgroup")}`,
+        ]
+          .map((p) => quotePath("BindReadOnlyPaths", p)).join(" ")
+      }`,
+      environmentLine("PLOYZ_OBSERVE_PROC_ROOT", join(l.runDir, "observe-host", "proc")),
+      environmentLine("PLOYZ_OBSERVE_CGROUP_ROOT", join(l.runDir, "observe-host", "cgroup")),
       "Restart=always",
       "RestartSec=2",
     ],

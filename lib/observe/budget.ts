@@ -1,7 +1,9 @@
 /**
- * The Observe Store's disk budget. Logs (and later metrics) share it: when the store's pages pass `maxBytes`, or
- * the file system holding it has less free space than the floor, the oldest clock hour of data goes first, then
- * the next, until both limits hold or nothing is left. Lines older than `maxAgeMs` go regardless.
+ * The Observe Store's disk budget. Logs and metrics share it: when the store's pages pass `maxBytes`, or the file
+ * system holding it has less free space than the floor, the oldest clock hour of data goes first — log lines,
+ * raw Metric Samples, markers and Rollups of that hour together — then the next, until both limits hold or nothing
+ * is left. Lines older than `maxAgeMs` go regardless (metrics keep their own retention, 24 h raw and 90 days of
+ * Rollups).
  *
  * Defaults: `maxBytes` 512 MiB; the free floor is the larger of 1 GiB and 5 % of the file system's size, unless
  * `minFreeBytes` names it exactly. From the environment: `PLOYZ_OBSERVE_MAX_BYTES`, `PLOYZ_OBSERVE_MIN_FREE_BYTES`
@@ -13,6 +15,7 @@
 import { statfsSync } from "node:fs";
 import { ObserveError } from "./errors.ts";
 import type { LogStore } from "./log_store.ts";
+import type { MetricStore } from "./metrics/metric_store.ts";
 
 /** The limits. */
 export interface DiskBudget {
@@ -89,6 +92,8 @@ export interface BudgetReport {
   hoursDeleted: number;
   /** Lines deleted, for any reason. */
   linesDeleted: number;
+  /** Metric rows (raw samples, markers, Rollups) deleted with the hours. */
+  metricRowsDeleted: number;
   /** Which limit made it delete, if any. */
   reason: "size_cap" | "free_floor" | "age_cap" | undefined;
   /** Limits still passed after deleting everything the store held. */
@@ -97,15 +102,23 @@ export interface BudgetReport {
 
 /**
  * Deletes data until the store is within `budget`: past-age lines first, then the oldest hour, again and again.
- * `disk` reads the file system's space (`undefined`: unknown, the free floor is not enforced).
+ * `disk` reads the file system's space (`undefined`: unknown, the free floor is not enforced). With `metrics`, the
+ * oldest hour is the oldest of both kinds, and both lose it together.
  */
 export function enforceBudget(
   store: LogStore,
   budget: DiskBudget,
   disk: () => DiskSpace | undefined,
   nowMs: number = Date.now(),
+  metrics?: MetricStore,
 ): BudgetReport {
-  const report: BudgetReport = { hoursDeleted: 0, linesDeleted: 0, reason: undefined, stillOver: false };
+  const report: BudgetReport = {
+    hoursDeleted: 0,
+    linesDeleted: 0,
+    metricRowsDeleted: 0,
+    reason: undefined,
+    stillOver: false,
+  };
   const ageCut = BigInt(nowMs - (budget.maxAgeMs ?? DEFAULT_MAX_AGE_MS)) * 1_000_000n;
   const oldest = store.oldestTimeNano();
   if (oldest !== undefined && oldest < ageCut) {
@@ -115,16 +128,24 @@ export function enforceBudget(
   for (;;) {
     const over = overBy(store, budget, disk());
     if (over === undefined) return report;
-    const first = store.oldestTimeNano();
+    const first = oldestOf(store.oldestTimeNano(), metrics?.oldestTimeNano());
     if (first === undefined) {
       report.stillOver = true;
       return report;
     }
     report.reason = over;
     const hourStart = first >= 0n ? (first / HOUR_NANO) * HOUR_NANO : first;
+    // Metrics first: the Log Store's delete hands the freed pages of both back to the file system.
+    report.metricRowsDeleted += metrics?.deleteBefore(hourStart + HOUR_NANO) ?? 0;
     report.linesDeleted += store.deleteBefore(hourStart + HOUR_NANO);
     report.hoursDeleted++;
   }
+}
+
+function oldestOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a < b ? a : b;
 }
 
 function overBy(

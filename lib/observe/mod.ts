@@ -1,5 +1,5 @@
 /**
- * The Observe Store: this Machine's container output (and, later, its metrics), kept on this Machine only.
+ * The Observe Store: this Machine's container output and metrics, kept on this Machine only.
  *
  * The Log Store reads the files Docker's `local` log driver writes under
  * `<dockerRoot>/containers/<id>/local-logs/` — file reads only, no Docker API — for containers labelled
@@ -12,6 +12,14 @@
  * The store records a format version; a file of another version is deleted and started again (the Observe Store
  * is outside the Stable promise). History is served on `<runDir>/observe.sock`:
  * `POST /observe/v1/log_history` and `POST /observe/v1/tail_logs` (NDJSON).
+ *
+ * Metrics: every 10 s the {@link Sampler} reads each Ployz container's cgroup (v1 or v2), its init process's
+ * network counters and its `config.v2.json` state, and the Machine's own `/proc` files — file reads only. A value
+ * it cannot read is a named gap ({@link GapReason}), never zero. Raw samples are kept 24 h; each closed hour is
+ * folded into 5 minute Rollups per Service, Deployment and the Machine, kept 90 days, with start, death, OOM and
+ * health markers counted in ({@link MetricStore}). Sources that can block run on a {@link SlowTick} with a
+ * timeout. Metrics share the Log Store's file, format version and disk budget. History:
+ * `POST /observe/v1/metric_history` ({@link metricHistory}).
  *
  * @module
  */
@@ -44,7 +52,7 @@ export type { BudgetReport, DiskBudget, DiskSpace } from "./budget.ts";
 export { Ingester } from "./ingester.ts";
 export type { IngesterOptions, PollReport } from "./ingester.ts";
 export { createObserveApp, serveObserveSocket } from "./server.ts";
-export type { ObserveApp, ObserveServer } from "./server.ts";
+export type { ObserveApp, ObserveAppOptions, ObserveServer } from "./server.ts";
 export { lineToWire, parseTime } from "./wire.ts";
 export type { WireLine } from "./wire.ts";
 export { ObserveError } from "./errors.ts";
@@ -52,3 +60,50 @@ export type { ObserveErrorCode } from "./errors.ts";
 export { FORMAT_VERSION } from "./schema.ts";
 export { runObserve } from "./run.ts";
 export type { ObserveOptions } from "./run.ts";
+export { gap, GAP_REASONS, isGap } from "./metrics/gaps.ts";
+export type { Gap, GapReason, Reading } from "./metrics/gaps.ts";
+export { CONTAINER_METRICS, isGauge, MACHINE_METRICS, METRICS } from "./metrics/metric_names.ts";
+export type { MetricName, Values } from "./metrics/metric_names.ts";
+export { CgroupReader } from "./metrics/cgroup.ts";
+export type { CgroupCounters, CgroupRoots } from "./metrics/cgroup.ts";
+export { machineCores, parseLoadavg, parseMeminfo, parseNetDev, parseProcStat } from "./metrics/procfs.ts";
+export type { CpuTimes, NetCounters } from "./metrics/procfs.ts";
+export { markersBetween, stateFromConfig, StateScanner } from "./metrics/container_state.ts";
+export type { ContainerState, Marker, StateScan } from "./metrics/container_state.ts";
+export { Sampler } from "./metrics/sampler.ts";
+export type { ContainerSample, SamplerOptions, SampleRound } from "./metrics/sampler.ts";
+export { diskFreeSource, SlowTick } from "./metrics/slow_tick.ts";
+export type { SlowSource, SlowTickOptions } from "./metrics/slow_tick.ts";
+export {
+  MetricStore,
+  RAW_RETENTION_MS,
+  ROLLUP_RETENTION_MS,
+  ROLLUP_STEP_MS,
+} from "./metrics/metric_store.ts";
+export type { MaintainReport, StoredRollup, SubjectFilter } from "./metrics/metric_store.ts";
+export { addMarker, addRound, emptyBucket, mainGap, mergeBucket } from "./metrics/rollup.ts";
+export type { Acc, Bucket, MarkerCounts } from "./metrics/rollup.ts";
+export type { GroupLabels, RawMarker, RawSample, Scope } from "./metrics/grouping.ts";
+export { DEFAULT_POINTS, DEFAULT_SAMPLE_MS, MAX_POINTS, metricHistory } from "./metrics/history.ts";
+export type {
+  CounterValue,
+  GaugeValue,
+  MetricHistoryQuery,
+  MetricHistoryResult,
+  MetricPoint,
+  MetricSeries,
+  PointValue,
+} from "./metrics/history.ts";
+export { historyToWire, metricQueryFromWire } from "./metrics/wire.ts";
+export type {
+  MetricHistoryWireRequest,
+  WireMarker,
+  WireMetricHistory,
+  WirePoint,
+  WireSeries,
+} from "./metrics/wire.ts";
+export { fetchMetricHistory } from "./metrics/client.ts";
+export { runMetrics } from "./metrics/metrics_loop.ts";
+export type { MetricsLoopOptions } from "./metrics/metrics_loop.ts";
+export { renderPlot, sparkline } from "./metrics/plot.ts";
+export type { PlotOptions } from "./metrics/plot.ts";

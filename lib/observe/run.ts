@@ -1,6 +1,6 @@
 /**
- * The `ployzd observe` process: opens the Log Store, serves observe.sock, rescans containers every few seconds,
- * copies new output every poll, and keeps the disk budget, until its signal fires.
+ * The `ployzd observe` process: opens the Observe Store, serves observe.sock, rescans containers every few seconds,
+ * copies new output every poll, samples metrics every 10 s, and keeps the disk budget, until its signal fires.
  *
  * @module
  */
@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { type DiskBudget, diskSpace, enforceBudget } from "./budget.ts";
 import { Ingester } from "./ingester.ts";
 import { openLogStore } from "./log_store.ts";
+import { MetricStore } from "./metrics/metric_store.ts";
+import { runMetrics } from "./metrics/metrics_loop.ts";
 import { serveObserveSocket } from "./server.ts";
 
 /** Options of {@link runObserve}. */
@@ -31,6 +33,12 @@ export interface ObserveOptions {
   pollMs?: number;
   /** How often to check the disk budget. Default 30000 ms. */
   budgetMs?: number;
+  /** The metric sampling interval. Default 10000 ms. */
+  sampleMs?: number;
+  /** Default `/sys/fs/cgroup`. */
+  cgroupRoot?: string;
+  /** Default `/proc`. */
+  procRoot?: string;
   /** Called once observe.sock answers. */
   onReady?: () => void;
 }
@@ -44,10 +52,17 @@ export async function runObserve(options: ObserveOptions): Promise<void> {
   const stopAll = (): void => stop.abort();
   options.signal.addEventListener("abort", stopAll, { once: true });
   try {
-    const server = await serveObserveSocket(store, join(options.runDir, "observe.sock"), stop.signal);
+    const metrics = new MetricStore(store.database);
+    const server = await serveObserveSocket(store, join(options.runDir, "observe.sock"), stop.signal, {
+      metrics,
+      sampleMs: options.sampleMs,
+    });
     try {
       options.onReady?.();
-      await loop(store, options, stop.signal);
+      await Promise.all([
+        loop(store, metrics, options, stop.signal),
+        runMetrics(metrics, options, stop.signal),
+      ]);
     } finally {
       stop.abort();
       await server.finished;
@@ -60,6 +75,7 @@ export async function runObserve(options: ObserveOptions): Promise<void> {
 
 async function loop(
   store: ReturnType<typeof openLogStore>,
+  metrics: MetricStore,
   options: ObserveOptions,
   signal: AbortSignal,
 ): Promise<void> {
@@ -80,22 +96,29 @@ async function loop(
       await ingester.poll(signal);
       if (now - lastBudget >= budgetMs) {
         lastBudget = now;
-        const report = enforceBudget(store, options.budget, () => {
-          const space = diskSpace(storeDir);
-          if (space === undefined && !warnedNoSpace) {
-            warnedNoSpace = true;
-            options.log(
-              `Cannot measure free disk space at "${storeDir}" (statfs needs the "sys" grant): only the size cap is enforced`,
-            );
-          }
-          return space;
-        });
+        const report = enforceBudget(
+          store,
+          options.budget,
+          () => {
+            const space = diskSpace(storeDir);
+            if (space === undefined && !warnedNoSpace) {
+              warnedNoSpace = true;
+              options.log(
+                `Cannot measure free disk space at "${storeDir}" (statfs needs the "sys" grant): only the size cap is enforced`,
+              );
+            }
+            return space;
+          },
+          Date.now(),
+          metrics,
+        );
         if (report.hoursDeleted > 0 || report.stillOver) {
           options.log(
             `Observe Store over its ${
               report.reason === "free_floor" ? "disk free floor" : "size cap"
             }: deleted ` +
-              `the oldest ${report.hoursDeleted} hour(s), ${report.linesDeleted} line(s)` +
+              `the oldest ${report.hoursDeleted} hour(s), ${report.linesDeleted} line(s), ` +
+              `${report.metricRowsDeleted} metric row(s)` +
               (report.stillOver ? "; still over with nothing left to delete" : ""),
           );
         }

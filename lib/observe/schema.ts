@@ -1,12 +1,15 @@
 /**
- * The Log Store's SQLite schema. The Observe Store is outside the Stable promise: it carries a format version and a
- * file of any other version is deleted and started again, never migrated.
+ * The Observe Store's SQLite schema: the Log Store's tables and the metric tables, in one file. The Observe Store
+ * is outside the Stable promise: it carries a format version and a file of any other version is deleted and
+ * started again, never migrated.
  *
  * @module
  */
 
+import { METRIC_SCHEMA } from "./metrics/metric_schema.ts";
+
 /** The format this release writes and reads. */
-export const FORMAT_VERSION = "1";
+export const FORMAT_VERSION = "2";
 
 /**
  * Tables. `lines.container` points at `containers.key` so a line stores a small integer, not a 64-character id;
@@ -46,4 +49,4 @@ CREATE TABLE lines (
 ) STRICT;
 CREATE INDEX lines_by_time ON lines (time_nano);
 CREATE INDEX lines_by_container ON lines (container, time_nano);
-`;
+${METRIC_SCHEMA}`;

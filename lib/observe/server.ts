@@ -1,7 +1,8 @@
 /**
  * observe.sock: the Observe Store's history queries over HTTP on a unix socket (mode 0660), served by hono.
  * `POST /observe/v1/log_history` answers JSON; `POST /observe/v1/tail_logs` streams NDJSON events
- * (`{"type":"line",…}`, `{"type":"note","message":…}`, and `{"type":"heartbeat"}` every 5 s).
+ * (`{"type":"line",…}`, `{"type":"note","message":…}`, and `{"type":"heartbeat"}` every 5 s);
+ * `POST /observe/v1/metric_history` answers metric series with explicit gaps.
  *
  * @module
  */
@@ -12,6 +13,9 @@ import type { z } from "zod";
 import { ObserveError, type ObserveErrorCode } from "./errors.ts";
 import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
+import { metricHistory } from "./metrics/history.ts";
+import type { MetricStore } from "./metrics/metric_store.ts";
+import { historyToWire, MetricHistoryRequest, metricQueryFromWire } from "./metrics/wire.ts";
 import { type TailEvent, tailLogs } from "./tail.ts";
 import { historyFromWire, lineToWire, LogHistoryRequest, tailFromWire, TailLogsRequest } from "./wire.ts";
 
@@ -32,9 +36,31 @@ export interface ObserveApp {
   fetch(request: Request): Response | Promise<Response>;
 }
 
+/** What observe.sock serves besides the Log Store. */
+export interface ObserveAppOptions {
+  /** The metric tables; without them metric history answers `unavailable`. */
+  metrics?: MetricStore;
+  /** The sampling interval: the resolution of raw metric history. Default 10000 ms. */
+  sampleMs?: number;
+}
+
 /** The observe.sock routes over `store`; `signal` ends open tails (at shutdown). */
-export function createObserveApp(store: LogStore, signal: AbortSignal): ObserveApp {
+export function createObserveApp(
+  store: LogStore,
+  signal: AbortSignal,
+  options: ObserveAppOptions = {},
+): ObserveApp {
   const app = new Hono();
+  app.post("/observe/v1/metric_history", async (c) => {
+    const query = metricQueryFromWire(await parseBody(c, MetricHistoryRequest));
+    if (options.metrics === undefined) {
+      throw new ObserveError(
+        "unavailable",
+        "Cannot read metric history: this Observe Store does not sample metrics",
+      );
+    }
+    return c.json(historyToWire(metricHistory(options.metrics, query, Date.now(), options.sampleMs)));
+  });
   app.post("/observe/v1/log_history", async (c) => {
     const request = await parseBody(c, LogHistoryRequest);
     const result = store.logHistory(historyFromWire(request));
@@ -141,9 +167,10 @@ export async function serveObserveSocket(
   store: LogStore,
   path: string,
   signal: AbortSignal,
+  options: ObserveAppOptions = {},
 ): Promise<ObserveServer> {
   await clearStaleSocket(path);
-  const app = createObserveApp(store, signal);
+  const app = createObserveApp(store, signal, options);
   const listening = Promise.withResolvers<void>();
   const server = Deno.serve(
     { path, signal, onListen: () => listening.resolve() },

@@ -1,0 +1,173 @@
+// CPU cost of one sampling round with 50 containers, against reading the same files raw. With Docker (the
+// PLOYZ_DOCKER_SOCKET socket and PLOYZ_DOCKER_ROOT), 50 busybox `sleep` containers are started and removed at
+// exit; without it, fixture trees stand in. The cost is also printed as % of one core per 10 s round.
+import { join } from "node:path";
+import process from "node:process";
+import Docker from "dockerode";
+import { CgroupReader } from "./cgroup.ts";
+import {
+  containerId,
+  labels,
+  writeCgroupV1,
+  writeConfig,
+  writeMachineProc,
+  writePidNet,
+} from "./fixtures.ts";
+import { Sampler } from "./sampler.ts";
+
+const N = 50;
+const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const IMAGE = "ployz-test/busybox:1";
+
+interface Setup {
+  dockerRoot: string;
+  cgroupRoot: string;
+  procRoot: string;
+  ids: string[];
+  mode: string;
+}
+
+async function withDocker(): Promise<Setup | undefined> {
+  try {
+    if (!(await Deno.stat(SOCKET)).isSocket) return undefined;
+  } catch {
+    return undefined;
+  }
+  const docker = new Docker({ socketPath: SOCKET });
+  const info = await docker.info();
+  const run = crypto.randomUUID().slice(0, 8);
+  const ids: string[] = [];
+  globalThis.addEventListener("unload", () => {
+    // Removal must finish before the process ends, and unload handlers cannot wait on promises.
+    new Deno.Command("docker", {
+      args: ["-H", `unix://${SOCKET}`, "rm", "-f", ...ids],
+      stdout: "null",
+      stderr: "null",
+    })
+      .outputSync();
+  });
+  for (let i = 0; i < N; i += 10) {
+    await Promise.all(Array.from({ length: Math.min(10, N - i) }, async (_, j) => {
+      const c = await docker.createContainer({
+        Image: IMAGE,
+        name: `ployz-bench-${run}-${i + j}`,
+        Cmd: ["sleep", "3600"],
+        Labels: { ...labels(`svc-${(i + j) % 5}`), "ployz.bench": run },
+        HostConfig: { LogConfig: { Type: "local", Config: {} } },
+      });
+      ids.push(c.id);
+      await c.start();
+    }));
+  }
+  return {
+    dockerRoot: Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir),
+    cgroupRoot: "/sys/fs/cgroup",
+    procRoot: "/proc",
+    ids,
+    mode: "real dockerd",
+  };
+}
+
+async function withFixtures(): Promise<Setup> {
+  const root = await Deno.makeTempDir({ prefix: "ployz-sampler-bench-" });
+  globalThis.addEventListener("unload", () => Deno.removeSync(root, { recursive: true }));
+  const s: Setup = {
+    dockerRoot: join(root, "docker"),
+    cgroupRoot: join(root, "cgroup"),
+    procRoot: join(root, "proc"),
+    ids: [],
+    mode: "fixture trees",
+  };
+  for (let i = 0; i < N; i++) {
+    const id = containerId(i + 1);
+    s.ids.push(id);
+    await writeConfig(s.dockerRoot, id, labels(`svc-${i % 5}`), { pid: 1000 + i });
+    await writeCgroupV1(s.cgroupRoot, `docker/${id}`, {
+      cpuNs: 1e9,
+      usage: 1e6,
+      inactiveFile: 0,
+      read: 0,
+      write: 0,
+    });
+    await writePidNet(s.procRoot, 1000 + i, 1, 1);
+  }
+  await writeMachineProc(s.procRoot, {
+    busy: 1,
+    idle: 1,
+    memTotalKb: 1,
+    memAvailableKb: 1,
+    rx: 1,
+    tx: 1,
+    load1: 1,
+  });
+  return s;
+}
+
+const setup = (await withDocker()) ?? (await withFixtures());
+const sampler = new Sampler(setup);
+const v1 = new CgroupReader(setup).version === 1;
+
+// The files one round reads, as paths, found once.
+const pids = setup.ids.map((id) =>
+  JSON.parse(Deno.readTextFileSync(join(setup.dockerRoot, "containers", id, "config.v2.json"))).State
+    .Pid as number
+);
+const files = setup.ids.flatMap((id, i) => [
+  join(setup.dockerRoot, "containers", id, "config.v2.json"),
+  ...(v1
+    ? [
+      join(setup.cgroupRoot, "cpuacct", "docker", id, "cpuacct.usage"),
+      join(setup.cgroupRoot, "memory", "docker", id, "memory.usage_in_bytes"),
+      join(setup.cgroupRoot, "memory", "docker", id, "memory.stat"),
+      join(setup.cgroupRoot, "blkio", "docker", id, "blkio.throttle.io_service_bytes"),
+    ]
+    : ["cpu.stat", "memory.current", "memory.stat", "io.stat"].map((f) =>
+      join(setup.cgroupRoot, "docker", id, f)
+    )),
+  join(setup.procRoot, String(pids[i]), "net", "dev"),
+]).concat(["stat", "meminfo", "net/dev", "loadavg"].map((f) => join(setup.procRoot, f)));
+
+function readRaw(): number {
+  let n = 0;
+  for (const f of files) {
+    try {
+      n += Deno.readFileSync(f).length;
+    } catch {
+      // A file the round would record as a gap.
+    }
+  }
+  return n;
+}
+
+// A warm round, then the figure the report asks for.
+sampler.sample();
+const rounds = 20;
+const cpu = process.cpuUsage();
+const started = performance.now();
+for (let i = 0; i < rounds; i++) sampler.sample(Date.now() + i);
+const wallMs = (performance.now() - started) / rounds;
+const used = process.cpuUsage(cpu);
+const cpuMs = (used.user + used.system) / 1000 / rounds;
+console.log(
+  `sampler round, ${N} containers (${setup.mode}): ${cpuMs.toFixed(2)} ms CPU (${
+    wallMs.toFixed(2)
+  } ms wall) = ` +
+    `${(cpuMs / 10_000 * 100).toFixed(3)} % of one core per 10 s`,
+);
+
+Deno.bench({
+  name: `read the round's ${files.length} files raw`,
+  group: "round",
+  baseline: true,
+  fn(): void {
+    readRaw();
+  },
+});
+
+Deno.bench({
+  name: `sampler round, ${N} containers (${setup.mode})`,
+  group: "round",
+  fn(): void {
+    sampler.sample();
+  },
+});
