@@ -1,6 +1,8 @@
-import { type Command, notBuilt } from "../../lib/cli/mod.ts";
+import type { Command } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
 import { dialStdio } from "./dial_stdio.ts";
+import { dns } from "./dns.ts";
+import { install } from "./install.ts";
 import { observe } from "./observe.ts";
 import { serve } from "./serve.ts";
 
@@ -13,9 +15,9 @@ export const ployzd: Command = {
   summary: "The Ployz Machine daemon and its narrowly permitted helpers",
   subcommands: [
     serve,
-    notBuilt("dns", "Serve Internal DNS from /run/ployz/dns.json", "ployzd"),
+    dns,
     observe,
-    notBuilt("install", "Install or upgrade Ployz on this Machine", "ployzd"),
+    install,
     dialStdio,
     versionCommand("ployzd"),
   ],

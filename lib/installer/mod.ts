@@ -1,6 +1,21 @@
 /**
- * Installation: systemd units generated from the deno.json permission sets, with every value escaped.
- * Install and upgrade attempts build on this.
+ * Installation and upgrade of Ployz on a Machine: the release source, private staging, checksum verification,
+ * bounded preflight, activation (`<prefix>/releases/<version>/` plus an atomic `current` symlink swap), systemd
+ * units generated from the deno.json permission sets, and the attempt record.
+ *
+ * Release source. A directory or `http(s)://` base holding `<base>/v<major>/<channel>` (one exact version) and
+ * `<base>/<version>/ployz-<version>-<triple>.tar.gz` plus `<base>/<version>/SHA256SUMS`. A channel is resolved
+ * once per attempt.
+ *
+ * Attempts. `<dataDir>/install/attempts/<id>.json`, rewritten atomically at every stage; every path that applies
+ * (local command, SSH, RPC) takes `<runDir>/install.lock`, so a second attempt is refused `busy` naming the first.
+ * An upgrade runs as its own transient unit `ployz-upgrade-<id>` so a daemon restart or a lost client does not
+ * stop it. Success means the restarted daemon answered DescribeContract with the target version. There is no
+ * automatic rollback: a failure after the swap is reported with its stage and `journalctl -u ployz-upgrade-<id>`,
+ * and the previous release stays under `releases/` for explicit recovery (at most two old releases are kept).
+ *
+ * Never touched: the Machine's identity (`machine.json`, keys), pairing, configuration and data; DNS, ingress and
+ * application containers keep running through an upgrade.
  *
  * @module
  */
@@ -8,3 +23,25 @@
 export { renderUnit, unitName } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
 export { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
+export { InstallError } from "./errors.ts";
+export type { InstallErrorCode } from "./errors.ts";
+export { DEFAULT_INSTALL_PATHS } from "./paths.ts";
+export type { InstallPaths } from "./paths.ts";
+/** The Machine layout units and install paths refer to (from lib/permissions). */
+export type { Layout } from "../permissions/mod.ts";
+export {
+  artifactName,
+  checkChannel,
+  checkVersion,
+  majorLine,
+  openReleaseSource,
+  resolveChannel,
+} from "./release.ts";
+export type { ReleaseSource } from "./release.ts";
+export { parseSha256Sums } from "./checksums.ts";
+export { checkAttemptId, journalHint, STAGES, workerUnit } from "./attempt.ts";
+export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts";
+export { installFrom, readAttempt, requestUpgrade, runWorker } from "./request.ts";
+export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
+export { currentVersion } from "./activate.ts";
+export type { PrerequisiteChoice } from "./prerequisites.ts";

@@ -24,7 +24,7 @@ function units(): { subcommand: UnitSubcommand; text: string; name: string }[] {
 Deno.test("renderUnit() puts exactly the subcommand's permission set into ExecStart", () => {
   const dns = units().find((u) => u.subcommand === "dns")!;
   match(dns.text, /--allow-read=\/run\/ployz\/dns\.json,\/etc\/resolv\.conf /);
-  match(dns.text, /--allow-net=0\.0\.0\.0\/0:53 /);
+  match(dns.text, /--allow-net=0\.0\.0\.0\/0:53,0\.0\.0\.0:0,10\.210\.0\.0\/16 /);
   ok(!dns.text.includes("docker.sock"), "the dns unit must not reach docker.sock");
   ok(!/MemoryDenyWriteExecute/.test(units().map((u) => u.text).join("\n")));
 });

@@ -25,7 +25,7 @@ Deno.test("layoutFromEnv() refuses relative paths and '..'", () => {
 Deno.test("permissionFlags() renders sets as deno flags, env ignore included", () => {
   deepEqual(permissionFlags(permissionSet("dns")), [
     "--allow-read=/run/ployz/dns.json,/etc/resolv.conf",
-    "--allow-net=0.0.0.0/0:53",
+    "--allow-net=0.0.0.0/0:53,0.0.0.0:0,10.210.0.0/16",
     "--allow-env=PLOYZ_*",
     "--ignore-env",
   ]);

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Installs Ployz on this Machine: resolve the release, fetch it and its SHA256SUMS, verify, unpack into a
+# temporary directory and hand over to that release's own `ployzd install`, which does everything else.
+#
+#   curl -fsSL https://ployz.sh/install.sh | sh -s -- [--version V | --channel C] [ployzd install options]
+#
+# PLOYZ_RELEASE_SOURCE: an http(s) base URL or a local directory laid out as <base>/v0/<channel> (one exact
+# version) and <base>/<version>/{ployz-<version>-<triple>.tar.gz,SHA256SUMS}. Default https://ployz.sh.
+# Options after the ones below (e.g. --skip-prerequisites, --install-prerequisites) go to `ployzd install`.
+set -eu
+
+line=v0
+source=${PLOYZ_RELEASE_SOURCE:-https://ployz.sh}
+channel=stable
+version=
+from_channel=
+
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --version) [ $# -ge 2 ] || die "--version needs a value"; version=$2; shift 2 ;;
+    --channel) [ $# -ge 2 ] || die "--channel needs a value"; channel=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+
+[ "$(id -u)" = 0 ] || die "run as root: the installer writes /usr/lib/ployz, /usr/local/bin and systemd units"
+case "$channel" in '' | *[!a-z0-9-]*) die "invalid channel \"$channel\"" ;; esac
+
+case "$(uname -m)" in
+  x86_64 | amd64) triple=x86_64-unknown-linux-gnu ;;
+  aarch64 | arm64) triple=aarch64-unknown-linux-gnu ;;
+  *) die "unsupported machine \"$(uname -m)\": releases exist for x86_64 and aarch64 Linux" ;;
+esac
+
+case "$source" in
+  http://* | https://*) source=${source%/} ;;
+  /*) [ -d "$source" ] || die "release source \"$source\" is not a directory" ;;
+  *) [ -d "$source" ] || die "release source \"$source\" is not a directory"; source=$(cd "$source" && pwd) ;;
+esac
+
+fetch() {
+  case "$source" in
+    http://* | https://*) curl -fsSL --retry 3 --connect-timeout 20 -o "$2" "$source/$1" ;;
+    *) cp "$source/$1" "$2" ;;
+  esac || die "cannot fetch \"$1\" from \"$source\""
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ployz-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+if [ -z "$version" ]; then
+  fetch "$line/$channel" "$tmp/channel"
+  version=$(tr -d ' \r\n' <"$tmp/channel")
+  from_channel="--channel $channel"
+  echo "install.sh: channel $line/$channel is $version" >&2
+fi
+case "$version" in
+  '' | *..* | *[!0-9A-Za-z.-]* | [!0-9]*) die "invalid version \"$version\": expected an exact version such as 0.1.0" ;;
+esac
+
+fetch "$version/SHA256SUMS" "$tmp/SHA256SUMS"
+artifact=ployz-$version-$triple.tar.gz
+if ! awk -v f="$artifact" '$2 == f || $2 == "*" f { found = 1 } END { exit !found }' "$tmp/SHA256SUMS"; then
+  if awk -v f="bin/ployzd-$triple" '$2 == f { found = 1 } END { exit !found }' "$tmp/SHA256SUMS"; then
+    die "release $version has only a compiled ployzd for $triple; this installer needs the offline tree \"$artifact\""
+  fi
+  die "release $version has no \"$artifact\" in its SHA256SUMS"
+fi
+fetch "$version/$artifact" "$tmp/$artifact"
+(cd "$tmp" && awk -v f="$artifact" '$2 == f || $2 == "*" f' SHA256SUMS | sha256sum -c --status -) ||
+  die "checksum mismatch for \"$artifact\": refusing to install it"
+
+mkdir "$tmp/tree"
+tar -xzf "$tmp/$artifact" -C "$tmp/tree" --no-same-owner || die "cannot unpack \"$artifact\""
+tree=$tmp/tree/ployz-$version-$triple
+[ -x "$tree/bin/ployzd" ] || die "\"$artifact\" holds no bin/ployzd"
+
+set +e
+# shellcheck disable=SC2086 # $from_channel is empty or two words.
+"$tree/bin/ployzd" install --from "$tmp/$artifact" --source "$source" --version "$version" $from_channel "$@"
+code=$?
+set -e
+exit "$code"

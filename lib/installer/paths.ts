@@ -1,0 +1,65 @@
+import { join } from "node:path";
+import { DEFAULT_LAYOUT, type Layout } from "../permissions/mod.ts";
+
+/** Where an installation lives on a Machine. */
+export interface InstallPaths {
+  /** Install root: `releases/<version>/` and the `current` symlink. Default `/usr/lib/ployz`. */
+  prefix: string;
+  /** Where the `ployzd` and `ployz` symlinks go. Default `/usr/local/bin`. */
+  binDir: string;
+  /** Where unit files are written. Default `/etc/systemd/system`. */
+  unitDir: string;
+  /** The Machine's layout: attempts and staging under `<dataDir>/install`, the lock under `<runDir>`. */
+  layout: Layout;
+}
+
+/** The paths of an installed Machine. */
+export const DEFAULT_INSTALL_PATHS: Readonly<InstallPaths> = Object.freeze({
+  prefix: "/usr/lib/ployz",
+  binDir: "/usr/local/bin",
+  unitDir: "/etc/systemd/system",
+  layout: DEFAULT_LAYOUT,
+});
+
+/** `<dataDir>/install`: the installer's own state (attempts, staging, what it found before taking files over). */
+export function installStateDir(paths: InstallPaths): string {
+  return join(paths.layout.dataDir, "install");
+}
+
+/** `<dataDir>/install/attempts`. */
+export function attemptsDir(paths: InstallPaths): string {
+  return join(installStateDir(paths), "attempts");
+}
+
+/** `<dataDir>/install/staging/<attempt id>`. */
+export function stagingDir(paths: InstallPaths, attemptId: string): string {
+  return join(installStateDir(paths), "staging", attemptId);
+}
+
+/** `<runDir>/install.lock`. */
+export function lockPath(paths: InstallPaths): string {
+  return join(paths.layout.runDir, "install.lock");
+}
+
+/** `<prefix>/releases`. */
+export function releasesDir(paths: InstallPaths): string {
+  return join(paths.prefix, "releases");
+}
+
+/** `<prefix>/current`. */
+export function currentLink(paths: InstallPaths): string {
+  return join(paths.prefix, "current");
+}
+
+/** The `PLOYZ_*` variables that carry a relocated layout to a child process; empty for the default layout. */
+export function layoutEnv(layout: Layout): Record<string, string> {
+  const env: Record<string, string> = {};
+  const pairs: [string, string, string][] = [
+    ["PLOYZ_DATA_DIR", layout.dataDir, DEFAULT_LAYOUT.dataDir],
+    ["PLOYZ_RUN_DIR", layout.runDir, DEFAULT_LAYOUT.runDir],
+    ["PLOYZ_DOCKER_SOCKET", layout.dockerSocket, DEFAULT_LAYOUT.dockerSocket],
+    ["PLOYZ_DOCKER_ROOT", layout.dockerRoot, DEFAULT_LAYOUT.dockerRoot],
+  ];
+  for (const [key, value, fallback] of pairs) if (value !== fallback) env[key] = value;
+  return env;
+}

@@ -1,0 +1,39 @@
+// Readiness: the new daemon answers DescribeContract on its socket with exactly the target version. A started
+// process or an accepted connection alone is not readiness.
+import { connectMachine } from "../rpc/mod.ts";
+import type { ReadyEvidence } from "./attempt.ts";
+import { InstallError } from "./errors.ts";
+
+/** Polls `socketPath` until the daemon reports `version`, or refuses `unavailable` after `timeoutMs`. */
+export async function waitReady(
+  socketPath: string,
+  version: string,
+  timeoutMs: number,
+): Promise<ReadyEvidence> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer yet";
+  while (Date.now() < deadline) {
+    using client = connectMachine({ socketPath });
+    try {
+      const contract = await client.describeContract({ signal: AbortSignal.timeout(3_000) });
+      if (contract.daemon_version === version) {
+        return {
+          "daemon_version": contract.daemon_version,
+          "machine_id": contract.machine_id,
+          via: "describe_contract",
+          "observed_at": new Date().toISOString(),
+        };
+      }
+      last = `it reports version "${contract.daemon_version}"`;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new InstallError(
+    "unavailable",
+    `The daemon did not answer as version "${version}" on "${socketPath}" within ${
+      timeoutMs / 1000
+    } s: ${last}`,
+  );
+}

@@ -1,0 +1,253 @@
+// The installation interface callers use: the local command (first setup from install.sh), the upgrade request
+// that starts a bounded systemd worker, the worker itself, and reading an attempt back. Every path that applies
+// takes the same Machine-local lock.
+import { join } from "node:path";
+import {
+  type AttemptRecord,
+  checkAttemptId,
+  checkRequestKey,
+  findByRequestKey,
+  isTerminal,
+  journalHint,
+  listAttempts,
+  loadAttempt,
+  newAttemptId,
+  workerUnit,
+  writeAttempt,
+} from "./attempt.ts";
+import { currentTree, currentVersion } from "./activate.ts";
+import { InstallError } from "./errors.ts";
+import { type InstallLock, lockHolder, lockIsHeld, waitLockInstall } from "./lock.ts";
+import { type InstallPaths, layoutEnv } from "./paths.ts";
+import type { PrerequisiteChoice } from "./prerequisites.ts";
+import { checkChannel, checkVersion, majorLine, openReleaseSource, resolveChannel } from "./release.ts";
+import { readSavedSource, runAttempt } from "./run_attempt.ts";
+import { activeState, startTransient } from "./systemd.ts";
+
+/** An upgrade request: an exact version or a channel (resolved once), from the Machine's release source. */
+export interface UpgradeRequest {
+  /** Exact target version. */
+  version?: string;
+  /** Channel on the current release line, e.g. `stable`; default `stable` when no version is given. */
+  channel?: string;
+  /** Release source; default the one the Machine last installed from. Local callers only: remote callers never
+   * choose where a privileged installer downloads from. */
+  source?: string;
+  /** Retries with the same key find the same attempt. */
+  requestKey?: string;
+  /** Seconds the new daemon has to answer as the target version. */
+  readyTimeoutSeconds?: number;
+}
+
+/** The accepted (or found) attempt. */
+export interface UpgradeAccepted {
+  /** The attempt as recorded now. */
+  attempt: AttemptRecord;
+  /** True when the request key matched an attempt started earlier. */
+  existing: boolean;
+}
+
+const WORKER_MAX_SECONDS = 1800;
+const LIVE_UNIT_STATES = new Set(["active", "activating", "deactivating", "reloading"]);
+
+/** Refuses `busy` when another attempt's worker is still alive. Call with the lock held. */
+async function refuseIfOtherRunning(paths: InstallPaths, self: string): Promise<void> {
+  for (const other of await listAttempts(paths)) {
+    if (other.id === self || isTerminal(other)) continue;
+    if (await workerAlive(paths, other)) {
+      throw new InstallError(
+        "busy",
+        `Cannot start install attempt: attempt "${other.id}" (to ${other.target_version}) is still running on this Machine`,
+        { "attempt_id": other.id },
+      );
+    }
+  }
+}
+
+async function workerAlive(paths: InstallPaths, record: AttemptRecord): Promise<boolean> {
+  if (record.worker === "unit" && LIVE_UNIT_STATES.has(await activeState(workerUnit(record.id)))) return true;
+  return (await lockIsHeld(paths)) && (await lockHolder(paths)) === record.id;
+}
+
+/**
+ * Accepts an upgrade and starts its worker as `ployz-upgrade-<id>` under systemd, running the current release's
+ * own `bin/ployzd install --attempt <id>`; returns without waiting for it. The channel is resolved here, once.
+ * A request key already used returns that attempt. Refuses `busy` while another attempt runs.
+ */
+export async function requestUpgrade(paths: InstallPaths, request: UpgradeRequest): Promise<UpgradeAccepted> {
+  const requestKey = checkRequestKey(request.requestKey ?? `auto-${crypto.randomUUID()}`);
+  const found = await findByRequestKey(paths, requestKey);
+  if (found !== undefined) return { attempt: await readAttempt(paths, found.id), existing: true };
+  if (request.version !== undefined && request.channel !== undefined) {
+    throw new InstallError("invalid_argument", "Cannot upgrade to both a version and a channel: give one");
+  }
+  const tree = await currentTree(paths);
+  const from = await currentVersion(paths);
+  if (tree === undefined || from === undefined) {
+    throw new InstallError(
+      "conflict",
+      `Cannot upgrade: Ployz is not installed under "${paths.prefix}" (run install.sh first)`,
+    );
+  }
+  const saved = await readSavedSource(paths);
+  const sourceBase = request.source ?? saved?.source;
+  if (sourceBase === undefined) {
+    throw new InstallError(
+      "invalid_argument",
+      "Cannot upgrade: this Machine has no release source recorded; give one",
+    );
+  }
+  const source = openReleaseSource(sourceBase);
+  const id = newAttemptId();
+  // A short wait absorbs a status reader's momentary probe of the lock; a running attempt still refuses.
+  await using _lock = await waitLockInstall(paths, id, 2_000);
+  await refuseIfOtherRunning(paths, id);
+  let channel: string | undefined;
+  let target: string;
+  if (request.version !== undefined) target = checkVersion(request.version);
+  else {
+    channel = checkChannel(request.channel ?? saved?.channel ?? "stable");
+    target = await resolveChannel(source, majorLine(from), channel);
+  }
+  const now = new Date().toISOString();
+  let record: AttemptRecord = await writeAttempt(paths, {
+    id,
+    "request_key": requestKey,
+    "target_version": target,
+    ...(channel ? { channel } : {}),
+    source: source.base,
+    "from_version": from,
+    stage: "accepted",
+    "started_at": now,
+    "updated_at": now,
+    "journal_hint": journalHint(id, "unit"),
+    worker: "unit",
+  });
+  if (from === target) {
+    record = await writeAttempt(paths, { ...record, stage: "done", outcome: "succeeded", noop: true });
+    return { attempt: record, existing: false };
+  }
+  const args = [join(tree, "bin", "ployzd"), "install", "--attempt", id];
+  if (request.readyTimeoutSeconds !== undefined) {
+    args.push("--ready-timeout", String(request.readyTimeoutSeconds));
+  }
+  try {
+    await startTransient({
+      unit: workerUnit(id),
+      argv: args,
+      env: { ...layoutEnv(paths.layout), "DENO_DIR": "/var/cache/ployz/install", "NO_COLOR": "1" },
+      runtimeMaxSec: WORKER_MAX_SECONDS,
+      description: `Ployz upgrade attempt ${id} to ${target}`,
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    record = await writeAttempt(paths, {
+      ...record,
+      outcome: "failed",
+      error: message,
+      "error_code": "unavailable",
+    });
+  }
+  return { attempt: record, existing: false };
+}
+
+/**
+ * The worker side of an accepted upgrade: waits (bounded) for the lock the requester released, then runs the
+ * attempt to a terminal outcome.
+ */
+export async function runWorker(
+  paths: InstallPaths,
+  id: string,
+  options: { readyTimeoutMs?: number; log?: (line: string) => void; workerRelease?: string } = {},
+): Promise<AttemptRecord> {
+  const record = await loadAttempt(paths, checkAttemptId(id));
+  if (isTerminal(record)) return record;
+  let lock: InstallLock;
+  try {
+    lock = await waitLockInstall(paths, id, 60_000);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return await writeAttempt(paths, { ...record, outcome: "failed", error: message, "error_code": "busy" });
+  }
+  try {
+    return await runAttempt(paths, record, { ...options, prerequisites: "skip" });
+  } finally {
+    await lock.release();
+  }
+}
+
+/** A local install from a tarball install.sh already downloaded; runs in this process. */
+export interface LocalInstall {
+  /** The release artifact `ployz-<version>-<triple>.tar.gz`. */
+  tarball: string;
+  /** Release source holding `<version>/SHA256SUMS`. */
+  source: string;
+  /** Exact version; default read from the artifact's name. */
+  version?: string;
+  /** Channel the version was resolved from, recorded for later upgrades. */
+  channel?: string;
+  /** Host prerequisites choice. */
+  prerequisites?: PrerequisiteChoice;
+  /** Retries with the same key find the same attempt. */
+  requestKey?: string;
+  /** Seconds the daemon has to answer as the target version. */
+  readyTimeoutSeconds?: number;
+}
+
+/** Installs (or upgrades in place) from a local artifact, holding the install lock throughout. */
+export async function installFrom(
+  paths: InstallPaths,
+  request: LocalInstall,
+  log?: (line: string) => void,
+): Promise<AttemptRecord> {
+  const requestKey = checkRequestKey(request.requestKey ?? `auto-${crypto.randomUUID()}`);
+  const found = await findByRequestKey(paths, requestKey);
+  if (found !== undefined) return await readAttempt(paths, found.id);
+  const name = request.tarball.split("/").pop() ?? "";
+  const version = checkVersion(
+    request.version ?? name.match(/^ployz-(.+)-[^-]+-[^-]+-[^-]+-[^-]+\.tar\.gz$/)?.[1] ?? "",
+  );
+  const source = openReleaseSource(request.source);
+  const id = newAttemptId();
+  await using _lock = await waitLockInstall(paths, id, 2_000);
+  await refuseIfOtherRunning(paths, id);
+  const now = new Date().toISOString();
+  const record = await writeAttempt(paths, {
+    id,
+    "request_key": requestKey,
+    "target_version": version,
+    ...(request.channel ? { channel: checkChannel(request.channel) } : {}),
+    source: source.base,
+    stage: "accepted",
+    "started_at": now,
+    "updated_at": now,
+    "journal_hint": journalHint(id, "process"),
+    worker: "process",
+  });
+  return await runAttempt(paths, record, {
+    fromTarball: request.tarball,
+    prerequisites: request.prerequisites,
+    readyTimeoutMs: request.readyTimeoutSeconds === undefined
+      ? undefined
+      : request.readyTimeoutSeconds * 1000,
+    log,
+  });
+}
+
+/**
+ * Reads an attempt. One that has no terminal outcome while its worker is gone (its unit ended and it no longer
+ * holds the install lock) reads as `interrupted`, and that verdict is recorded.
+ */
+export async function readAttempt(paths: InstallPaths, id: string): Promise<AttemptRecord> {
+  const record = await loadAttempt(paths, checkAttemptId(id));
+  if (isTerminal(record) || (await workerAlive(paths, record))) return record;
+  // Re-read: the worker may have finished between the first read and the liveness check.
+  const again = await loadAttempt(paths, id);
+  if (isTerminal(again)) return again;
+  return await writeAttempt(paths, {
+    ...again,
+    outcome: "interrupted",
+    error: `The attempt's worker ended without a result at stage "${again.stage}"`,
+    "error_code": "unavailable",
+  });
+}

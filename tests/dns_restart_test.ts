@@ -1,0 +1,110 @@
+// Restarting Internal DNS refuses no query: the new process binds beside the old one (UDP SO_REUSEADDR, TCP
+// SO_REUSEPORT), announces it is serving, and only then is the old one sent SIGTERM; it drains what it queued and
+// exits. A query loop runs across several such restarts and must see every query answered. A control run that
+// stops the old process before starting the new one shows the loop does notice a gap.
+import { equal, ok } from "node:assert/strict";
+import { join } from "node:path";
+import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
+import { tempLayout } from "./harness.ts";
+import { type DnsProcess, dnsTestFlags, freePort, startDns, tcpQuery, udpClient } from "./dns_support.ts";
+
+const CLIENTS = 4;
+const RESTARTS = 3;
+
+interface Tally {
+  answered: number;
+  failed: number;
+  failures: string[];
+}
+
+/** Runs `CLIENTS` sequential query loops (1 s timeout each, like a stub resolver's first try) until stopped. */
+function queryLoop(port: number): { stop(): Promise<Tally> } {
+  const tally: Tally = { answered: 0, failed: 0, failures: [] };
+  let running = true;
+  const loops = Array.from({ length: CLIENTS }, async () => {
+    const client = await udpClient(port);
+    try {
+      while (running) {
+        const outcome = await client.query("web.shop.internal", 1000);
+        if ("addresses" in outcome && outcome.addresses.length === 1) tally.answered++;
+        else {
+          tally.failed++;
+          if (tally.failures.length < 5) tally.failures.push(JSON.stringify(outcome));
+        }
+      }
+    } finally {
+      await client.close();
+    }
+  });
+  return {
+    async stop(): Promise<Tally> {
+      running = false;
+      await Promise.all(loops);
+      return tally;
+    },
+  };
+}
+
+async function restartCycles(overlap: boolean, restarts: number): Promise<Tally> {
+  await using layout = await tempLayout();
+  const port = await freePort();
+  await writeDnsSpec(
+    join(layout.runDir, "dns.json"),
+    renderDnsSpec({
+      machineId: "m1",
+      listen: [`127.0.0.1:${port}`],
+      upstreams: [],
+      generatedAt: new Date(),
+      services: [{ project: "shop", service: "web", replicas: [{ address: "10.210.1.5", machineId: "m1" }] }],
+    }),
+  );
+  const flags = dnsTestFlags(layout);
+  const processes: DnsProcess[] = [];
+  try {
+    let current = startDns(layout, flags);
+    processes.push(current);
+    await current.waitFor(/Serving spec/);
+    const loop = queryLoop(port);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (let i = 0; i < restarts; i++) {
+      let next: DnsProcess;
+      if (overlap) {
+        next = startDns(layout, flags);
+        processes.push(next);
+        await next.waitFor(/Serving spec/);
+        current.child.kill("SIGTERM");
+        equal(await current.exited(), 0);
+      } else {
+        current.child.kill("SIGTERM");
+        equal(await current.exited(), 0);
+        next = startDns(layout, flags);
+        processes.push(next);
+        await next.waitFor(/Serving spec/);
+      }
+      current = next;
+      // TCP keeps working on the successor too.
+      ok("addresses" in await tcpQuery(port, "web.shop.internal"));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    return await loop.stop();
+  } finally {
+    for (const p of processes) await p[Symbol.asyncDispose]();
+  }
+}
+
+Deno.test("restarting ployzd dns with the overlap procedure leaves no query unanswered", async () => {
+  const tally = await restartCycles(true, RESTARTS);
+  console.log(
+    `dns restart: ${tally.answered} queries answered, ${tally.failed} failed, across ${RESTARTS} overlapped restarts`,
+  );
+  equal(tally.failed, 0, `failed queries: ${tally.failures.join(", ")}`);
+  ok(tally.answered > 100, `only ${tally.answered} queries ran`);
+});
+
+Deno.test("stopping ployzd dns before starting the next one does lose queries (control)", async () => {
+  const tally = await restartCycles(false, 1);
+  console.log(
+    `dns restart control: ${tally.answered} answered, ${tally.failed} failed with a stop-then-start gap`,
+  );
+  ok(tally.failed > 0, "a stop-then-start restart should lose queries, or the loop cannot see a gap");
+});
