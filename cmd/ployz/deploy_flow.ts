@@ -21,7 +21,9 @@ import {
   takeSnapshot,
   toWire,
 } from "../../lib/deploy/mod.ts";
+import type { MachineClient } from "../../lib/rpc/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
+import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { jsonLine } from "./connect.ts";
 
 /** How a Deploy is confirmed and shown. */
@@ -41,7 +43,8 @@ export interface FlowOptions {
 }
 
 /** The Entry Machine as the only Machine of the Snapshot; a list so a fan-out can replace it. */
-export async function observe(api: MachineApi, project: string, images: string[]): Promise<Snapshot> {
+export async function observe(api: MachineClient, project: string, images: string[]): Promise<Snapshot> {
+  await requireCapabilities(api, SNAPSHOT_CAPABILITIES);
   const status = await api.status();
   return await takeSnapshot([{ id: status.machine.id, name: status.machine.name, api }], { project, images });
 }
@@ -104,10 +107,11 @@ export async function confirmPlan(plan: Plan, options: FlowOptions): Promise<boo
 /** Executes a confirmed plan with progress, records its Outcome, prints it; resolves with the exit code. */
 export async function executeAndReport(
   plan: Plan,
-  api: MachineApi,
+  api: MachineClient,
   config: ConfigStore,
   options: FlowOptions & { record: Record<string, unknown> },
 ): Promise<number> {
+  await requireCapabilities(api, planCapabilities(plan));
   const { io } = options;
   const createdAt = new Date().toISOString();
   config.saveDeployment({
@@ -140,7 +144,7 @@ export async function executeAndReport(
 
 /** A whole Deploy of `project` through `api`; saves the Saved State once admitted. */
 export async function deployProject(
-  api: MachineApi,
+  api: MachineClient,
   config: ConfigStore,
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
@@ -163,6 +167,8 @@ export async function deployProject(
       `Resuming Deployment ${deployment.id.slice(0, 8)}, which an earlier run left unfinished`,
     );
   }
+  // Refuse before asking: the operator should not confirm a plan this Machine cannot run.
+  if (!options.dryRun) await requireCapabilities(api, planCapabilities(plan));
   const go = await confirmPlan(plan, options);
   if (plan.ops.length === 0 && !options.dryRun) {
     config.saveState({

@@ -6,6 +6,9 @@
  * Worker a compiled `ployzd` narrows each subcommand into. A relocated {@link Layout} rewrites only the default
  * roots (`/var/lib/ployz`, `/run/ployz`, the Docker socket and data root).
  *
+ * Daemon sets see only `PLOYZ_*` variables (`--ignore-env` hides the rest). The CLI set reads the whole
+ * environment because Compose interpolation (`${VAR:-default}`) takes values from the operator's shell.
+ *
  * @module
  */
 

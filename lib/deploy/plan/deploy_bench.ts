@@ -122,6 +122,12 @@ if (SOCKET === undefined) {
     daemon.client.close();
     daemon.child.kill("SIGTERM");
     Deno.removeSync(daemon.root, { recursive: true });
+    // The daemon's network outlives it, bridge and iptables rules included.
+    new Deno.Command("docker", {
+      args: ["-H", `unix://${SOCKET}`, "network", "rm", NETWORK],
+      stdout: "null",
+      stderr: "null",
+    }).outputSync();
   });
 
   Deno.bench({

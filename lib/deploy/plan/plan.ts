@@ -294,7 +294,11 @@ export function planDeploy(options: PlanOptions): Plan {
   }
   for (const o of snapshot.omissions) warnings.push(`Machine "${o.machineName}" was not asked: ${o.reason}`);
   if (!snapshot.machines.some((m) => m.phase === "participating")) {
-    const seen = snapshot.machines.map((m) => `"${m.machineName}" is ${m.phase}`).join(", ");
+    // Say why each Machine cannot: the Snapshot's failures carry the reason (Docker down, socket gone).
+    const seen = [
+      ...snapshot.machines.map((m) => `"${m.machineName}" is ${m.phase}`),
+      ...snapshot.failures.map((f) => `"${f.machineName}" was not observed (${f.error.message})`),
+    ].join(", ");
     throw new DeployError(
       "unavailable",
       `No observed Machine can run containers${seen === "" ? "" : `: ${seen}`}${

@@ -215,3 +215,24 @@ Deno.test("planDeploy does not remove obsolete Services when a Machine was not o
   assert.ok(result.warnings.some((w) => w.includes('Machine "two" was not observed')));
   assert.ok(result.warnings.some((w) => w.includes("the Snapshot is incomplete")));
 });
+
+Deno.test("planDeploy with no Machine observed says why each one was not", () => {
+  assert.throws(
+    () =>
+      planDeploy({
+        intent: deployIntent(project([service("web")]), D2),
+        snapshot: {
+          project: "shop",
+          observedAt: new Date().toISOString(),
+          machines: [],
+          failures: [{
+            machineId: "m1",
+            machineName: "one",
+            error: { code: "unavailable", message: 'Cannot reach Docker at "/run/docker.sock"' },
+          }],
+          omissions: [],
+        },
+      }),
+    /No observed Machine can run containers: "one" was not observed \(Cannot reach Docker at "\/run\/docker\.sock"\)$/,
+  );
+});

@@ -1,0 +1,52 @@
+// What a Deploy needs a Machine to serve, checked against its DescribeContract before anything is asked of it,
+// so an older daemon is refused up front by capability name instead of failing halfway through a plan.
+import { CAPABILITIES, type MachineClient } from "../../lib/rpc/mod.ts";
+import type { Op, Plan } from "../../lib/deploy/mod.ts";
+
+/** What taking a Snapshot calls on each Machine. */
+export const SNAPSHOT_CAPABILITIES: readonly string[] = [
+  CAPABILITIES.status,
+  CAPABILITIES.listContainers,
+  CAPABILITIES.inspectImage,
+];
+
+function forOp(op: Op): string[] {
+  const health = "health" in op && op.health !== null ? [CAPABILITIES.waitHealthy] : [];
+  switch (op.kind) {
+    case "create":
+      return [CAPABILITIES.ensureContainer, CAPABILITIES.startContainer, ...health];
+    case "replace":
+      // Compensation restarts the old container and stops the new one.
+      return [
+        CAPABILITIES.ensureContainer,
+        CAPABILITIES.startContainer,
+        CAPABILITIES.stopContainer,
+        CAPABILITIES.removeContainer,
+        CAPABILITIES.listContainers,
+        ...health,
+      ];
+    case "start":
+      return [CAPABILITIES.startContainer, ...health];
+    case "stop":
+      return [CAPABILITIES.stopContainer];
+    case "remove":
+      return [CAPABILITIES.stopContainer, CAPABILITIES.removeContainer];
+    case "hook":
+      return [
+        CAPABILITIES.ensureContainer,
+        CAPABILITIES.listContainers,
+        CAPABILITIES.stopContainer,
+        CAPABILITIES.removeContainer,
+      ];
+  }
+}
+
+/** Every capability the plan's operations call, in catalog order of first use. */
+export function planCapabilities(plan: Plan): string[] {
+  return [...new Set(plan.ops.flatMap(forOp))];
+}
+
+/** Throws `unsupported` naming the first capability in `names` the Machine does not serve. */
+export async function requireCapabilities(client: MachineClient, names: readonly string[]): Promise<void> {
+  for (const name of names) await client.requireCapability(name);
+}

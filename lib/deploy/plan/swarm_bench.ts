@@ -1,0 +1,119 @@
+// Deploy 1 Service x 3 replicas through a real `ployzd serve` against a single-node Swarm's
+// `service create --replicas 3` until all three tasks run, both on one throwaway dockerd of this run (a Swarm is
+// never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
+import { join } from "node:path";
+import Docker from "dockerode";
+import { loadCompose } from "../compose/mod.ts";
+import { executePlan } from "../execute/mod.ts";
+import { connectMachine } from "../../rpc/mod.ts";
+import {
+  canStartEngine,
+  IMAGE,
+  machineEnv,
+  randomSubnet,
+  startEngine,
+  startServe,
+} from "../../../tests/deploy_support.ts";
+import { deployIntent } from "./intent.ts";
+import { newDeploymentId } from "./keys.ts";
+import { planDeploy } from "./plan.ts";
+import { takeSnapshot } from "./snapshot.ts";
+
+const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
+const NETWORK = `ployz-swarm-bench-${RUN}`;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Waits until the engine lists no container: the previous round's tasks are gone. */
+async function drained(docker: Docker): Promise<void> {
+  while ((await docker.listContainers({ all: true })).length > 0) await sleep(100);
+}
+
+if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || !canStartEngine()) {
+  console.log("swarm_bench: needs root, dockerd and PLOYZ_DOCKER_SOCKET (the dev engine); skipping");
+} else {
+  const engine = await startEngine("ployz-swarm-bench-");
+  const init = await engine.docker("swarm", "init", "--advertise-addr", "127.0.0.1");
+  if (init.code !== 0) throw new Error(`Cannot init a Swarm on "${engine.socket}": ${init.stderr.trim()}`);
+  const root = await Deno.makeTempDir({ prefix: "ployz-swarm-bench-" });
+  const env = await machineEnv(root, {
+    dockerSocket: engine.socket,
+    dockerRoot: engine.dataRoot,
+    network: NETWORK,
+    run: RUN,
+  });
+  const serving = await startServe(env);
+  const client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
+  await client.init({ "machine_name": "bench", subnet: randomSubnet("10.216") });
+  const docker = new Docker({ socketPath: engine.socket });
+  const { project } = loadCompose({
+    path: "compose.yaml",
+    text: `name: swarm${RUN}\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "600"]\n` +
+      `    deploy: {replicas: 3}\n    stop_signal: SIGKILL\n`,
+    env: {},
+  });
+  let round = 0;
+
+  globalThis.addEventListener("unload", () => {
+    // Synchronous teardown: the bench runner exits right after this event.
+    client.close();
+    serving.child.kill("SIGTERM");
+    engine.disposeSync();
+    Deno.removeSync(root, { recursive: true });
+  });
+
+  Deno.bench({
+    name: "Swarm: service create --replicas 3 until 3 tasks run",
+    group: "1 Service x 3 vs Swarm",
+    baseline: true,
+    n: 5,
+    warmup: 1,
+    async fn(b) {
+      const name = `s${RUN}-${round++}`;
+      b.start();
+      const service = await docker.createService({
+        Name: name,
+        TaskTemplate: { ContainerSpec: { Image: IMAGE, Command: ["sleep", "600"], StopSignal: "SIGKILL" } },
+        Mode: { Replicated: { Replicas: 3 } },
+      });
+      for (;;) {
+        const tasks = await docker.listTasks({ filters: { service: [name] } });
+        if (tasks.filter((t: { Status?: { State?: string } }) => t.Status?.State === "running").length >= 3) {
+          break;
+        }
+        await sleep(20);
+      }
+      b.end();
+      await docker.getService(service.id).remove();
+      await drained(docker);
+    },
+  });
+
+  Deno.bench({
+    name: "ployz Deploy through ployzd serve (Snapshot, Plan, execute)",
+    group: "1 Service x 3 vs Swarm",
+    n: 5,
+    warmup: 1,
+    async fn(b) {
+      const machines = [{ id: "", name: "bench", api: client }];
+      b.start();
+      const snapshot = await takeSnapshot(machines, { project: project.name, images: [IMAGE] });
+      const plan = planDeploy({
+        intent: deployIntent(project, newDeploymentId()),
+        snapshot,
+        skipHealth: true,
+        network: NETWORK,
+      });
+      const outcome = await executePlan(plan, new Map([[snapshot.machines[0].machineId, client]]));
+      b.end();
+      if (outcome.status !== "succeeded") {
+        throw new Error(`Deploy ${outcome.status}: ${outcome.failed?.error.message}`);
+      }
+      for (const c of await docker.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } })) {
+        await docker.getContainer(c.Id).remove({ force: true });
+      }
+    },
+  });
+}

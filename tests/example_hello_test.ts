@@ -1,0 +1,71 @@
+// The README's first command: examples/hello/up.sh deploys the page and it answers on port 8080;
+// examples/hello/down.sh leaves nothing behind (containers, daemon, network, state dir).
+import { equal, match, ok } from "node:assert/strict";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { DEV_SOCKET, isSocket, randomSubnet } from "./deploy_support.ts";
+import { ROOT, run } from "./harness.ts";
+
+const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
+
+function portFree(port: number): boolean {
+  try {
+    Deno.listen({ hostname: "0.0.0.0", port }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    return Deno.statSync(`/proc/${pid}`).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "examples/hello: up.sh serves the page on port 8080 and down.sh removes everything",
+  ignore: !isSocket(DEV_SOCKET) && Deno.env.get("CI") === undefined,
+  async fn() {
+    if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
+    ok(portFree(8080), "port 8080 is taken on this host: the example publishes it");
+    const state = join(await Deno.makeTempDir({ prefix: "ployz-hello-" }), "state");
+    const network = `ployz-hello-${RUN}`;
+    const env = {
+      PLOYZ_DOCKER_SOCKET: DEV_SOCKET,
+      PLOYZ_HELLO_DIR: state,
+      PLOYZ_DOCKER_NETWORK: network,
+      PLOYZ_DOCKER_LABELS: `ployz.test=${RUN}`,
+      PLOYZ_HELLO_SUBNET: randomSubnet("10.218"),
+    };
+    const raw = new Docker({ socketPath: DEV_SOCKET });
+    const labelled = () => raw.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } });
+    let pid: number | undefined;
+    try {
+      const up = await run(join(ROOT, "examples", "hello", "up.sh"), [], env);
+      equal(up.code, 0, up.stdout + up.stderr);
+      match(up.stdout, /hello is up: http:\/\/127\.0\.0\.1:8080\//);
+      pid = Number(await Deno.readTextFile(join(state, "serve.pid")));
+      const page = await fetch("http://127.0.0.1:8080/");
+      equal(page.status, 200);
+      match(await page.text(), /ployz test/);
+      equal((await labelled()).length, 1);
+
+      const down = await run(join(ROOT, "examples", "hello", "down.sh"), [], env);
+      equal(down.code, 0, down.stdout + down.stderr);
+      equal((await labelled()).length, 0, "a container is left");
+      ok(!alive(pid), `ployzd serve (pid ${pid}) still runs`);
+      ok((await raw.listNetworks({ filters: { name: [network] } })).length === 0, "the network is left");
+      ok(!isSocket(join(state, "run", "ployz.sock")));
+      await Deno.stat(state).then(() => ok(false, "the state dir is left"), () => {});
+      ok(portFree(8080), "port 8080 is still bound");
+    } finally {
+      if (pid !== undefined && alive(pid)) Deno.kill(pid, "SIGKILL");
+      for (const c of await labelled()) await raw.getContainer(c.Id).remove({ force: true }).catch(() => {});
+      await raw.getNetwork(network).remove().catch(() => {});
+      await Deno.remove(join(state, ".."), { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,21 @@
+// Prints, one per line, the deno permission flags of a deno.json set relocated to the layout the PLOYZ_* variables
+// name (PLOYZ_DATA_DIR, PLOYZ_RUN_DIR, PLOYZ_DOCKER_SOCKET, PLOYZ_DOCKER_ROOT). bin/ployzd passes `-P=<set>`,
+// which grants only the default paths, so a daemon under another layout is started with these flags instead:
+//   mapfile -t flags < <(deno run --allow-env=PLOYZ_* tools/relocated_flags.ts serve)
+//   deno run "${flags[@]}" cmd/ployzd.ts serve
+import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+
+const name = Deno.args[0];
+if (name === undefined || Deno.args.length > 1) {
+  console.error("usage: relocated_flags.ts SET");
+  Deno.exit(2);
+}
+let set;
+try {
+  set = permissionSet(name);
+} catch (error) {
+  console.error(`error[invalid_argument]: ${error instanceof Error ? error.message : String(error)}`);
+  Deno.exit(2);
+}
+const layout = layoutFromEnv((key) => Deno.env.get(key));
+console.log(permissionFlags(relocate(set, layout)).join("\n"));
