@@ -1,0 +1,56 @@
+/**
+ * Client side of "any Deploy fills missing or stopped ingress slots" (DESIGN.md bet 3): for one Machine, start
+ * the newest existing Ingress Proxy when none runs, or create and start one when there is none. It never
+ * replaces, upgrades or removes one. Creation goes through `ployz.container.ensure.v1` with a creation key
+ * derived from the Machine and slot, so a retried or concurrent fill finds the first container.
+ *
+ * @module
+ */
+
+import type { MachineApi } from "../deploy/mod.ts";
+import {
+  INGRESS_PROJECT,
+  INGRESS_SERVICE,
+  ingressContainerSpec,
+  type IngressSlotOptions,
+} from "./ingress_spec.ts";
+
+/** What filling one Machine's ingress slot did. */
+export interface IngressFill {
+  /** `running`: one already ran; `started`: an existing one was started; `created`: a new one was made. */
+  action: "running" | "started" | "created";
+  /** The container acted on or found. */
+  containerId: string;
+  /** Its state after the call. */
+  state: string;
+}
+
+/** The Machine RPC calls a fill needs. */
+export type IngressFillApi = Pick<MachineApi, "listContainers" | "ensureContainer" | "startContainer">;
+
+/** Fills the ingress slot of one Machine; RPC errors propagate for the caller's Outcome. */
+export async function fillIngressSlot(
+  api: IngressFillApi,
+  options: IngressSlotOptions,
+): Promise<IngressFill> {
+  const listed = await api.listContainers({ project: INGRESS_PROJECT, service: INGRESS_SERVICE });
+  const proxies = listed.containers.filter((c) =>
+    c.project === INGRESS_PROJECT && c.service === INGRESS_SERVICE
+  );
+  const live = proxies.find((c) => c.state === "running" || c.state === "restarting");
+  if (live !== undefined) return { action: "running", containerId: live.id, state: live.state };
+  const newest =
+    [...proxies].sort((a, b) =>
+      (b.created_at ?? "").localeCompare(a.created_at ?? "") || b.id.localeCompare(a.id)
+    )[0];
+  if (newest !== undefined) {
+    const started = await api.startContainer({ id: newest.id });
+    return { action: "started", containerId: started.container.id, state: started.container.state };
+  }
+  const ensured = await api.ensureContainer({ spec: ingressContainerSpec(options), start: true });
+  return {
+    action: ensured.created ? "created" : "started",
+    containerId: ensured.container.id,
+    state: ensured.container.state,
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Serving: what each Machine projects from the replicated rows onto its Internal DNS and its Ingress Proxy, the
+ * Serving Pointer and its acks, the retire loop, and the Ingress Proxy's lifecycle (DESIGN.md bets 3, 9, 10).
+ *
+ * - **What serves.** A Service with a Serving Pointer is served only by containers of the pointed Deployment; one
+ *   without a pointer by all its containers; either way only running, healthy (or probe-less), addressed
+ *   containers not marked stopping ({@link servingGroups}).
+ * - **DNS.** {@link projectDns} feeds lib/dns's `renderDnsSpec`; {@link DnsSpecWriter} is the single writer of
+ *   dns.json; {@link renderDnsRuntimeUnit} and the {@link DnsRunner} strategies keep `ployzd dns` running.
+ * - **Caddy.** {@link projectCaddy} renders ployz2's projection from `x-ports` (carried as the `ployz.ingress`
+ *   label, {@link servingLabels}) and `x-caddy` fragments; {@link loadCaddy} validates each fragment with
+ *   `/adapt` (a bad one is skipped and reported), loads with `/load` and confirms with `/config/`.
+ * - **Acks and retire.** A Machine acks a pointer once its DNS spec and its Caddy config loaded it
+ *   ({@link writeAcks}); {@link retireDecision} stops a Machine's own superseded containers once every Machine not
+ *   Down acked, or after the bound ({@link retireAfterMsFromEnv}, default 300 s); {@link startServingLoop} runs it
+ *   all from store changes, marking a container stopping and waiting for the local proxy to drop it first.
+ * - **Ingress Proxy.** Caddy in a container, `ployz-system/caddy` ({@link ingressContainerSpec}); a Deploy fills
+ *   missing or stopped slots ({@link fillIngressSlot}); the daemon starts the newest local proxy whose last start
+ *   failed exactly under bet 10's conditions ({@link ingressStartDecision}, {@link startIngressDriver}).
+ *
+ * @module
+ */
+
+export { acksToWrite, writeAcks } from "./acks.ts";
+export {
+  CADDY_ADMIN_CONFIG,
+  CADDY_ADMIN_DIR_IN_CONTAINER,
+  type CaddyAdmin,
+  CaddyAdminError,
+  openCaddyAdmin,
+} from "./caddy_admin.ts";
+export {
+  type CaddyLoadOptions,
+  type CaddyLoadReport,
+  canonical,
+  configDials,
+  loadCaddy,
+} from "./caddy_loader.ts";
+export {
+  type CaddyFragment,
+  type CaddyProjection,
+  type CaddyProjectionOptions,
+  projectCaddy,
+  renderTemplate,
+  type ServingProblem,
+} from "./caddy_projection.ts";
+export { type DnsProjectionOptions, projectDns } from "./dns_projection.ts";
+export {
+  type DnsRunner,
+  processDnsRunner,
+  renderDnsRuntimeUnit,
+  RUNTIME_UNIT_DIR,
+  systemdDnsRunner,
+  systemdRuns,
+} from "./dns_unit.ts";
+export { DnsSpecWriter } from "./dns_writer.ts";
+export {
+  type IngressDriver,
+  type IngressDriverOptions,
+  IngressHoldBook,
+  startIngressDriver,
+  toScanned,
+} from "./ingress_driver.ts";
+export { fillIngressSlot, type IngressFill, type IngressFillApi } from "./ingress_fill.ts";
+export {
+  caddyAdminSocket,
+  caddyRunDir,
+  DEFAULT_INGRESS_IMAGE,
+  INGRESS_PROJECT,
+  INGRESS_SERVICE,
+  ingressContainerName,
+  ingressContainerSpec,
+  ingressImage,
+  type IngressSlotOptions,
+} from "./ingress_spec.ts";
+export {
+  type IngressHoldReason,
+  type IngressHolds,
+  type IngressRecord,
+  type IngressScan,
+  type IngressStartDecision,
+  ingressStartDecision,
+  isIngressProxy,
+  lastStartFailed,
+  type ScannedContainer,
+} from "./ingress_start.ts";
+export {
+  caddyFragment,
+  type IngressRoute,
+  ingressRoutes,
+  markedStopping,
+  SERVING_LABELS,
+  servingLabels,
+  type ServingSource,
+} from "./labels.ts";
+export { pointerStatus, setServingPointer } from "./pointer.ts";
+export {
+  DEFAULT_RETIRE_AFTER_MS,
+  retireAfterMsFromEnv,
+  type RetireDecision,
+  type RetireInput,
+  type RetireItem,
+} from "./retire.ts";
+export { retireDecision } from "./retire.ts";
+export {
+  type ServingLoop,
+  type ServingLoopOptions,
+  type ServingPass,
+  startServingLoop,
+} from "./serving_loop.ts";
+export {
+  pointed,
+  servable,
+  type ServiceGroup,
+  serviceKey,
+  type ServingContext,
+  servingGroups,
+} from "./serving_set.ts";

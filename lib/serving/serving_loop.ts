@@ -1,0 +1,240 @@
+/**
+ * The daemon's serving loop: on each store change (debounced) and on a tick, one pass re-derives everything from
+ * rows and Docker — the retire decision, dns.json (single writer), the local Ingress Proxy's Caddy config, this
+ * Machine's acks, and the stops of retired containers. A pass only stops this Machine's own containers, and only
+ * after its local proxy's loaded config dropped them; it never starts, creates, places or moves one.
+ *
+ * Stopping marks live in this loop's memory: a retired container is excluded from both projections at once, and
+ * stopped on a later pass once Caddy's read-back config no longer dials it (remote proxies already dropped it by
+ * acking the pointer, or are Down, or the bound passed).
+ *
+ * @module
+ */
+
+import type { Engine } from "../deploy/mod.ts";
+import type { Container, Store } from "../store/mod.ts";
+import { writeAcks } from "./acks.ts";
+import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
+import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
+import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
+import { projectDns } from "./dns_projection.ts";
+import { DnsSpecWriter } from "./dns_writer.ts";
+import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
+import { type RetireDecision, retireDecision } from "./retire.ts";
+
+/** Options of {@link startServingLoop}. */
+export interface ServingLoopOptions {
+  /** This Machine's store; its site id is the Machine id. */
+  store: Store;
+  /** This Machine's Docker. */
+  engine: Engine;
+  /** The run dir (`/run/ployz`); the admin socket is `<runDir>/caddy/admin.sock`. */
+  runDir: string;
+  /** dns.json path; default `<runDir>/dns.json`. */
+  dnsPath?: string;
+  /** Addresses the DNS process answers on. */
+  dnsListen: string[];
+  /** Explicit DNS upstreams. */
+  dnsUpstreams?: string[];
+  /** Machines this Machine observes as Down. */
+  down?: () => ReadonlySet<string>;
+  /** Retire bound; default 300 s. */
+  retireAfterMs?: number;
+  /** Quiet time after a change before a pass; default 100 ms. */
+  debounceMs?: number;
+  /** Pass period without changes (the retire bound, a proxy restart); default 5 s. */
+  tickMs?: number;
+  /** Admin client factory (tests); default over the socket. */
+  admin?: () => CaddyAdmin;
+  /** One line per notable event. */
+  log?: (line: string) => void;
+}
+
+/** What one pass did. */
+export interface ServingPass {
+  /** dns.json holds this pass's projection. */
+  dnsWritten: boolean;
+  /** The local proxy's state: `absent` (no running Ingress Proxy here), `loaded`, `unchanged` or `failed`. */
+  caddy: "absent" | "loaded" | "unchanged" | "failed";
+  /** The load report when a load ran. */
+  caddyReport?: CaddyLoadReport;
+  /** Projection problems (skipped routes and fragments). */
+  problems: ServingProblem[];
+  /** Acks written. */
+  acks: number;
+  /** The retire decision. */
+  retire: RetireDecision;
+  /** Containers stopped by this pass. */
+  stopped: string[];
+  /** Errors met. */
+  errors: string[];
+}
+
+/** A running serving loop. */
+export interface ServingLoop {
+  /** Runs a pass now (after any running one). */
+  pass(): Promise<ServingPass>;
+  /** The dials of the config the local proxy last confirmed loaded. */
+  loadedDials(): string[];
+  /** Stops watching; resolves after the running pass. */
+  stop(): Promise<void>;
+}
+
+/** Starts the loop: a first pass at once, then on store changes and the tick. */
+export async function startServingLoop(options: ServingLoopOptions): Promise<ServingLoop> {
+  const { store, engine } = options;
+  const machineId = store.siteId;
+  const log = options.log ?? (() => {});
+  const writer = new DnsSpecWriter(options.dnsPath ?? `${options.runDir}/dns.json`);
+  await Deno.mkdir(caddyRunDir(options.runDir), { recursive: true });
+  const socket = caddyAdminSocket(options.runDir);
+  const admin = options.admin?.() ?? openCaddyAdmin(socket);
+  const marks = new Set<string>();
+  const firstSeen = new Map<string, number>();
+  let lastKey: string | undefined;
+  let dials: string[] = [];
+  const controller = new AbortController();
+  let tail: Promise<ServingPass> | undefined;
+
+  function localProxy(rows: Container[]): Container | undefined {
+    return rows.find((r) =>
+      r.machine_id === machineId && r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE &&
+      r.state === "running"
+    );
+  }
+
+  async function passOnce(): Promise<ServingPass> {
+    const errors: string[] = [];
+    const containers = store.containers.list();
+    const pointers = store.servingPointers.list();
+    const retire = retireDecision({
+      machineId,
+      nowMs: Date.now(),
+      containers,
+      pointers,
+      acks: store.acks.list(),
+      machines: store.machines.list().map((m) => m.id),
+      down: options.down?.() ?? new Set(),
+      firstSeen,
+      retireAfterMs: options.retireAfterMs,
+    });
+    for (const item of retire.retire) marks.add(item.containerId);
+    const live = new Set(
+      containers.filter((r) => r.state === "running" || r.state === "restarting").map((r) => r.id),
+    );
+    for (const id of [...marks]) if (!live.has(id)) marks.delete(id);
+
+    let dnsWritten = false;
+    try {
+      dnsWritten = await writer.write(projectDns(containers, pointers, {
+        machineId,
+        listen: options.dnsListen,
+        upstreams: options.dnsUpstreams,
+        stopping: marks,
+        now: new Date(),
+      }));
+    } catch (error) {
+      errors.push(`cannot write "${writer.path}": ${(error as Error).message}`);
+    }
+
+    const projection = projectCaddy(containers, pointers, { machineId, stopping: marks });
+    const proxy = localProxy(containers);
+    let caddy: ServingPass["caddy"] = "absent";
+    let caddyReport: CaddyLoadReport | undefined;
+    if (proxy === undefined) {
+      dials = [];
+      lastKey = undefined;
+    } else {
+      const key = canonical({
+        proxy: proxy.id,
+        started: proxy.started_at,
+        base: projection.base,
+        f: projection.fragments,
+      });
+      if (key === lastKey) caddy = "unchanged";
+      else {
+        caddyReport = await loadCaddy(admin, projection, { signal: controller.signal });
+        if (caddyReport.loaded) {
+          caddy = "loaded";
+          lastKey = key;
+          dials = configDials(caddyReport.config);
+          for (const s of caddyReport.skipped) log(`serving: skipped ${s.service}: ${s.message}`);
+        } else {
+          caddy = "failed";
+          lastKey = undefined;
+          errors.push(`Caddy load failed after ${caddyReport.attempts} attempts: ${caddyReport.error}`);
+        }
+      }
+    }
+
+    let acks = 0;
+    if (dnsWritten && caddy !== "failed") {
+      try {
+        acks = writeAcks(store, pointers);
+      } catch (error) {
+        errors.push(`cannot write acks: ${(error as Error).message}`);
+      }
+    }
+
+    const stopped: string[] = [];
+    for (const item of retire.retire) {
+      const row = containers.find((r) => r.id === item.containerId);
+      const addresses = row?.addresses ?? [];
+      const stillDialled = dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)));
+      if (stillDialled) continue;
+      try {
+        await engine.stopContainer(item.containerId, { signal: controller.signal });
+        stopped.push(item.containerId);
+        log(
+          `serving: retired "${item.name}" (${item.reason}): superseded by Deployment "${item.deployment}"`,
+        );
+      } catch (error) {
+        errors.push(`cannot stop "${item.name}": ${(error as Error).message}`);
+      }
+    }
+    for (const e of errors) log(`serving: ${e}`);
+    return {
+      dnsWritten,
+      caddy,
+      caddyReport,
+      problems: projection.problems,
+      acks,
+      retire,
+      stopped,
+      errors,
+    };
+  }
+
+  function pass(): Promise<ServingPass> {
+    const run = (tail ?? Promise.resolve()).catch(() => {}).then(passOnce);
+    tail = run;
+    return run;
+  }
+
+  let debounce: ReturnType<typeof setTimeout> | undefined;
+  function schedule(): void {
+    if (debounce !== undefined) clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      debounce = undefined;
+      void pass().catch((error) => log(`serving: ${(error as Error).message}`));
+    }, options.debounceMs ?? 100);
+  }
+
+  const watching = (async () => {
+    for await (const _ of store.watch({ signal: controller.signal })) schedule();
+  })();
+  const tick = setInterval(() => void pass().catch(() => {}), options.tickMs ?? 5_000);
+  await pass();
+  return {
+    pass,
+    loadedDials: () => [...dials],
+    async stop(): Promise<void> {
+      clearInterval(tick);
+      if (debounce !== undefined) clearTimeout(debounce);
+      controller.abort();
+      await watching;
+      await tail?.catch(() => {});
+      admin.close();
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * Shared setup of the serving tests and benchmark that run real Caddy on the dev dockerd: the Ingress Proxy image
+ * (built by `.ci/images_caddy.sh`), busybox httpd backends on a test bridge network, and container rows written
+ * the way the daemon's publisher writes them.
+ *
+ * @module
+ */
+
+import type { ContainerSpec, Engine, ObservedContainer } from "../deploy/mod.ts";
+import { LABELS } from "../deploy/mod.ts";
+import type { Container, Store } from "../store/mod.ts";
+import { INGRESS_PROJECT } from "./ingress_spec.ts";
+
+/** Builds the Ingress Proxy image when absent (idempotent script). */
+export async function buildCaddyImage(socket: string): Promise<void> {
+  const script = new URL("../../.ci/images_caddy.sh", import.meta.url).pathname;
+  const out = await new Deno.Command("bash", {
+    args: [script],
+    env: { DOCKER_HOST: `unix://${socket}` },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(`images_caddy.sh failed: ${new TextDecoder().decode(out.stderr)}`);
+}
+
+/** A busybox httpd backend answering its own name. */
+export function backendSpec(
+  base: (suffix: string, overrides?: Partial<ContainerSpec>) => ContainerSpec,
+  suffix: string,
+  service: string,
+  deployment: string,
+  network: string,
+  labels: Record<string, string> = {},
+): ContainerSpec {
+  return base(suffix, {
+    service,
+    deployment,
+    cmd: ["sh", "-c", `echo ${suffix} > /www/index.html && exec httpd -f -p 80 -h /www`],
+    labels,
+    network: { name: network },
+    restart: { policy: "no" },
+  });
+}
+
+/** The row the publisher would write for an observed container. */
+export function rowOf(o: ObservedContainer, machineId: string): Container {
+  const label = (key: string): string => o.labels[key] ?? "";
+  return {
+    id: o.id,
+    "machine_id": machineId,
+    name: o.name,
+    project: label(LABELS.project),
+    service: label(LABELS.service),
+    deployment: label(LABELS.deployment),
+    slot: label(LABELS.slot),
+    image: o.image,
+    state: o.state,
+    health: o.health,
+    addresses: o.address?.ipv4 ? [o.address.ipv4] : [],
+    labels: o.labels,
+    "created_at": o.createdAt,
+    "started_at": o.startedAt,
+    "start_error": o.lastError,
+  };
+}
+
+/** Publishes every owned container of the Engine into the store, as the publisher would. */
+export async function publishAll(engine: Engine, store: Store): Promise<void> {
+  const scan = await engine.rescan();
+  const seen = new Set<string>();
+  for (const o of scan.containers) {
+    seen.add(o.id);
+    store.containers.put(rowOf(o, engine.machineId));
+  }
+  for (const row of store.containers.list({ "machine_id": engine.machineId })) {
+    if (!seen.has(row.id)) store.containers.delete(row.id);
+  }
+}
+
+/**
+ * Sends an HTTP/1.0 GET to the published port with a Host header (fetch would send the URL's host) and returns the
+ * status and trimmed body.
+ */
+export async function get(port: number, host: string, path = "/"): Promise<{ status: number; body: string }> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(new TextEncoder().encode(`GET ${path} HTTP/1.0\r\nHost: ${host}\r\n\r\n`));
+    const chunks: Uint8Array[] = [];
+    const buffer = new Uint8Array(16 * 1024);
+    const deadline = setTimeout(() => conn.close(), 5_000);
+    try {
+      for (;;) {
+        const n = await conn.read(buffer);
+        if (n === null) break;
+        chunks.push(buffer.slice(0, n));
+      }
+    } finally {
+      clearTimeout(deadline);
+    }
+    const text = new TextDecoder().decode(concat(chunks));
+    const status = Number(text.match(/^HTTP\/1\.[01] (\d{3})/)?.[1] ?? NaN);
+    if (!Number.isInteger(status)) throw new Error(`Malformed HTTP answer: "${text.slice(0, 80)}"`);
+    const at = text.indexOf("\r\n\r\n");
+    return { status, body: at < 0 ? "" : text.slice(at + 4).trim() };
+  } finally {
+    try {
+      conn.close();
+    } catch {
+      // Closed by the deadline.
+    }
+  }
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Whether a row is an Ingress Proxy's. */
+export function isSystem(row: Container): boolean {
+  return row.project === INGRESS_PROJECT;
+}
