@@ -48,6 +48,7 @@ export interface UpgradeAccepted {
 }
 
 const WORKER_MAX_SECONDS = 1800;
+const LOCK_WAIT_MS = 30_000;
 const LIVE_UNIT_STATES = new Set(["active", "activating", "deactivating", "reloading"]);
 
 /** Refuses `busy` when another attempt's worker is still alive. Call with the lock held. */
@@ -99,8 +100,10 @@ export async function requestUpgrade(paths: InstallPaths, request: UpgradeReques
   }
   const source = openReleaseSource(sourceBase);
   const id = newAttemptId();
-  // A short wait absorbs a status reader's momentary probe of the lock; a running attempt still refuses.
-  await using _lock = await waitLockInstall(paths, id, 2_000);
+  // A running attempt refuses at once; otherwise wait out a finished worker still cleaning its staging (which
+  // can take seconds for a whole release tree) or a status reader's momentary probe of the lock.
+  await refuseIfOtherRunning(paths, id);
+  await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
   await refuseIfOtherRunning(paths, id);
   let channel: string | undefined;
   let target: string;
@@ -209,7 +212,8 @@ export async function installFrom(
   );
   const source = openReleaseSource(request.source);
   const id = newAttemptId();
-  await using _lock = await waitLockInstall(paths, id, 2_000);
+  await refuseIfOtherRunning(paths, id);
+  await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
   await refuseIfOtherRunning(paths, id);
   const now = new Date().toISOString();
   const record = await writeAttempt(paths, {
