@@ -1,6 +1,7 @@
-// `ployz lab` end to end, as root on real components: three Machines (namespaces, per-Machine dockerd,
-// wireguard-go mesh), a container on m1 reaching an httpd container on m3 by its container address, a partition
-// m1,m2 / m3 and its healing, and a `lab down` that leaves nothing behind.
+// `ployz lab` end to end, as root on real components: three Machines (namespaces, per-Machine dockerd and ployzd,
+// whose wireguard-go mesh ployzd brings up after the lab joined them), a container on m1 reaching an httpd
+// container on m3 by its address on the Machine network, a partition m1,m2 / m3 and its healing, and a `lab down`
+// that leaves nothing behind.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { missingCommands, wgInterfaceName } from "../lib/lab/mod.ts";
@@ -99,6 +100,8 @@ Deno.test({
         "-d",
         "--name",
         "web",
+        "--network",
+        "ployz",
         IMAGE,
         "sh",
         "-c",
@@ -113,7 +116,7 @@ Deno.test({
         "docker",
         "inspect",
         "-f",
-        "{{.NetworkSettings.IPAddress}}",
+        "{{.NetworkSettings.Networks.ployz.IPAddress}}",
         "web",
       ])).stdout.trim();
       assert.match(address, /^10\.210\.2\.\d+$/, "the container is on m3's Machine Subnet");
@@ -126,6 +129,8 @@ Deno.test({
         "docker",
         "run",
         "--rm",
+        "--network",
+        "ployz",
         IMAGE,
         "sh",
         "-c",

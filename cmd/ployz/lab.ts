@@ -6,11 +6,13 @@
 
 import { CliError, type Command, type CommandContext, UsageError } from "../../lib/cli/mod.ts";
 import {
+  DAEMON_ENV_PREFIXES,
   labDown,
   LabError,
   labExec,
   labHeal,
   labPartition,
+  labRestart,
   type LabStatus,
   labStatus,
   labUp,
@@ -19,7 +21,8 @@ import {
   type RelayConfig,
   startRelay,
 } from "../../lib/lab/mod.ts";
-import { MeshError } from "../../lib/mesh/mod.ts";
+import { MeshError, subnetCollisions } from "../../lib/mesh/mod.ts";
+import { RpcError } from "../../lib/rpc/mod.ts";
 
 const DEFAULT_DIR = "/tmp/ployz-lab";
 
@@ -33,7 +36,7 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof LabError || error instanceof MeshError) {
+    if (error instanceof LabError || error instanceof MeshError || error instanceof RpcError) {
       throw new CliError(error.code, error.message);
     }
     throw error;
@@ -58,28 +61,44 @@ function statusText(status: LabStatus): string {
         m.dockerd ? "answers" : "does not answer"
       }  wg ${m.wgInterface}`,
     );
-    for (const p of m.peers) {
-      lines.push(
-        `  ${p.machine}  ${p.membership}  handshake ${p.latestHandshake ?? "never"}  via ${
-          p.endpoint ?? "-"
-        }`,
-      );
+    const list = m.machineList;
+    if (list !== undefined) {
+      lines.push(`  machine ls by "${list.observer.machine_name}" at ${list.observed_at}:`);
+      for (const o of list.machines) {
+        const wg = m.peers.find((p) => p.machine === o.name || p.machine === o.public_key);
+        lines.push(
+          `    ${o.name}${o.self ? " *" : ""}  ${o.subnet ?? "-"}  ${
+            o.phase ?? "-"
+          }  ${o.membership}  handshake ${o.last_handshake_at ?? "never"}  store traffic ${
+            o.last_store_traffic_at ?? "never"
+          }${wg?.endpoint ? `  via ${wg.endpoint}` : ""}`,
+        );
+      }
+      for (const c of subnetCollisions(list.machines)) {
+        lines.push(`    subnet collision on ${c.subnet}: ${c.machines.map((x) => x.name).join(", ")}`);
+      }
+      if (list.mesh_error !== undefined) lines.push(`    mesh: ${list.mesh_error}`);
+    } else if (m.machineListError !== undefined) {
+      lines.push(`  ployzd does not answer: ${m.machineListError}`);
     }
-    if (m.peersError !== undefined) lines.push(`  peers unreadable: ${m.peersError}`);
   }
   return lines.join("\n") + "\n";
 }
 
 const up: Command = {
   name: "up",
-  summary: "Create N lab Machines (namespaces, dockerd, WireGuard mesh)",
-  usage: "[--machines N] [--profile clean|regional|far|flap] [--dir D] [--name NAME] [--image IMAGE]…",
+  summary: "Create N lab Machines (namespaces, dockerd, ployzd) joined into one Cluster",
+  usage:
+    "[--machines N] [--join N] [--profile clean|regional|far|flap] [--dir D] [--name NAME] [--image IMAGE]…",
   description:
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
-    ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.`,
+    ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
+    ` m1 founds the Cluster and m2…m<join> are added through "machine add" (--join, default all); the others run` +
+    ` ployzd uninitialized. PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS and PLOYZ_SYNC_INTERVAL_MS pass to every ployzd.`,
   options: {
     ...dirOption,
     machines: { type: "string" },
+    join: { type: "string" },
     profile: { type: "string" },
     name: { type: "string" },
     image: { type: "string", multiple: true },
@@ -87,6 +106,10 @@ const up: Command = {
   async run(ctx) {
     const machines = ctx.values.machines === undefined ? 3 : Number(ctx.values.machines);
     if (!Number.isInteger(machines)) throw new UsageError(`Option "--machines" must be a whole number`);
+    const join = ctx.values.join === undefined ? undefined : Number(ctx.values.join);
+    if (join !== undefined && (!Number.isInteger(join) || join < 0 || join > machines)) {
+      throw new UsageError(`Option "--join" must be a whole number from 0 to --machines`);
+    }
     const profile = (ctx.values.profile ?? "clean") as string;
     if (!(PROFILES as readonly string[]).includes(profile)) {
       throw new UsageError(`Option "--profile" must be one of ${PROFILES.join(", ")}: got "${profile}"`);
@@ -99,6 +122,8 @@ const up: Command = {
         profile: profile as Profile,
         images: Array.isArray(ctx.values.image) ? ctx.values.image.map(String) : undefined,
         progress: (line) => ctx.io.err(`lab: ${line}\n`),
+        join,
+        daemonEnv: daemonEnvFromOwn(),
       })
     );
     for (const image of result.missingImages) {
@@ -108,7 +133,7 @@ const up: Command = {
     ctx.io.out(`Lab "${plan.name}" is up in ${(result.elapsedMs / 1000).toFixed(1)} s:\n`);
     for (const m of plan.machines) {
       ctx.io.out(
-        `  ${m.name}  netns ${m.namespace}  subnet ${m.subnet}  DOCKER_HOST=unix://${m.dockerSocket}\n`,
+        `  ${m.name}  netns ${m.namespace}  subnet ${m.subnet}  DOCKER_HOST=unix://${m.dockerSocket}  PLOYZ_RUN_DIR=${m.ployzRunDir}\n`,
       );
     }
     return 0;
@@ -191,6 +216,28 @@ const down: Command = {
   },
 };
 
+function daemonEnvFromOwn(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(Deno.env.toObject())) {
+    if (DAEMON_ENV_PREFIXES.some((p) => key.startsWith(p))) out[key] = value;
+  }
+  return out;
+}
+
+const restart: Command = {
+  name: "restart",
+  summary: "Restart one lab Machine's ployzd (its mesh, dockerd and containers keep running)",
+  usage: "MACHINE [--dir D]",
+  options: dirOption,
+  positionals: [1, 1],
+  async run(ctx) {
+    const [machine] = ctx.positionals;
+    const result = await guard(() => labRestart({ dir: dirOf(ctx), machine, daemonEnv: daemonEnvFromOwn() }));
+    ctx.io.out(`Restarted ployzd of ${machine} in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
+    return 0;
+  },
+};
+
 const relay: Command = {
   name: "relay",
   summary: 'Run the lab\'s latency relay (started by "lab up" under a latency profile)',
@@ -212,5 +259,5 @@ const relay: Command = {
 export const labCommand: Command = {
   name: "lab",
   summary: "Run a local multi-Machine lab on this host (root)",
-  subcommands: [up, status, partition, heal, exec, down, relay],
+  subcommands: [up, status, partition, heal, exec, restart, down, relay],
 };

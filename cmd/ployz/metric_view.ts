@@ -1,35 +1,22 @@
-// Shared by `ployz top` and `ployz metrics`: the local observe.sock, durations, and how values read.
-import { join } from "node:path";
+// Shared by `ployz top` and `ployz metrics`: metric history from every Machine through Machine RPC, durations,
+// and how values read.
 import { CliError } from "../../lib/cli/mod.ts";
-import {
-  fetchMetricHistory,
-  type MetricHistoryWireRequest,
-  type MetricName,
-  ObserveError,
-  type PointValue,
-  type WireMetricHistory,
-} from "../../lib/observe/mod.ts";
-import { layoutFromEnv } from "../../lib/permissions/mod.ts";
+import type { MetricName } from "../../lib/observe/mod.ts";
+import type {
+  MetricHistoryRequest,
+  MetricHistoryResponse,
+  MetricValueWire,
+  PartialResult,
+} from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets } from "./cluster_targets.ts";
 
-/** Said on every answer until Machine RPC fans these queries out. */
-export const THIS_MACHINE_ONLY = "(this Machine only)";
-
-/** `$PLOYZ_RUN_DIR/observe.sock`. */
-export function observeSocket(): string {
-  return join(layoutFromEnv((key) => Deno.env.get(key)).runDir, "observe.sock");
-}
-
-/** Asks the local Observe Store; its refusals become CLI errors. */
-export async function history(request: MetricHistoryWireRequest): Promise<WireMetricHistory> {
-  try {
-    return await fetchMetricHistory(observeSocket(), request);
-  } catch (error) {
-    if (error instanceof ObserveError) {
-      const hint = error.code === "unavailable" ? ' (is "ployzd observe" running on this Machine?)' : "";
-      throw new CliError(error.code, `${error.message}${hint}`, { details: error.details });
-    }
-    throw error;
-  }
+/** Asks every Machine (or the one named) for metric history; a Machine that did not answer is a failure. */
+export async function historyAll(
+  request: MetricHistoryRequest,
+  machine?: string,
+): Promise<PartialResult<MetricHistoryResponse>> {
+  using targets = await clusterTargets({ machine });
+  return await askAll(targets, (client, _m, signal) => client.metricHistory(request, { signal }));
 }
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -48,7 +35,7 @@ export function parseDuration(option: string, text: string): number {
 }
 
 /** The number a point value reads as (a gauge's average, a delta's total); `undefined` for a gap. */
-export function numberOf(value: PointValue | undefined): number | undefined {
+export function numberOf(value: MetricValueWire | undefined): number | undefined {
   if (value === undefined || "gap" in value) return undefined;
   return "avg" in value ? value.avg : value.sum;
 }
@@ -79,6 +66,6 @@ export function bytes(n: number): string {
 }
 
 /** `-` or `gap: reason` for a gap. */
-export function gapText(value: PointValue | undefined): string | undefined {
+export function gapText(value: MetricValueWire | undefined): string | undefined {
   return value !== undefined && "gap" in value ? `gap: ${value.gap}` : undefined;
 }

@@ -5,7 +5,7 @@ import { inspectCommand } from "./inspect.ts";
 import { labCommand } from "./lab.ts";
 import { logsCommand } from "./logs.ts";
 import { lsCommand } from "./ls.ts";
-import { machineCommand } from "./machine_init.ts";
+import { machineCommand } from "./machine.ts";
 import { metricsCommand } from "./metrics.ts";
 import { psCommand } from "./ps.ts";
 import { rmCommand } from "./rm.ts";
@@ -25,12 +25,12 @@ export const ployz: Command = {
     lsCommand,
     inspectCommand,
     logsCommand,
+    topCommand,
+    metricsCommand,
     startCommand,
     stopCommand,
     rmCommand,
     scaleCommand,
-    topCommand,
-    metricsCommand,
     labCommand,
     versionCommand("ployz"),
   ],

@@ -1,20 +1,22 @@
-// `ployz top`: the latest sampled values per Service and of the Machine, from this Machine's Observe Store.
+// `ployz top`: the latest sampled values per Service and of each Machine, asked of every Machine.
 import type { Command } from "../../lib/cli/mod.ts";
-import type { MetricName, PointValue, WirePoint, WireSeries } from "../../lib/observe/mod.ts";
+import type { MetricName } from "../../lib/observe/mod.ts";
+import type { MetricHistoryResponse, MetricPointWire, MetricSeriesWire } from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
-import { formatValue, gapText, history, numberOf, THIS_MACHINE_ONLY } from "./metric_view.ts";
+import { formatValue, gapText, numberOf } from "./metric_view.ts";
 import { table } from "./ps.ts";
 
 // Long enough to hold the last complete round even when one is late.
 const WINDOW_MS = 30_000;
 
-function latest(series: WireSeries): WirePoint | undefined {
-  return series.points.findLast((p) => p.samples > 0);
+function latest(series: MetricSeriesWire | undefined): MetricPointWire | undefined {
+  return series?.points.findLast((p) => p.samples > 0);
 }
 
-function cell(point: WirePoint | undefined, metric: MetricName, perSecondOver?: number): string {
+function cell(point: MetricPointWire | undefined, metric: MetricName, perSecondOver?: number): string {
   if (point === undefined) return "gap: not_sampled";
-  const value: PointValue | undefined = point.values[metric];
+  const value = point.values[metric];
   const gap = gapText(value);
   if (gap !== undefined) return gap;
   const n = numberOf(value);
@@ -25,41 +27,68 @@ function cell(point: WirePoint | undefined, metric: MetricName, perSecondOver?: 
   );
 }
 
+interface MachineTop {
+  services: MetricHistoryResponse;
+  machine: MetricHistoryResponse;
+}
+
 /** `ployz top`. */
 export const topCommand: Command = {
   name: "top",
-  summary: "Show current CPU, memory and network per Service and of the Machine",
-  usage: "[--json]",
-  description: "Reads this Machine's Observe Store (observe.sock); other Machines are not asked yet.",
-  options: { json: { type: "boolean" } },
+  summary: "Show current CPU, memory and network per Service and Machine, from every Machine",
+  usage: "[--machine M] [--json]",
+  description: [
+    "Asks every Machine the local Machine knows of for its latest 10 s samples. A value a Machine could not read",
+    "shows as a gap with its reason, never as zero. Machines that did not answer, and Machines not asked, are",
+    "listed. The exit code is 0 when at least one Machine answered.",
+  ].join("\n"),
+  options: { json: { type: "boolean" }, machine: { type: "string" } },
   async run({ values, io }): Promise<number> {
     const since = new Date(Date.now() - WINDOW_MS).toISOString();
-    const [services, machine] = await Promise.all([
-      history({ since, step: 10 }),
-      history({ machine: true, since, step: 10 }),
-    ]);
-    const seconds = services["sample_ms"] / 1000;
-    const rows = services.series.map((s) => ({ series: s, point: latest(s) }));
-    const machinePoint = machine.series[0] === undefined ? undefined : latest(machine.series[0]);
+    using targets = await clusterTargets({
+      machine: typeof values.machine === "string" ? values.machine : undefined,
+    });
+    const result = await askAll<MachineTop>(targets, async (client, _m, signal) => {
+      const [services, machine] = await Promise.all([
+        client.metricHistory({ since, step: 10 }, { signal }),
+        client.metricHistory({ machine: true, since, step: 10 }, { signal }),
+      ]);
+      return { services, machine };
+    });
+    requireAnyAnswer(result, "read metrics");
     if (values.json === true) {
       io.out(jsonLine({
-        "machine_only": true,
-        "sample_ms": services["sample_ms"],
-        services: rows.map(({ series, point }) => ({
-          project: series.project,
-          service: series.service,
-          containers: series.containers.length,
-          "time_ms": point?.["time_ms"] ?? null,
-          values: point?.values ?? null,
-        })),
-        machine: { "time_ms": machinePoint?.["time_ms"] ?? null, values: machinePoint?.values ?? null },
+        machines: result.successes.map(({ machine, value }) => {
+          const point = latest(value.machine.series[0]);
+          return {
+            "machine_id": machine.id,
+            "machine_name": machine.name,
+            "sample_ms": value.services.sample_ms,
+            services: value.services.series.map((series) => {
+              const p = latest(series);
+              return {
+                project: series.project,
+                service: series.service,
+                containers: series.containers.length,
+                "time_ms": p?.time_ms ?? null,
+                values: p?.values ?? null,
+              };
+            }),
+            machine: { "time_ms": point?.time_ms ?? null, values: point?.values ?? null },
+          };
+        }),
+        ...partialJson(result),
       }));
       return 0;
     }
-    io.out(table(
-      ["SERVICE", "CONTAINERS", "CPU", "MEMORY", "NET RX", "NET TX", "DISK READ", "DISK WRITE"],
-      [
-        ...rows.map(({ series, point }) => [
+    const rows: string[][] = [];
+    const footer: string[] = [];
+    for (const { machine, value } of result.successes) {
+      const seconds = value.services.sample_ms / 1000;
+      for (const series of value.services.series) {
+        const point = latest(series);
+        rows.push([
+          machine.name,
           `${series.project}/${series.service}`,
           String(series.containers.length),
           cell(point, "cpu"),
@@ -68,27 +97,35 @@ export const topCommand: Command = {
           cell(point, "net_tx", seconds),
           cell(point, "disk_read", seconds),
           cell(point, "disk_write", seconds),
-        ]),
-        [
-          "(Machine)",
-          "",
-          cell(machinePoint, "cpu"),
-          cell(machinePoint, "memory"),
-          cell(machinePoint, "net_rx", seconds),
-          cell(machinePoint, "net_tx", seconds),
-          "",
-          "",
-        ],
-      ],
+        ]);
+      }
+      const point = latest(value.machine.series[0]);
+      rows.push([
+        machine.name,
+        "(Machine)",
+        "",
+        cell(point, "cpu"),
+        cell(point, "memory"),
+        cell(point, "net_rx", seconds),
+        cell(point, "net_tx", seconds),
+        "",
+        "",
+      ]);
+      const at = point === undefined
+        ? "no sample in the last 30 s"
+        : `sampled ${new Date(point.time_ms).toISOString()}`;
+      footer.push(
+        `Machine "${machine.name}": load ${cell(point, "load1")}, data disk free ${
+          cell(point, "disk_free")
+        }, ${at}`,
+      );
+    }
+    io.out(table(
+      ["MACHINE", "SERVICE", "CONTAINERS", "CPU", "MEMORY", "NET RX", "NET TX", "DISK READ", "DISK WRITE"],
+      rows,
     ));
-    const at = machinePoint === undefined
-      ? "no sample in the last 30 s"
-      : new Date(machinePoint["time_ms"]).toISOString();
-    io.out(
-      `CPU in cores; network and disk per second. Machine load ${
-        cell(machinePoint, "load1")
-      }, data disk free ${cell(machinePoint, "disk_free")}. Sampled ${at} ${THIS_MACHINE_ONLY}\n`,
-    );
+    io.out(`CPU in cores; network and disk per second.\n${footer.join("\n")}\n`);
+    for (const line of partialLines(result)) io.err(`${line}\n`);
     return 0;
   },
 };

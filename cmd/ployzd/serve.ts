@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { CliError, type Command, PLOYZ_VERSION, UsageError } from "../../lib/cli/mod.ts";
-import { type Daemon, startDaemon } from "../../lib/daemon/mod.ts";
-import { layoutFromEnv } from "../../lib/permissions/mod.ts";
+import { type Daemon, meshSettingsFromEnv, startDaemon } from "../../lib/daemon/mod.ts";
+import { DEFAULT_LAYOUT, layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
 
 /**
@@ -16,6 +16,10 @@ export const serve: Command = {
     "Paths come from PLOYZ_DATA_DIR, PLOYZ_RUN_DIR and PLOYZ_DOCKER_SOCKET (defaults /var/lib/ployz, /run/ployz,",
     "/var/run/docker.sock). PLOYZ_DOCKER_NETWORK names the Machine's bridge network (default ployz);",
     "PLOYZ_DOCKER_LABELS (k=v,k=v) adds labels to every Docker object the daemon creates.",
+    "Mesh: PLOYZ_WG_INTERFACE (default ployz0 for the installed layout; required with a relocated data",
+    "directory; none = no mesh), PLOYZ_WG_PORT (51820), PLOYZ_ADVERTISE_ENDPOINTS (host:port,…; default the",
+    "host's IPv4 addresses), PLOYZ_MEMBERSHIP_{HANDSHAKE_UP,STORE_UP,DOWN_AFTER}_MS, PLOYZ_MESH_TICK_MS,",
+    "PLOYZ_SYNC_INTERVAL_MS. Store sync listens on the Machine Gateway, port 51000, over the mesh only.",
   ].join("\n"),
   options: { "rescan-seconds": { type: "string" } },
   async run({ values, io }): Promise<number> {
@@ -23,6 +27,12 @@ export const serve: Command = {
     const env = (key: string): string | undefined => Deno.env.get(key);
     const layout = layoutFromEnv(env);
     const log = (line: string): void => io.err(`ployzd serve: ${line}\n`);
+    let mesh;
+    try {
+      mesh = meshSettingsFromEnv(env, { defaultLayout: layout.dataDir === DEFAULT_LAYOUT.dataDir });
+    } catch (error) {
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    }
     let daemon: Daemon;
     try {
       daemon = await startDaemon({
@@ -33,6 +43,7 @@ export const serve: Command = {
         extraLabels: parseLabels(env("PLOYZ_DOCKER_LABELS")),
         rescanMs: rescanSeconds * 1000,
         log,
+        mesh,
       });
     } catch (error) {
       if (error instanceof RpcError) {
@@ -42,6 +53,11 @@ export const serve: Command = {
     }
     const m = daemon.machine;
     log(`Machine "${m.name}" (${m.id}, ${m.phase}) listening on ${join(layout.runDir, "ployz.sock")}`);
+    log(
+      mesh === undefined
+        ? "mesh off"
+        : `mesh interface "${mesh.interfaceName}", WireGuard port ${mesh.listenPort}`,
+    );
     const signal = await new Promise<Deno.Signal>((resolve) => {
       const handlers = (["SIGTERM", "SIGINT"] as const).map((name) => {
         const handler = (): void => {

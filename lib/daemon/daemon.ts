@@ -1,8 +1,12 @@
 /**
  * `startDaemon`: the Machine daemon's lifecycle. On start it reads (or mints) the local Machine record and key
- * pair, reopens the replicated store when the Machine participates, starts the publisher, and serves Machine RPC
- * on `<runDir>/ployz.sock`. `stop` ends long calls, closes the server, the publisher, the store, and removes the
- * socket.
+ * pair, reopens the replicated store when the Machine participates (or is joining), starts the publisher and the
+ * Cluster link (WireGuard, peers from the `machines` rows, store sync over the mesh), and serves Machine RPC on
+ * `<runDir>/ployz.sock`. `stop` ends long calls, closes the server, the publisher, the link, the store, and removes
+ * the socket; the WireGuard interface stays up.
+ *
+ * Phases: `uninitialized` → `participating` (init founds a Cluster), or → `joining` (join) → `participating` once
+ * its store caught up with the Entry Machine's vector; leave returns to `uninitialized`.
  *
  * @module
  */
@@ -13,18 +17,31 @@ import {
   advertisedCapabilities,
   createRpcApp,
   isRpcErrorCode,
+  type JoinRequest,
+  type LeaveRequest,
+  type LeaveResponse,
   listenUnix,
   RpcError,
   type RpcErrorCode,
+  type RpcHandlers,
   type SocketServer,
 } from "../rpc/mod.ts";
 import { openStore, type Store, StoreError } from "../store/mod.ts";
+import { defaultEndpoints } from "../mesh/mod.ts";
+import { ClusterLink, type PeerHint } from "./cluster_link.ts";
 import { buildHandlers, machineToWire } from "./handlers.ts";
 import { mintId } from "./ids.ts";
-import { ensureKeyPair } from "./keys.ts";
+import { observeHandlers } from "./observe_proxy.ts";
+import { ensureKeyPair, keyPath } from "./keys.ts";
+import { listMachines } from "./membership.ts";
+import { type MeshSettings } from "./mesh_settings.ts";
+import { DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/mod.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { type Publisher, startPublisher } from "./publisher.ts";
 import { DEFAULT_SUBNET, parseSubnet } from "./subnet.ts";
+import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
+import { MutationGate } from "./mutation_gate.ts";
+import { guardMutations, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
 
 /** Where the Machine keeps its files and where Docker listens; lib/permissions' `Layout` fits. */
 export interface DaemonPaths {
@@ -52,6 +69,8 @@ export interface DaemonOptions {
   rescanMs?: number;
   /** One line per notable event; never key material or environment values. */
   log?: (line: string) => void;
+  /** How to take part in the mesh; `undefined` runs without WireGuard and store sync. */
+  mesh?: MeshSettings;
 }
 
 /** A running daemon. */
@@ -113,6 +132,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let store: Store | undefined;
   let publisher: Publisher | undefined;
   let capabilities: string[] = [];
+  let link: ClusterLink | undefined;
+  let catchingUp: Promise<void> | undefined;
+  const mesh = options.mesh;
+  const endpoints = mesh === undefined ? [] : mesh.advertiseEndpoints ?? defaultEndpoints(
+    Deno.networkInterfaces(),
+    { port: mesh.listenPort, clusterNetwork: mesh.clusterNetwork, skipInterfaces: [mesh.interfaceName] },
+  );
   // Serializes init with itself, so two concurrent calls found one Cluster.
   let initTail: Promise<unknown> = Promise.resolve();
 
@@ -120,6 +146,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if (store === undefined || record.cluster_id === undefined) return;
     store.machines.put({
       ...machineToWire(record),
+      endpoints,
       capabilities,
       "daemon_version": options.daemonVersion,
     });
@@ -129,6 +156,145 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     store = opened;
     publishMachine();
     publisher = startPublisher({ engine, store: opened, rescanMs: options.rescanMs, log });
+    link = new ClusterLink({
+      store: opened,
+      settings: mesh,
+      keyPath: keyPath(layout.dataDir),
+      selfId: record.id,
+      subnet: record.subnet!,
+      hints: bootstrapHints(record),
+      log,
+    });
+    link.start();
+    if (record.phase === "joining") catchingUp = catchUp(opened);
+  }
+
+  // Joining: sync with the bootstrap peers until this copy holds everything the first one answering held when
+  // asked; only then does the Machine count as participating (it never acts on a stale copy as if complete).
+  async function catchUp(opened: Store): Promise<void> {
+    const agent = link?.agent;
+    const peers = bootstrapHints(record).map((h) => link!.peerUrls().find((p) => p.machineId === h.machineId))
+      .filter((p) => p !== undefined);
+    if (agent === undefined || peers.length === 0) {
+      log("joining: no mesh or no bootstrap peer; staying in phase joining");
+      return;
+    }
+    let reported = "";
+    while (!stopping.signal.aborted && !opened.closed && store === opened) {
+      for (const peer of peers) {
+        try {
+          const target = await agent.peerVector(peer.url);
+          for (let round = 0; round < 50 && !opened.caughtUpWith(target); round++) {
+            await agent.syncOnce(peer.url);
+          }
+          if (!opened.caughtUpWith(target) || store !== opened) continue;
+          const next: LocalMachine = { ...record, phase: "participating" };
+          delete next.bootstrap_peers;
+          await writeMachineFile(layout.dataDir, next);
+          record = next;
+          publishMachine();
+          log(`caught up with ${peer.machineId}: participating`);
+          return;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          if (message !== reported) log(`joining: ${message}`);
+          reported = message;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  async function joinCluster(req: JoinRequest): Promise<LocalMachine> {
+    const subnet = parseSubnet(req.subnet);
+    if (subnet === undefined) {
+      throw new RpcError("invalid_argument", `Invalid subnet "${req.subnet}": expected an IPv4 /24`, {
+        details: { field: "subnet" },
+      });
+    }
+    if (record.phase !== "uninitialized") {
+      if (record.cluster_id === req.cluster_id && record.subnet === subnet.subnet) return record;
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" is already ${record.phase} in Cluster "${record.cluster_name}" (id "${record.cluster_id}") with subnet "${record.subnet}"`,
+        { details: { "cluster_id": record.cluster_id ?? "", phase: record.phase } },
+      );
+    }
+    await engine.ensureNetwork({ name: network, subnet: subnet.subnet, gateway: subnet.gateway });
+    const path = storePath(layout.dataDir);
+    await removeStoreFiles(path);
+    const opened = openStore({ path, siteId: record.id, clusterId: req.cluster_id });
+    const next: LocalMachine = {
+      ...record,
+      name: req.machine_name ?? record.name,
+      phase: "joining",
+      "cluster_id": req.cluster_id,
+      "cluster_name": req.cluster_name,
+      subnet: subnet.subnet,
+      "bootstrap_peers": req.peers,
+    };
+    try {
+      await writeMachineFile(layout.dataDir, next);
+    } catch (error) {
+      opened.close();
+      throw error;
+    }
+    record = next;
+    participate(opened);
+    log(`joining Cluster "${req.cluster_name}" (${req.cluster_id}) with subnet ${subnet.subnet}`);
+    return record;
+  }
+
+  async function leaveCluster(req: LeaveRequest): Promise<LeaveResponse> {
+    if (store === undefined || record.phase === "uninitialized") {
+      throw new RpcError("conflict", `Machine "${record.name}" is not in a Cluster: nothing to leave`, {
+        details: { phase: record.phase },
+      });
+    }
+    const owned = await engine.listOwned({});
+    if (owned.length > 0 && req.confirm_data_loss !== record.name) {
+      const names = owned.map((c) => c.name);
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" runs ${owned.length} Ployz container(s) (${names.slice(0, 5).join(", ")}${
+          names.length > 5 ? ", …" : ""
+        }): leaving removes them (Data Loss); confirm with the Machine's name`,
+        { details: { containers: names, "machine_name": record.name } },
+      );
+    }
+    await publisher?.stop();
+    publisher = undefined;
+    const removed: string[] = [];
+    for (const c of owned) {
+      await engine.removeContainer(c.id, { force: true });
+      removed.push(c.name);
+    }
+    const opened = store;
+    for (const row of opened.containers.list({ "machine_id": record.id })) opened.containers.delete(row.id);
+    opened.machines.delete(record.id);
+    const delivery = await link?.syncWithAll(5_000) ?? { delivered: [], failed: [] };
+    await link?.stop();
+    const interfaceRemoved = await link?.teardown() ?? false;
+    link = undefined;
+    store = undefined;
+    opened.close();
+    // Kept, not deleted: it is the only copy of what this Machine saw, and a later join starts a fresh one.
+    const path = storePath(layout.dataDir);
+    const aside = `${path}.left-${new Date().toISOString().replaceAll(":", "")}`;
+    await Deno.rename(path, aside).catch(() => {});
+    await removeStoreFiles(path);
+    const next: LocalMachine = { id: record.id, name: record.name, phase: "uninitialized" };
+    for (const k of ["public_key", "created_at"]) if (record[k] !== undefined) next[k] = record[k];
+    await writeMachineFile(layout.dataDir, next);
+    record = next;
+    log(`left the Cluster; tombstone delivered to ${delivery.delivered.length} peer(s)`);
+    return {
+      "machine_id": record.id,
+      "removed_containers": removed,
+      "tombstone_delivered_to": delivery.delivered,
+      "tombstone_not_delivered_to": delivery.failed,
+      "interface_removed": interfaceRemoved,
+    };
   }
 
   async function foundCluster(req: { clusterName?: string; machineName?: string; subnet?: string }) {
@@ -140,6 +306,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         {
           details: { field: "subnet" },
         },
+      );
+    }
+    if (record.phase !== "uninitialized" && record.phase !== "participating") {
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" is ${record.phase} in Cluster "${record.cluster_name}": it cannot found another`,
+        { details: { phase: record.phase, "cluster_id": record.cluster_id ?? "" } },
       );
     }
     if (record.phase === "participating") {
@@ -183,7 +356,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     return record;
   }
 
-  const handlers = buildHandlers({
+  const baseHandlers = buildHandlers({
     record: () => record,
     engine,
     dockerSocket: layout.dockerSocket,
@@ -195,9 +368,74 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       return run;
     },
   });
+  const handlers: RpcHandlers = {
+    ...baseHandlers,
+    ...observeHandlers({
+      record: () => record,
+      observeSocket: join(layout.runDir, "observe.sock"),
+      stopping: stopping.signal,
+    }),
+    async listMachines() {
+      const rows = store === undefined || store.closed ? [] : store.machines.list();
+      const evidence = link === undefined
+        ? { handshakes: new Map(), traffic: new Map(), received: new Map() }
+        : await link.evidence();
+      return listMachines({
+        self: { id: record.id, name: record.name },
+        rows,
+        evidence,
+        thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
+        now: Date.now(),
+        meshError: link === undefined ? "this Machine is not in a Cluster" : link.meshError,
+      });
+    },
+    async admitPeer(req) {
+      if (link === undefined || record.phase !== "participating") {
+        throw new RpcError(
+          "conflict",
+          `Machine "${record.name}" cannot admit a peer: it is ${record.phase}`,
+          {
+            details: { phase: record.phase },
+          },
+        );
+      }
+      const result = await link.admit({
+        machineId: req.machine_id,
+        publicKey: req.public_key,
+        subnet: req.subnet,
+        endpoints: req.endpoints ?? [],
+      });
+      return { "machine_id": record.id, ...result };
+    },
+    async joinMachine(req) {
+      const run = initTail.then(() => joinCluster(req));
+      initTail = run.catch(() => {});
+      const joined = await run;
+      return { machine: machineToWire(joined), endpoints };
+    },
+    leaveMachine(req) {
+      const run = initTail.then(() => leaveCluster(req));
+      initTail = run.catch(() => {});
+      return run;
+    },
+  };
+  // Upgrades over RPC, and the interlock: mutations are counted and refused while an upgrade attempt runs.
+  const upgradeHost: UpgradeHost = {
+    paths: { ...DEFAULT_INSTALL_PATHS, layout: { ...DEFAULT_INSTALL_PATHS.layout, ...layout } },
+    gate: new MutationGate(),
+    machineName: () => record.name,
+  };
+  Object.assign(handlers, guardMutations(handlers, upgradeHost), upgradeHandlers(upgradeHost));
+  // The base handlers advertise only themselves; the contract names every route this daemon serves.
+  handlers.describeContract = async (req, ctx) => ({
+    ...await baseHandlers.describeContract!(req, ctx),
+    capabilities: advertisedCapabilities(handlers),
+  });
   capabilities = advertisedCapabilities(handlers);
 
-  if (record.phase === "participating" && record.cluster_id !== undefined) {
+  if (
+    (record.phase === "participating" || record.phase === "joining") && record.cluster_id !== undefined
+  ) {
     participate(
       openStore({ path: storePath(layout.dataDir), siteId: record.id, clusterId: record.cluster_id }),
     );
@@ -216,6 +454,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     server = await listenUnix({ path: socketPath }, app.fetch);
   } catch (error) {
     await publisher?.stop();
+    await link?.stop();
     store?.close();
     throw error;
   }
@@ -226,6 +465,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       stopping.abort();
       await server.shutdown();
       await publisher?.stop();
+      await link?.stop();
+      await catchingUp;
       store?.close();
     })();
     await stopped;
@@ -243,4 +484,20 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+function bootstrapHints(record: LocalMachine): PeerHint[] {
+  const peers = record.bootstrap_peers;
+  if (!Array.isArray(peers)) return [];
+  return peers.flatMap((p) => {
+    if (p === null || typeof p !== "object") return [];
+    const { id, "public_key": publicKey, subnet, endpoints } = p as Record<string, unknown>;
+    if (typeof id !== "string" || typeof publicKey !== "string" || typeof subnet !== "string") return [];
+    return [{
+      machineId: id,
+      publicKey,
+      subnet,
+      endpoints: Array.isArray(endpoints) ? endpoints.filter((e): e is string => typeof e === "string") : [],
+    }];
+  });
 }

@@ -2,8 +2,14 @@
  * The Machine daemon (`ployzd serve`): the local Machine record and key pair, Machine RPC handlers over this
  * Machine's Docker, and the publisher of its containers into the replicated store.
  *
- * Why its own area: the daemon composes the store, the Docker adapter of lib/deploy and the Machine RPC of
- * lib/rpc (and, later, the mesh); none of those areas should own that composition or the Machine's identity.
+ * Why its own area: the daemon composes the store, the Docker adapter of lib/deploy, the Machine RPC of lib/rpc and
+ * the mesh of lib/mesh; none of those areas should own that composition or the Machine's identity.
+ *
+ * Mesh. Once in a Cluster the daemon brings up its WireGuard interface, sets its peers from the replicated
+ * `machines` rows as they change, routes their subnets through it, advertises its endpoints in its own row, serves
+ * store sync on its Machine Gateway port 51000 (accepted only from the WireGuard interface) and replicates with
+ * peers at their gateways. Joining (`ployz.machine.join.v1`) starts from the Entry Machine's row and counts as
+ * participating only once caught up; leaving (`ployz.machine.leave.v1`) tombstones its own row.
  *
  * Files. `<dataDir>/machine.json` holds the record (id minted here once as 26 lowercase base32 characters, name,
  * phase, Cluster, subnet, public key), replaced atomically. `<dataDir>/keys/wg.key` (0600) holds the X25519
@@ -29,3 +35,4 @@ export { type LocalMachine, machineFilePath, readMachineFile } from "./machine_f
 export { keyPath } from "./keys.ts";
 export { isMintedId, mintId } from "./ids.ts";
 export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
+export { type MeshSettings, meshSettingsFromEnv, SYNC_PORT } from "./mesh_settings.ts";

@@ -42,6 +42,7 @@ export { parseSha256Sums } from "./checksums.ts";
 export { checkAttemptId, journalHint, STAGES, workerUnit } from "./attempt.ts";
 export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts";
 export { installFrom, readAttempt, requestUpgrade, runWorker } from "./request.ts";
+export { runningAttempt } from "./running.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export { currentVersion } from "./activate.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";

@@ -1,7 +1,8 @@
 /**
  * One dockerd per lab Machine, started inside the Machine's network namespace with `nsenter --net` (not
  * `ip netns exec`, which remounts /sys and breaks dockerd's cgroup detection), with its own data root, exec root,
- * socket and pidfile under the Machine's directory, and the Machine Subnet as its bridge.
+ * socket and pidfile under the Machine's directory. Its default bridge keeps Docker's own range (each namespace is
+ * separate); the Machine Subnet is the `ployz` network ployzd creates when the Machine joins.
  *
  * @module
  */
@@ -39,8 +40,6 @@ export async function startDockerd(machine: MachinePlan): Promise<void> {
     machine.dockerPidfile,
     "--iptables=false",
     "--ip-masq=false",
-    "--bip",
-    `${machine.gateway}/24`,
     "--mtu",
     "1420",
     "--storage-driver",

@@ -1,6 +1,6 @@
 /**
  * `labDown`: removes everything a lab made, from its state file alone, whether `up` finished, failed or crashed:
- * each Machine's containers and dockerd, every process left in its namespace (and their children), the WireGuard
+ * each Machine's ployzd, its containers and dockerd, every process left in its namespace (and their children), the WireGuard
  * interfaces and any `wireguard-go` still serving them, the namespaces (their veths and the bridge go with them),
  * mounts under the lab directory, and the directory. Safe to run twice.
  *
@@ -9,6 +9,7 @@
 
 import { netnsRunner } from "../mesh/mod.ts";
 import { stopDockerd } from "./dockerd.ts";
+import { netnsPresent, stopDaemonProcess } from "./ployzd.ts";
 import { findPids, mountsUnder, stopPids, tryRun, withDescendants } from "./host.ts";
 import { readState } from "./state.ts";
 
@@ -44,6 +45,9 @@ export async function labDown(options: { dir: string }): Promise<LabDownResult> 
   if (state === undefined) return { found: false, namespaces: [], processes: 0, dirRemoved: false };
   const { plan } = state;
   let processes = 0;
+  await Promise.all(plan.machines.map(async (m) => {
+    if (await netnsPresent(m)) processes += await stopDaemonProcess(m);
+  }));
   await Promise.all(plan.machines.map(async (m) => {
     if (await stopDockerd(m)) processes++;
   }));

@@ -1,7 +1,8 @@
 /**
  * The local multi-Machine lab (`ployz lab`): on one Linux host, as root, N Machines, each a network namespace with
- * its own dockerd and WireGuard interface, joined over a private underlay bridge; partitions and healing on that
- * underlay; and a teardown that removes everything from the lab's state file. No ployzd runs in it yet.
+ * its own dockerd and its own `ployzd serve`, over a private underlay bridge. The lab founds the Cluster on m1 and
+ * adds the others through the real enrollment flow; each ployzd brings up its own WireGuard mesh. Partitions, loss
+ * and latency act on the underlay; a teardown removes everything from the lab's state file.
  *
  * @module
  */
@@ -26,5 +27,7 @@ export { LAB_CHAIN, labUp, LOSS_CHAIN } from "./up.ts";
 export type { LabUpOptions, LabUpResult } from "./up.ts";
 export { labDown } from "./down.ts";
 export type { LabDownResult } from "./down.ts";
-export { labExec, labHeal, labPartition, labStatus } from "./ops.ts";
+export { labExec, labHeal, labPartition, labRestart, labStatus } from "./ops.ts";
+export { DAEMON_ENV_PREFIXES, daemonClient, daemonSocket } from "./ployzd.ts";
 export type { LabMachineStatus, LabPeerStatus, LabStatus } from "./ops.ts";
+export { DIGEST_TABLES, readRows, storeDigest, storeFile } from "./store_reader.ts";

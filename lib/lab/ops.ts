@@ -4,7 +4,10 @@
  * @module
  */
 
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { netnsPath, netnsRunner, observeMembership, readPeers, runChecked } from "../mesh/mod.ts";
+import type { ListMachinesResponse } from "../rpc/mod.ts";
 import { dockerdAnswers } from "./dockerd.ts";
 import { LabError } from "./errors.ts";
 import { type LabPlan, machineByName, RELAY_ADDRESS } from "./plan.ts";
@@ -12,6 +15,14 @@ import { relayPort } from "./relay.ts";
 import { checkPrerequisites } from "./prereq.ts";
 import { type LabState, requireState, writeState } from "./state.ts";
 import { LAB_CHAIN } from "./up.ts";
+import {
+  daemonClient,
+  daemonLayout,
+  daemonPids,
+  startDaemonProcess,
+  stopDaemonProcess,
+  waitDaemon,
+} from "./ployzd.ts";
 
 /** One peer as one lab Machine sees it. */
 export interface LabPeerStatus {
@@ -45,6 +56,12 @@ export interface LabMachineStatus {
   peers: LabPeerStatus[];
   /** Why the peers could not be read, if so. */
   peersError?: string;
+  /** Whether its ployzd answered. */
+  ployzd?: boolean;
+  /** Its ployzd's `machine ls` observation. */
+  machineList?: ListMachinesResponse;
+  /** Why its ployzd could not be asked, if so. */
+  machineListError?: string;
 }
 
 /** A lab's status: every Machine's own observation. */
@@ -91,6 +108,14 @@ export async function labStatus(options: { dir: string }): Promise<LabStatus> {
       peers: [],
     };
     if (!namespacePresent) return status;
+    using client = daemonClient(m);
+    try {
+      status.machineList = await client.listMachines({ signal: AbortSignal.timeout(10_000) });
+      status.ployzd = true;
+    } catch (error) {
+      status.ployzd = false;
+      status.machineListError = error instanceof Error ? error.message : String(error);
+    }
     try {
       status.peers = (await readPeers(netnsRunner(m.namespace), m.wgInterface)).map((p) => ({
         machine: byKey.get(p.publicKey) ?? p.publicKey,
@@ -115,9 +140,13 @@ export async function labStatus(options: { dir: string }): Promise<LabStatus> {
   };
 }
 
+const BIN = fileURLToPath(new URL("../../bin", import.meta.url));
+
 /**
- * Runs `argv` inside a lab Machine's network namespace, with `DOCKER_HOST` pointing at that Machine's dockerd.
- * `inherit` wires the caller's stdio; otherwise output is collected.
+ * Runs `argv` inside a lab Machine's network namespace, with `DOCKER_HOST` pointing at that Machine's dockerd,
+ * `PLOYZ_RUN_DIR` at its ployzd (so `ployz` there talks to that Machine), `PLOYZ_CONFIG_DIR` at the lab
+ * operator's, and the repository's `bin/` first on `PATH`. `inherit` wires the caller's stdio; otherwise output is
+ * collected.
  */
 export async function labExec(
   options: { dir: string; machine: string; argv: string[]; inherit?: boolean },
@@ -130,7 +159,12 @@ export async function labExec(
   const io = options.inherit ? "inherit" : "piped";
   const out = await new Deno.Command("nsenter", {
     args: [`--net=${netnsPath(m.namespace)}`, "--", ...options.argv],
-    env: { DOCKER_HOST: `unix://${m.dockerSocket}` },
+    env: {
+      DOCKER_HOST: `unix://${m.dockerSocket}`,
+      PLOYZ_RUN_DIR: daemonLayout(m).runDir,
+      PLOYZ_CONFIG_DIR: state.plan.operatorDir ?? join(state.plan.dir, "operator"),
+      PATH: `${BIN}:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
+    },
     stdin: options.inherit ? "inherit" : "null",
     stdout: io,
     stderr: io,
@@ -202,4 +236,24 @@ export async function labHeal(options: { dir: string }): Promise<LabState> {
   await applyPartitions(state);
   await writeState(options.dir, state);
   return state;
+}
+
+/**
+ * Restarts a lab Machine's ployzd (SIGTERM, wait, start, wait until it answers). Its WireGuard interface, dockerd and
+ * containers are left alone: they outlive the daemon.
+ */
+export async function labRestart(
+  options: { dir: string; machine: string; daemonEnv?: Record<string, string> },
+): Promise<{ stopped: number; elapsedMs: number }> {
+  checkPrerequisites();
+  const state = await requireState(options.dir);
+  const m = machineByName(state.plan, options.machine);
+  const started = Date.now();
+  const stopped = await stopDaemonProcess(m);
+  if ((await daemonPids(m)).length > 0) {
+    throw new LabError("unavailable", `Cannot restart ployzd of "${m.name}": it did not stop`);
+  }
+  await startDaemonProcess(m, options.daemonEnv);
+  await waitDaemon(m, 60_000);
+  return { stopped, elapsedMs: Date.now() - started };
 }

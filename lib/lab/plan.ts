@@ -55,7 +55,7 @@ export interface MachinePlan {
   wgInterface: string;
   /** Its underlay address on the lab bridge (192.0.2.0/24, a documentation range). */
   underlayAddress: string;
-  /** Its Machine Subnet. */
+  /** Its Machine Subnet as the lab's own enrollment allocates it, in order; its record says what it holds. */
   subnet: string;
   /** Its Machine Gateway (the Docker bridge's address). */
   gateway: string;
@@ -65,8 +65,14 @@ export interface MachinePlan {
   dockerSocket: string;
   /** Its dockerd pidfile. */
   dockerPidfile: string;
-  /** Its WireGuard private key file (mode 0600). */
+  /** Its WireGuard private key file (mode 0600); ployzd keeps its own under `ployzDataDir`. */
   keyPath: string;
+  /** ployzd's data directory (`PLOYZ_DATA_DIR`). */
+  ployzDataDir?: string;
+  /** ployzd's runtime directory (`PLOYZ_RUN_DIR`), holding `ployz.sock`. */
+  ployzRunDir?: string;
+  /** ployzd's log. */
+  ployzLog?: string;
 }
 
 /** A whole lab's plan. */
@@ -83,6 +89,8 @@ export interface LabPlan {
   network: string;
   /** The Machines. */
   machines: MachinePlan[];
+  /** The lab operator's config directory (`PLOYZ_CONFIG_DIR`): its Config Store holds the allocation history. */
+  operatorDir?: string;
 }
 
 const LAB_NAME = /^[a-z][a-z0-9-]{0,11}$/;
@@ -132,6 +140,9 @@ export function planLab(options: { name: string; machines: number; dir: string }
       dockerSocket: join(mdir, "docker.sock"),
       dockerPidfile: join(mdir, "docker.pid"),
       keyPath: join(mdir, "wg.key"),
+      ployzDataDir: join(mdir, "ployz"),
+      ployzRunDir: join(mdir, "run"),
+      ployzLog: join(mdir, "ployzd.log"),
     });
   }
   return {
@@ -141,6 +152,7 @@ export function planLab(options: { name: string; machines: number; dir: string }
     bridge: "br0",
     network: DEFAULT_CLUSTER_NETWORK,
     machines: plans,
+    operatorDir: join(dir, "operator"),
   };
 }
 

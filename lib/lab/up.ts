@@ -1,8 +1,14 @@
 /**
  * `labUp`: N Machines on one host. Per Machine: a network namespace `<name>-<i>` linked by a veth pair to a bridge in
- * the lab's underlay namespace `<name>-u` (underlay addresses in 192.0.2.0/24), IP forwarding on, its own dockerd
- * (bridge on its Machine Subnet), a WireGuard interface with its own key, every other lab Machine as a peer, routes
- * to their subnets, and the test images loaded from the host's Docker.
+ * the lab's underlay namespace `<name>-u` (underlay addresses in 192.0.2.0/24), IP forwarding on, its own dockerd,
+ * the test images loaded from the host's Docker, and its own `ployzd serve`. Then the lab acts as an operator: it
+ * founds the Cluster on m1 (`ployz.machine.init.v1`) and adds the next Machines through the real enrollment flow
+ * (`enrollMachine`, with the lab's own Config Store as allocation history). The lab never configures WireGuard:
+ * each ployzd brings up its interface and peers from the replicated `machines` rows.
+ *
+ * Under a latency profile every Machine-to-Machine WireGuard datagram goes through the relay: a DNAT rule in each
+ * Machine's namespace sends what it addresses to a peer's underlay endpoint to the relay port of that pair, so the
+ * endpoints ployzd advertises stay the real ones.
  *
  * @module
  */
@@ -10,17 +16,14 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  ensureInterface,
-  ensurePrivateKeyFile,
-  managementAddress,
-  type MeshPeer,
+  chooseSubnet,
+  configHistory,
+  enrollMachine,
   netnsPath,
   netnsRunner,
-  peerAllowedIps,
   runChecked,
-  setPeers,
-  syncRoutes,
 } from "../mesh/mod.ts";
+import { openConfigStore } from "../store/mod.ts";
 import { loadImages, saveImages, startDockerd, waitDockerd } from "./dockerd.ts";
 import { labDown } from "./down.ts";
 import { LabError } from "./errors.ts";
@@ -37,6 +40,7 @@ import {
 import { type RelayConfig, relayPort } from "./relay.ts";
 import { checkPrerequisites } from "./prereq.ts";
 import { type LabState, readState, writeState } from "./state.ts";
+import { daemonClient, startDaemonProcess, waitDaemon } from "./ployzd.ts";
 
 /** The iptables chain each Machine's INPUT and OUTPUT jump to; partitions live there. */
 export const LAB_CHAIN = "PLOYZ-LAB";
@@ -60,6 +64,10 @@ export interface LabUpOptions {
   hostDockerSocket?: string;
   /** Progress lines. */
   progress?: (line: string) => void;
+  /** How many Machines join the Cluster (m1 founds it); the rest run ployzd uninitialized. Default all. */
+  join?: number;
+  /** Extra environment for every ployzd (membership thresholds, timing). */
+  daemonEnv?: Record<string, string>;
 }
 
 /** What {@link labUp} made. */
@@ -116,30 +124,12 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     if (IMPAIRMENTS[profile] !== undefined) {
       progress(`latency relay for profile "${profile}"`);
       await startLabRelay(plan, profile);
+      for (const m of plan.machines) await steerThroughRelay(plan, m);
     }
     progress(`starting ${plan.machines.length} dockerd`);
     await Promise.all(plan.machines.map(startDockerd));
-    for (const m of plan.machines) {
-      const { publicKey } = await ensurePrivateKeyFile(m.keyPath);
-      state.publicKeys[m.name] = publicKey;
-      await ensureInterface(netnsRunner(m.namespace), {
-        name: m.wgInterface,
-        privateKeyPath: m.keyPath,
-        addresses: [`${managementAddress(publicKey)}/128`],
-      });
-    }
-    await writeState(plan.dir, state);
-    for (const m of plan.machines) {
-      await setPeers(netnsRunner(m.namespace), m.wgInterface, peersOf(plan, state, m));
-    }
     await Promise.all(plan.machines.map((m) => waitDockerd(m, 90_000)));
     progress("dockerd answers on every Machine");
-    for (const m of plan.machines) {
-      // After dockerd: the route's source is the gateway, which exists once the Docker bridge does.
-      const others = plan.machines.filter((o) => o !== m);
-      const destinations = others.flatMap((o) => [o.subnet, managementAddress(state.publicKeys[o.name])]);
-      await syncRoutes(netnsRunner(m.namespace), m.wgInterface, destinations, { src: m.gateway });
-    }
     const wanted = options.images ?? ["ployz-test/busybox:1"];
     const hostSocket = options.hostDockerSocket ?? Deno.env.get("PLOYZ_DOCKER_SOCKET") ??
       "/var/run/docker.sock";
@@ -150,6 +140,16 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
       await Promise.all(plan.machines.map((m) => loadImages(m, tar)));
       await Deno.remove(tar);
     }
+    progress(`starting ${plan.machines.length} ployzd`);
+    for (const m of plan.machines) await startDaemonProcess(m, options.daemonEnv);
+    await Promise.all(plan.machines.map((m) => waitDaemon(m, 60_000)));
+    for (const m of plan.machines) {
+      using client = daemonClient(m);
+      const key = (await client.status()).machine.public_key;
+      if (key !== undefined) state.publicKeys[m.name] = key;
+    }
+    await writeState(plan.dir, state);
+    await enrollLab(plan, options.join ?? plan.machines.length, progress);
     state.phase = "up";
     await writeState(plan.dir, state);
     return {
@@ -238,6 +238,31 @@ async function startLabRelay(plan: LabPlan, profile: Profile): Promise<void> {
   }
 }
 
+// WireGuard datagrams this Machine sends to a peer's real endpoint go to the relay port of the pair instead; replies
+// from that port are translated back by conntrack, so both ployzd see each other's advertised endpoints.
+async function steerThroughRelay(plan: LabPlan, m: MachinePlan): Promise<void> {
+  const r = netnsRunner(m.namespace);
+  for (const o of plan.machines) {
+    if (o === m) continue;
+    await runChecked(r, "iptables", [
+      "-t",
+      "nat",
+      "-A",
+      "OUTPUT",
+      "-p",
+      "udp",
+      "-d",
+      o.underlayAddress,
+      "--dport",
+      "51820",
+      "-j",
+      "DNAT",
+      "--to-destination",
+      `${RELAY_ADDRESS}:${relayPort(m.index, o.index)}`,
+    ]);
+  }
+}
+
 async function makeNamespace(plan: LabPlan, m: MachinePlan, profile: Profile): Promise<void> {
   await sh("ip", ["netns", "add", m.namespace]);
   const veth = `v${m.name}`;
@@ -288,15 +313,42 @@ async function makeNamespace(plan: LabPlan, m: MachinePlan, profile: Profile): P
   }
 }
 
-/** The mesh peers of Machine `m`: every other lab Machine. */
-export function peersOf(plan: LabPlan, state: LabState, m: MachinePlan): MeshPeer[] {
-  return plan.machines.filter((o) => o !== m).map((o) => ({
-    publicKey: state.publicKeys[o.name],
-    endpoints: [
-      IMPAIRMENTS[state.profile] === undefined
-        ? `${o.underlayAddress}:51820`
-        : `${RELAY_ADDRESS}:${relayPort(m.index, o.index)}`,
-    ],
-    allowedIps: peerAllowedIps(o.subnet, state.publicKeys[o.name]),
-  }));
+/**
+ * The lab as operator: founds the Cluster on m1 with a subnet from its own allocation history, then adds m2…m<join>
+ * through m1 with the real enrollment flow, one after the other.
+ */
+async function enrollLab(plan: LabPlan, members: number, progress: (line: string) => void): Promise<void> {
+  if (members < 1) return;
+  const operatorDir = plan.operatorDir ?? join(plan.dir, "operator");
+  await Deno.mkdir(operatorDir, { recursive: true });
+  const config = openConfigStore(join(operatorDir, "config.db"));
+  try {
+    const history = configHistory(config);
+    const [first, ...rest] = plan.machines;
+    using entry = daemonClient(first);
+    const before = (await entry.status()).machine;
+    if (before.phase === "uninitialized") {
+      const { subnet } = chooseSubnet({ network: plan.network, observed: [], history: history.list() });
+      history.save({ subnet, machineId: before.id, machineName: first.name, state: "saved" });
+      await entry.init({ "cluster_name": plan.name, "machine_name": first.name, subnet });
+      progress(`${first.name} founded Cluster "${plan.name}" with subnet ${subnet}`);
+    }
+    for (const m of rest.slice(0, members - 1)) {
+      using joiner = daemonClient(m);
+      const result = await enrollMachine({ entry, joiner, history, machineName: m.name, timeoutMs: 60_000 });
+      if (!result.participating) {
+        throw new LabError(
+          "unavailable",
+          `Cannot add lab Machine "${m.name}": still ${result.machine.phase} after 60 s (see "${m.ployzLog}")`,
+        );
+      }
+      progress(
+        `${m.name} joined with subnet ${result.subnet}, participating after ${
+          ((result.participatingAfterMs ?? 0) / 1000).toFixed(1)
+        } s`,
+      );
+    }
+  } finally {
+    config.close();
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * The WireGuard mesh between Machines: keys, addressing, optimistic subnet allocation, interface and peer control
  * through `ip` and `wg` (kernel WireGuard or `wireguard-go`), endpoint selection, and each Machine's own membership
- * observation of its peers. Nothing here runs on its own schedule and nothing decides for another Machine.
+ * observation of its peers, the mesh firewall, and the operator's side of enrollment (`enrollMachine`). Nothing here
+ * runs on its own schedule and nothing decides for another Machine.
  *
  * @module
  */
@@ -61,7 +62,7 @@ export type {
 export { EndpointDriver } from "./endpoint_driver.ts";
 export type { EndpointChange } from "./endpoint_driver.ts";
 export { hostRunner, netnsPath, netnsRunner, runChecked } from "./runner.ts";
-export type { CommandResult, CommandRunner } from "./runner.ts";
+export type { CommandResult, CommandRunner, RunOptions } from "./runner.ts";
 export {
   ensureInterface,
   interfaceExists,
@@ -82,3 +83,11 @@ export type {
   SetPeersOptions,
   WireGuardBackend,
 } from "./wireguard.ts";
+export { ensureMeshFirewall, MESH_CHAIN, removeMeshFirewall } from "./firewall.ts";
+export type { FirewallOptions } from "./firewall.ts";
+export { defaultEndpoints, parseEndpoints } from "./advertise.ts";
+export type { InterfaceAddress } from "./advertise.ts";
+export { subnetCollisions } from "./collisions.ts";
+export type { SubnetCollision, SubnetHolder } from "./collisions.ts";
+export { configHistory, enrollMachine } from "./enroll.ts";
+export type { AllocationHistory, AllocationTable, EnrollOptions, EnrollResult } from "./enroll.ts";

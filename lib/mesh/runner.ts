@@ -18,12 +18,21 @@ export interface CommandResult {
   stderr: string;
 }
 
+/** Options of {@link CommandRunner.run}. */
+export interface RunOptions {
+  /** Extra environment. */
+  env?: Record<string, string>;
+  /** Start the command in its own session and process group, so what it leaves running (wireguard-go's daemon)
+   * outlives the caller and never receives signals sent to the caller's group. */
+  detached?: boolean;
+}
+
 /** Runs commands in one place (the host, or one network namespace). */
 export interface CommandRunner {
   /** Where commands run, for messages: `host` or `netns "<name>"`. */
   readonly where: string;
   /** Runs `cmd args` to completion; never throws for a non-zero exit. */
-  run(cmd: string, args: string[], options?: { env?: Record<string, string> }): Promise<CommandResult>;
+  run(cmd: string, args: string[], options?: RunOptions): Promise<CommandResult>;
 }
 
 const decoder = new TextDecoder();
@@ -31,12 +40,19 @@ const decoder = new TextDecoder();
 async function execute(
   cmd: string,
   args: string[],
-  env: Record<string, string> | undefined,
+  options: RunOptions | undefined,
   what: string,
 ): Promise<CommandResult> {
   try {
-    const out = await new Deno.Command(cmd, { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
-      .output();
+    // `detached` takes effect only through spawn(): the child then starts its own session.
+    const out = await new Deno.Command(cmd, {
+      args,
+      env: options?.env,
+      detached: options?.detached,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn().output();
     return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
@@ -50,7 +66,7 @@ async function execute(
 export function hostRunner(): CommandRunner {
   return {
     where: "host",
-    run: (cmd, args, options) => execute(cmd, args, options?.env, cmd),
+    run: (cmd, args, options) => execute(cmd, args, options, cmd),
   };
 }
 
@@ -64,7 +80,7 @@ export function netnsRunner(name: string): CommandRunner {
   return {
     where: `netns "${name}"`,
     run: (cmd, args, options) =>
-      execute("nsenter", [`--net=${netnsPath(name)}`, "--", cmd, ...args], options?.env, cmd),
+      execute("nsenter", [`--net=${netnsPath(name)}`, "--", cmd, ...args], options, cmd),
   };
 }
 

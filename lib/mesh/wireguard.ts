@@ -108,8 +108,10 @@ async function createInterface(
     }
   }
   // wireguard-go refuses to run where the kernel module exists unless told otherwise; it only gets here without one.
+  // Its own process group: the interface must outlive a daemon restart and a signal sent to the daemon's group.
   const spawned = await runner.run("wireguard-go", [name], {
     env: { WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD: "1" },
+    detached: true,
   });
   if (spawned.code !== 0 || !(await interfaceExists(runner, name))) {
     throw new MeshError(

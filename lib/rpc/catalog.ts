@@ -45,6 +45,37 @@ import {
   type WaitHealthyResponse,
   WaitHealthyResponseSchema,
 } from "./wire.ts";
+import {
+  type AdmitPeerRequest,
+  AdmitPeerRequestSchema,
+  type AdmitPeerResponse,
+  AdmitPeerResponseSchema,
+  type JoinRequest,
+  JoinRequestSchema,
+  type JoinResponse,
+  JoinResponseSchema,
+  type LeaveRequest,
+  LeaveRequestSchema,
+  type LeaveResponse,
+  LeaveResponseSchema,
+  type ListMachinesResponse,
+  ListMachinesResponseSchema,
+} from "./wire_machines.ts";
+import {
+  UPGRADE_ROUTES,
+  type UpgradeMachineRequest,
+  type UpgradeMachineResponse,
+  type UpgradeStatusRequest,
+  type UpgradeStatusResponse,
+} from "./upgrade_routes.ts";
+import {
+  type LogHistoryRequest,
+  type LogHistoryResponse,
+  type MetricHistoryRequest,
+  type MetricHistoryResponse,
+  OBSERVE_ROUTES,
+  type TailLogsRequest,
+} from "./observe_routes.ts";
 
 /** The Machine RPC major this release speaks. */
 export const PROTOCOL_MAJOR = 1;
@@ -83,6 +114,24 @@ export interface RouteTypes {
   containerLogs: [ContainerLogsRequest, ReadableStream<Uint8Array>];
   /** `ployz.image.inspect.v1`. */
   inspectImage: [InspectImageRequest, InspectImageResponse];
+  /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
+  listMachines: [EmptyRequest, ListMachinesResponse];
+  /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */
+  joinMachine: [JoinRequest, JoinResponse];
+  /** `ployz.machine.admit_peer.v1`: the Entry Machine accepts a joiner's handshakes before its row arrives. */
+  admitPeer: [AdmitPeerRequest, AdmitPeerResponse];
+  /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
+  leaveMachine: [LeaveRequest, LeaveResponse];
+  /** `ployz.observe.log_history.v1`: this Machine's stored container output. */
+  logHistory: [LogHistoryRequest, LogHistoryResponse];
+  /** `ployz.observe.tail_logs.v1` (an NDJSON stream of frames). */
+  tailLogs: [TailLogsRequest, ReadableStream<Uint8Array>];
+  /** `ployz.observe.metric_history.v1`: this Machine's metric samples and Rollups. */
+  metricHistory: [MetricHistoryRequest, MetricHistoryResponse];
+  /** `ployz.machine.upgrade.v1`: start (or find by request key) an upgrade attempt on the Machine. */
+  upgradeMachine: [UpgradeMachineRequest, UpgradeMachineResponse];
+  /** `ployz.machine.upgrade_status.v1`: read an upgrade attempt. */
+  upgradeStatus: [UpgradeStatusRequest, UpgradeStatusResponse];
 }
 
 /** A route's method name. */
@@ -144,6 +193,28 @@ export const CATALOG: Catalog = Object.freeze({
     request: InspectImageRequestSchema,
     response: InspectImageResponseSchema,
   },
+  listMachines: {
+    capability: "ployz.machine.list.v1",
+    request: EmptyRequestSchema,
+    response: ListMachinesResponseSchema,
+  },
+  joinMachine: {
+    capability: "ployz.machine.join.v1",
+    request: JoinRequestSchema,
+    response: JoinResponseSchema,
+  },
+  admitPeer: {
+    capability: "ployz.machine.admit_peer.v1",
+    request: AdmitPeerRequestSchema,
+    response: AdmitPeerResponseSchema,
+  },
+  leaveMachine: {
+    capability: "ployz.machine.leave.v1",
+    request: LeaveRequestSchema,
+    response: LeaveResponseSchema,
+  },
+  ...OBSERVE_ROUTES,
+  ...UPGRADE_ROUTES,
 });
 
 /** Capability names, by method name. */

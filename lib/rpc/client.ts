@@ -28,6 +28,28 @@ import {
   type WaitHealthyRequest,
   type WaitHealthyResponse,
 } from "./wire.ts";
+import type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
+  JoinRequest,
+  JoinResponse,
+  LeaveRequest,
+  LeaveResponse,
+  ListMachinesResponse,
+} from "./wire_machines.ts";
+import type {
+  UpgradeMachineRequest,
+  UpgradeMachineResponse,
+  UpgradeStatusRequest,
+  UpgradeStatusResponse,
+} from "./upgrade_routes.ts";
+import type {
+  LogHistoryRequest,
+  LogHistoryResponse,
+  MetricHistoryRequest,
+  MetricHistoryResponse,
+  TailLogsRequest,
+} from "./observe_routes.ts";
 
 /** How to reach a Machine. */
 export interface ConnectOptions {
@@ -72,6 +94,24 @@ export interface MachineClient extends Disposable {
   containerLogs(request: ContainerLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** Whether an image is on the Machine. */
   inspectImage(request: InspectImageRequest, options?: CallOptions): Promise<InspectImageResponse>;
+  /** Every Machine row the Machine holds, with its own membership judgement of each. */
+  listMachines(options?: CallOptions): Promise<ListMachinesResponse>;
+  /** Asks an uninitialized Machine to join a Cluster; it answers at once, in phase `joining`. */
+  joinMachine(request: JoinRequest, options?: CallOptions): Promise<JoinResponse>;
+  /** Asks the Entry Machine to accept a joiner's WireGuard handshakes before the joiner's row arrives. */
+  admitPeer(request: AdmitPeerRequest, options?: CallOptions): Promise<AdmitPeerResponse>;
+  /** Asks the Machine to leave its Cluster: it tombstones its own row and removes its interface. */
+  leaveMachine(request: LeaveRequest, options?: CallOptions): Promise<LeaveResponse>;
+  /** Asks the Machine to upgrade itself from its own release source; a known request key finds its attempt. */
+  upgradeMachine(request: UpgradeMachineRequest, options?: CallOptions): Promise<UpgradeMachineResponse>;
+  /** Reads an upgrade attempt on the Machine. */
+  upgradeStatus(request: UpgradeStatusRequest, options?: CallOptions): Promise<UpgradeStatusResponse>;
+  /** The Machine's stored container output for a selector and window. */
+  logHistory(request: LogHistoryRequest, options?: CallOptions): Promise<LogHistoryResponse>;
+  /** The Machine's container output as it is stored, as NDJSON frames, until `options.signal` aborts. */
+  tailLogs(request: TailLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** The Machine's metric history for a Service, a Deployment or itself. */
+  metricHistory(request: MetricHistoryRequest, options?: CallOptions): Promise<MetricHistoryResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -145,7 +185,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     );
   }
 
-  async function call<K extends Exclude<RouteName, "containerLogs">>(
+  async function call<K extends Exclude<RouteName, "containerLogs" | "tailLogs">>(
     name: K,
     fields: object,
     signal?: AbortSignal,
@@ -208,6 +248,18 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       return response.body ?? new ReadableStream({ start: (c) => c.close() });
     },
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
+    listMachines: (o) => call("listMachines", {}, o?.signal),
+    joinMachine: (req, o) => call("joinMachine", req, o?.signal),
+    admitPeer: (req, o) => call("admitPeer", req, o?.signal),
+    leaveMachine: (req, o) => call("leaveMachine", req, o?.signal),
+    upgradeMachine: (req, o) => call("upgradeMachine", req, o?.signal),
+    upgradeStatus: (req, o) => call("upgradeStatus", req, o?.signal),
+    logHistory: (req, o) => call("logHistory", req, o?.signal),
+    async tailLogs(req, o): Promise<ReadableStream<Uint8Array>> {
+      const response = await post("tailLogs", req, o?.signal);
+      return response.body ?? new ReadableStream({ start: (c) => c.close() });
+    },
+    metricHistory: (req, o) => call("metricHistory", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

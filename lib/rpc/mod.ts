@@ -45,6 +45,53 @@ export type {
   WaitHealthyRequest,
   WaitHealthyResponse,
 } from "./wire.ts";
+export type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
+  JoinPeer,
+  JoinRequest,
+  JoinResponse,
+  LeaveRequest,
+  LeaveResponse,
+  ListedMachine,
+  ListMachinesResponse,
+  MembershipWire,
+} from "./wire_machines.ts";
+export type {
+  UpgradeAttemptWire,
+  UpgradeMachineRequest,
+  UpgradeMachineResponse,
+  UpgradeReadyWire,
+  UpgradeStatusRequest,
+  UpgradeStatusResponse,
+} from "./upgrade_routes.ts";
+export {
+  type LogHistoryRequest,
+  type LogHistoryResponse,
+  type LogLineWire,
+  type LogSelectorWire,
+  MAX_LOG_LINES,
+  type MetricHistoryRequest,
+  type MetricHistoryResponse,
+  type MetricMarkerWire,
+  type MetricPointWire,
+  type MetricSeriesWire,
+  type MetricValueWire,
+  readTailFrame,
+  type TailFrame,
+  type TailLogsRequest,
+} from "./observe_routes.ts";
+export {
+  FAN_OUT_DEADLINE_MS,
+  fanOut,
+  type FanOutFailure,
+  type FanOutOmission,
+  type FanOutOptions,
+  type FanOutSuccess,
+  type FanOutTarget,
+  type MachineRef,
+  type PartialResult,
+} from "./fan_out.ts";
 export {
   advertisedCapabilities,
   createRpcApp,
@@ -56,4 +103,5 @@ export {
   type RpcHandlers,
 } from "./app.ts";
 export { type CallOptions, connectMachine, type ConnectOptions, type MachineClient } from "./client.ts";
+export { type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";

@@ -87,7 +87,12 @@ export async function get(port: number, host: string, path = "/"): Promise<{ sta
     await conn.write(new TextEncoder().encode(`GET ${path} HTTP/1.0\r\nHost: ${host}\r\n\r\n`));
     const chunks: Uint8Array[] = [];
     const buffer = new Uint8Array(16 * 1024);
-    const deadline = setTimeout(() => conn.close(), 5_000);
+    // Generous: a 2-core CI machine under load can take seconds; a miss is reported as such, not as malformed.
+    let timedOut = false;
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      conn.close();
+    }, 15_000);
     try {
       for (;;) {
         const n = await conn.read(buffer);
@@ -98,6 +103,7 @@ export async function get(port: number, host: string, path = "/"): Promise<{ sta
       clearTimeout(deadline);
     }
     const text = new TextDecoder().decode(concat(chunks));
+    if (timedOut && text === "") throw new Error(`No HTTP answer within 15 s from port ${port}`);
     const status = Number(text.match(/^HTTP\/1\.[01] (\d{3})/)?.[1] ?? NaN);
     if (!Number.isInteger(status)) throw new Error(`Malformed HTTP answer: "${text.slice(0, 80)}"`);
     const at = text.indexOf("\r\n\r\n");

@@ -1,0 +1,108 @@
+// `ployz machine rm`: ask a Machine to leave its Cluster. Only a Machine writes its own row, so removal is that
+// Machine tombstoning its row and taking down its interface; a Machine this command cannot reach is refused,
+// never deleted on its behalf.
+import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
+import { RpcError } from "../../lib/rpc/mod.ts";
+import { cliError, jsonLine, localMachine } from "./connect.ts";
+import { targetMachine } from "./machine_target.ts";
+
+/** `ployz machine rm`. */
+export const machineRmCommand: Command = {
+  name: "rm",
+  summary: "Ask a Machine to leave the Cluster (its row is tombstoned by itself)",
+  usage: "NAME|ID [SSH_DEST] [--socket PATH] [--confirm-data-loss NAME] [--json]",
+  description: [
+    "The Machine is found in the local Machine's observation, then reached over SSH or --socket and asked to leave.",
+    "If it runs Ployz containers they are removed: confirm with --confirm-data-loss NAME.",
+  ].join("\n"),
+  options: {
+    socket: { type: "string" },
+    "confirm-data-loss": { type: "string" },
+    json: { type: "boolean" },
+  },
+  positionals: [1, 2],
+  async run({ values, positionals, io }): Promise<number> {
+    const [wanted, ssh] = positionals;
+    const socket = typeof values.socket === "string" ? values.socket : undefined;
+    const entry = localMachine();
+    try {
+      const list = await entry.listMachines();
+      const byId = list.machines.filter((m) => m.id === wanted);
+      const matches = byId.length > 0 ? byId : list.machines.filter((m) => m.name === wanted);
+      if (matches.length === 0) {
+        throw new CliError(
+          "not_found",
+          `Cannot find Machine "${wanted}" in the observation of "${list.observer.machine_name}"`,
+        );
+      }
+      if (matches.length > 1) {
+        throw new CliError(
+          "ambiguous",
+          `Machine name "${wanted}" is held by ${matches.length} Machines (${
+            matches.map((m) => m.id).join(", ")
+          }): give the id`,
+        );
+      }
+      const row = matches[0];
+      if (socket === undefined && ssh === undefined) {
+        throw new UsageError(
+          `Cannot remove Machine "${row.name}" (${row.id}): only it can tombstone its own row, so it must be reached; give its SSH destination or --socket PATH (nothing was changed)`,
+        );
+      }
+      const target = targetMachine({ socket, ssh, what: `Machine "${row.name}"` });
+      try {
+        let reached;
+        try {
+          reached = (await target.status()).machine;
+        } catch (error) {
+          if (error instanceof RpcError && error.code === "unavailable") {
+            throw new CliError(
+              "unavailable",
+              `Cannot remove Machine "${row.name}" (${row.id}): it did not answer (${error.message}); its row stays in the Cluster because only it writes it, and nothing was changed`,
+            );
+          }
+          throw error;
+        }
+        if (reached.id !== row.id) {
+          throw new CliError(
+            "conflict",
+            `Refusing to remove: the Machine reached is "${reached.name}" (${reached.id}), not "${row.name}" (${row.id})`,
+          );
+        }
+        const confirm = values["confirm-data-loss"];
+        let left;
+        try {
+          left = await target.leaveMachine(
+            typeof confirm === "string" ? { "confirm_data_loss": confirm } : {},
+          );
+        } catch (error) {
+          if (
+            error instanceof RpcError && error.code === "conflict" && Array.isArray(error.details.containers)
+          ) {
+            throw new CliError("conflict", `${error.message}: pass --confirm-data-loss ${row.name}`, {
+              details: error.details,
+            });
+          }
+          throw error;
+        }
+        if (values.json === true) io.out(jsonLine(left));
+        else {
+          io.out(
+            `Machine "${row.name}" (${row.id}) left the Cluster: removed ${left.removed_containers.length} container(s); tombstone delivered to ${left.tombstone_delivered_to.length} peer(s)${
+              left.tombstone_not_delivered_to.length > 0
+                ? `, not to ${left.tombstone_not_delivered_to.join(", ")} (it spreads from the others)`
+                : ""
+            }; interface ${left.interface_removed ? "removed" : "not removed"}\n`,
+          );
+        }
+        return 0;
+      } finally {
+        target.close();
+      }
+    } catch (error) {
+      throw cliError(error);
+    } finally {
+      entry.close();
+    }
+  },
+};

@@ -1,0 +1,467 @@
+/**
+ * The daemon's link to the rest of its Cluster: its WireGuard interface, peers rebuilt from the replicated
+ * `machines` rows (on every change the store reports, never by polling the table), routes to peers' subnets, the
+ * firewall keeping port 51000 mesh-only, the store sync listener on the Machine Gateway, and the `SyncAgent`
+ * replicating with peers at their gateways.
+ *
+ * Nothing here may take the daemon down: a failure (no WireGuard, no `iptables`, a gateway address not there yet)
+ * is logged once, reported as `meshError`, and retried on the next tick. The tick (default 5 s) reads the
+ * interface once for handshakes and steps endpoint selection; it is Machine-local networking, not a reconciler of
+ * anything another Machine owns.
+ *
+ * The interface outlives the daemon: `stop` leaves it up (a `wireguard-go` backing it runs in its own process
+ * group), so a daemon restart keeps the mesh and the containers' traffic flowing. Only `teardown` (leaving the
+ * Cluster) removes it.
+ *
+ * @module
+ */
+
+import {
+  type CommandRunner,
+  EndpointDriver,
+  ensureInterface,
+  ensureMeshFirewall,
+  hostRunner,
+  managementAddress,
+  type MeshPeer,
+  networkContains,
+  networksOverlap,
+  parseIpv4,
+  parseIpv4Network,
+  parseMachineSubnet,
+  peerAllowedIps,
+  type PeerReport,
+  readPeers,
+  removeInterface,
+  removeMeshFirewall,
+  setPeerEndpoint,
+  setPeers,
+  syncRoutes,
+} from "../mesh/mod.ts";
+import { createSyncApp, type Machine, type Store, SyncAgent } from "../store/mod.ts";
+import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
+
+/** A peer known before its row arrives: the Entry Machine to a joiner, a joiner admitted on the Entry Machine. */
+export interface PeerHint {
+  /** Its Machine id. */
+  machineId: string;
+  /** Its WireGuard public key. */
+  publicKey: string;
+  /** Its Machine Subnet. */
+  subnet: string;
+  /** Its Advertised Endpoints (may be empty: its endpoint is then learned from its handshake). */
+  endpoints: string[];
+}
+
+/** Options of {@link ClusterLink}. */
+export interface ClusterLinkOptions {
+  /** This Machine's store. */
+  store: Store;
+  /** Mesh settings; `undefined` runs without WireGuard or sync (a single Machine). */
+  settings?: MeshSettings;
+  /** The WireGuard private key file. */
+  keyPath: string;
+  /** This Machine's id. */
+  selfId: string;
+  /** This Machine's subnet. */
+  subnet: string;
+  /** Peers to use until their rows arrive. */
+  hints?: PeerHint[];
+  /** One line per notable event. */
+  log: (line: string) => void;
+}
+
+/** What this Machine holds as evidence about its peers. */
+export interface PeerEvidence {
+  /** Latest handshake per public key (ms since the epoch). */
+  handshakes: Map<string, number | undefined>;
+  /** Last store traffic received per Machine id (ms since the epoch). */
+  traffic: Map<string, number>;
+  /** When the interface last counted bytes received from each peer, per public key (ms since the epoch); read at
+   * each tick, so as fresh as the tick period. Keepalives (every 25 s) and every reply count. */
+  received: Map<string, number>;
+  /** Why the interface could not be read, if so. */
+  error?: string;
+}
+
+interface Peer {
+  machineId: string;
+  publicKey: string;
+  subnet: string;
+  endpoints: string[];
+}
+
+/** How long a peer whose row was tombstoned stays configured, so the answer to its last request still reaches it. */
+const DEPARTED_GRACE_MS = 30_000;
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function overlaps(a: string, b: string): boolean {
+  try {
+    return networksOverlap(parseIpv4Network(a), parseIpv4Network(b));
+  } catch {
+    return false;
+  }
+}
+
+/** The daemon's mesh and replication; see the module comment. */
+export class ClusterLink {
+  readonly #options: ClusterLinkOptions;
+  readonly #runner: CommandRunner;
+  readonly #hints = new Map<string, PeerHint>();
+  readonly #traffic = new Map<string, number>();
+  readonly #received = new Map<string, number>();
+  readonly #rxBytes = new Map<string, number>();
+  readonly #controller = new AbortController();
+  readonly #agent: SyncAgent | undefined;
+  readonly #driver: EndpointDriver | undefined;
+  #interfaceUp = false;
+  #server: Deno.HttpServer | undefined;
+  #errors = new Map<string, string>();
+  #queue: Promise<void> = Promise.resolve();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #watching: Promise<void> = Promise.resolve();
+  #peers: Peer[] = [];
+  readonly #departed = new Map<string, { peer: Peer; until: number }>();
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+
+  /** A stopped link; {@link ClusterLink.start} runs it. */
+  constructor(options: ClusterLinkOptions) {
+    this.#options = options;
+    this.#runner = options.settings?.runner ?? hostRunner();
+    for (const hint of options.hints ?? []) this.#hints.set(hint.publicKey, hint);
+    const settings = options.settings;
+    if (settings !== undefined) {
+      this.#driver = new EndpointDriver(this.#runner, settings.interfaceName);
+      this.#agent = new SyncAgent(options.store, {
+        peers: () => this.peerUrls().map((p) => p.url),
+        antiEntropyMs: settings.antiEntropyMs,
+        // A round waiting on a partitioned peer delays the next one: keep it short, the mesh is one hop.
+        timeoutMs: 3_000,
+        onEvent: (event) => {
+          if (event.type === "apply_done") this.#noteUrl(event.peer);
+        },
+      });
+    }
+  }
+
+  /** The sync agent, when the mesh is on. */
+  get agent(): SyncAgent | undefined {
+    return this.#agent;
+  }
+
+  /** Why the mesh is not fully working now, if it is not (interface, firewall, listener). */
+  get meshError(): string | undefined {
+    if (this.#options.settings === undefined) return "the mesh is off (PLOYZ_WG_INTERFACE is not set)";
+    const errors = [...this.#errors].map(([what, message]) => `${what}: ${message}`);
+    return errors.length === 0 ? undefined : errors.join("; ");
+  }
+
+  /** Brings the link up in the background: never throws, never blocks the caller. */
+  start(): void {
+    const settings = this.#options.settings;
+    if (settings === undefined) return;
+    this.#enqueue(() => this.#bringUp());
+    this.#agent?.start();
+    this.#watching = this.#watch();
+    this.#timer = setInterval(() => this.#enqueue(() => this.#tick()), settings.tickMs);
+  }
+
+  /** Stops replication, the listener and the timers; leaves the interface up. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    this.#controller.abort();
+    await this.#agent?.stop();
+    await this.#watching;
+    await this.#queue;
+    await this.#server?.finished;
+    this.#server = undefined;
+  }
+
+  /** Removes the interface and the firewall chain (leaving the Cluster). Call after {@link ClusterLink.stop}. */
+  async teardown(): Promise<boolean> {
+    const settings = this.#options.settings;
+    if (settings === undefined) return false;
+    await removeMeshFirewall(this.#runner).catch(() => {});
+    try {
+      return await removeInterface(this.#runner, settings.interfaceName);
+    } catch (error) {
+      this.#options.log(`cannot remove interface "${settings.interfaceName}": ${messageOf(error)}`);
+      return false;
+    }
+  }
+
+  /** Accepts a joiner's handshakes before its row arrives; resolves once tried. */
+  async admit(hint: PeerHint): Promise<{ configured: boolean; error?: string }> {
+    this.#hints.set(hint.publicKey, hint);
+    if (this.#options.settings === undefined) return { configured: false, error: this.meshError };
+    await this.#enqueue(() => this.#applyPeers());
+    const error = this.#errors.get("peers") ?? this.#errors.get("interface");
+    return error === undefined ? { configured: true } : { configured: false, error };
+  }
+
+  /** Sync URLs of every peer: rows other than this Machine's, then hints not yet replaced by a row. */
+  peerUrls(): { machineId: string; url: string }[] {
+    return this.#currentPeers().map((p) => ({
+      machineId: p.machineId,
+      url: `http://${parseMachineSubnet(p.subnet).gateway}:${SYNC_PORT}`,
+    }));
+  }
+
+  /** Reads the handshakes now, with the store traffic seen so far. */
+  async evidence(): Promise<PeerEvidence> {
+    const settings = this.#options.settings;
+    const traffic = new Map(this.#traffic);
+    if (settings === undefined) {
+      return { handshakes: new Map(), traffic, received: new Map(), error: this.meshError };
+    }
+    try {
+      const reports = await readPeers(this.#runner, settings.interfaceName);
+      this.#noteReceived(reports);
+      return {
+        handshakes: new Map(reports.map((p) => [p.publicKey, p.latestHandshake])),
+        traffic,
+        received: new Map(this.#received),
+      };
+    } catch (error) {
+      return { handshakes: new Map(), traffic, received: new Map(this.#received), error: messageOf(error) };
+    }
+  }
+
+  /** One anti-entropy exchange with every peer at once, bounded; which peers took part and which did not. */
+  async syncWithAll(timeoutMs: number): Promise<{ delivered: string[]; failed: string[] }> {
+    const agent = this.#agent;
+    const peers = this.peerUrls();
+    if (agent === undefined) return { delivered: [], failed: peers.map((p) => p.machineId) };
+    const results = await Promise.all(peers.map(async (p) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("timed out")), timeoutMs);
+      });
+      try {
+        await Promise.race([agent.syncOnce(p.url), timeout]);
+        return { id: p.machineId, ok: true };
+      } catch (error) {
+        this.#options.log(`sync with ${p.machineId} failed: ${messageOf(error)}`);
+        return { id: p.machineId, ok: false };
+      } finally {
+        clearTimeout(timer);
+      }
+    }));
+    return {
+      delivered: results.filter((r) => r.ok).map((r) => r.id),
+      failed: results.filter((r) => !r.ok).map((r) => r.id),
+    };
+  }
+
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.#queue.then(async () => {
+      if (this.#controller.signal.aborted) return;
+      try {
+        await task();
+      } catch (error) {
+        this.#fail("link", error);
+      }
+    });
+    this.#queue = run;
+    return run;
+  }
+
+  #fail(what: string, error: unknown): void {
+    const message = messageOf(error);
+    if (this.#errors.get(what) !== message) this.#options.log(`mesh: ${what}: ${message}`);
+    this.#errors.set(what, message);
+  }
+
+  #ok(what: string): void {
+    if (this.#errors.delete(what)) this.#options.log(`mesh: ${what}: working again`);
+  }
+
+  async #bringUp(): Promise<void> {
+    const settings = this.#options.settings!;
+    const publicKey = this.#options.store.machines.get(this.#options.selfId)?.public_key;
+    try {
+      const made = await ensureInterface(this.#runner, {
+        name: settings.interfaceName,
+        privateKeyPath: this.#options.keyPath,
+        listenPort: settings.listenPort,
+        addresses: publicKey === undefined ? [] : [`${managementAddress(publicKey)}/128`],
+      });
+      if (made.created) {
+        this.#options.log(`mesh: created interface "${settings.interfaceName}" (${made.backend})`);
+      }
+      this.#interfaceUp = true;
+      this.#ok("interface");
+    } catch (error) {
+      this.#interfaceUp = false;
+      this.#fail("interface", error);
+      return;
+    }
+    try {
+      await ensureMeshFirewall(this.#runner, { interfaceName: settings.interfaceName, ports: [SYNC_PORT] });
+      this.#ok("firewall");
+    } catch (error) {
+      this.#fail("firewall", error);
+    }
+    await this.#applyPeers();
+    this.#listen();
+  }
+
+  #listen(): void {
+    if (this.#server !== undefined || this.#controller.signal.aborted) return;
+    const gateway = parseMachineSubnet(this.#options.subnet).gateway;
+    const app = createSyncApp(this.#options.store);
+    try {
+      this.#server = Deno.serve({
+        hostname: gateway,
+        port: SYNC_PORT,
+        signal: this.#controller.signal,
+        onListen: () => {},
+      }, (request, info) => {
+        this.#noteAddress((info.remoteAddr as Deno.NetAddr).hostname);
+        return app.fetch(request);
+      });
+      this.#ok("listener");
+      this.#options.log(`mesh: store sync listening on ${gateway}:${SYNC_PORT}`);
+    } catch (error) {
+      this.#fail("listener", new Error(`cannot listen on ${gateway}:${SYNC_PORT}: ${messageOf(error)}`));
+    }
+  }
+
+  async #tick(): Promise<void> {
+    if (!this.#interfaceUp) {
+      await this.#bringUp();
+      return;
+    }
+    if (this.#server === undefined) this.#listen();
+    try {
+      this.#noteReceived(await readPeers(this.#runner, this.#options.settings!.interfaceName));
+      await this.#driver?.tick();
+    } catch (error) {
+      // The interface vanished (deleted by hand, wireguard-go killed): make it again on the next tick.
+      this.#interfaceUp = false;
+      this.#fail("interface", error);
+    }
+  }
+
+  async #watch(): Promise<void> {
+    const store = this.#options.store;
+    try {
+      for await (const changes of store.watch({ signal: this.#controller.signal })) {
+        if (changes.tables.machines !== undefined) void this.#enqueue(() => this.#applyPeers());
+      }
+    } catch (error) {
+      if (!this.#controller.signal.aborted && !store.closed) this.#fail("watch", error);
+    }
+  }
+
+  #currentPeers(): Peer[] {
+    const own = this.#options.subnet;
+    const rows: Machine[] = this.#options.store.closed ? [] : this.#options.store.machines.list();
+    const peers: Peer[] = [];
+    const keys = new Set<string>();
+    for (const row of rows) {
+      if (row.id === this.#options.selfId || row.public_key === undefined || row.subnet === undefined) {
+        continue;
+      }
+      // A peer claiming this Machine's own subnet (a collision) must never take over the local bridge's route.
+      if (overlaps(row.subnet, own)) continue;
+      keys.add(row.public_key);
+      peers.push({
+        machineId: row.id,
+        publicKey: row.public_key,
+        subnet: row.subnet,
+        endpoints: row.endpoints ?? [],
+      });
+    }
+    for (const [key, hint] of this.#hints) {
+      if (keys.has(key)) {
+        this.#hints.delete(key);
+        continue;
+      }
+      if (hint.machineId === this.#options.selfId || overlaps(hint.subnet, own)) continue;
+      peers.push({ ...hint });
+    }
+    return peers;
+  }
+
+  async #applyPeers(): Promise<void> {
+    const settings = this.#options.settings;
+    if (settings === undefined || !this.#interfaceUp) return;
+    const live = this.#currentPeers();
+    const now = Date.now();
+    // A Machine that left (its row tombstoned) keeps its peer entry a little longer: the tombstone reached us
+    // inside its own request, and our answer still has to travel back to it.
+    for (const p of this.#peers) {
+      if (live.some((l) => l.publicKey === p.publicKey) || this.#departed.has(p.publicKey)) continue;
+      this.#departed.set(p.publicKey, { peer: p, until: now + DEPARTED_GRACE_MS });
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        void this.#enqueue(() => this.#applyPeers());
+      }, DEPARTED_GRACE_MS + 100);
+      this.#timers.add(timer);
+    }
+    for (const [key, d] of this.#departed) {
+      if (d.until <= now || live.some((l) => l.publicKey === key)) this.#departed.delete(key);
+    }
+    this.#peers = live;
+    const peers = [...live, ...[...this.#departed.values()].map((d) => d.peer)];
+    const wanted: MeshPeer[] = peers.map((p) => ({
+      publicKey: p.publicKey,
+      endpoints: p.endpoints,
+      allowedIps: peerAllowedIps(p.subnet, p.publicKey),
+    }));
+    try {
+      await setPeers(this.#runner, settings.interfaceName, wanted);
+      const destinations = [...new Set(wanted.flatMap((p) => p.allowedIps))];
+      await syncRoutes(this.#runner, settings.interfaceName, destinations, {
+        src: parseMachineSubnet(this.#options.subnet).gateway,
+      });
+      const changes = this.#driver?.setCandidates(peers) ?? [];
+      for (const change of changes) {
+        await setPeerEndpoint(this.#runner, settings.interfaceName, change.publicKey, change.endpoint);
+      }
+      this.#ok("peers");
+    } catch (error) {
+      this.#fail("peers", error);
+    }
+  }
+
+  #noteReceived(reports: readonly PeerReport[]): void {
+    const now = Date.now();
+    for (const p of reports) {
+      const before = this.#rxBytes.get(p.publicKey);
+      if (before !== undefined && p.rxBytes > before) this.#received.set(p.publicKey, now);
+      this.#rxBytes.set(p.publicKey, p.rxBytes);
+    }
+  }
+
+  #noteUrl(url: string): void {
+    try {
+      this.#noteAddress(new URL(url).hostname);
+    } catch {
+      // not a URL of ours
+    }
+  }
+
+  #noteAddress(address: string): void {
+    let ip: number;
+    try {
+      ip = parseIpv4(address);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const peer of this.#peers.length > 0 ? this.#peers : this.#currentPeers()) {
+      try {
+        if (networkContains(parseIpv4Network(peer.subnet), ip)) this.#traffic.set(peer.machineId, now);
+      } catch {
+        // unreadable subnet
+      }
+    }
+  }
+}

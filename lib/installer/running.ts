@@ -1,0 +1,15 @@
+// Which attempt is in flight on this Machine, for the daemon's mutation interlock: a record without a terminal
+// outcome whose worker is still alive. A record whose worker is gone is settled as `interrupted` on the way.
+import { type AttemptRecord, isTerminal, listAttempts } from "./attempt.ts";
+import type { InstallPaths } from "./paths.ts";
+import { readAttempt } from "./request.ts";
+
+/** The attempt still running on this Machine (any path: local, SSH or RPC), if any. */
+export async function runningAttempt(paths: InstallPaths): Promise<AttemptRecord | undefined> {
+  for (const record of await listAttempts(paths)) {
+    if (isTerminal(record)) continue;
+    const now = await readAttempt(paths, record.id);
+    if (!isTerminal(now)) return now;
+  }
+  return undefined;
+}

@@ -1,0 +1,89 @@
+import { deepEqual, equal, ok } from "node:assert/strict";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRpcApp } from "./app.ts";
+import { CAPABILITIES } from "./catalog.ts";
+import { connectMachine } from "./client.ts";
+import { RpcError } from "./errors.ts";
+import { listenUnix } from "./listen.ts";
+import { stdioFetch } from "./stdio_transport.ts";
+
+const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+
+Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a chunked stream, a refusal", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "ployz-stdio-" });
+  const app = createRpcApp({
+    describeContract: () =>
+      Promise.resolve({
+        "machine_id": "m1",
+        "machine_name": "one",
+        "protocol_major": 1,
+        "daemon_version": "0.1.0",
+        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.containerLogs],
+      }),
+    containerLogs: () =>
+      Promise.resolve(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let i = 0; i < 3; i++) controller.enqueue(new TextEncoder().encode(`line ${i}\n`));
+            controller.close();
+          },
+        }),
+      ),
+  });
+  const server = await listenUnix(
+    { path: join(dir, "ployz.sock") },
+    (request, signal) => app.fetch(request, signal),
+  );
+  // The bridge the SSH path runs on the far side, here run locally instead of through ssh.
+  const client = connectMachine({
+    label: "dial-stdio",
+    fetch: stdioFetch({
+      cmd: Deno.execPath(),
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        "--allow-read",
+        "--allow-write",
+        "--allow-net",
+        "--allow-env",
+        join(ROOT, "cmd", "ployzd.ts"),
+        "dial-stdio",
+      ],
+      env: { PLOYZ_RUN_DIR: dir },
+    }),
+  });
+  try {
+    const contract = await client.describeContract();
+    equal(contract.machine_name, "one");
+    const logs = await new Response(await client.containerLogs({ id: "x" })).text();
+    equal(logs, "line 0\nline 1\nline 2\n");
+    const refused = await client.inspectImage({ ref: "busybox" }).catch((e) => e);
+    ok(refused instanceof RpcError);
+    equal(refused.code, "unsupported");
+    deepEqual(refused.details.capability, CAPABILITIES.inspectImage);
+  } finally {
+    client.close();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("stdioFetch reports a bridge that answers nothing as unavailable, naming it", async () => {
+  const client = connectMachine({
+    label: "nowhere",
+    fetch: stdioFetch({
+      cmd: "sh",
+      args: ["-c", "echo 'ssh: connect to host nowhere: No route to host' >&2; exit 255"],
+      label: "ssh nowhere",
+    }),
+  });
+  const error = await client.describeContract().catch((e) => e);
+  ok(error instanceof RpcError);
+  equal(error.code, "unavailable");
+  equal(
+    error.message,
+    'Cannot reach the Machine RPC socket "nowhere": Cannot reach the Machine through "ssh nowhere": ssh: connect to host nowhere: No route to host',
+  );
+});

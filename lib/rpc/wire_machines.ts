@@ -1,0 +1,205 @@
+/**
+ * Wire shapes of the mesh membership routes: listing Machines as one Machine observes them, joining a Machine to a
+ * Cluster, admitting a joiner's key on the Entry Machine, and asking a Machine to leave. Requests are strict,
+ * responses tolerant (DESIGN.md Stable promise, rules 2 and 3).
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { type MachineRecord, MachineRecordSchema } from "./wire.ts";
+
+const id = z.string().min(1).max(256);
+const text = z.string().max(4096);
+const key = z.string().min(1).max(128);
+const subnet = z.string().min(1).max(64);
+const endpoint = z.string().min(1).max(256);
+
+/** A Machine's membership as one observer judges it. */
+export type MembershipWire = "unknown" | "up" | "suspect" | "down" | (string & Record<never, never>);
+
+/** One Machine of `ployz.machine.list.v1`: its replicated row plus the observer's judgement of it. */
+export interface ListedMachine {
+  /** Durable id. */
+  id: string;
+  /** Machine Name; names may collide. */
+  name: string;
+  /** Its Machine Subnet, if its row names one. */
+  subnet?: string;
+  /** Its Advertised Endpoints (`host:port`). */
+  endpoints: string[];
+  /** Its lifecycle phase as its own row says. */
+  phase?: string;
+  /** WireGuard public key. */
+  "public_key"?: string;
+  /** The observer's judgement; the observer itself is `up`. */
+  membership: MembershipWire;
+  /** True for the observer's own row. */
+  self?: boolean;
+  /** The latest WireGuard handshake the observer saw with it (ISO 8601). */
+  "last_handshake_at"?: string;
+  /** When the observer last received store traffic from it (ISO 8601). */
+  "last_store_traffic_at"?: string;
+  /** When the observer's WireGuard interface last counted bytes from it, keepalives included (ISO 8601). */
+  "last_received_at"?: string;
+}
+
+/** What `ployz.machine.list.v1` answers: one Machine's observation, never the Cluster's truth. */
+export interface ListMachinesResponse {
+  /** Whose observation this is. */
+  observer: { "machine_id": string; "machine_name": string };
+  /** When it was made (ISO 8601). */
+  "observed_at": string;
+  /** Every Machine row the observer holds (tombstones excluded), with its membership judgement. */
+  machines: ListedMachine[];
+  /** Why the observer's mesh is not working, when it is not (WireGuard or the sync listener failed). */
+  "mesh_error"?: string;
+}
+
+/** Tolerant reader of {@link ListMachinesResponse}. */
+export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.looseObject({
+  observer: z.looseObject({ "machine_id": id, "machine_name": text }),
+  "observed_at": text,
+  machines: z.array(z.looseObject({
+    id,
+    name: text,
+    subnet: z.string().max(64).optional(),
+    endpoints: z.array(z.string().max(256)).max(64).default([]),
+    phase: z.string().max(64).optional(),
+    "public_key": z.string().max(128).optional(),
+    membership: z.string().max(32),
+    self: z.boolean().optional(),
+    "last_handshake_at": text.optional(),
+    "last_store_traffic_at": text.optional(),
+    "last_received_at": text.optional(),
+  })).max(65536),
+  "mesh_error": text.optional(),
+});
+
+/** One peer a joiner starts from: the Entry Machine's own row. */
+export interface JoinPeer {
+  /** Its Machine id. */
+  id: string;
+  /** Its Machine Name. */
+  name?: string;
+  /** Its WireGuard public key. */
+  "public_key": string;
+  /** Its Advertised Endpoints. */
+  endpoints: string[];
+  /** Its Machine Subnet. */
+  subnet: string;
+}
+
+/** What `ployz.machine.join.v1` asks of an uninitialized Machine. */
+export interface JoinRequest {
+  /** The Cluster to join. */
+  "cluster_id": string;
+  /** The Cluster's name. */
+  "cluster_name": string;
+  /** The Machine Subnet the operator allocated for this Machine. */
+  subnet: string;
+  /** Machine Name to take; default the current one. */
+  "machine_name"?: string;
+  /** Machines to sync with first (the Entry Machine); at least one. */
+  peers: JoinPeer[];
+}
+
+/** Strict reader of {@link JoinRequest}. */
+export const JoinRequestSchema: z.ZodType<JoinRequest> = z.strictObject({
+  "cluster_id": z.string().min(1).max(128),
+  "cluster_name": z.string().min(1).max(128),
+  subnet,
+  "machine_name": z.string().min(1).max(128).optional(),
+  peers: z.array(z.strictObject({
+    id,
+    name: z.string().min(1).max(256).optional(),
+    "public_key": key,
+    endpoints: z.array(endpoint).max(64),
+    subnet,
+  })).min(1).max(16),
+});
+
+/** What `ployz.machine.join.v1` answers: the record now (phase `joining` until caught up) and its endpoints. */
+export interface JoinResponse {
+  /** The Machine record after the call. */
+  machine: MachineRecord;
+  /** The endpoints it advertises in its row. */
+  endpoints: string[];
+}
+
+/** Tolerant reader of {@link JoinResponse}. */
+export const JoinResponseSchema: z.ZodType<JoinResponse> = z.looseObject({
+  machine: MachineRecordSchema,
+  endpoints: z.array(z.string().max(256)).max(64).default([]),
+});
+
+/** What `ployz.machine.admit_peer.v1` asks of the Entry Machine: accept a joiner's handshakes before its row arrives. */
+export interface AdmitPeerRequest {
+  /** The joiner's Machine id. */
+  "machine_id": string;
+  /** The joiner's WireGuard public key. */
+  "public_key": string;
+  /** The Machine Subnet allocated to the joiner. */
+  subnet: string;
+  /** Endpoints to reach it at, when known; without them the Entry Machine learns its endpoint from its handshake. */
+  endpoints?: string[];
+}
+
+/** Strict reader of {@link AdmitPeerRequest}. */
+export const AdmitPeerRequestSchema: z.ZodType<AdmitPeerRequest> = z.strictObject({
+  "machine_id": id,
+  "public_key": key,
+  subnet,
+  endpoints: z.array(endpoint).max(64).optional(),
+});
+
+/** What `ployz.machine.admit_peer.v1` answers. */
+export interface AdmitPeerResponse {
+  /** The admitting Machine. */
+  "machine_id": string;
+  /** Whether the peer is configured on its WireGuard interface now (false when the mesh is not working). */
+  configured: boolean;
+  /** Why not, when not. */
+  error?: string;
+}
+
+/** Tolerant reader of {@link AdmitPeerResponse}. */
+export const AdmitPeerResponseSchema: z.ZodType<AdmitPeerResponse> = z.looseObject({
+  "machine_id": id,
+  configured: z.boolean(),
+  error: text.optional(),
+});
+
+/** What `ployz.machine.leave.v1` asks: this Machine leaves its Cluster. */
+export interface LeaveRequest {
+  /** The Machine's own name, confirming that its Ployz containers are removed (Data Loss). */
+  "confirm_data_loss"?: string;
+}
+
+/** Strict reader of {@link LeaveRequest}. */
+export const LeaveRequestSchema: z.ZodType<LeaveRequest> = z.strictObject({
+  "confirm_data_loss": z.string().min(1).max(256).optional(),
+});
+
+/** What `ployz.machine.leave.v1` answers: what was done, and which peers confirmed they hold the tombstone. */
+export interface LeaveResponse {
+  /** The Machine that left. */
+  "machine_id": string;
+  /** Ployz containers removed. */
+  "removed_containers": string[];
+  /** Peers (Machine ids) that received the tombstone of its row before it left. */
+  "tombstone_delivered_to": string[];
+  /** Peers the tombstone could not be delivered to directly; it spreads from the others. */
+  "tombstone_not_delivered_to": string[];
+  /** Whether its WireGuard interface was removed. */
+  "interface_removed": boolean;
+}
+
+/** Tolerant reader of {@link LeaveResponse}. */
+export const LeaveResponseSchema: z.ZodType<LeaveResponse> = z.looseObject({
+  "machine_id": id,
+  "removed_containers": z.array(text).default([]),
+  "tombstone_delivered_to": z.array(id).default([]),
+  "tombstone_not_delivered_to": z.array(id).default([]),
+  "interface_removed": z.boolean().default(false),
+});

@@ -1,0 +1,137 @@
+// Helpers for tests that install Ployz into a container running real systemd (ployz-test/systemd:1, from
+// .ci/images_systemd.sh): release sources built from one `tools/dist.ts` tree, and the container itself.
+import { equal } from "node:assert/strict";
+import { join } from "node:path";
+import { ROOT, run, type RunResult } from "./harness.ts";
+
+/** The dev dockerd's socket, and the environment the docker CLI needs for it. */
+export const DOCKER_SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+/** `DOCKER_HOST` for {@link DOCKER_SOCKET}. */
+export const DOCKER_ENV: Record<string, string> = { DOCKER_HOST: `unix://${DOCKER_SOCKET}` };
+/** The systemd image. */
+export const SYSTEMD_IMAGE = "ployz-test/systemd:1";
+const TRIPLE = Deno.build.target;
+
+/** Whether Docker answers and holds every image in `images`. */
+export async function haveImages(images: string[]): Promise<boolean> {
+  for (const image of images) {
+    const ok = await run("docker", ["image", "inspect", image], DOCKER_ENV).then(
+      (r) => r.code === 0,
+      () => false,
+    );
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Runs `script` with sh on this host; throws with its stderr when it fails. */
+export async function sh(script: string, cwd?: string): Promise<string> {
+  const out = await new Deno.Command("sh", { args: ["-c", script], cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!out.success) throw new Error(`"${script}" failed: ${new TextDecoder().decode(out.stderr)}`);
+  return new TextDecoder().decode(out.stdout);
+}
+
+/**
+ * Builds a release source under `work/releases` holding `versions`, each a copy of one dist tree whose deno.json
+ * says that version and is then changed by `patchConfig`; `v0/stable` names the first version.
+ */
+export async function buildReleaseSource(
+  work: string,
+  versions: string[],
+  patchConfig: (config: Record<string, unknown>) => void,
+): Promise<string> {
+  const dist = join(work, "dist");
+  const built = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
+    PLOYZ_DIST_TARGETS: "host",
+    PLOYZ_DIST_OUT: dist,
+    HOME: Deno.env.get("HOME") ?? "/root",
+  });
+  equal(built.code, 0, built.stderr);
+  const base = (await Array.fromAsync(Deno.readDir(dist))).find((e) =>
+    e.isDirectory && e.name.startsWith("ployz-")
+  )!;
+  const rel = join(work, "releases");
+  await Deno.mkdir(join(work, "build"), { recursive: true });
+  for (const version of versions) {
+    const name = `ployz-${version}-${TRIPLE}`;
+    const tree = join(work, "build", name);
+    await sh(`cp -a '${join(dist, base.name)}' '${tree}'`);
+    const configPath = join(tree, "deno.json");
+    const config = JSON.parse(await Deno.readTextFile(configPath));
+    config.version = version;
+    patchConfig(config);
+    await Deno.writeTextFile(configPath, JSON.stringify(config, null, 2) + "\n");
+    await Deno.mkdir(join(rel, version), { recursive: true });
+    await sh(
+      `tar --sort=name --owner=0 --group=0 -C '${join(work, "build")}' -cf - '${name}' | gzip -1 > '${
+        join(rel, version, `${name}.tar.gz`)
+      }'`,
+    );
+    await sh(`sha256sum '${name}.tar.gz' > SHA256SUMS`, join(rel, version));
+    await Deno.remove(tree, { recursive: true });
+  }
+  await Deno.mkdir(join(rel, "v0"));
+  await Deno.writeTextFile(join(rel, "v0", "stable"), `${versions[0]}\n`);
+  await Deno.chmod(rel, 0o755);
+  await Deno.remove(dist, { recursive: true });
+  return rel;
+}
+
+/** A running container with systemd as PID 1. */
+export class SystemdMachine {
+  constructor(readonly name: string) {}
+
+  /** Starts `ployz-test/systemd:1` with `extra` docker-run arguments and waits until systemd has booted. */
+  static async start(name: string, extra: string[]): Promise<SystemdMachine> {
+    const started = await run("docker", [
+      "run",
+      "-d",
+      "--name",
+      name,
+      "--label",
+      "ployz.test=installer",
+      "--cap-add",
+      "SYS_ADMIN",
+      "--security-opt",
+      "seccomp=unconfined",
+      "--security-opt",
+      "apparmor=unconfined",
+      "-v",
+      "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+      "--tmpfs",
+      "/run",
+      "--tmpfs",
+      "/run/lock",
+      "-e",
+      "container=docker",
+      ...extra,
+      SYSTEMD_IMAGE,
+    ], DOCKER_ENV);
+    equal(started.code, 0, started.stderr);
+    const m = new SystemdMachine(name);
+    const deadline = Date.now() + 90_000;
+    while (!/^(running|degraded)/.test((await m.exec("systemctl is-system-running")).stdout)) {
+      if (Date.now() > deadline) throw new Error("systemd did not finish booting");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    return m;
+  }
+
+  /** Runs `script` with sh inside. */
+  async exec(script: string): Promise<RunResult> {
+    return await run("docker", ["exec", this.name, "sh", "-c", script], DOCKER_ENV);
+  }
+
+  /** Runs `script` inside; asserts it exits 0 and returns its trimmed output. */
+  async ok(script: string): Promise<string> {
+    const r = await this.exec(script);
+    equal(r.code, 0, `${script}\n${r.stderr}${r.stdout}`);
+    return r.stdout.trim();
+  }
+
+  /** Removes the container. */
+  async remove(): Promise<void> {
+    await run("docker", ["rm", "-f", this.name], DOCKER_ENV);
+  }
+}

@@ -1,0 +1,387 @@
+// Machines in a mesh, end to end, as root on real components: `ployz lab up` starts one ployzd per namespace
+// (real dockerd, wireguard-go, SQLite stores), founds the Cluster on m1 and adds m2, m3 through the real enrollment
+// flow. Then: every Machine sees three Machines up; stores converge; a container row written on m3 reaches m1; a
+// partition leaves both sides answering and writing while membership degrades; two operators adding Machines on
+// either side pick the same /24 and the collision survives convergence; healing makes the stores identical;
+// restarting a ployzd keeps the mesh and the containers serving; `machine rm` asks a Machine to leave.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { missingCommands, readRows, storeDigest, wgInterfaceName } from "../lib/lab/mod.ts";
+import { ROOT, run, type RunResult } from "./harness.ts";
+
+const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const IMAGE = "ployz-test/busybox:1";
+
+// Short membership thresholds so a partition shows within the test. Handshakes alone stop proving "up" after 15 s;
+// traffic (store sync both ways, WireGuard keepalives every 25 s) keeps a reachable peer up for 30 s after its last
+// packet.
+const THRESHOLDS = {
+  PLOYZ_MEMBERSHIP_HANDSHAKE_UP_MS: "15000",
+  PLOYZ_MEMBERSHIP_STORE_UP_MS: "30000",
+  PLOYZ_MEMBERSHIP_DOWN_AFTER_MS: "45000",
+  PLOYZ_MESH_TICK_MS: "2000",
+};
+
+function labReady(): string | undefined {
+  if (Deno.build.os !== "linux") return "not Linux";
+  if (Deno.uid() !== 0) return "not root";
+  const missing = missingCommands();
+  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
+  try {
+    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
+  } catch {
+    return `no Docker socket at "${HOST_DOCKER}"`;
+  }
+  return undefined;
+}
+
+const notReady = labReady();
+
+interface Listed {
+  observer: { "machine_id": string; "machine_name": string };
+  machines: { id: string; name: string; subnet?: string; membership: string; phase?: string }[];
+  "subnet_collisions": { subnet: string; machines: { id: string; name: string }[] }[];
+}
+
+/** Pids of the wireguard-go processes serving `iface`, found by their exact command line. */
+function wireguardGo(iface: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0").filter((a) => a !== "");
+      if (argv[0]?.endsWith("wireguard-go") && argv.at(-1) === iface) pids.push(Number(entry.name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function eventually<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > until) {
+      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
+    }
+    await sleep(500);
+  }
+}
+
+Deno.test({
+  name: "ployz lab with ployzd per Machine: join, membership, sync, partition, collision, heal, restart, rm",
+  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
+  async fn(t) {
+    if (notReady !== undefined) {
+      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
+    }
+    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
+    const name = `k${tag}`;
+    const dir = `/tmp/plz-lab-${tag}`;
+    const at = ["--dir", dir];
+    const env = { PLOYZ_DOCKER_SOCKET: HOST_DOCKER, PLOYZ_CONFIG_DIR: join(dir, "nobody"), ...THRESHOLDS };
+    const sock = (m: string): string => join(dir, m, "run", "ployz.sock");
+    const db = (m: string): string => join(dir, m, "ployz", "store.db");
+
+    const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
+      run(join(ROOT, "bin", "ployz"), args, { ...env, ...extra });
+    const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
+      const result = await ployz(args, extra);
+      assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
+      return result;
+    };
+    // `machine ls` as the given Machine observes it, through `lab exec` (the CLI inside its namespace).
+    const ls = async (m: string): Promise<Listed> =>
+      JSON.parse((await ok(["lab", "exec", m, ...at, "--", "ployz", "machine", "ls", "--json"])).stdout);
+    const ids: Record<string, string> = {};
+    const runOwned = async (m: string, container: string): Promise<void> => {
+      await ok([
+        "lab",
+        "exec",
+        m,
+        ...at,
+        "--",
+        "docker",
+        "run",
+        "-d",
+        "--name",
+        container,
+        "--network",
+        "ployz",
+        "--label",
+        "ployz.managed=1",
+        "--label",
+        `ployz.machine=${ids[m]}`,
+        "--label",
+        "ployz.project=lab",
+        "--label",
+        `ployz.service=${container}`,
+        IMAGE,
+        "sh",
+        "-c",
+        `mkdir -p /www && echo hello-from-${container} > /www/index.html && exec httpd -f -p 80 -h /www`,
+      ]);
+    };
+    const rowNames = (m: string): string[] =>
+      [...readRows(db(m), "containers").values()].map((r) => String(r.name)).sort();
+
+    try {
+      const started = Date.now();
+      await ok(["lab", "up", "--machines", "5", "--join", "3", "--name", name, ...at]);
+      console.log(`lab up (5 Machines, 3 joined): ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+      await t.step(
+        "every Machine's machine ls shows the three Machines up, in its own observation",
+        async () => {
+          for (const m of ["m1", "m2", "m3"]) {
+            const list = await eventually(`${m} sees 3 Machines up`, 30_000, async () => {
+              const l = await ls(m);
+              return l.machines.length === 3 && l.machines.every((x) => x.membership === "up")
+                ? l
+                : undefined;
+            });
+            assert.equal(list.observer.machine_name, m);
+            for (const x of list.machines) ids[x.name] = x.id;
+            assert.deepEqual(list.machines.map((x) => x.subnet), [
+              "10.210.0.0/24",
+              "10.210.1.0/24",
+              "10.210.2.0/24",
+            ]);
+          }
+          const m4 = JSON.parse(
+            (await ok(["machine", "ls", "--json"], { PLOYZ_RUN_DIR: join(dir, "m4", "run") })).stdout,
+          );
+          assert.equal(m4.machines.length, 0, "an uninitialized Machine holds no rows");
+          assert.match(m4.mesh_error, /not in a Cluster/);
+        },
+      );
+
+      await t.step("stores converge: the same machines rows on every Machine", async () => {
+        await eventually("identical stores on m1, m2, m3", 15_000, () => {
+          const digests = new Set(["m1", "m2", "m3"].map((m) => storeDigest(db(m))));
+          return Promise.resolve(digests.size === 1 ? true : undefined);
+        });
+        for (const m of ["m1", "m2", "m3"]) {
+          assert.deepEqual([...readRows(db(m), "machines").values()].map((r) => r.name).sort(), [
+            "m1",
+            "m2",
+            "m3",
+          ]);
+        }
+      });
+
+      await t.step("a container row written on m3 appears on m1 within 5 s", async () => {
+        await runOwned("m3", "web3");
+        const written = await eventually(
+          "m3 publishes web3",
+          15_000,
+          () => Promise.resolve(rowNames("m3").includes("web3") ? Date.now() : undefined),
+        );
+        await eventually(
+          "web3 on m1",
+          5_000,
+          () => Promise.resolve(rowNames("m1").includes("web3") ? true : undefined),
+        );
+        console.log(`row web3: m3 → m1 in ${Date.now() - written} ms (polling every 500 ms)`);
+      });
+
+      const address = (await ok([
+        "lab",
+        "exec",
+        "m3",
+        ...at,
+        "--",
+        "docker",
+        "inspect",
+        "-f",
+        "{{.NetworkSettings.Networks.ployz.IPAddress}}",
+        "web3",
+      ])).stdout.trim();
+      assert.match(address, /^10\.210\.2\.\d+$/);
+      const fetchFromM1 = (): Promise<RunResult> =>
+        ployz([
+          "lab",
+          "exec",
+          "m1",
+          ...at,
+          "--",
+          "docker",
+          "run",
+          "--rm",
+          "--network",
+          "ployz",
+          IMAGE,
+          "sh",
+          "-c",
+          `wget -q -O - http://${address}/ & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`,
+        ]);
+      assert.match((await fetchFromM1()).stdout, /hello-from-web3\s+rc=0/, "m1's container reaches m3's");
+
+      await t.step("partition m1,m2 / m3: each side answers, writes, and judges the other side", async () => {
+        await ok(["lab", "partition", "m1,m2,m4", "/", "m3,m5", ...at]);
+        await runOwned("m1", "web1");
+        await runOwned("m3", "web3b");
+        await eventually(
+          "web1 reaches m2",
+          15_000,
+          () => Promise.resolve(rowNames("m2").includes("web1") ? true : undefined),
+        );
+        const m3view = await eventually("m3 no longer judges m1 and m2 up", 90_000, async () => {
+          const l = await ls("m3");
+          const others = l.machines.filter((x) => x.name !== "m3");
+          return others.every((x) => x.membership === "suspect" || x.membership === "down") ? l : undefined;
+        });
+        assert.equal(m3view.machines.find((x) => x.name === "m3")?.membership, "up");
+        // Each side judges on its own evidence and clock: m1 may still have heard from m3 a moment later.
+        const m1view = await eventually("m1 no longer judges m3 up", 30_000, async () => {
+          const l = await ls("m1");
+          return l.machines.find((x) => x.name === "m3")?.membership !== "up" ? l : undefined;
+        });
+        assert.equal(m1view.machines.find((x) => x.name === "m2")?.membership, "up");
+        await eventually("m3 judges m1 down", 90_000, async () => {
+          const l = await ls("m3");
+          return l.machines.find((x) => x.name === "m1")?.membership === "down" ? true : undefined;
+        });
+        assert.equal(rowNames("m3").includes("web1"), false, "web1 cannot have crossed the partition");
+        assert.equal(rowNames("m1").includes("web3b"), false, "web3b cannot have crossed the partition");
+      });
+
+      await t.step("two operators add Machines on either side: both pick the same /24", async () => {
+        const [a, b] = await Promise.all([
+          ployz(["machine", "add", "--socket", sock("m4"), "--name", "m4", "--json"], {
+            PLOYZ_RUN_DIR: join(dir, "m1", "run"),
+            PLOYZ_CONFIG_DIR: join(dir, "operator-a"),
+          }),
+          ployz(["machine", "add", "--socket", sock("m5"), "--name", "m5", "--json"], {
+            PLOYZ_RUN_DIR: join(dir, "m3", "run"),
+            PLOYZ_CONFIG_DIR: join(dir, "operator-b"),
+          }),
+        ]);
+        assert.equal(a.code, 0, `add m4: ${a.stderr}`);
+        assert.equal(b.code, 0, `add m5: ${b.stderr}`);
+        const [ra, rb] = [JSON.parse(a.stdout), JSON.parse(b.stdout)];
+        assert.equal(ra.participating, true);
+        assert.equal(rb.participating, true);
+        assert.equal(ra.subnet, "10.210.3.0/24");
+        assert.equal(rb.subnet, "10.210.3.0/24", "the other operator could not see m4's pick");
+        ids.m4 = ra.machine.id;
+        ids.m5 = rb.machine.id;
+      });
+
+      await t.step(
+        "heal: m1, m2, m3 converge to identical stores, nothing lost, the collision reported",
+        async () => {
+          await ok(["lab", "heal", ...at]);
+          const healed = Date.now();
+          await eventually("identical stores on m1, m2, m3 after heal", 60_000, () => {
+            const digests = new Set(["m1", "m2", "m3"].map((m) => storeDigest(db(m))));
+            return Promise.resolve(digests.size === 1 ? true : undefined);
+          });
+          console.log(`converged after heal in ${Date.now() - healed} ms (polling every 500 ms)`);
+          for (const m of ["m1", "m2", "m3"]) {
+            const names = rowNames(m);
+            for (const c of ["web1", "web3", "web3b"]) assert.ok(names.includes(c), `${c} on ${m}: ${names}`);
+            const machines = [...readRows(db(m), "machines").values()].map((r) => r.name).sort();
+            assert.deepEqual(machines, ["m1", "m2", "m3", "m4", "m5"]);
+          }
+          for (const m of ["m1", "m3"]) {
+            const list = await ls(m);
+            const collision = list.subnet_collisions.find((c) => c.subnet === "10.210.3.0/24");
+            assert.ok(collision, `${m} reports the collision: ${JSON.stringify(list.subnet_collisions)}`);
+            assert.deepEqual(collision.machines.map((x) => x.name).sort(), ["m4", "m5"]);
+          }
+          const text = await ok(["lab", "exec", "m2", ...at, "--", "ployz", "machine", "ls"]);
+          assert.match(text.stdout, /^Observed by "m2" \(\w+\) at \S+/);
+          assert.match(text.stdout, /warning: subnet collision on 10\.210\.3\.0\/24: "m4" .*"m5"/);
+        },
+      );
+
+      await t.step("restarting m3's ployzd keeps the mesh and the containers serving", async () => {
+        const before = wireguardGo(wgInterfaceName(name, 3));
+        assert.equal(before.length, 1, "one wireguard-go serves m3's interface");
+        await ok(["lab", "restart", "m3", ...at]);
+        assert.deepEqual(
+          wireguardGo(wgInterfaceName(name, 3)),
+          before,
+          "the same wireguard-go survived the restart",
+        );
+        assert.match(
+          (await fetchFromM1()).stdout,
+          /hello-from-web3\s+rc=0/,
+          "m1 still reaches m3's container",
+        );
+        await runOwned("m3", "web3c");
+        await eventually(
+          "web3c from the restarted m3 reaches m1",
+          15_000,
+          () => Promise.resolve(rowNames("m1").includes("web3c") ? true : undefined),
+        );
+        const list = await eventually("m3 judges m1 and m2 up again", 30_000, async () => {
+          const l = await ls("m3");
+          const up = l.machines.filter((x) => ["m1", "m2"].includes(x.name) && x.membership === "up");
+          return up.length === 2 ? l : undefined;
+        });
+        assert.equal(list.observer.machine_name, "m3");
+      });
+
+      await t.step(
+        "machine rm: refused without a way to reach it, refused without Data Loss consent",
+        async () => {
+          const entry = { PLOYZ_RUN_DIR: join(dir, "m1", "run") };
+          const unreachable = await ployz(["machine", "rm", "m2"], entry);
+          assert.equal(unreachable.code, 2);
+          assert.match(unreachable.stderr, /only it can tombstone its own row.*nothing was changed/);
+          const busy = await ployz(["machine", "rm", "m3", "--socket", sock("m3")], entry);
+          assert.equal(busy.code, 1);
+          assert.match(
+            busy.stderr,
+            /^error\[conflict\]: Machine "m3" runs 3 Ployz container\(s\).*--confirm-data-loss m3/,
+          );
+          const wrong = await ployz(["machine", "rm", "m2", "--socket", sock("m3")], entry);
+          assert.match(wrong.stderr, /^error\[conflict\]: Refusing to remove: the Machine reached is "m3"/);
+          // m2 runs no container: it leaves, and its tombstone reaches the others.
+          const gone = await ok(["machine", "rm", "m2", "--socket", sock("m2"), "--json"], entry);
+          const left = JSON.parse(gone.stdout);
+          assert.equal(left.machine_id, ids.m2);
+          assert.equal(left.interface_removed, true);
+          const log = await Deno.readTextFile(join(dir, "m2", "ployzd.log"));
+          assert.ok(
+            left.tombstone_delivered_to.length >= 1,
+            `delivered: ${gone.stdout}: ${log.slice(-3000)}`,
+          );
+          for (const m of ["m1", "m3"]) {
+            await eventually(
+              `m2's tombstone on ${m}`,
+              15_000,
+              () => Promise.resolve(readRows(db(m), "machines").has(ids.m2) ? undefined : true),
+            );
+          }
+          const after = await ok(["machine", "ls", "--json"], { PLOYZ_RUN_DIR: join(dir, "m2", "run") });
+          assert.equal(JSON.parse(after.stdout).machines.length, 0, "m2 holds no rows after leaving");
+          const m1view = await ls("m1");
+          assert.equal(m1view.machines.some((x) => x.id === ids.m2), false);
+        },
+      );
+    } finally {
+      const down = await ployz(["lab", "down", ...at]);
+      assert.equal(down.code, 0, `lab down failed: ${down.stderr}`);
+    }
+    const namespaces = (await run("ip", ["netns", "list"])).stdout;
+    assert.equal(namespaces.split("\n").some((l) => l.startsWith(`${name}-`)), false, `namespaces left`);
+  },
+});

@@ -1,0 +1,318 @@
+// Upgrades over Machine RPC and `ployz machine upgrade`, against real systemd (PID 1 in a container) whose daemon
+// manages the dev dockerd through its bind-mounted socket, so an application container of this Machine runs for
+// real: the CLI is killed once the attempt is accepted, mutations and a second upgrade are refused busy, the
+// same command run again finds the same attempt and reports it succeeded with the verified version, the app
+// answers HTTP throughout and is never restarted. Prints the figures: request → verified ready, management
+// downtime, application downtime. Needs Docker and the images from .ci/images.sh and .ci/images_systemd.sh.
+import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { join } from "node:path";
+import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
+import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
+import { randomSubnet } from "./deploy_support.ts";
+import { ROOT, run } from "./harness.ts";
+import {
+  buildReleaseSource,
+  DOCKER_ENV,
+  DOCKER_SOCKET,
+  haveImages,
+  SYSTEMD_IMAGE,
+  SystemdMachine,
+} from "./installer_support.ts";
+
+const APP_IMAGE = "ployz-test/busybox:1";
+const HAVE = await haveImages([SYSTEMD_IMAGE, APP_IMAGE]);
+const RUN = crypto.randomUUID().slice(0, 8);
+const NETWORK = `ployz-upg-${RUN}`;
+
+/** What the daemon needs beyond deno.json's serve set to take upgrade requests (reported, not yet in deno.json). */
+function grantUpgrades(config: Record<string, unknown>): void {
+  const sets = config.permissions as Record<string, Record<string, unknown>>;
+  const serve = sets.serve;
+  serve.run = [...new Set([...(serve.run as string[]), "systemd-run"])];
+  serve.read = [...new Set([...(serve.read as string[]), "/usr/lib/ployz", "/releases"])];
+}
+
+async function refusal(call: () => Promise<unknown>, deadlineMs: number): Promise<RpcError> {
+  const deadline = Date.now() + deadlineMs;
+  while (true) {
+    try {
+      await call();
+      throw new Error("the call was not refused");
+    } catch (error) {
+      if (!(error instanceof RpcError)) throw error;
+      // The daemon may be restarting: ask again.
+      if (error.code !== "unavailable" || Date.now() > deadline) return error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** Probes `probe` every `everyMs` until stopped; returns the longest stretch it failed. */
+function prober(probe: () => Promise<void>, everyMs: number): { stop(): Promise<ProbeStats> } {
+  let running = true;
+  const stats: ProbeStats = { ok: 0, failed: 0, longestOutageMs: 0 };
+  const loop = (async () => {
+    let downSince: number | undefined;
+    while (running) {
+      const at = Date.now();
+      try {
+        await probe();
+        stats.ok++;
+        if (downSince !== undefined) stats.longestOutageMs = Math.max(stats.longestOutageMs, at - downSince);
+        downSince = undefined;
+      } catch {
+        stats.failed++;
+        downSince ??= at;
+      }
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+    if (downSince !== undefined) {
+      stats.longestOutageMs = Math.max(stats.longestOutageMs, Date.now() - downSince);
+    }
+  })();
+  return {
+    async stop(): Promise<ProbeStats> {
+      running = false;
+      await loop;
+      return stats;
+    },
+  };
+}
+
+interface ProbeStats {
+  ok: number;
+  failed: number;
+  longestOutageMs: number;
+}
+
+Deno.test({
+  name: "machine upgrade over RPC: severed client, same attempt, busy interlock, app serving throughout",
+  ignore: !HAVE && !Deno.env.get("CI"),
+  sanitizeResources: true,
+  sanitizeOps: true,
+  async fn(t) {
+    ok(
+      HAVE,
+      `images "${SYSTEMD_IMAGE}" and "${APP_IMAGE}" are needed: run .ci/images.sh and .ci/images_systemd.sh`,
+    );
+    const work = await Deno.makeTempDir({ prefix: "ployz-upgrade-rpc-e2e-" });
+    const hostRun = join(work, "run");
+    await Deno.mkdir(hostRun, { mode: 0o755 });
+    const machine = new SystemdMachine(`ployz-upgrade-rpc-${RUN}`);
+    const socketPath = join(hostRun, "ployz.sock");
+    const cliEnv = {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      PLOYZ_RUN_DIR: hostRun,
+      PLOYZ_CONFIG_DIR: join(work, "config"),
+      NO_COLOR: "1",
+    };
+    const cliArgs = [
+      "run",
+      "--quiet",
+      ...permissionFlags(permissionSet("cli")),
+      join(ROOT, "cmd", "ployz.ts"),
+    ];
+    const client: MachineClient = connectMachine({ socketPath });
+    try {
+      const rel = await buildReleaseSource(work, ["0.1.0", "0.2.0"], grantUpgrades);
+      await SystemdMachine.start(machine.name, [
+        "-v",
+        `${rel}:/releases:ro`,
+        "-v",
+        `${join(ROOT, "install.sh")}:/install.sh:ro`,
+        // The daemon manages the dev dockerd, so the application container is real; its socket is reachable here.
+        "-v",
+        `${DOCKER_SOCKET}:/var/run/docker.sock`,
+        "-v",
+        `${hostRun}:/run/ployz`,
+      ]);
+
+      await t.step("install 0.1.0; the daemon serves the upgrade capabilities", async () => {
+        await machine.ok(
+          "mkdir -p /etc/systemd/system/ployz-serve.service.d && printf '%s\\n' '[Service]' " +
+            `'Environment=PLOYZ_WG_INTERFACE=none PLOYZ_DOCKER_NETWORK=${NETWORK} PLOYZ_DOCKER_LABELS=ployz.test=${RUN}' ` +
+            "> /etc/systemd/system/ployz-serve.service.d/test.conf",
+        );
+        const r = await machine.exec("PLOYZ_RELEASE_SOURCE=/releases sh /install.sh --skip-prerequisites");
+        equal(r.code, 0, r.stderr + r.stdout);
+        const contract = await client.describeContract();
+        equal(contract.daemon_version, "0.1.0");
+        ok(contract.capabilities.includes("ployz.machine.upgrade.v1"));
+        ok(contract.capabilities.includes("ployz.machine.upgrade_status.v1"));
+      });
+
+      await t.step("a remote caller cannot name a release source; status of an unknown attempt", async () => {
+        using http = Deno.createHttpClient({ proxy: { transport: "unix", path: socketPath } });
+        const raw = await fetch("http://localhost/rpc/ployz.machine.upgrade.v1", {
+          method: "POST",
+          body: JSON.stringify({
+            "protocol_major": 1,
+            version: "0.2.0",
+            "request_key": "k",
+            source: "http://elsewhere/",
+          }),
+          client: http,
+        }).then(async (response) => ({ status: response.status, body: await response.json() }));
+        equal(raw.body.error.code, "invalid_argument");
+        match(raw.body.error.message, /field "source": unknown field/);
+        const missing = await refusal(() => client.upgradeStatus({ id: "zzzzzzzz" }), 0);
+        equal(missing.code, "not_found");
+        equal(missing.details.capability, "ployz.machine.upgrade_status.v1");
+      });
+
+      const spec = {
+        name: `ployz-upg-${RUN}-web`,
+        creationKey: `ck-upg-${RUN}`,
+        project: "upg",
+        service: "web",
+        deployment: `dep-${RUN}`,
+        slot: "0",
+        image: APP_IMAGE,
+        cmd: ["httpd", "-f", "-p", "80", "-h", "/www"],
+        network: { name: NETWORK },
+        stopGraceSeconds: 1,
+      };
+      let appUrl = "";
+      let appStartedAt = "";
+      let appId = "";
+      await t.step("the Machine runs an application container on its Docker", async () => {
+        await client.init({ "cluster_name": "upg", subnet: randomSubnet("10.217") });
+        const made = await client.ensureContainer({ spec, start: true });
+        appId = made.container.id;
+        const inspected = JSON.parse(
+          (await run("docker", ["inspect", appId], DOCKER_ENV)).stdout,
+        )[0];
+        appStartedAt = inspected.State.StartedAt;
+        appUrl = `http://${inspected.NetworkSettings.Networks[NETWORK].IPAddress}/`;
+        const deadline = Date.now() + 20_000;
+        while (true) {
+          const answer = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) }).then(
+            (r) => r.text(),
+            () => "",
+          );
+          if (answer.length > 0) break;
+          ok(Date.now() < deadline, "the app did not answer");
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      });
+
+      const app = prober(async () => {
+        const response = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) });
+        await response.text();
+        if (!response.ok) throw new Error(`status ${response.status}`);
+      }, 100);
+      const management = prober(async () => {
+        using probe = connectMachine({ socketPath });
+        await probe.describeContract({ signal: AbortSignal.timeout(1_000) });
+      }, 100);
+      let attemptId = "";
+      let appStats: ProbeStats | undefined;
+      let managementStats: ProbeStats | undefined;
+      try {
+        await t.step("the CLI is killed once the attempt is accepted; the attempt goes on", async () => {
+          const cli = new Deno.Command(Deno.execPath(), {
+            args: [...cliArgs, "machine", "upgrade", "--version", "0.2.0"],
+            env: cliEnv,
+            clearEnv: true,
+            stdin: "null",
+            stdout: "null",
+            stderr: "piped",
+          }).spawn();
+          let seen = "";
+          const reader = cli.stderr.pipeThrough(new TextDecoderStream()).getReader();
+          try {
+            while (!/accepted upgrade attempt ([a-z0-9]+)/.test(seen)) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              seen += value;
+            }
+          } finally {
+            cli.kill("SIGKILL");
+            await reader.cancel();
+            await cli.status;
+          }
+          attemptId = seen.match(/accepted upgrade attempt ([a-z0-9]+) to 0\.2\.0/)?.[1] ?? "";
+          ok(attemptId !== "", `no acceptance: ${seen}`);
+        });
+
+        await t.step("during the attempt, mutations and a second upgrade are refused busy", async () => {
+          using during = connectMachine({ socketPath });
+          const refused = await refusal(() => during.ensureContainer({ spec, start: true }), 60_000);
+          equal(refused.code, "busy", refused.message);
+          equal(refused.details.attempt_id, attemptId);
+          equal(refused.details.capability, "ployz.container.ensure.v1");
+          match(refused.message, new RegExp(`upgrade attempt "${attemptId}" to 0\\.2\\.0 is running`));
+          const second = await refusal(
+            () => during.upgradeMachine({ version: "0.1.0", "request_key": `other-${RUN}` }),
+            60_000,
+          );
+          equal(second.code, "busy", second.message);
+          equal(second.details.attempt_id, attemptId);
+        });
+
+        await t.step("the same command again finds the same attempt and reports it succeeded", async () => {
+          const again = await run(
+            Deno.execPath(),
+            [...cliArgs, "machine", "upgrade", "--version", "0.2.0", "--json"],
+            cliEnv,
+          );
+          equal(again.code, 0, again.stderr + again.stdout);
+          const result = JSON.parse(again.stdout.trim().split("\n").pop()!);
+          equal(result.ok, true);
+          equal(result.machines.length, 1);
+          const m = result.machines[0];
+          equal(m.result, "succeeded", JSON.stringify(m));
+          equal(m.attempt_id, attemptId, "the receipt's request key found the same attempt");
+          equal(m.existing, true);
+          equal(m.from_version === "0.1.0" || m.from_version === "0.2.0", true);
+          equal(m.target_version, "0.2.0");
+          equal(m.observed_version, "0.2.0");
+          equal(m.ready.daemon_version, "0.2.0");
+          // A new connection: the daemon behind the old one restarted.
+          using after = connectMachine({ socketPath });
+          const status = await after.upgradeStatus({ id: attemptId });
+          equal(status.attempt.outcome, "succeeded");
+          equal(status.attempt.ready?.daemon_version, "0.2.0");
+          equal((await after.describeContract()).daemon_version, "0.2.0");
+          const ms = (a: unknown, b: unknown): number => Date.parse(String(b)) - Date.parse(String(a));
+          console.log(
+            `upgrade ${attemptId}: request → verified ready ${
+              ms(status.attempt.started_at, status.attempt.ready_at)
+            } ms; serve restart → ready ${ms(status.attempt.restart_started_at, status.attempt.ready_at)} ms`,
+          );
+        });
+      } finally {
+        appStats = await app.stop();
+        managementStats = await management.stop();
+      }
+
+      await t.step("the app answered throughout and was never restarted; mutations work again", async () => {
+        console.log(
+          `application: ${appStats!.ok} HTTP answers, ${appStats!.failed} failures, longest outage ${
+            appStats!.longestOutageMs
+          } ms; management socket: ${managementStats!.failed} unanswered probes, longest window ${
+            managementStats!.longestOutageMs
+          } ms`,
+        );
+        equal(appStats!.failed, 0, "application downtime");
+        ok(appStats!.ok > 20, `only ${appStats!.ok} probes ran`);
+        const inspected = JSON.parse((await run("docker", ["inspect", appId], DOCKER_ENV)).stdout)[0];
+        equal(inspected.State.StartedAt, appStartedAt, "the app container was not restarted");
+        equal(inspected.State.Running, true);
+        using fresh = connectMachine({ socketPath });
+        const after = await fresh.ensureContainer({ spec, start: true });
+        deepEqual([after.created, after.started, after.container.id], [false, false, appId]);
+      });
+    } finally {
+      client.close();
+      await machine.remove();
+      const filters = ["--filter", `label=ployz.test=${RUN}`];
+      const ids = (await run("docker", ["ps", "-aq", ...filters], DOCKER_ENV)).stdout.split("\n").filter((
+        s,
+      ) => s);
+      if (ids.length > 0) await run("docker", ["rm", "-f", ...ids], DOCKER_ENV);
+      await run("docker", ["network", "rm", NETWORK], DOCKER_ENV);
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+    }
+  },
+});
