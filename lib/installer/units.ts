@@ -64,6 +64,8 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
       "AmbientCapabilities=CAP_NET_ADMIN CAP_NET_RAW CAP_NET_BIND_SERVICE",
       "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
       "DeviceAllow=/dev/net/tun rw",
+      // wireguard-go runs detached from serve; a serve restart must not take the mesh down with it.
+      "KillMode=process",
       `ReadWritePaths=${
         [l.dataDir, l.runDir, "/run/systemd/system", `-${l.dockerSocket}`].map((p) =>
           quotePath("ReadWritePaths", p)
