@@ -4,23 +4,30 @@ import { CliError } from "../../lib/cli/mod.ts";
 import {
   CAPABILITIES,
   fanOut,
+  type FanOutOptions,
   type FanOutTarget,
   type ListedMachine,
   type MachineClient,
   type MachineRef,
   type PartialResult,
+  viaEntry,
 } from "../../lib/rpc/mod.ts";
 import { cliError, localMachine } from "./connect.ts";
 
 /**
  * How this CLI reaches a Machine other than the Entry Machine: a client, or `undefined` when it has no route.
- * Forwarding through the Entry Machine plugs in here.
+ * The default forwards through the Entry Machine when it serves `ployz.machine.forward.v1`.
  */
 export type Reach = (machine: ListedMachine, entry: MachineClient) => MachineClient | undefined;
 
 /** No route to any Machine but the Entry Machine. */
 export function entryOnly(): MachineClient | undefined {
   return undefined;
+}
+
+/** Every call to the Machine is relayed by the Entry Machine over the mesh. */
+export function throughEntry(machine: ListedMachine, entry: MachineClient): MachineClient {
+  return viaEntry(entry, machine.id, { name: machine.name });
 }
 
 /** The Machines to ask, and the Entry Machine they were listed by. */
@@ -35,7 +42,7 @@ export interface ClusterTargets extends Disposable {
 export interface TargetOptions {
   /** Only the Machine with this name, id or id prefix. */
   machine?: string;
-  /** How to reach Machines other than the Entry Machine; default none. */
+  /** How to reach Machines other than the Entry Machine; default through it, when it forwards. */
   reach?: Reach;
 }
 
@@ -57,10 +64,12 @@ export async function clusterTargets(options: TargetOptions = {}): Promise<Clust
     if (contract.capabilities.includes(CAPABILITIES.listMachines)) {
       const listed = await entry.listMachines();
       const others = listed.machines.filter((m) => m.id !== self.id);
+      const reach = options.reach ??
+        (contract.capabilities.includes(CAPABILITIES.forward) ? throughEntry : entryOnly);
       targets = [
         { ...self, client: entry },
         ...others.map((m): FanOutTarget<MachineClient> => {
-          const client = (options.reach ?? entryOnly)(m, entry);
+          const client = reach(m, entry);
           if (client !== undefined) {
             opened.push(client);
             return { id: m.id, name: m.name, client };
@@ -69,6 +78,7 @@ export async function clusterTargets(options: TargetOptions = {}): Promise<Clust
             id: m.id,
             name: m.name,
             omitted: `no route to it from this CLI, which reaches only the Entry Machine "${self.name}" ` +
+              `(it does not serve "${CAPABILITIES.forward}") ` +
               `("${self.name}" sees it ${m.membership})`,
           };
         }),
@@ -106,8 +116,9 @@ export function askAll<T>(
   targets: ClusterTargets,
   call: (client: MachineClient, machine: MachineRef, signal: AbortSignal) => Promise<T>,
   deadlineMs?: number,
+  onOutcome?: FanOutOptions<T>["onOutcome"],
 ): Promise<PartialResult<T>> {
-  return fanOut(targets.targets, call, { deadlineMs });
+  return fanOut(targets.targets, call, { deadlineMs, onOutcome });
 }
 
 /** Lines naming the Machines that did not answer and those not asked; empty when every Machine answered. */

@@ -1,6 +1,7 @@
 import type { Command } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
 import { deployCommand } from "./deploy.ts";
+import { imageCommand } from "./image.ts";
 import { inspectCommand } from "./inspect.ts";
 import { labCommand } from "./lab.ts";
 import { logsCommand } from "./logs.ts";
@@ -27,6 +28,7 @@ export const ployz: Command = {
     logsCommand,
     topCommand,
     metricsCommand,
+    imageCommand,
     startCommand,
     stopCommand,
     rmCommand,

@@ -1,6 +1,9 @@
-// `ployz ps`: the containers the local Machine observes, optionally of one Project.
-import type { Command } from "../../lib/cli/mod.ts";
+// `ployz ps`: the containers the local Machine observes, optionally of one Project; with `--all-machines`, every
+// Machine's own containers, asked through the Entry Machine and folded into a Partial Result.
+import type { Command, Io } from "../../lib/cli/mod.ts";
 import type { ObservedContainerView } from "../../lib/deploy/mod.ts";
+import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, withMachine } from "./connect.ts";
 
 /** Renders rows as aligned columns. */
@@ -21,11 +24,25 @@ function ports(c: ObservedContainerView): string {
 export const psCommand: Command = {
   name: "ps",
   summary: "List containers",
-  usage: "[PROJECT] [--json]",
+  usage: "[PROJECT] [--all-machines] [--machine M] [--json]",
+  description: [
+    "Without options, the containers of the Machine the CLI is attached to. --all-machines asks every Machine it",
+    "knows of (through it) for its own containers and names the Machine on each row; --machine M asks only M.",
+    "Each Machine is reported on standard error as it answers; Machines that did not answer, and Machines not",
+    "asked, are listed at the end (in --json, under failures and omissions).",
+  ].join("\n"),
   positionals: [0, 1],
-  options: { json: { type: "boolean" } },
+  options: {
+    json: { type: "boolean" },
+    "all-machines": { type: "boolean" },
+    machine: { type: "string" },
+  },
   async run({ values, positionals, io }): Promise<number> {
     const project = positionals[0];
+    const machine = typeof values.machine === "string" ? values.machine : undefined;
+    if (values["all-machines"] === true || machine !== undefined) {
+      return await psAll(io, { project, machine, json: values.json === true });
+    }
     const answer = await withMachine(async (client) => {
       const status = await client.status();
       const list = await client.listContainers(project === undefined ? {} : { project });
@@ -57,3 +74,71 @@ export const psCommand: Command = {
     return 0;
   },
 };
+
+function sortContainers(list: readonly ObservedContainerView[]): ObservedContainerView[] {
+  return [...list].sort((a, b) =>
+    `${a.project}/${a.service}/${a.slot.padStart(4)}`.localeCompare(
+      `${b.project}/${b.service}/${b.slot.padStart(4)}`,
+    )
+  );
+}
+
+/** `ployz ps --all-machines`: one fan-out of `ployz.container.list.v1`, each Machine told as it answers. */
+async function psAll(
+  io: Io,
+  options: { project?: string; machine?: string; json: boolean },
+): Promise<number> {
+  using targets = await clusterTargets({ machine: options.machine });
+  const started = performance.now();
+  const result = await askAll<ListContainersResponse>(
+    targets,
+    (client, _m, signal) =>
+      client.listContainers(options.project === undefined ? {} : { project: options.project }, { signal }),
+    undefined,
+    (o) => {
+      if (o.kind !== "success") return;
+      io.err(
+        `Machine "${o.machine.name}" answered: ${o.value.containers.length} container(s) in ${
+          Math.round(performance.now() - started)
+        } ms\n`,
+      );
+    },
+  );
+  requireAnyAnswer(result, "list containers");
+  if (options.json) {
+    io.out(jsonLine({
+      entry: { "machine_id": targets.entry.id, "machine_name": targets.entry.name },
+      machines: result.successes.map((s) => ({
+        "machine_id": s.machine.id,
+        "machine_name": s.machine.name,
+        "observed_at": s.value.observed_at,
+        containers: sortContainers(s.value.containers),
+      })),
+      ...partialJson(result),
+    }));
+    return 0;
+  }
+  const rows = result.successes.flatMap((s) =>
+    sortContainers(s.value.containers).map((c) => ({ machine: s.machine.name, c }))
+  ).sort((a, b) =>
+    `${a.c.project}/${a.c.service}/${a.c.slot.padStart(4)}/${a.machine}`.localeCompare(
+      `${b.c.project}/${b.c.service}/${b.c.slot.padStart(4)}/${b.machine}`,
+    )
+  );
+  io.out(table(
+    ["PROJECT", "SERVICE", "SLOT", "NAME", "IMAGE", "STATE", "HEALTH", "PORTS", "MACHINE"],
+    rows.map(({ machine, c }) => [
+      c.project,
+      c.service,
+      c.slot,
+      c.name,
+      c.image,
+      c.exit_code !== null && c.state !== "running" ? `${c.state} (${c.exit_code})` : c.state,
+      c.health,
+      ports(c),
+      machine,
+    ]),
+  ));
+  for (const line of partialLines(result)) io.err(`${line}\n`);
+  return 0;
+}

@@ -69,6 +69,8 @@ export interface ClusterLinkOptions {
   hints?: PeerHint[];
   /** One line per notable event. */
   log: (line: string) => void;
+  /** Machine RPC on the mesh listener (paths under `/rpc/`), given the caller's address; absent: sync only. */
+  rpc?: (request: Request, remoteAddress: string, signal: AbortSignal) => Response | Promise<Response>;
 }
 
 /** What this Machine holds as evidence about its peers. */
@@ -322,11 +324,23 @@ export class ClusterLink {
         signal: this.#controller.signal,
         onListen: () => {},
       }, (request, info) => {
-        this.#noteAddress((info.remoteAddr as Deno.NetAddr).hostname);
+        const remote = (info.remoteAddr as Deno.NetAddr).hostname;
+        this.#noteAddress(remote);
+        const rpc = this.#options.rpc;
+        if (rpc !== undefined && new URL(request.url).pathname.startsWith("/rpc/")) {
+          // Ends follows and relays once the answer is delivered or the caller went away.
+          const call = new AbortController();
+          info.completed.then(() => call.abort(), () => call.abort());
+          return rpc(request, remote, call.signal);
+        }
         return app.fetch(request);
       });
       this.#ok("listener");
-      this.#options.log(`mesh: store sync listening on ${gateway}:${SYNC_PORT}`);
+      this.#options.log(
+        `mesh: store sync${
+          this.#options.rpc === undefined ? "" : " and Machine RPC"
+        } listening on ${gateway}:${SYNC_PORT}`,
+      );
     } catch (error) {
       this.#fail("listener", new Error(`cannot listen on ${gateway}:${SYNC_PORT}: ${messageOf(error)}`));
     }

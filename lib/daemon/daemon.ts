@@ -25,6 +25,7 @@ import {
   type RpcErrorCode,
   type RpcHandlers,
   type SocketServer,
+  VIA_PREFIX,
 } from "../rpc/mod.ts";
 import { openStore, type Store, StoreError } from "../store/mod.ts";
 import { defaultEndpoints } from "../mesh/mod.ts";
@@ -41,7 +42,13 @@ import { type Publisher, startPublisher } from "./publisher.ts";
 import { DEFAULT_SUBNET, parseSubnet } from "./subnet.ts";
 import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
 import { MutationGate } from "./mutation_gate.ts";
-import { guardMutations, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
+import { guardMutations, MUTATING_ROUTES, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
+import { createForwarder, forwardJson, type ForwardTarget } from "./forward.ts";
+import { meshRpcHandler } from "./mesh_rpc.ts";
+import { imageHandlers } from "./image_handlers.ts";
+import { parseMachineSubnet } from "../mesh/mod.ts";
+import { SYNC_PORT } from "./mesh_settings.ts";
+import type { RpcApp } from "../rpc/mod.ts";
 
 /** Where the Machine keeps its files and where Docker listens; lib/permissions' `Layout` fits. */
 export interface DaemonPaths {
@@ -141,6 +148,28 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   );
   // Serializes init with itself, so two concurrent calls found one Cluster.
   let initTail: Promise<unknown> = Promise.resolve();
+  // Built once the handlers exist; the mesh listener may start before that and answers `unavailable` meanwhile.
+  const served: { app?: RpcApp } = {};
+  const meshRpc = meshRpcHandler({
+    rows: () => store === undefined || store.closed ? [] : store.machines.list(),
+    self: () => ({ id: record.id, name: record.name }),
+    fetch: (request, signal) =>
+      served.app?.fetch(request, signal) ??
+        Response.json({ error: { code: "unavailable", message: "The daemon is starting", details: {} } }, {
+          status: 503,
+        }),
+  });
+
+  /** A Machine's Machine RPC listener on the mesh, from its replicated row. */
+  function meshTarget(machineId: string): ForwardTarget | undefined {
+    const row = store === undefined || store.closed ? undefined : store.machines.get(machineId);
+    if (row?.subnet === undefined) return undefined;
+    try {
+      return { name: row.name, hostname: parseMachineSubnet(row.subnet).gateway, port: SYNC_PORT };
+    } catch {
+      return undefined;
+    }
+  }
 
   function publishMachine(): void {
     if (store === undefined || record.cluster_id === undefined) return;
@@ -164,6 +193,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       subnet: record.subnet!,
       hints: bootstrapHints(record),
       log,
+      rpc: meshRpc,
     });
     link.start();
     if (record.phase === "joining") catchingUp = catchUp(opened);
@@ -419,13 +449,46 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       return run;
     },
   };
+  const forwarder = createForwarder({
+    self: () => ({ id: record.id, name: record.name }),
+    resolve: meshTarget,
+    async observe(machineId): Promise<string> {
+      const listed = await handlers.listMachines!({}, { capability: "", signal: stopping.signal });
+      const m = listed.machines.find((x) => x.id === machineId);
+      if (m === undefined) return `"${record.name}" holds no row for it`;
+      const handshake = m.last_handshake_at === undefined
+        ? "no WireGuard handshake seen"
+        : `last handshake ${m.last_handshake_at} (${
+          Math.round((Date.now() - Date.parse(m.last_handshake_at)) / 1000)
+        } s ago)`;
+      return `"${record.name}" observes it ${m.membership}, ${handshake}`;
+    },
+    local: (request, signal) => served.app!.fetch(request, signal),
+  });
+  Object.assign(
+    handlers,
+    {
+      forward: (req, ctx) => forwardJson(forwarder, req, ctx.signal),
+    } satisfies RpcHandlers,
+    imageHandlers({
+      engine,
+      self: () => ({ id: record.id, name: record.name }),
+      resolve: meshTarget,
+      stopping: stopping.signal,
+      log,
+    }),
+  );
   // Upgrades over RPC, and the interlock: mutations are counted and refused while an upgrade attempt runs.
   const upgradeHost: UpgradeHost = {
     paths: { ...DEFAULT_INSTALL_PATHS, layout: { ...DEFAULT_INSTALL_PATHS.layout, ...layout } },
     gate: new MutationGate(),
     machineName: () => record.name,
   };
-  Object.assign(handlers, guardMutations(handlers, upgradeHost), upgradeHandlers(upgradeHost));
+  Object.assign(
+    handlers,
+    guardMutations(handlers, upgradeHost, [...MUTATING_ROUTES, "pullImageFromPeer"]),
+    upgradeHandlers(upgradeHost),
+  );
   // The base handlers advertise only themselves; the contract names every route this daemon serves.
   handlers.describeContract = async (req, ctx) => ({
     ...await baseHandlers.describeContract!(req, ctx),
@@ -441,17 +504,24 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
   }
 
-  const app = createRpcApp(handlers, {
+  const rpcApp = createRpcApp(handlers, {
     toRpcError,
     onInternalError: (capability, error) =>
       log(
         `internal error serving "${capability}": ${error instanceof Error ? error.message : String(error)}`,
       ),
   });
+  served.app = rpcApp;
   const socketPath = join(layout.runDir, "ployz.sock");
   let server: SocketServer;
   try {
-    server = await listenUnix({ path: socketPath }, app.fetch);
+    server = await listenUnix(
+      { path: socketPath },
+      (request, signal) =>
+        new URL(request.url).pathname.startsWith(VIA_PREFIX)
+          ? forwarder.serveVia(request, signal)
+          : rpcApp.fetch(request, signal),
+    );
   } catch (error) {
     await publisher?.stop();
     await link?.stop();

@@ -76,6 +76,13 @@ import {
   OBSERVE_ROUTES,
   type TailLogsRequest,
 } from "./observe_routes.ts";
+import {
+  type ExportImageRequest,
+  type ForwardRequest,
+  type PullFromPeerRequest,
+  type PullFromPeerResponse,
+  ROUTING_ROUTES,
+} from "./routing_routes.ts";
 
 /** The Machine RPC major this release speaks. */
 export const PROTOCOL_MAJOR = 1;
@@ -132,6 +139,12 @@ export interface RouteTypes {
   upgradeMachine: [UpgradeMachineRequest, UpgradeMachineResponse];
   /** `ployz.machine.upgrade_status.v1`: read an upgrade attempt. */
   upgradeStatus: [UpgradeStatusRequest, UpgradeStatusResponse];
+  /** `ployz.machine.forward.v1`: the Entry Machine relays one call to another Machine (the target's answer). */
+  forward: [ForwardRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.export.v1`: `docker save` of an image the Machine has (a tar stream). */
+  exportImage: [ExportImageRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.pull_from_peer.v1`: the Machine fetches an image from a peer over the mesh and loads it. */
+  pullImageFromPeer: [PullFromPeerRequest, PullFromPeerResponse];
 }
 
 /** A route's method name. */
@@ -215,6 +228,7 @@ export const CATALOG: Catalog = Object.freeze({
   },
   ...OBSERVE_ROUTES,
   ...UPGRADE_ROUTES,
+  ...ROUTING_ROUTES,
 });
 
 /** Capability names, by method name. */

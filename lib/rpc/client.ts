@@ -50,6 +50,7 @@ import type {
   MetricHistoryResponse,
   TailLogsRequest,
 } from "./observe_routes.ts";
+import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
 
 /** How to reach a Machine. */
 export interface ConnectOptions {
@@ -59,6 +60,8 @@ export interface ConnectOptions {
   fetch?: (request: Request) => Promise<Response>;
   /** How errors name the target when the socket path does not fit; default the socket path. */
   label?: string;
+  /** Path each call is posted to, before the capability; default `/rpc/` (see `viaEntry` for forwarding). */
+  pathPrefix?: string;
 }
 
 /** Per-call options. */
@@ -112,6 +115,10 @@ export interface MachineClient extends Disposable {
   tailLogs(request: TailLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** The Machine's metric history for a Service, a Deployment or itself. */
   metricHistory(request: MetricHistoryRequest, options?: CallOptions): Promise<MetricHistoryResponse>;
+  /** `docker save` of an image the Machine has, as a tar stream. */
+  exportImage(request: ExportImageRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Asks the Machine to fetch an image from a peer Machine over the mesh and load it. */
+  pullImageFromPeer(request: PullFromPeerRequest, options?: CallOptions): Promise<PullFromPeerResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -123,6 +130,19 @@ export interface MachineClient extends Disposable {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** How a client sends: kept per client so a forwarding client can share its Entry Machine's connection pool. */
+const TRANSPORTS = new WeakMap<
+  MachineClient,
+  { send: (request: Request) => Promise<Response>; label: string }
+>();
+
+/** The transport of a client made by {@link connectMachine}, or `undefined` for any other object. */
+export function transportOf(
+  client: MachineClient,
+): { send: (request: Request) => Promise<Response>; label: string } | undefined {
+  return TRANSPORTS.get(client);
 }
 
 /** Opens a client. Nothing is sent until the first call; a socket that does not answer fails that call. */
@@ -140,13 +160,14 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     throw new RpcError("invalid_argument", "Cannot connect to a Machine: give a socket path or a transport");
   }
   let contract: Promise<DescribeContractResponse> | undefined;
+  const prefix = options.pathPrefix ?? "/rpc/";
 
   async function post(name: RouteName, fields: object, signal?: AbortSignal): Promise<Response> {
     const capability = CATALOG[name].capability;
     let response: Response;
     try {
       response = await send(
-        new Request(`http://localhost/rpc/${capability}`, {
+        new Request(`http://localhost${prefix}${capability}`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify(envelope(fields)),
@@ -185,7 +206,9 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     );
   }
 
-  async function call<K extends Exclude<RouteName, "containerLogs" | "tailLogs">>(
+  async function call<
+    K extends Exclude<RouteName, "containerLogs" | "tailLogs" | "forward" | "exportImage">,
+  >(
     name: K,
     fields: object,
     signal?: AbortSignal,
@@ -229,7 +252,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     return contract;
   }
 
-  return {
+  const client: MachineClient = {
     describeContract: async (o) => {
       const answer = await call("describeContract", {}, o?.signal);
       contract = Promise.resolve(answer);
@@ -260,6 +283,11 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       return response.body ?? new ReadableStream({ start: (c) => c.close() });
     },
     metricHistory: (req, o) => call("metricHistory", req, o?.signal),
+    async exportImage(req, o): Promise<ReadableStream<Uint8Array>> {
+      const response = await post("exportImage", req, o?.signal);
+      return response.body ?? new ReadableStream({ start: (c) => c.close() });
+    },
+    pullImageFromPeer: (req, o) => call("pullImageFromPeer", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;
@@ -278,4 +306,6 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       httpClient = undefined;
     },
   };
+  TRANSPORTS.set(client, { send, label });
+  return client;
 }

@@ -58,12 +58,20 @@ export interface PartialResult<T> {
   omissions: FanOutOmission[];
 }
 
+/** One Machine's outcome, told as soon as it is known. */
+export type FanOutOutcome<T> =
+  | ({ kind: "success" } & FanOutSuccess<T>)
+  | ({ kind: "failure" } & FanOutFailure)
+  | ({ kind: "omission" } & FanOutOmission);
+
 /** Options of {@link fanOut}. */
-export interface FanOutOptions {
+export interface FanOutOptions<T = unknown> {
   /** How long each Machine gets to answer; default 15000 ms. The caller's patience, not a safety wait. */
   deadlineMs?: number;
   /** Cancels every call. */
   signal?: AbortSignal;
+  /** Told each Machine's outcome as it arrives (omissions first), so a caller can show progress per Machine. */
+  onOutcome?: (outcome: FanOutOutcome<T>) => void;
 }
 
 /** The default per-Machine deadline of {@link fanOut}. */
@@ -80,13 +88,24 @@ function messageOf(error: unknown): string {
 export async function fanOut<C, T>(
   targets: readonly FanOutTarget<C>[],
   call: (client: C, machine: MachineRef, signal: AbortSignal) => Promise<T>,
-  options: FanOutOptions = {},
+  options: FanOutOptions<T> = {},
 ): Promise<PartialResult<T>> {
   const deadlineMs = options.deadlineMs ?? FAN_OUT_DEADLINE_MS;
   const result: PartialResult<T> = { successes: [], failures: [], omissions: [] };
+  // A listener that throws must not turn one Machine's answer into a failure.
+  const tell = (outcome: FanOutOutcome<T>): void => {
+    try {
+      options.onOutcome?.(outcome);
+    } catch {
+      // the listener's problem, not the Machine's
+    }
+  };
   const outcomes = await Promise.all(targets.map(async (target) => {
     const machine = { id: target.id, name: target.name };
-    if (!("client" in target)) return { kind: "omitted" as const, machine, reason: target.omitted };
+    if (!("client" in target)) {
+      tell({ kind: "omission", machine, reason: target.omitted });
+      return { kind: "omitted" as const, machine, reason: target.omitted };
+    }
     const timeout = new AbortController();
     const signal = options.signal === undefined
       ? timeout.signal
@@ -104,6 +123,7 @@ export async function fanOut<C, T>(
     });
     try {
       const value = await Promise.race([call(target.client, machine, signal), expired]);
+      tell({ kind: "success", machine, value });
       return { kind: "success" as const, machine, value };
     } catch (error) {
       const code = error instanceof RpcError
@@ -111,6 +131,7 @@ export async function fanOut<C, T>(
         : isRpcErrorCode((error as { code?: unknown })?.code)
         ? (error as { code: RpcErrorCode }).code
         : "internal";
+      tell({ kind: "failure", machine, code, message: messageOf(error) });
       return { kind: "failure" as const, machine, code, message: messageOf(error) };
     } finally {
       clearTimeout(timer);

@@ -53,3 +53,25 @@ Deno.test("fanOut with no targets is an empty result, not an error", async () =>
   const result = await fanOut<Client, string>([], (client, _m, signal) => client(signal));
   deepEqual(result, { successes: [], failures: [], omissions: [] });
 });
+
+Deno.test("fanOut tells each outcome as it arrives, before the slowest Machine answers", async () => {
+  let release!: () => void;
+  const slow = new Promise<string>((resolve) => release = () => resolve("from m1"));
+  const targets: FanOutTarget<Client>[] = [
+    { id: "a", name: "m1", client: () => slow },
+    { id: "b", name: "m2", client: () => Promise.resolve("from m2") },
+    { id: "c", name: "m3", client: () => Promise.reject(new RpcError("unavailable", "gone")) },
+    { id: "d", name: "m4", omitted: "no route" },
+  ];
+  const told: string[] = [];
+  const done = fanOut(targets, (client, _m, signal) => client(signal), {
+    onOutcome: (o) => {
+      told.push(`${o.machine.name}:${o.kind}`);
+      if (told.length === 3) release();
+      if (o.kind === "success" && o.machine.name === "m2") throw new Error("a listener that throws");
+    },
+  });
+  const result = await done;
+  deepEqual(told, ["m4:omission", "m2:success", "m3:failure", "m1:success"]);
+  deepEqual(result.successes.map((s) => s.machine.name), ["m1", "m2"]);
+});

@@ -14,7 +14,7 @@
  * @module
  */
 
-export { isRpcErrorCode, RPC_ERROR_CODES, RpcError, type RpcErrorCode } from "./errors.ts";
+export { httpStatusOf, isRpcErrorCode, RPC_ERROR_CODES, RpcError, type RpcErrorCode } from "./errors.ts";
 export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
 export type {
   ContainerLogsRequest,
@@ -87,6 +87,7 @@ export {
   type FanOutFailure,
   type FanOutOmission,
   type FanOutOptions,
+  type FanOutOutcome,
   type FanOutSuccess,
   type FanOutTarget,
   type MachineRef,
@@ -103,5 +104,17 @@ export {
   type RpcHandlers,
 } from "./app.ts";
 export { type CallOptions, connectMachine, type ConnectOptions, type MachineClient } from "./client.ts";
+export { viaEntry, type ViaEntryOptions } from "./via_entry.ts";
+export {
+  type ExportImageRequest,
+  type ForwardRequest,
+  parseViaPath,
+  PEER_PULL_DEFAULT_MS,
+  PEER_PULL_MAX_MS,
+  type PullFromPeerRequest,
+  type PullFromPeerResponse,
+  VIA_PREFIX,
+  viaPath,
+} from "./routing_routes.ts";
 export { type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";

@@ -1,0 +1,142 @@
+/**
+ * Image transfer between Machines: `ployz.image.export.v1` streams `docker save` of an image this Machine has, and
+ * `ployz.image.pull_from_peer.v1` fetches that stream from a named peer over the mesh and `docker load`s it here,
+ * bounded by a deadline (the caller's patience, not a safety wait), reporting bytes and time. A Machine that
+ * already has the image fetches nothing. The peer only exports what it has; this Machine decides and loads.
+ *
+ * @module
+ */
+
+import type { Engine } from "../deploy/mod.ts";
+import {
+  PEER_PULL_DEFAULT_MS,
+  PROTOCOL_MAJOR,
+  type PullFromPeerResponse,
+  RpcError,
+  type RpcHandlers,
+} from "../rpc/mod.ts";
+import { type ForwardTarget, readErrorResponse } from "./forward.ts";
+
+/** What the image handlers need from the daemon. */
+export interface ImageHost {
+  /** This Machine's Docker. */
+  readonly engine: Engine;
+  /** This Machine's id and name. */
+  self(): { id: string; name: string };
+  /** A peer's mesh listener, or `undefined` when this Machine holds no row for it. */
+  resolve(machineId: string): ForwardTarget | undefined;
+  /** Aborts when the daemon stops. */
+  readonly stopping: AbortSignal;
+  /** One line per notable event. */
+  log(line: string): void;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A stream that counts what passes through it. */
+function counting(): { stream: TransformStream<Uint8Array, Uint8Array>; bytes: () => number } {
+  let bytes = 0;
+  return {
+    stream: new TransformStream({
+      transform(chunk, controller): void {
+        bytes += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    }),
+    bytes: () => bytes,
+  };
+}
+
+/** The export and peer-pull handlers. */
+export function imageHandlers(host: ImageHost): RpcHandlers {
+  return {
+    async exportImage(req, ctx) {
+      return await host.engine.saveImage(req.ref, AbortSignal.any([ctx.signal, host.stopping]));
+    },
+    async pullImageFromPeer(req, ctx): Promise<PullFromPeerResponse> {
+      const self = host.self();
+      const base = { "machine_id": self.id, ref: req.ref, "from_machine_id": req.from_machine_id };
+      if (req.from_machine_id === self.id) {
+        throw new RpcError(
+          "invalid_argument",
+          `Cannot pull image "${req.ref}" from Machine "${self.name}" itself`,
+          {
+            details: { field: "from_machine_id" },
+          },
+        );
+      }
+      if (await host.engine.imageExists(req.ref, ctx.signal)) {
+        return { ...base, transferred: false, bytes: 0, "duration_ms": 0, loaded: [] };
+      }
+      const peer = host.resolve(req.from_machine_id);
+      if (peer === undefined) {
+        throw new RpcError(
+          "not_found",
+          `Cannot pull image "${req.ref}": Machine "${self.name}" holds no row for Machine "${req.from_machine_id}"`,
+          { details: { "from_machine_id": req.from_machine_id } },
+        );
+      }
+      const timeoutMs = req.timeout_ms ?? PEER_PULL_DEFAULT_MS;
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const signal = AbortSignal.any([ctx.signal, host.stopping, deadline]);
+      const started = performance.now();
+      const counter = counting();
+      try {
+        const response = await fetch(`http://${peer.hostname}:${peer.port}/rpc/ployz.image.export.v1`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ "protocol_major": PROTOCOL_MAJOR, ref: req.ref }),
+          signal,
+        });
+        if (!response.ok) {
+          const error = await readErrorResponse(response, `Machine "${peer.name}"`);
+          throw new RpcError(
+            error.code,
+            `Machine "${peer.name}" cannot export image "${req.ref}": ${error.message}`,
+            { details: { ...error.details, "from_machine_id": req.from_machine_id } },
+          );
+        }
+        const archive = (response.body ?? new ReadableStream({ start: (c) => c.close() }))
+          .pipeThrough(counter.stream);
+        const loaded = await host.engine.loadImage(archive, signal);
+        if (!await host.engine.imageExists(req.ref, signal)) {
+          throw new RpcError(
+            "internal",
+            `Loaded ${
+              loaded.images.join(", ")
+            } from Machine "${peer.name}" but image "${req.ref}" is still absent`,
+            { details: { loaded: loaded.images } },
+          );
+        }
+        const durationMs = Math.round(performance.now() - started);
+        host.log(`pulled image "${req.ref}" from ${peer.name}: ${counter.bytes()} bytes in ${durationMs} ms`);
+        return {
+          ...base,
+          transferred: true,
+          bytes: counter.bytes(),
+          "duration_ms": durationMs,
+          loaded: loaded.images,
+        };
+      } catch (error) {
+        if (deadline.aborted && !ctx.signal.aborted) {
+          throw new RpcError(
+            "unavailable",
+            `Cannot pull image "${req.ref}" from Machine "${peer.name}" within ${timeoutMs} ms: ${counter.bytes()} bytes arrived`,
+            { details: { bytes: counter.bytes(), "from_machine_id": req.from_machine_id } },
+          );
+        }
+        if (error instanceof RpcError) throw error;
+        if (error instanceof Error && "code" in error && typeof error.code === "string") throw error;
+        throw new RpcError(
+          "unavailable",
+          `Cannot pull image "${req.ref}" from Machine "${peer.name}" at ${peer.hostname}:${peer.port}: ${
+            messageOf(error)
+          }`,
+          { details: { bytes: counter.bytes(), "from_machine_id": req.from_machine_id }, cause: error },
+        );
+      }
+    },
+  };
+}

@@ -1,0 +1,298 @@
+// Entry Machine routing end to end, as root on a real three-Machine lab (real dockerd, wireguard-go, ployzd per
+// Machine): from m1's socket, DescribeContract of m2 and m3 through forwarding; `ployz logs` over a Service with
+// containers on m2 and m3 returns both Machines' lines, each named; `ployz ps --all-machines` lists every Machine's
+// containers; container logs stream through the Entry Machine; a caller on the mesh that is not a Machine (a
+// container on m2) and one off the mesh (the host) get no answer from m1's mesh port; an image only m1 has is
+// copied to m2 over the mesh and runs there; with m3 partitioned away, m3 is named as not answering while m2
+// answers.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { missingCommands } from "../lib/lab/mod.ts";
+import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/rpc/mod.ts";
+import { ROOT, run, type RunResult } from "./harness.ts";
+
+const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const IMAGE = "ployz-test/busybox:1";
+const MACHINES = ["m1", "m2", "m3"];
+
+function labReady(): string | undefined {
+  if (Deno.build.os !== "linux") return "not Linux";
+  if (Deno.uid() !== 0) return "not root";
+  const missing = missingCommands();
+  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
+  try {
+    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
+  } catch {
+    return `no Docker socket at "${HOST_DOCKER}"`;
+  }
+  return undefined;
+}
+
+const notReady = labReady();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function eventually<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > until) {
+      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
+    }
+    await sleep(500);
+  }
+}
+
+Deno.test({
+  name:
+    "Entry Machine routing on a lab: forward, fan-out logs and ps, mesh allow-list, image copy, partition",
+  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
+  async fn(t) {
+    if (notReady !== undefined) {
+      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
+    }
+    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
+    const dir = `/tmp/plz-rt-${tag}`;
+    const at = ["--dir", dir];
+    const env = {
+      PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
+      PLOYZ_CONFIG_DIR: join(dir, "nobody"),
+      PLOYZ_MESH_TICK_MS: "2000",
+    };
+    const runDir = (m: string): string => join(dir, m, "run");
+    const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
+      run(join(ROOT, "bin", "ployz"), args, { ...env, ...extra });
+    const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
+      const result = await ployz(args, extra);
+      assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
+      return result;
+    };
+    const docker = (m: string, args: string[]): Promise<RunResult> =>
+      run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
+    // The CLI attached to m1 (its socket), as an operator on m1 would run it.
+    const fromM1 = (args: string[]): Promise<RunResult> => ployz(args, { PLOYZ_RUN_DIR: runDir("m1") });
+    const observers: Deno.ChildProcess[] = [];
+    let entry: MachineClient | undefined;
+
+    try {
+      const started = Date.now();
+      await ok(["lab", "up", "--machines", "3", "--name", `r${tag}`, ...at]);
+      console.log(`lab up (3 Machines): ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      entry = connectMachine({ socketPath: join(runDir("m1"), "ployz.sock"), label: "m1" });
+      const m1 = entry;
+      const ids: Record<string, string> = {};
+      await eventually("m1 sees 3 Machines up", 60_000, async () => {
+        const listed = await m1.listMachines();
+        if (listed.machines.length !== 3 || listed.machines.some((m) => m.membership !== "up")) {
+          return undefined;
+        }
+        for (const m of listed.machines) ids[m.name] = m.id;
+        return true;
+      });
+
+      // The Observe Store of each Machine, under its own permission set, for `ployz logs`.
+      for (const m of MACHINES) {
+        const layout = {
+          dataDir: join(dir, m, "ployz"),
+          runDir: runDir(m),
+          dockerSocket: join(dir, m, "docker.sock"),
+          dockerRoot: join(dir, m, "data"),
+        };
+        await Deno.mkdir(join(layout.dataDir, "observe"), { recursive: true });
+        const child = new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "--no-prompt",
+            "--quiet",
+            ...permissionFlags(relocate(permissionSet("observe"), layout)),
+            join(ROOT, "cmd", "ployzd.ts"),
+            "observe",
+          ],
+          env: {
+            PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+            HOME: Deno.env.get("HOME") ?? "/root",
+            PLOYZ_DATA_DIR: layout.dataDir,
+            PLOYZ_RUN_DIR: layout.runDir,
+            PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
+            PLOYZ_DOCKER_ROOT: layout.dockerRoot,
+          },
+          stdin: "null",
+          stdout: "null",
+          stderr: "null",
+        }).spawn();
+        observers.push(child);
+      }
+
+      await t.step("from m1's socket, DescribeContract of m2 and m3 through forwarding", async () => {
+        const contract = await m1.describeContract();
+        assert.ok(contract.capabilities.includes("ployz.machine.forward.v1"));
+        for (const m of ["m2", "m3"]) {
+          const via = viaEntry(m1, ids[m], { name: m });
+          const answer = await via.describeContract();
+          assert.equal(answer.machine_name, m);
+          assert.equal(answer.machine_id, ids[m]);
+          assert.ok(answer.capabilities.includes("ployz.image.pull_from_peer.v1"));
+        }
+      });
+
+      // A Service `rt/web` with one container on m2 and one on m3, created in those Machines' own dockerd.
+      for (const m of ["m2", "m3"]) {
+        const made = await docker(m, [
+          "run",
+          "-d",
+          "--name",
+          `web-${m}`,
+          "--log-driver",
+          "local",
+          "--label",
+          "ployz.managed=1",
+          "--label",
+          `ployz.machine=${ids[m]}`,
+          "--label",
+          "ployz.project=rt",
+          "--label",
+          "ployz.service=web",
+          IMAGE,
+          "sh",
+          "-c",
+          `echo hello-from-${m}; exec sleep 3600`,
+        ]);
+        assert.equal(made.code, 0, made.stderr);
+      }
+
+      await t.step("ployz logs through m1 returns lines from m2 and m3, each Machine named", async () => {
+        const lines = await eventually("lines from m2 and m3", 45_000, async () => {
+          const result = await fromM1(["logs", "rt/web", "--json"]);
+          if (result.code !== 0) throw new Error(result.stderr);
+          const answer = JSON.parse(result.stdout) as { lines: { text: string; machine_name: string }[] };
+          const seen = answer.lines.map((l) => `${l.machine_name}:${l.text.trim()}`);
+          return seen.includes("m2:hello-from-m2") && seen.includes("m3:hello-from-m3") ? seen : undefined;
+        });
+        assert.ok(!lines.some((l) => l.startsWith("m1:")), "m1 runs no container of rt/web");
+      });
+
+      await t.step("container logs stream through the Entry Machine", async () => {
+        const via = viaEntry(m1, ids.m3, { name: "m3" });
+        const stream = await via.containerLogs({ id: "web-m3" });
+        assert.match(await new Response(stream).text(), /hello-from-m3/);
+      });
+
+      await t.step(
+        "ployz ps --all-machines lists every Machine's containers with the Machine named",
+        async () => {
+          const table = await fromM1(["ps", "--all-machines"]);
+          assert.equal(table.code, 0, table.stderr);
+          assert.match(table.stdout, /web-m2 .* m2\n/);
+          assert.match(table.stdout, /web-m3 .* m3\n/);
+          for (const m of MACHINES) assert.match(table.stderr, new RegExp(`Machine "${m}" answered`));
+          const json = JSON.parse((await fromM1(["ps", "--all-machines", "--json"])).stdout);
+          assert.deepEqual(
+            json.machines.map((m: { machine_name: string }) => m.machine_name).sort(),
+            MACHINES,
+          );
+          assert.deepEqual(json.failures, []);
+        },
+      );
+
+      await t.step("m1's mesh port answers no caller that is not a Machine of the Cluster", async () => {
+        // A container on m2 reaches m1's gateway over WireGuard, from an address inside m2's subnet.
+        const probe = await docker("m2", [
+          "run",
+          "--rm",
+          "--network",
+          "ployz",
+          IMAGE,
+          "sh",
+          "-c",
+          `wget -q -O - --post-data '{"protocol_major":1}' ` +
+          `http://10.210.0.1:51000/rpc/ployz.machine.describe_contract.v1 2>&1; echo rc=$?`,
+        ]);
+        assert.match(probe.stdout, /401 Unauthorized/, probe.stdout + probe.stderr);
+        assert.match(probe.stdout, /rc=1/);
+        // The host is off the mesh: the firewall drops what does not come in over WireGuard.
+        const reached = await Promise.race([
+          Deno.connect({ hostname: "10.210.0.1", port: 51000 }).then((c) => {
+            c.close();
+            return "connected";
+          }, () => "refused"),
+          sleep(3_000).then(() => "no answer"),
+        ]);
+        assert.notEqual(reached, "connected");
+      });
+
+      await t.step("an image only m1 has is copied to m2 over the mesh and runs there", async () => {
+        const ref = `ployz-test/routing-copy:${tag}`;
+        assert.equal((await docker("m1", ["tag", IMAGE, ref])).code, 0);
+        assert.notEqual(
+          (await docker("m2", ["image", "inspect", ref])).code,
+          0,
+          "m2 lacks the image at first",
+        );
+        const copied = await fromM1(["image", "copy", ref, "--from", "m1", "--to", "m2"]);
+        assert.equal(copied.code, 0, copied.stderr);
+        assert.match(
+          copied.stdout,
+          new RegExp(`Copied image "${ref}" from "m1" to "m2": [\\d.]+ MB in \\d+ ms`),
+        );
+        console.log(copied.stdout.trim());
+        const ran = await docker("m2", ["run", "--rm", ref, "echo", "copied-ok"]);
+        assert.equal(ran.stdout.trim(), "copied-ok", ran.stderr);
+        const again = await fromM1(["image", "copy", ref, "--from", "m1", "--to", "m2"]);
+        assert.match(again.stdout, /already has image/);
+        assert.notEqual((await docker("m3", ["image", "inspect", ref])).code, 0, "m3 was not asked");
+      });
+
+      await t.step("m3 partitioned away: named as not answering, m2 still answers", async () => {
+        await ok(["lab", "partition", "m1,m2", "/", "m3", ...at]);
+        const via = viaEntry(m1, ids.m3, { name: "m3" });
+        const began = Date.now();
+        const refused = await via.describeContract().then(() => undefined, (e) => e);
+        assert.ok(refused instanceof RpcError, String(refused));
+        assert.equal(refused.code, "unavailable");
+        assert.match(
+          refused.message,
+          /^Cannot reach Machine "m3" .* from Entry Machine "m1" .*"m1" observes it \w+/,
+        );
+        assert.ok(Date.now() - began < 12_000, `refused after ${Date.now() - began} ms`);
+        console.log(`partitioned m3: ${refused.message}`);
+
+        const result = await fromM1(["logs", "rt/web", "--json"]);
+        assert.equal(result.code, 0, result.stderr);
+        const answer = JSON.parse(result.stdout);
+        assert.ok(answer.lines.some((l: { machine_name: string }) => l.machine_name === "m2"));
+        assert.deepEqual(answer.failures.map((f: { machine_name: string }) => f.machine_name), ["m3"]);
+        assert.equal(answer.failures[0].code, "unavailable");
+        assert.deepEqual(answer.answered.map((a: { machine_name: string }) => a.machine_name).sort(), [
+          "m1",
+          "m2",
+        ]);
+      });
+    } finally {
+      entry?.close();
+      for (const child of observers) {
+        try {
+          child.kill("SIGTERM");
+        } catch {
+          // already gone
+        }
+        await child.status;
+      }
+      const down = await ployz(["lab", "down", ...at]);
+      if (down.code !== 0) console.error(`lab down failed: ${down.stderr}`);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
