@@ -3,8 +3,9 @@
 import { equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { type Layout, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import { type Layout, permissionFlags } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
+import { relocatedSet } from "./deploy_support.ts";
 import { ROOT } from "./harness.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
@@ -45,7 +46,7 @@ function baseEnv(layout: Layout, root: string): Record<string, string> {
 }
 
 function spawnProgram(env: Env, program: "ployzd" | "ployz", set: string, args: string[]): Deno.ChildProcess {
-  const flags = permissionFlags(relocate(permissionSet(set), env.layout));
+  const flags = permissionFlags(relocatedSet(set, env.layout));
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", `${program}.ts`), ...args],
     cwd: env.root,
@@ -232,10 +233,21 @@ Deno.test({
         equal(r.code, 0, r.stdout + r.stderr);
         const outcome = outcomeOf(r);
         equal(outcome.status, "succeeded");
-        const done = outcome.completed as { kind: string; order: string }[];
-        equal(done.length, 1);
+        const done = outcome.completed as {
+          kind: string;
+          order: string;
+          service: string;
+          deployment: string;
+        }[];
+        equal(done.length, 2, JSON.stringify(done));
         equal(done[0].kind, "replace");
         equal(done[0].order, "stop-first");
+        // Once the new container passed health, the Service's Serving Pointer moves to this Deployment.
+        equal(done[1].kind, "point");
+        equal(done[1].service, "web");
+        equal(done[1].deployment, outcome.deployment_id);
+        // A stop-first replacement stopped the old container itself: nothing is left for the retire loop.
+        equal((outcome.retiring as unknown[]).length, 0);
         match(await http(port), /ployz test/);
         const web = (await containers(client, project)).filter((c) => c.service === "web");
         equal(web.length, 1);
@@ -285,7 +297,21 @@ Deno.test({
         equal(r.code, 1, r.stdout + r.stderr);
         match(r.stdout, /exited with code 3/);
         match(r.stdout, /boom/);
-        match(r.stdout, /Not attempted \(2\)/);
+        // Both replacements, the Serving Pointer move after them, and the removal of the containers the passing
+        // hook's Deploy left for the retire loop (stale in their slots, whether or not it stopped them yet).
+        match(
+          r.stdout,
+          new RegExp(
+            [
+              "Not attempted \\(5\\):",
+              "  - replace \\S+-api-1-\\S+ with .*, start-first .* is left for the retire loop",
+              "  - replace \\S+-api-2-\\S+ with .*, start-first .* is left for the retire loop",
+              `  - point "${project}/api" at Deployment [0-9a-f]{8} once its containers passed health`,
+              "  - remove \\S+-api-1-\\S+ \\(duplicate\\)",
+              "  - remove \\S+-api-2-\\S+ \\(duplicate\\)",
+            ].join("\n"),
+          ),
+        );
         const hooks = (await containers(client, project)).filter((c) => c.slot === "hook");
         equal(hooks.length, 1);
         equal(hooks[0].exit_code, 3);
@@ -334,10 +360,23 @@ Deno.test({
         const r = await ployz(env, ...deployArgs(path));
         equal(r.code, 0, r.stdout + r.stderr);
         match(r.stdout, /Resuming Deployment/);
+        const deployment = r.stdout.match(/succeeded \(Deployment ([0-9a-f]{8}), at /)?.[1];
+        ok(deployment !== undefined, r.stdout);
         const api = await apis();
-        equal(api.length, 3, JSON.stringify(api.map((c) => [c.name, c.slot])));
-        equal(new Set(api.map((c) => c.slot)).size, 3);
-        equal(new Set(api.map((c) => c.deployment)).size, 1);
+        const fresh = api.filter((c) => c.deployment.startsWith(deployment));
+        equal(fresh.length, 3, JSON.stringify(api.map((c) => [c.name, c.slot, c.deployment])));
+        equal(new Set(fresh.map((c) => c.slot)).size, 3);
+        // The start-first replacement of slot 1 left the old container (scaled to 1 before) for the retire loop:
+        // the Outcome names it, and the loop stops it once this Machine acked the moved Serving Pointer.
+        const old = api.filter((c) => !fresh.includes(c));
+        equal(old.length, 1, JSON.stringify(api.map((c) => [c.name, c.slot, c.deployment])));
+        equal(old[0].slot, "1");
+        match(r.stdout, new RegExp(`Left for the retire loop \\(1\\):.*\\n  - ${old[0].name} on m1\\n`));
+        const until2 = Date.now() + 60_000;
+        while ((await apis()).some((c) => c.id === old[0].id && c.state === "running")) {
+          ok(Date.now() < until2, `the retire loop never stopped "${old[0].name}"`);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
       });
 
       await t.step("an image present nowhere fails before anything runs, naming it", async () => {

@@ -114,14 +114,15 @@ Deno.test({
         status: string;
         completed: { index: number; slot: string }[];
         failed: { op: { index: number }; error: { code: string; message: string } };
-        "not_attempted": { index: number }[];
+        "not_attempted": { index: number; kind: string }[];
       };
       equal(outcome.status, "partial", JSON.stringify(outcome));
       deepEqual(outcome.completed.map((op) => op.index), [0]);
       equal(outcome.failed.op.index, 1);
       equal(outcome.failed.error.code, "unavailable", JSON.stringify(outcome.failed));
       match(outcome.failed.error.message, /Docker/);
-      deepEqual(outcome.not_attempted.map((op) => op.index), [2]);
+      // The third replica, then the Service's Serving Pointer move.
+      deepEqual(outcome.not_attempted.map((op) => `${op.index} ${op.kind}`), ["2 create", "3 point"]);
 
       const human = await ployz(env, "deploy", "-f", path, "-y", "--dry-run");
       equal(human.code, 1, "the dry run asks a Machine whose Docker is down");
@@ -216,11 +217,12 @@ Deno.test({
       await Deno.writeTextFile(good, `name: ${project}\nservices:\n${service(1)}\n`);
       r = await ployz(env, "deploy", "-f", good, "-y", "--monitor", "1s");
       equal(r.code, 0, r.stdout + r.stderr);
+      // The Project's containers and the Ingress Proxy the Deploy filled (Project ployz-system).
       const seen = async () =>
         (await raw.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } }))
-          .map((c: Listed) => `${c.Id} ${c.State}`).sort();
+          .map((c: Listed) => `${c.Labels["ployz.project"]} ${c.Id} ${c.State}`).sort();
       const before = await seen();
-      equal(before.length, 1);
+      deepEqual(before.map((line: string) => line.split(" ")[0]).sort(), [project, "ployz-system"].sort());
 
       const head = `name: ${project}\nservices:\n${service(2)}\n`;
       const cases: { name: string; text: string; where: RegExp }[] = [

@@ -1,7 +1,13 @@
 // Helpers for end-to-end tests and benchmarks that run the real `ployzd serve` and `ployz` under their
 // relocated permission sets, and for a throwaway dockerd that a test may stop, restart or `swarm init`.
 import { join } from "node:path";
-import { type Layout, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import {
+  type Layout,
+  permissionFlags,
+  type PermissionSet,
+  permissionSet,
+  relocate,
+} from "../lib/permissions/mod.ts";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
 import { ROOT, run } from "./harness.ts";
 
@@ -73,6 +79,16 @@ export async function machineEnv(
   return { root, layout, vars };
 }
 
+/**
+ * A permission set relocated to `layout`; `serve` also runs this deno, so the daemon can spawn `ployzd dns` as a
+ * child where systemd does not run (here).
+ */
+export function relocatedSet(set: string, layout: Layout): PermissionSet {
+  const relocated = relocate(permissionSet(set), layout);
+  if (set !== "serve" || relocated.run === true) return relocated;
+  return { ...relocated, run: [...(Array.isArray(relocated.run) ? relocated.run : []), Deno.execPath()] };
+}
+
 /** Spawns `cmd/<program>.ts` under the named permission set, relocated to the env's layout. */
 export function spawnProgram(
   env: MachineEnv,
@@ -80,7 +96,7 @@ export function spawnProgram(
   set: string,
   args: string[],
 ): Deno.ChildProcess {
-  const flags = permissionFlags(relocate(permissionSet(set), env.layout));
+  const flags = permissionFlags(relocatedSet(set, env.layout));
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", `${program}.ts`), ...args],
     cwd: env.root,

@@ -1,5 +1,6 @@
-// The README's first command: examples/hello/up.sh deploys the page and it answers on port 8080;
-// examples/hello/down.sh leaves nothing behind (containers, daemon, network, state dir).
+// The README's first command: examples/hello/up.sh deploys the page and it answers on port 8080, beside the
+// Ingress Proxy (Caddy on port 80) and Internal DNS the Machine runs; examples/hello/down.sh leaves nothing behind
+// (containers, daemon, its DNS child, network, state dir).
 import { equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -17,6 +18,31 @@ function portFree(port: number): boolean {
   }
 }
 
+/** Pids of the running processes whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      // The fields after the command's closing parenthesis: state, ppid, …
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(Number(entry.name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+function cmdline(pid: number): string {
+  try {
+    return Deno.readTextFileSync(`/proc/${pid}/cmdline`).replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
 function alive(pid: number): boolean {
   try {
     return Deno.statSync(`/proc/${pid}`).isDirectory;
@@ -31,6 +57,7 @@ Deno.test({
   async fn() {
     if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
     ok(portFree(8080), "port 8080 is taken on this host: the example publishes it");
+    ok(portFree(80), "port 80 is taken on this host: the example's Ingress Proxy publishes it");
     const state = join(await Deno.makeTempDir({ prefix: "ployz-hello-" }), "state");
     const network = `ployz-hello-${RUN}`;
     const env = {
@@ -43,6 +70,7 @@ Deno.test({
     const raw = new Docker({ socketPath: DEV_SOCKET });
     const labelled = () => raw.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } });
     let pid: number | undefined;
+    let dns: number[] = [];
     try {
       const up = await run(join(ROOT, "examples", "hello", "up.sh"), [], env);
       equal(up.code, 0, up.stdout + up.stderr);
@@ -51,18 +79,30 @@ Deno.test({
       const page = await fetch("http://127.0.0.1:8080/");
       equal(page.status, 200);
       match(await page.text(), /ployz test/);
-      equal((await labelled()).length, 1);
+      // The Project's one container and the Machine's Ingress Proxy, which the Deploy filled.
+      const made = (await labelled()).map((c: { Labels: Record<string, string> }) =>
+        `${c.Labels["ployz.project"]}/${c.Labels["ployz.service"]}`
+      );
+      equal(made.sort().join(","), "hello/web,ployz-system/caddy");
+      // The daemon runs Internal DNS as its child (no systemd here); it may still be starting.
+      const until = Date.now() + 30_000;
+      while ((dns = childrenOf(pid).filter((c) => / dns$/.test(cmdline(c).trim()))).length === 0) {
+        ok(Date.now() < until, `ployzd serve (pid ${pid}) runs no ployzd dns child`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
 
       const down = await run(join(ROOT, "examples", "hello", "down.sh"), [], env);
       equal(down.code, 0, down.stdout + down.stderr);
       equal((await labelled()).length, 0, "a container is left");
       ok(!alive(pid), `ployzd serve (pid ${pid}) still runs`);
+      for (const child of dns) ok(!alive(child), `ployzd dns (pid ${child}) still runs`);
       ok((await raw.listNetworks({ filters: { name: [network] } })).length === 0, "the network is left");
       ok(!isSocket(join(state, "run", "ployz.sock")));
       await Deno.stat(state).then(() => ok(false, "the state dir is left"), () => {});
       ok(portFree(8080), "port 8080 is still bound");
+      ok(portFree(80), "port 80 is still bound");
     } finally {
-      if (pid !== undefined && alive(pid)) Deno.kill(pid, "SIGKILL");
+      for (const p of [...(pid === undefined ? [] : [pid]), ...dns]) if (alive(p)) Deno.kill(p, "SIGKILL");
       for (const c of await labelled()) await raw.getContainer(c.Id).remove({ force: true }).catch(() => {});
       await raw.getNetwork(network).remove().catch(() => {});
       await Deno.remove(join(state, ".."), { recursive: true });

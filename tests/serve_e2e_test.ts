@@ -4,8 +4,9 @@ import { deepEqual, equal, match, notEqual, ok, rejects } from "node:assert/stri
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import Docker from "dockerode";
-import { type Layout, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import { type Layout, permissionFlags } from "../lib/permissions/mod.ts";
 import { CAPABILITIES, connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
+import { relocatedSet } from "./deploy_support.ts";
 import { ROOT } from "./harness.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
@@ -43,7 +44,7 @@ function env(layout: Layout): Record<string, string> {
 }
 
 function spawn(layout: Layout, set: string, args: string[], stdin: "piped" | "null"): Deno.ChildProcess {
-  const flags = permissionFlags(relocate(permissionSet(set), layout));
+  const flags = permissionFlags(relocatedSet(set, layout));
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", "ployzd.ts"), ...args],
     cwd: ROOT,

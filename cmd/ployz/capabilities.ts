@@ -38,6 +38,10 @@ function forOp(op: Op): string[] {
         CAPABILITIES.stopContainer,
         CAPABILITIES.removeContainer,
       ];
+    case "point":
+      return [CAPABILITIES.setPointer];
+    case "ingress":
+      return [CAPABILITIES.listContainers, CAPABILITIES.ensureContainer, CAPABILITIES.startContainer];
   }
 }
 

@@ -22,6 +22,7 @@ import {
   toWire,
 } from "../../lib/deploy/mod.ts";
 import type { MachineClient } from "../../lib/rpc/mod.ts";
+import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../../lib/serving/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { jsonLine } from "./connect.ts";
@@ -42,11 +43,23 @@ export interface FlowOptions {
   verb: string;
 }
 
+/** The Ingress Proxy every Deploy fills on ingress Machines. */
+const INGRESS = { project: INGRESS_PROJECT, service: INGRESS_SERVICE };
+
 /** The Entry Machine as the only Machine of the Snapshot; a list so a fan-out can replace it. */
-export async function observe(api: MachineClient, project: string, images: string[]): Promise<Snapshot> {
+export async function observe(
+  api: MachineClient,
+  project: string,
+  images: string[],
+  options: { ingress?: boolean } = {},
+): Promise<Snapshot> {
   await requireCapabilities(api, SNAPSHOT_CAPABILITIES);
   const status = await api.status();
-  return await takeSnapshot([{ id: status.machine.id, name: status.machine.name, api }], { project, images });
+  return await takeSnapshot([{ id: status.machine.id, name: status.machine.name, api }], {
+    project,
+    images,
+    ingress: options.ingress === true ? INGRESS : undefined,
+  });
 }
 
 function intentDigest(project: NormalizedProject): string {
@@ -128,8 +141,15 @@ export async function executeAndReport(
   const machines = new Map<string, MachineApi>();
   for (const op of plan.ops) machines.set(op.machineId, api);
   const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
+  const image = ingressImage();
   const outcome: Outcome = await executePlan(plan, machines, {
     onEvent: (event) => options.json ? io.out(jsonLine(eventJson(event))) : printer.event(event),
+    fillIngress: (machine, request) =>
+      fillIngressSlot(machine, {
+        ...request,
+        image,
+        network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
+      }),
   });
   config.saveDeployment({
     id: plan.deploymentId,
@@ -152,8 +172,9 @@ export async function deployProject(
   const { project } = request;
   const previous = config.savedState(project.name)?.compose as NormalizedProject | undefined;
   const deployment = deploymentFor(config, project);
-  const images = Object.values(project.services).map((s) => s.image);
-  const snapshot = await observe(api, project.name, images);
+  const ingress = { ...INGRESS, image: ingressImage() };
+  const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
+  const snapshot = await observe(api, project.name, images, { ingress: true });
   const intent = deployIntent(project, deployment.id, request.warnings);
   const plan = planDeploy({
     intent,
@@ -161,6 +182,7 @@ export async function deployProject(
     previous,
     monitorMs: request.monitorMs,
     network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
+    serving: { ingress },
   });
   if (deployment.resumed) {
     plan.warnings.unshift(
@@ -187,6 +209,7 @@ export async function deployProject(
           completed: [],
           notAttempted: [],
           compensation: [],
+          retiring: [],
           observedAt: plan.observedAt,
         }),
       }));

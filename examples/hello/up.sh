@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the hello example on this host: starts `ployzd serve` in the background under its own layout
 # ($PLOYZ_HELLO_DIR, default /var/lib/ployz-hello), founds a one-Machine Cluster, deploys compose.yaml and fetches
-# the page. Needs a host prepared by .ci/setup, as root:   eval "$(.ci/setup)" && examples/hello/up.sh
+# the page. The Deploy also fills the Machine's Ingress Proxy (Caddy, Project ployz-system, host port
+# $PLOYZ_INGRESS_HTTP_PORT, default 80), and the daemon runs `ployzd dns` as its child.
+# Needs a host prepared by .ci/setup, as root:   eval "$(.ci/setup)" && examples/hello/up.sh
 # Stop and remove everything with examples/hello/down.sh.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,9 +25,10 @@ mkdir -p "$PLOYZ_DATA_DIR" "$PLOYZ_RUN_DIR" "$PLOYZ_CONFIG_DIR"
 if answers; then
   echo "ployzd serve already answers on $sock"
 else
-  # bin/ployzd grants the default paths only (-P=serve); this layout needs the same set relocated.
+  # bin/ployzd grants the default paths only (-P=serve); this layout needs the same set relocated, and, without
+  # systemd, the right to run this deno: the daemon keeps `ployzd dns` (Internal DNS) running as its child.
   mapfile -t flags < <("$deno" run --quiet --no-prompt --cached-only --config "$root/deno.json" \
-    --allow-env="PLOYZ_*" "$root/tools/relocated_flags.ts" serve)
+    --allow-env="PLOYZ_*" "$root/tools/relocated_flags.ts" serve "$(readlink -f "$deno")")
   nohup "$deno" run --quiet --no-prompt --cached-only --frozen --config "$root/deno.json" "${flags[@]}" \
     "$root/cmd/ployzd.ts" serve >"$state/serve.log" 2>&1 </dev/null &
   echo $! >"$state/serve.pid"

@@ -39,6 +39,8 @@ import { type MeshSettings } from "./mesh_settings.ts";
 import { DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/mod.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { type Publisher, startPublisher } from "./publisher.ts";
+import { type ServingRuntime, startServingRuntime } from "./serving_runtime.ts";
+import { pointerStatus, setServingPointer } from "../serving/mod.ts";
 import { DEFAULT_SUBNET, parseSubnet } from "./subnet.ts";
 import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
 import { MutationGate } from "./mutation_gate.ts";
@@ -138,6 +140,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const stopping = new AbortController();
   let store: Store | undefined;
   let publisher: Publisher | undefined;
+  let serving: ServingRuntime | undefined;
+  let servingStart: Promise<void> | undefined;
   let capabilities: string[] = [];
   let link: ClusterLink | undefined;
   let catchingUp: Promise<void> | undefined;
@@ -196,6 +200,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       rpc: meshRpc,
     });
     link.start();
+    startServing(opened);
     if (record.phase === "joining") catchingUp = catchUp(opened);
   }
 
@@ -224,6 +229,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           record = next;
           publishMachine();
           log(`caught up with ${peer.machineId}: participating`);
+          startServing(opened);
           return;
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
@@ -233,6 +239,57 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
+  }
+
+  /** Machines this Machine observes as Down, from its own membership judgement. */
+  async function downSet(): Promise<ReadonlySet<string>> {
+    if (store === undefined || store.closed || link === undefined) return new Set();
+    const listed = listMachines({
+      self: { id: record.id, name: record.name },
+      rows: store.machines.list(),
+      evidence: await link.evidence(),
+      thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
+      now: Date.now(),
+    });
+    return new Set(listed.machines.filter((m) => m.membership === "down").map((m) => m.id));
+  }
+
+  // Serving infrastructure runs once the Machine participates: Internal DNS, the serving loop (dns.json, Caddy,
+  // acks, retire) and the ingress driver. It outlives nothing of the daemon but the DNS unit under systemd.
+  function startServing(opened: Store): void {
+    if (serving !== undefined || servingStart !== undefined || record.phase !== "participating") return;
+    const subnet = parseSubnet(record.subnet ?? "");
+    if (subnet === undefined) return;
+    servingStart = startServingRuntime({
+      store: opened,
+      engine,
+      layout,
+      gateway: subnet.gateway,
+      network,
+      record: () => ({ phase: record.phase, acceptsIngress: record.accepts_ingress !== false }),
+      down: downSet,
+      log,
+    }).then(async (runtime) => {
+      if (store !== opened || stopping.signal.aborted) await runtime.stop();
+      else serving = runtime;
+    }, (error) => log(`serving: cannot start: ${error instanceof Error ? error.message : String(error)}`))
+      .finally(() => servingStart = undefined);
+  }
+
+  async function stopServing(): Promise<void> {
+    await servingStart;
+    const running = serving;
+    serving = undefined;
+    await running?.stop();
+  }
+
+  function servingStore(action: string): Store {
+    if (store === undefined || store.closed || record.phase !== "participating") {
+      throw new RpcError("conflict", `Cannot ${action} on Machine "${record.name}": it is ${record.phase}`, {
+        details: { phase: record.phase },
+      });
+    }
+    return store;
   }
 
   async function joinCluster(req: JoinRequest): Promise<LocalMachine> {
@@ -292,6 +349,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { details: { containers: names, "machine_name": record.name } },
       );
     }
+    await stopServing();
     await publisher?.stop();
     publisher = undefined;
     const removed: string[] = [];
@@ -392,6 +450,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     dockerSocket: layout.dockerSocket,
     daemonVersion: options.daemonVersion,
     stopping: stopping.signal,
+    serving: () => serving,
     init(req): Promise<LocalMachine> {
       const run = initTail.then(() => foundCluster(req));
       initTail = run.catch(() => {});
@@ -400,6 +459,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   });
   const handlers: RpcHandlers = {
     ...baseHandlers,
+    setPointer(req) {
+      const { pointer, previous } = setServingPointer(servingStore("set a Serving Pointer"), req);
+      return Promise.resolve(previous === undefined ? { pointer } : { pointer, previous });
+    },
+    pointerStatus(req) {
+      return Promise.resolve(pointerStatus(servingStore("read a Serving Pointer"), req, serving?.down()));
+    },
     ...observeHandlers({
       record: () => record,
       observeSocket: join(layout.runDir, "observe.sock"),
@@ -523,6 +589,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           : rpcApp.fetch(request, signal),
     );
   } catch (error) {
+    await stopServing();
     await publisher?.stop();
     await link?.stop();
     store?.close();
@@ -534,6 +601,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stopped ??= (async () => {
       stopping.abort();
       await server.shutdown();
+      await stopServing();
       await publisher?.stop();
       await link?.stop();
       await catchingUp;

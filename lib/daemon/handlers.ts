@@ -5,7 +5,8 @@
  * @module
  */
 
-import { type ContainerSpec, DockerError, type Engine, validateSpec } from "../deploy/mod.ts";
+import { type ContainerSpec, DockerError, type Engine, LABELS, validateSpec } from "../deploy/mod.ts";
+import { isIngressProxy } from "../serving/mod.ts";
 import {
   advertisedCapabilities,
   type ContainerResponse,
@@ -17,6 +18,7 @@ import {
 import { containerLogs, imageId } from "./docker_raw.ts";
 import type { LocalMachine } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
+import type { ServingHooks } from "./serving_runtime.ts";
 
 /** What the handlers need from the running daemon. */
 export interface HandlerHost {
@@ -32,6 +34,8 @@ export interface HandlerHost {
   init(request: { clusterName?: string; machineName?: string; subnet?: string }): Promise<LocalMachine>;
   /** Aborts when the daemon stops, so long calls (follows, health gates) end. */
   readonly stopping: AbortSignal;
+  /** The serving runtime's hooks while the Machine serves (DNS for new containers, Ingress Proxy holds). */
+  serving?(): ServingHooks | undefined;
 }
 
 /** The record as the wire shows it: everything but local bookkeeping; never key material. */
@@ -41,6 +45,8 @@ export function machineToWire(record: LocalMachine): MachineRecord {
   if (record.cluster_name !== undefined) out["cluster_name"] = record.cluster_name;
   if (record.subnet !== undefined) out.subnet = record.subnet;
   if (record.public_key !== undefined) out["public_key"] = record.public_key;
+  // Every Machine accepts ingress unless its record says otherwise.
+  if (typeof record.accepts_ingress === "boolean") out["accepts_ingress"] = record.accepts_ingress;
   return out;
 }
 
@@ -87,6 +93,23 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       });
     }
     return { container: toWire(o) };
+  }
+
+  /** The Ingress Proxy a request names, when it names one and the Machine serves. */
+  async function ingressProxy(
+    ref: string,
+    signal: AbortSignal,
+  ): Promise<{ id: string; hooks: ServingHooks } | undefined> {
+    const hooks = host.serving?.();
+    if (hooks === undefined) return undefined;
+    const o = await engine.inspectContainer(ref, signal);
+    if (
+      o === undefined || !isIngressProxy({
+        project: o.labels[LABELS.project] ?? "",
+        service: o.labels[LABELS.service] ?? "",
+      })
+    ) return undefined;
+    return { id: o.id, hooks };
   }
 
   async function ownedOrRefuse(action: string, id: string, signal: AbortSignal): Promise<string> {
@@ -163,7 +186,13 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
           );
         }
       }
-      const made = await engine.createContainer(spec, ctx.signal);
+      // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
+      const hooks = host.serving?.();
+      const made = await engine.createContainer(
+        hooks?.localize(spec) ?? spec,
+        ctx.signal,
+        { dns: hooks?.dns(spec.project) },
+      );
       let started = false;
       if (req.start) {
         const now = await engine.inspectContainer(made.id, ctx.signal);
@@ -176,11 +205,22 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       return { container, created: made.created, started };
     },
     async startContainer(req, ctx) {
+      // A requested start releases an Ingress Proxy a requested stop held down (DESIGN.md bet 10).
+      const proxy = await ingressProxy(req.id, ctx.signal);
+      proxy?.hooks.holds.requestStart(proxy.id);
       await engine.startContainer(req.id, ctx.signal);
       return await observe(req.id, ctx.signal);
     },
     async stopContainer(req, ctx) {
-      await engine.stopContainer(req.id, { graceSeconds: req.grace_seconds, signal: ctx.signal });
+      // A requested stop holds an Ingress Proxy down, and wins over a scan that races it.
+      const proxy = await ingressProxy(req.id, ctx.signal);
+      proxy?.hooks.holds.requestStop(proxy.id);
+      const done = proxy?.hooks.holds.beginStop(proxy.id);
+      try {
+        await engine.stopContainer(req.id, { graceSeconds: req.grace_seconds, signal: ctx.signal });
+      } finally {
+        done?.();
+      }
       return await observe(req.id, ctx.signal);
     },
     async removeContainer(req, ctx) {

@@ -74,7 +74,10 @@ export async function startDaemonProcess(
   const layout = daemonLayout(m);
   await Deno.mkdir(layout.dataDir, { recursive: true });
   await Deno.mkdir(layout.runDir, { recursive: true });
-  const flags = permissionFlags(relocate(permissionSet("serve"), layout));
+  // No systemd in a lab namespace: the daemon spawns `ployzd dns` as a child with this same deno.
+  const set = relocate(permissionSet("serve"), layout);
+  const runs = Array.isArray(set.run) ? set.run : [];
+  const flags = permissionFlags(set.run === true ? set : { ...set, run: [...runs, Deno.execPath()] });
   const env = Object.entries(daemonEnv(m, extraEnv)).map(([k, v]) => `${k}=${v}`);
   await spawnDetached([
     "env",

@@ -83,6 +83,13 @@ import {
   type PullFromPeerResponse,
   ROUTING_ROUTES,
 } from "./routing_routes.ts";
+import {
+  type PointerStatusRequest,
+  type PointerStatusResponse,
+  SERVING_ROUTES,
+  type SetPointerRequest,
+  type SetPointerResponse,
+} from "./serving_routes.ts";
 
 /** The Machine RPC major this release speaks. */
 export const PROTOCOL_MAJOR = 1;
@@ -145,6 +152,10 @@ export interface RouteTypes {
   exportImage: [ExportImageRequest, ReadableStream<Uint8Array>];
   /** `ployz.image.pull_from_peer.v1`: the Machine fetches an image from a peer over the mesh and loads it. */
   pullImageFromPeer: [PullFromPeerRequest, PullFromPeerResponse];
+  /** `ployz.serving.set_pointer.v1`: moves a Service's Serving Pointer to a Deployment. */
+  setPointer: [SetPointerRequest, SetPointerResponse];
+  /** `ployz.serving.pointer_status.v1`: a pointer and this Machine's view of its acks. */
+  pointerStatus: [PointerStatusRequest, PointerStatusResponse];
 }
 
 /** A route's method name. */
@@ -229,6 +240,7 @@ export const CATALOG: Catalog = Object.freeze({
   ...OBSERVE_ROUTES,
   ...UPGRADE_ROUTES,
   ...ROUTING_ROUTES,
+  ...SERVING_ROUTES,
 });
 
 /** Capability names, by method name. */

@@ -51,6 +51,12 @@ import type {
   TailLogsRequest,
 } from "./observe_routes.ts";
 import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
+import type {
+  PointerStatusRequest,
+  PointerStatusResponse,
+  SetPointerRequest,
+  SetPointerResponse,
+} from "./serving_routes.ts";
 
 /** How to reach a Machine. */
 export interface ConnectOptions {
@@ -119,6 +125,10 @@ export interface MachineClient extends Disposable {
   exportImage(request: ExportImageRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** Asks the Machine to fetch an image from a peer Machine over the mesh and load it. */
   pullImageFromPeer(request: PullFromPeerRequest, options?: CallOptions): Promise<PullFromPeerResponse>;
+  /** Moves a Service's Serving Pointer to a Deployment (a name-keyed, last-writer-wins row). */
+  setPointer(request: SetPointerRequest, options?: CallOptions): Promise<SetPointerResponse>;
+  /** A Serving Pointer and this Machine's view of its acks. */
+  pointerStatus(request: PointerStatusRequest, options?: CallOptions): Promise<PointerStatusResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -288,6 +298,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       return response.body ?? new ReadableStream({ start: (c) => c.close() });
     },
     pullImageFromPeer: (req, o) => call("pullImageFromPeer", req, o?.signal),
+    setPointer: (req, o) => call("setPointer", req, o?.signal),
+    pointerStatus: (req, o) => call("pointerStatus", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

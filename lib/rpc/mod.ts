@@ -103,6 +103,13 @@ export {
   type RpcAppOptions,
   type RpcHandlers,
 } from "./app.ts";
+export type {
+  PointerStatusRequest,
+  PointerStatusResponse,
+  PointerWire,
+  SetPointerRequest,
+  SetPointerResponse,
+} from "./serving_routes.ts";
 export { type CallOptions, connectMachine, type ConnectOptions, type MachineClient } from "./client.ts";
 export { viaEntry, type ViaEntryOptions } from "./via_entry.ts";
 export {

@@ -60,6 +60,8 @@ export interface MachineRecord {
   subnet?: string;
   /** WireGuard public key, base64. */
   "public_key"?: string;
+  /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
+  "accepts_ingress"?: boolean;
 }
 
 /** Tolerant reader of {@link MachineRecord}. */
@@ -71,6 +73,7 @@ export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
   "cluster_name": text.optional(),
   subnet: z.string().max(64).optional(),
   "public_key": z.string().max(128).optional(),
+  "accepts_ingress": z.boolean().optional(),
 });
 
 /** What `ployz.machine.init.v1` asks. */

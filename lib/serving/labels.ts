@@ -1,19 +1,15 @@
 /**
- * What a container carries so that every Machine can route to it: its Service's ingress ports and `x-caddy`
- * fragment ride as container labels, which the owning Machine publishes in its `containers` rows. A row may also
+ * Reading what a container carries so that every Machine can route to it: the labels themselves
+ * (`SERVING_LABELS`, `servingLabels`) are defined beside the Compose loader, which the planner uses. A row may also
  * carry `stopping` once its Machine marked it to leave every Ingress Proxy before it stops.
  *
  * @module
  */
 
+import { SERVING_LABELS } from "../deploy/mod.ts";
 import type { Container } from "../store/mod.ts";
 
-/** Label keys the serving projections read from published container rows. */
-export const SERVING_LABELS: { readonly ingress: "ployz.ingress"; readonly caddy: "ployz.caddy" } = Object
-  .freeze({
-    ingress: "ployz.ingress",
-    caddy: "ployz.caddy",
-  });
+export { SERVING_LABELS, servingLabels, type ServingSource } from "../deploy/mod.ts";
 
 /** One HTTP(S) ingress route of a Service, as carried in the `ployz.ingress` label. */
 export interface IngressRoute {
@@ -25,34 +21,6 @@ export interface IngressRoute {
   containerPort: number;
   /** `http` or `https`. */
   protocol: "http" | "https";
-}
-
-/** The ingress part of a normalized Service: its `ports` (only `kind: "ingress"` entries count) and `caddy`. */
-export interface ServingSource {
-  /** Port publications; host ports are ignored. */
-  ports: readonly (({ kind: "ingress" } & IngressRoute) | { kind: "host" })[];
-  /** `x-caddy` fragment text, or null. */
-  caddy: string | null;
-}
-
-/**
- * Labels the planner adds to each container of a Service so that every Ingress Proxy can route to it. Empty when
- * the Service has neither ingress ports nor `x-caddy`.
- */
-export function servingLabels(service: ServingSource): Record<string, string> {
-  const routes = service.ports.filter((p): p is { kind: "ingress" } & IngressRoute => p.kind === "ingress")
-    .map((
-      p,
-    ) => ({
-      hostname: p.hostname,
-      "lb_port": p.loadBalancerPort,
-      "container_port": p.containerPort,
-      protocol: p.protocol,
-    }));
-  const out: Record<string, string> = {};
-  if (routes.length > 0) out[SERVING_LABELS.ingress] = JSON.stringify(routes);
-  if (service.caddy !== null && service.caddy.trim() !== "") out[SERVING_LABELS.caddy] = service.caddy;
-  return out;
 }
 
 /** Reads the ingress routes a row's labels declare; an unreadable label yields none (tolerant reader). */

@@ -115,4 +115,5 @@ export {
   serviceKey,
   type ServingContext,
   servingGroups,
+  supersededOf,
 } from "./serving_set.ts";

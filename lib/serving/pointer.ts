@@ -7,9 +7,17 @@
  */
 
 import type { ServingPointer, Store } from "../store/mod.ts";
-import { serviceKey } from "./serving_set.ts";
+import { serviceKey, supersededOf } from "./serving_set.ts";
 
-/** Sets `project/service` to serve `deployment`; the version grows by one. Returns the new and replaced pointer. */
+/** How many superseded Deployments a pointer remembers. */
+const MAX_SUPERSEDED = 32;
+
+/**
+ * Sets `project/service` to serve `deployment`; the version grows by one. The pointer records what it superseded:
+ * the Deployments it named before and those of the Service's containers this Machine's copy holds now, so a
+ * retire loop stops only those, never the containers of a newer Deploy the pointer has not named yet. Returns the
+ * new and replaced pointer.
+ */
 export function setServingPointer(
   store: Store,
   request: { project: string; service: string; deployment: string },
@@ -19,12 +27,19 @@ export function setServingPointer(
   if (previous !== undefined && previous.deployment === request.deployment) {
     return { pointer: previous, previous };
   }
+  const seen = store.containers.list().filter((r) =>
+    r.project === request.project && r.service === request.service && typeof r.deployment === "string"
+  ).map((r) => r.deployment as string);
+  const before = previous === undefined ? [] : [previous.deployment, ...supersededOf(previous) ?? []];
+  const superseded = [...new Set([...before, ...seen])].filter((d) => d !== request.deployment)
+    .slice(0, MAX_SUPERSEDED);
   const pointer: ServingPointer = {
     ...previous,
     project: request.project,
     service: request.service,
     deployment: request.deployment,
     version: (previous?.version ?? 0) + 1,
+    superseded,
   };
   store.servingPointers.put(pointer);
   return previous === undefined ? { pointer } : { pointer, previous };

@@ -1,6 +1,7 @@
 /**
  * The retire loop's decision (DESIGN.md bet 3), pure: which of this Machine's own containers a Serving Pointer
- * superseded may stop now. A container is superseded when its Service has a pointer naming another Deployment.
+ * superseded may stop now. A container is superseded when its Service has a pointer naming another Deployment
+ * that the pointer lists as superseded (see `supersededOf`; a pointer without the list supersedes every other).
  * It may stop once every Machine not Down has acked the pointer (same Deployment, and same version when the
  * pointer carries one), or once `retireAfterMs` passed since this Machine first saw it superseded. Everything is
  * re-derived from rows on each pass; only the first-seen times live in memory, so a restart starts the bound
@@ -10,7 +11,7 @@
  */
 
 import type { Ack, Container, ServingPointer } from "../store/mod.ts";
-import { serviceKey } from "./serving_set.ts";
+import { serviceKey, supersededOf } from "./serving_set.ts";
 
 /** Default bound before superseded containers stop without every ack: 300 s. */
 export const DEFAULT_RETIRE_AFTER_MS = 300_000;
@@ -88,6 +89,9 @@ export function retireDecision(input: RetireInput): RetireDecision {
     const key = serviceKey(row.project, row.service);
     const pointer = pointers.get(key);
     if (pointer === undefined || row.deployment === pointer.deployment) continue;
+    // A newer Deploy's containers, not pointed at yet, are not superseded.
+    const superseded = supersededOf(pointer);
+    if (superseded !== undefined && !superseded.includes(row.deployment ?? "")) continue;
     seen.add(row.id);
     let first = input.firstSeen.get(row.id);
     if (first === undefined) {

@@ -75,3 +75,15 @@ Deno.test("PLOYZ_RETIRE_AFTER_SECONDS configures the bound", () => {
   assert.equal(retireAfterMsFromEnv(() => undefined), 300_000);
   assert.equal(retireAfterMsFromEnv(() => "soon"), 300_000);
 });
+
+Deno.test("a newer Deploy's containers, not pointed at yet, are never retired by the pointer", () => {
+  const listed = { ...pointer, superseded: ["A"] };
+  const d = retireDecision(input({
+    containers: [row("a1", "m1", "A"), row("b1", "m1", "B"), row("c1", "m1", "C")],
+    pointers: [listed],
+    acks: [ack("m1"), ack("m2"), ack("m3")],
+    nowMs: 10_000_000,
+  }));
+  assert.deepEqual(d.retire.map((r) => r.containerId), ["a1"]);
+  assert.deepEqual(d.waiting, []);
+});

@@ -51,6 +51,17 @@ export function pointed(row: Container, pointer: ServingPointer | undefined): bo
   return pointer === undefined || row.deployment === pointer.deployment;
 }
 
+/**
+ * The Deployments a pointer superseded: the ones it named before and those whose containers its writer saw when
+ * it moved. Undefined for a pointer written without the list, whose every other Deployment counts as superseded.
+ * A Deployment in neither (a newer Deploy's containers, not pointed at yet) is never retired by this pointer.
+ */
+export function supersededOf(pointer: ServingPointer): string[] | undefined {
+  const list = pointer.superseded;
+  if (!Array.isArray(list)) return undefined;
+  return list.filter((d): d is string => typeof d === "string");
+}
+
 /** Groups rows by Service and picks what serves, deterministic in its order. */
 export function servingGroups(
   containers: readonly Container[],

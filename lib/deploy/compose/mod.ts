@@ -40,6 +40,7 @@ export { parseEnvFile } from "./env_file.ts";
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
 export { parseBytes, parseDurationMs } from "./units.ts";
 export { canonicalJson } from "./canonical_json.ts";
+export { SERVING_LABELS, servingLabels, type ServingSource } from "./serving_labels.ts";
 export type {
   BindMount,
   HostPort,

@@ -12,9 +12,22 @@ import { DockerError } from "./errors.ts";
 import { assertOwned, isOwned, LABELS, ownershipProblem } from "./labels.ts";
 import { findNetwork } from "./network.ts";
 import { observeContainer, type ObservedContainer } from "./observe.ts";
-import { type ContainerSpec, specDigest, specFromContainer, toCreateBody, validateSpec } from "./spec.ts";
+import {
+  type ContainerSpec,
+  type DnsSpec,
+  specDigest,
+  specFromContainer,
+  toCreateBody,
+  validateSpec,
+} from "./spec.ts";
 import { ensureVolume } from "./volumes.ts";
 import { imageExists } from "./images.ts";
+
+/** Machine-local settings of a creation that are not part of the spec, so not of its digest. */
+export interface CreateOptions {
+  /** The resolver a container gets when its spec names none (the Machine Gateway and its Project's domain). */
+  dns?: DnsSpec;
+}
 
 /** What `createContainer` found or made. */
 export interface CreatedContainer {
@@ -203,6 +216,7 @@ export async function createContainer(
   client: Client,
   spec: ContainerSpec,
   signal?: AbortSignal,
+  options: CreateOptions = {},
 ): Promise<CreatedContainer> {
   validateSpec(spec);
   const [prior] = await listOwnedSummaries(client, { creationKey: spec.creationKey }, signal);
@@ -246,7 +260,11 @@ export async function createContainer(
       method: "POST",
       path: "/containers/create",
       query: { name: spec.name },
-      body: toCreateBody(spec, client.machineId, { log: client.log, extraLabels: client.extraLabels }),
+      body: toCreateBody(spec, client.machineId, {
+        log: client.log,
+        extraLabels: client.extraLabels,
+        dns: options.dns,
+      }),
     }) as { Id: string };
     return { id: made.Id, name: spec.name, created: true, specDigest: specDigest(spec) };
   } catch (error) {

@@ -11,6 +11,7 @@ import {
   connectNetwork,
   createContainer,
   type CreatedContainer,
+  type CreateOptions,
   inspectContainer,
   listOwned,
   type OwnedFilter,
@@ -77,7 +78,11 @@ export interface Engine {
   /** Reads Docker's version and data root. */
   info(signal?: AbortSignal): Promise<EngineInfo>;
   /** Creates the container, or returns the one its creation key already names. */
-  createContainer(spec: ContainerSpec, signal?: AbortSignal): Promise<CreatedContainer>;
+  createContainer(
+    spec: ContainerSpec,
+    signal?: AbortSignal,
+    options?: CreateOptions,
+  ): Promise<CreatedContainer>;
   /** Starts an owned container; one already running is left as it is. */
   startContainer(ref: string, signal?: AbortSignal): Promise<void>;
   /** Stops an owned container: stop signal, then a kill after the grace (default: its own stop timeout, else 10 s). */
@@ -166,7 +171,7 @@ export function openEngine(options: EngineOptions): Engine {
         cgroupVersion: info.CgroupVersion ?? "",
       };
     },
-    createContainer: (spec, signal) => createContainer(client, spec, signal),
+    createContainer: (spec, signal, opts) => createContainer(client, spec, signal, opts),
     startContainer: (ref, signal) => startContainer(client, ref, signal),
     stopContainer: (ref, opts) => stopContainer(client, ref, opts),
     removeContainer: (ref, opts) => removeContainer(client, ref, opts),

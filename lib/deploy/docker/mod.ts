@@ -45,7 +45,7 @@ export type {
   ObservedContainer,
   ObservedPort,
 } from "./observe.ts";
-export type { CreatedContainer, OwnedFilter } from "./containers.ts";
+export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
 export type { LoadedImages } from "./images.ts";
 export type { EventOptions } from "./events.ts";

@@ -303,12 +303,16 @@ function portKey(p: PortSpec): string {
   return `${p.containerPort}/${p.protocol ?? "tcp"}`;
 }
 
-/** The body of `POST /containers/create` for a validated spec. */
+/**
+ * The body of `POST /containers/create` for a validated spec. `dns` is the Machine's default resolver, used when
+ * the spec names none; it is the Machine's own fact, so it stays out of the labels and the spec digest.
+ */
 export function toCreateBody(
   spec: ContainerSpec,
   machineId: string,
-  options: { log?: LogPolicy; extraLabels?: Record<string, string> } = {},
+  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: DnsSpec } = {},
 ): Record<string, unknown> {
+  const dns = spec.dns ?? options.dns;
   const log = options.log ?? DEFAULT_LOG_POLICY;
   const exposed: Record<string, Record<string, never>> = {};
   const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
@@ -354,9 +358,9 @@ export function toCreateBody(
         Config: { "max-size": log.maxSize, "max-file": String(log.maxFile), compress: "false" },
       },
       NetworkMode: network?.name,
-      Dns: spec.dns?.servers,
-      DnsSearch: spec.dns?.search,
-      DnsOptions: spec.dns?.options,
+      Dns: dns?.servers,
+      DnsSearch: dns?.search,
+      DnsOptions: dns?.options,
     },
     NetworkingConfig: network === undefined ? undefined : {
       EndpointsConfig: {

@@ -154,3 +154,26 @@ Deno.test("specFromContainer restores env values from the container's environmen
   assert.deepEqual(specFromContainer(labels, ["PATH=/bin", "TOKEN=a=b=c", "EMPTY="]), spec);
   assert.equal(specFromContainer({}, []), undefined);
 });
+
+Deno.test("toCreateBody applies the Machine's resolver outside the labels, unless the spec names its own", () => {
+  const spec: ContainerSpec = {
+    name: "shop-web-1",
+    creationKey: "k",
+    project: "shop",
+    service: "web",
+    deployment: "d1",
+    slot: "1",
+    image: "img:1",
+  };
+  const dns = { servers: ["10.210.3.1"], search: ["shop.internal"], options: ["ndots:1"] };
+  const host = (b: Record<string, unknown>) => b.HostConfig as Record<string, unknown>;
+  const plain = toCreateBody(spec, "m1");
+  const served = toCreateBody(spec, "m1", { dns });
+  assert.equal(host(plain).Dns, undefined);
+  assert.deepEqual(host(served).Dns, ["10.210.3.1"]);
+  assert.deepEqual(host(served).DnsSearch, ["shop.internal"]);
+  assert.deepEqual(host(served).DnsOptions, ["ndots:1"]);
+  assert.deepEqual(served.Labels, plain.Labels, "the resolver is not part of the spec digest or labels");
+  const own = toCreateBody({ ...spec, dns: { servers: ["192.0.2.53"] } }, "m1", { dns });
+  assert.deepEqual(host(own).Dns, ["192.0.2.53"]);
+});

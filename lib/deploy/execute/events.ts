@@ -18,6 +18,9 @@ export type Phase =
   | "stopping_old"
   | "removing"
   | "removing_old"
+  | "leaving_old"
+  | "setting_pointer"
+  | "filling_ingress"
   | "compensating";
 
 /** One progress event. */

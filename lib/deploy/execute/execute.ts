@@ -4,15 +4,36 @@
  * replacement that fails is compensated: the new container is stopped and kept as evidence, and for stop-first the
  * old one is started again. A failed hook container is kept too. Nothing else is undone.
  *
+ * Under a Serving Pointer, a start-first replacement leaves the old container running: once the Service's new
+ * containers all passed health, the `point` operation moves the pointer, and the old container's Machine stops it
+ * after every Machine not Down acked (its retire loop), so it leaves every Ingress Proxy before it stops. The
+ * Outcome lists those containers as left for the retire loop, never as stopped. `ingress` operations fill
+ * Ingress Proxy slots through the caller's {@linkcode IngressFiller}.
+ *
  * @module
  */
 
 import type { ContainerSpec } from "../docker/spec.ts";
 import { DeployError, errorBody } from "../plan/errors.ts";
 import type { MachineApi, ObservedContainerView } from "../plan/machine_api.ts";
-import type { ContainerRef, HealthGate, HookOp, Op, Plan, ReplaceOp } from "../plan/types.ts";
+import type {
+  ContainerRef,
+  HealthGate,
+  HookOp,
+  IngressOp,
+  Op,
+  Plan,
+  PointOp,
+  ReplaceOp,
+} from "../plan/types.ts";
 import type { DeployEvent, Phase } from "./events.ts";
-import type { CompensationStep, OpFailure, Outcome } from "./outcome.ts";
+import type { CompensationStep, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
+
+/** Fills one Machine's Ingress Proxy slot (creates or starts, never replaces or removes); errors propagate. */
+export type IngressFiller = (
+  api: MachineApi,
+  request: { machineId: string; deployment: string },
+) => Promise<{ action: string; containerId: string; state: string }>;
 
 /** Options of {@linkcode executePlan}. */
 export interface ExecuteOptions {
@@ -20,6 +41,8 @@ export interface ExecuteOptions {
   onEvent?: (event: DeployEvent) => void;
   /** How often a running hook is observed; default 250 ms. */
   hookPollMs?: number;
+  /** Runs `ingress` operations; a plan with one fails it without. */
+  fillIngress?: IngressFiller;
 }
 
 /** A step failure carrying the Machine's evidence. */
@@ -39,8 +62,12 @@ interface Context {
   op: Op;
   phase(phase: Phase, detail?: string): void;
   compensate(step: CompensationStep): void;
+  leave(container: ContainerRef): void;
   hookPollMs: number;
+  fillIngress?: IngressFiller;
 }
+
+const LIVE = new Set(["running", "restarting", "paused"]);
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,13 +156,75 @@ async function replace(ctx: Context, op: ReplaceOp): Promise<ContainerRef> {
     }
     throw error;
   }
-  if (op.order === "start-first") {
+  if (op.oldStop === "retire_loop") {
+    await leaveOld(ctx, op);
+  } else if (op.order === "start-first") {
     await stopAndRemove(ctx, op.old, true);
   } else {
     ctx.phase("removing_old", op.old.name);
     await ctx.api.removeContainer({ id: op.old.id });
   }
   return fresh;
+}
+
+/** Leaves a live old container to its Machine's retire loop; one already stopped is removed, as it serves nothing. */
+async function leaveOld(ctx: Context, op: ReplaceOp): Promise<void> {
+  const list = await ctx.api.listContainers({ project: op.project, service: op.service });
+  const old = list.containers.find((c) => c.id === op.old.id);
+  if (old === undefined) return;
+  if (LIVE.has(old.state)) {
+    ctx.phase("leaving_old", `${op.old.name} for the retire loop`);
+    ctx.leave(op.old);
+    return;
+  }
+  ctx.phase("removing_old", op.old.name);
+  await ctx.api.removeContainer({ id: op.old.id });
+}
+
+async function point(ctx: Context, op: PointOp): Promise<void> {
+  const key = `${op.project}/${op.service}`;
+  ctx.phase("setting_pointer", `${key} to Deployment ${op.deployment.slice(0, 8)}`);
+  const evidence = { pointer: key, deployment: op.deployment, machine: op.machineName };
+  if (ctx.api.setPointer === undefined) {
+    throw new StepFailure(
+      "unsupported",
+      `Cannot move the Serving Pointer of "${key}": this client cannot ask Machine "${op.machineName}" to set it`,
+      evidence,
+      { capability: "ployz.serving.set_pointer.v1" },
+    );
+  }
+  try {
+    await ctx.api.setPointer({ project: op.project, service: op.service, deployment: op.deployment });
+  } catch (error) {
+    const body = errorBody(error);
+    throw new StepFailure(
+      body.code as DeployError["code"],
+      `Cannot move the Serving Pointer of "${key}" to Deployment "${op.deployment}": ${body.message}`,
+      { ...evidence, error: { code: body.code, message: body.message } },
+      body.details,
+    );
+  }
+}
+
+async function ingress(ctx: Context, op: IngressOp): Promise<ContainerRef> {
+  if (ctx.fillIngress === undefined) {
+    throw new DeployError(
+      "internal",
+      `Cannot fill the Ingress Proxy slot on Machine "${op.machineName}": no filler`,
+    );
+  }
+  ctx.phase("filling_ingress", `${op.project}/${op.service} (${op.action})`);
+  const filled = await ctx.fillIngress(ctx.api, { machineId: op.machineId, deployment: op.deployment });
+  if (filled.state !== "running" && filled.state !== "restarting") {
+    throw new StepFailure(
+      "unavailable",
+      `Ingress Proxy "${
+        filled.containerId.slice(0, 12)
+      }" on Machine "${op.machineName}" is ${filled.state} after its fill`,
+      { ...filled },
+    );
+  }
+  return { id: filled.containerId, name: `${op.project}/${op.service}` };
 }
 
 function ref(c: ObservedContainerView): ContainerRef {
@@ -226,6 +315,11 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
       return op.container;
     case "hook":
       return await hook(ctx, op);
+    case "point":
+      await point(ctx, op);
+      return undefined;
+    case "ingress":
+      return await ingress(ctx, op);
   }
 }
 
@@ -239,6 +333,7 @@ export async function executePlan(
   emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
   const completed: Op[] = [];
   const compensation: CompensationStep[] = [];
+  const left: { op: Op; container: ContainerRef }[] = [];
   let failed: OpFailure | undefined;
   for (const op of plan.ops) {
     const api = machines.get(op.machineId);
@@ -250,7 +345,9 @@ export async function executePlan(
         compensation.push(step);
         emit({ type: "compensation", index: op.index, step });
       },
+      leave: (container) => left.push({ op, container }),
       hookPollMs: options.hookPollMs ?? 250,
+      fillIngress: options.fillIngress,
     };
     try {
       if (api === undefined) {
@@ -274,6 +371,15 @@ export async function executePlan(
     }
   }
   const notAttempted = failed === undefined ? [] : plan.ops.slice(failed.op.index + 1);
+  const moved = new Set(
+    completed.filter((op) => op.kind === "point").map((op) => `${op.project}/${op.service}`),
+  );
+  const retiring: RetiringContainer[] = left.map(({ op, container }) => ({
+    container,
+    machineName: op.machineName,
+    service: op.service,
+    pointerMoved: moved.has(`${op.project}/${op.service}`),
+  }));
   const outcome: Outcome = {
     deploymentId: plan.deploymentId,
     project: plan.project,
@@ -282,6 +388,7 @@ export async function executePlan(
     failed,
     notAttempted,
     compensation,
+    retiring,
     observedAt: new Date().toISOString(),
   };
   emit({ type: "outcome", outcome });

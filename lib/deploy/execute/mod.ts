@@ -5,7 +5,7 @@
  * @module
  */
 
-export { type ExecuteOptions, executePlan } from "./execute.ts";
+export { type ExecuteOptions, executePlan, type IngressFiller } from "./execute.ts";
 export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,
@@ -13,6 +13,7 @@ export {
   opView,
   type Outcome,
   outcomeJson,
+  type RetiringContainer,
   toWire,
 } from "./outcome.ts";
 export { type ProgressPrinter, progressPrinter, renderOutcome } from "./render.ts";

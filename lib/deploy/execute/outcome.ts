@@ -31,6 +31,21 @@ export interface OpFailure {
   evidence: Record<string, unknown> | null;
 }
 
+/** An old container a start-first replacement left running for its Machine's retire loop to stop. */
+export interface RetiringContainer {
+  /** The old container. */
+  container: ContainerRef;
+  /** Its Machine. */
+  machineName: string;
+  /** Its Service. */
+  service: string;
+  /**
+   * True when this Deploy moved the Service's Serving Pointer: the retire loop stops it once every Machine not
+   * Down acked, or after its bound. False when the pointer was not moved, so it keeps serving beside the new one.
+   */
+  pointerMoved: boolean;
+}
+
 /** What a Deploy did. */
 export interface Outcome {
   /** The Deployment. */
@@ -47,16 +62,26 @@ export interface Outcome {
   notAttempted: Op[];
   /** Compensation done for a failed replacement. */
   compensation: CompensationStep[];
+  /** Old containers left running for their Machine's retire loop, never stopped by this Deploy. */
+  retiring: RetiringContainer[];
   /** When the Outcome was reached, ISO 8601. */
   observedAt: string;
 }
 
 /** An operation as printed and saved: everything but the container spec (which holds environment values). */
 export function opView(op: Op): Record<string, unknown> {
-  const { spec, ...rest } = op as Op & { spec?: { name: string; image: string; creationKey: string } };
-  return spec === undefined
-    ? { ...rest }
-    : { ...rest, container: { name: spec.name, image: spec.image, creationKey: spec.creationKey } };
+  const { spec, ...rest } = op as Op & {
+    spec?: { name: string; image: string; creationKey: string; deployment: string };
+  };
+  return spec === undefined ? { ...rest } : {
+    ...rest,
+    container: {
+      name: spec.name,
+      image: spec.image,
+      creationKey: spec.creationKey,
+      deployment: spec.deployment,
+    },
+  };
 }
 
 function snake(key: string): string {

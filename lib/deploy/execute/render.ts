@@ -76,6 +76,21 @@ export function renderOutcome(outcome: Outcome): string {
   lines.push(`${head} (Deployment ${outcome.deploymentId.slice(0, 8)}, at ${outcome.observedAt})`);
   lines.push(`Done (${outcome.completed.length}):`);
   for (const op of outcome.completed) lines.push(`  - ${describeOp(op)}`);
+  const retiring = outcome.retiring ?? [];
+  const leaving = retiring.filter((r) => r.pointerMoved);
+  if (leaving.length > 0) {
+    lines.push(
+      `Left for the retire loop (${leaving.length}): each stops once every Machine not Down acked the moved Serving Pointer, or after the bound:`,
+    );
+    for (const r of leaving) lines.push(`  - ${r.container.name} on ${r.machineName}`);
+  }
+  const serving = retiring.filter((r) => !r.pointerMoved);
+  if (serving.length > 0) {
+    lines.push(
+      `Still running beside their replacement (${serving.length}): the Serving Pointer was not moved:`,
+    );
+    for (const r of serving) lines.push(`  - ${r.container.name} on ${r.machineName}`);
+  }
   if (outcome.failed !== undefined) {
     const f = outcome.failed;
     lines.push(`Failed: ${describeOp(f.op)}`);

@@ -1,11 +1,12 @@
 /**
  * From a normalized Service to the `ContainerSpec` a Machine creates. Every container joins the Machine's
- * `ployz` bridge. Fields the Docker adapter does not carry yet are reported as warnings by
+ * `ployz` bridge; its ingress `x-ports` and `x-caddy` ride as serving labels. Fields the Docker adapter does not carry yet are reported as warnings by
  * {@linkcode unsupportedFields}, never dropped silently.
  *
  * @module
  */
 
+import { servingLabels } from "../compose/serving_labels.ts";
 import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
 import type { ContainerSpec, HealthcheckSpec, MountSpec, PortSpec, RestartSpec } from "../docker/spec.ts";
 import { containerName, creationKey } from "./keys.ts";
@@ -86,6 +87,8 @@ export function serviceContainerSpec(
   service: NormalizedService,
   identity: SlotIdentity,
 ): ContainerSpec {
+  // Ingress x-ports and x-caddy ride as labels, so every Machine's Ingress Proxy can route to the container.
+  const labels = { ...service.labels, ...servingLabels(service) };
   const spec: ContainerSpec = {
     name: containerName(project.name, service.name, identity.slot, identity.deploymentId),
     creationKey: creationKey(identity.deploymentId, service.name, identity.slot, identity.machineId),
@@ -97,7 +100,7 @@ export function serviceContainerSpec(
     cmd: nonEmpty(service.command),
     entrypoint: nonEmpty(service.entrypoint),
     env: Object.keys(service.environment).length === 0 ? undefined : { ...service.environment },
-    labels: Object.keys(service.labels).length === 0 ? undefined : { ...service.labels },
+    labels: Object.keys(labels).length === 0 ? undefined : labels,
     ports: ports(service),
     mounts: mounts(service, project),
     healthcheck: healthcheckSpec(service),
@@ -127,7 +130,8 @@ export function hookContainerSpec(
     ...base,
     cmd: hook?.command,
     env: Object.keys(env).length === 0 ? undefined : env,
-    // A hook never serves: no host ports, no probe, never restarted.
+    // A hook never serves: no serving labels, no host ports, no probe, never restarted.
+    labels: Object.keys(service.labels).length === 0 ? undefined : { ...service.labels },
     ports: undefined,
     healthcheck: { disabled: true },
     restart: { policy: "no" },
@@ -150,8 +154,6 @@ export function unsupportedFields(project: NormalizedProject, service: Normalize
   }
   if (r.shmSizeBytes !== null || Object.keys(r.ulimits).length > 0) set.push("shm_size/ulimits");
   if (service.mounts.some((m) => m.type === "tmpfs")) set.push("tmpfs mounts");
-  if (service.ports.some((p) => p.kind === "ingress")) set.push("ingress x-ports");
-  if (service.caddy !== null) set.push("x-caddy");
   if (service.logging.driver !== "local") set.push("logging");
   const out = set.map((field) =>
     `Service "${project.name}/${service.name}" sets ${field}, which this release does not apply to its containers`

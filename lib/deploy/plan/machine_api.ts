@@ -64,6 +64,20 @@ export interface MachineRecordView {
   "cluster_name"?: string;
   /** Machine subnet once initialized. */
   subnet?: string;
+  /** False when the Machine's record refuses ingress; absent means it accepts ingress. */
+  "accepts_ingress"?: boolean;
+}
+
+/** A Serving Pointer as a Machine answers it. */
+export interface ServingPointerView {
+  /** Project name. */
+  project: string;
+  /** Service name. */
+  service: string;
+  /** The Deployment whose containers take traffic. */
+  deployment: string;
+  /** Grows with each move. */
+  version?: number;
 }
 
 /** The health gate's answer (`ployz.container.wait_healthy.v1`). */
@@ -130,6 +144,10 @@ export interface MachineApi {
   ): Promise<ReadableStream<Uint8Array>>;
   /** `ployz.image.inspect.v1`. */
   inspectImage(request: { ref: string }): Promise<{ present: boolean; id?: string }>;
+  /** `ployz.serving.set_pointer.v1`; absent on a client that cannot ask it. */
+  setPointer?(
+    request: { project: string; service: string; deployment: string },
+  ): Promise<{ pointer: ServingPointerView; previous?: ServingPointerView }>;
 }
 
 /** A Machine a Deploy can reach, with its identity as first observed. */

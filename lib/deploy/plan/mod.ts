@@ -13,6 +13,7 @@ export type {
   MachineHandle,
   MachineRecordView,
   ObservedContainerView,
+  ServingPointerView,
   WaitHealthyAnswer,
 } from "./machine_api.ts";
 export { containerName, creationKey, newDeploymentId } from "./keys.ts";
@@ -26,7 +27,7 @@ export {
   type Snapshot,
   takeSnapshot,
 } from "./snapshot.ts";
-export { DEFAULT_HOOK_TIMEOUT_MS, planDeploy, type PlanOptions } from "./plan.ts";
+export { DEFAULT_HOOK_TIMEOUT_MS, planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";
 export { describeOp, nothingToDo, opTarget, renderPreview } from "./preview.ts";
 export type {
@@ -35,9 +36,11 @@ export type {
   DataLoss,
   HealthGate,
   HookOp,
+  IngressOp,
   Op,
   OpBase,
   Plan,
+  PointOp,
   RemoveOp,
   ReplaceOp,
   ServiceSummary,

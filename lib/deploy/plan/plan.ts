@@ -5,6 +5,11 @@
  * removals of extra slots; obsolete Services are removed last, and only from a complete Snapshot. A replacement is
  * start-first unless it publishes host ports or mounts a named volume; an explicit `update_config.order` wins.
  *
+ * With {@linkcode ServingPlanOptions}, each Service whose containers change gets a `point` operation after its
+ * changes (its Serving Pointer moves once they passed health), a start-first replacement leaves the old container
+ * to its Machine's retire loop, and each observed Machine that accepts ingress and runs no Ingress Proxy gets an
+ * `ingress` fill at the very end (DESIGN.md bets 3 and 9).
+ *
  * Whether a container is UpToDate is decided from evidence: its `spec_digest` against the digest of the desired
  * container spec. The Saved State of the previous Deploy only explains what changed.
  *
@@ -38,6 +43,17 @@ export interface PlanOptions {
   hookTimeoutMs?: number;
   /** The Machines' bridge network (`PLOYZ_DOCKER_NETWORK`); default `ployz`. */
   network?: string;
+  /** Plan Serving Pointer moves and Ingress Proxy fills; without it the client stops every replaced container. */
+  serving?: ServingPlanOptions;
+}
+
+/** How a plan serves: Serving Pointers, the retire loop, and the Ingress Proxy slots it fills. */
+export interface ServingPlanOptions {
+  /**
+   * The Ingress Proxy's Project, Service and image: fill its slot on each observed Machine that accepts ingress.
+   * A Machine the Snapshot saw without the image is skipped with a warning (no registry to pull it from).
+   */
+  ingress?: { project: string; service: string; image?: string };
 }
 
 /** ployz2's hook timeout. */
@@ -157,6 +173,9 @@ function planService(
   const changes: Draft[] = [];
   const removals: Draft[] = [];
   const claimed = new Set<string>();
+  // Deployments of the containers this Deploy keeps, and the drafts that make new containers.
+  const kept = new Set<string>();
+  const fresh: Draft[] = [];
   let upToDate = 0;
 
   // Desired slots: 1..replicas placed on the Machine already holding each, else the least loaded; Global: one
@@ -193,8 +212,12 @@ function planService(
     const up = here.filter((c) => c.spec_digest === digest);
     const stale = here.filter((c) => c.spec_digest !== digest);
     const keep = up[0];
-    const old = stale[0];
+    // Beside an UpToDate container, a stopped stale one (a retire loop stopped it) is only removed.
+    const retired = keep === undefined ? [] : stale.filter((c) => NOT_RUNNING.has(c.state));
+    const live = stale.filter((c) => !retired.includes(c));
+    const old = live[0];
     const at = base(machine, slot);
+    if (keep !== undefined) kept.add(keep.deployment);
     if (keep !== undefined && old === undefined) {
       if (NOT_RUNNING.has(keep.state)) {
         changes.push({ ...at, kind: "start", container: ref(keep), health: gate });
@@ -205,21 +228,29 @@ function planService(
         }
       }
     } else if (old !== undefined) {
-      changes.push({
+      const draft: Draft = {
         ...at,
         kind: "replace",
         old: ref(old),
         spec: keep === undefined ? spec : adopt(spec, keep),
         order,
         orderReason: reason,
+        oldStop: "client",
         ...changeOf(options, service, old),
         health: gate,
-      });
+      };
+      changes.push(draft);
+      if (keep === undefined) fresh.push(draft);
     } else {
-      changes.push({ ...at, kind: "create", spec, health: gate });
+      const draft: Draft = { ...at, kind: "create", spec, health: gate };
+      changes.push(draft);
+      fresh.push(draft);
     }
-    for (const extra of [...up.slice(1), ...stale.slice(1)]) {
+    for (const extra of [...up.slice(1), ...live.slice(1)]) {
       removals.push({ ...at, kind: "remove", container: ref(extra), reason: "duplicate" });
+    }
+    for (const gone of retired) {
+      removals.push({ ...at, kind: "remove", container: ref(gone), reason: "superseded" });
     }
   }
   for (const p of slotted) {
@@ -245,7 +276,12 @@ function planService(
       previous: hooks.filter((p) => p.machine.machineId === machine.machineId).map((p) => ref(p.container)),
     });
   }
-  ops.push(...changes, ...removals);
+  ops.push(...changes);
+  if (options.serving !== undefined) {
+    const point = pointOf(project.name, service, deploymentId, { changes, fresh, kept }, warnings);
+    if (point !== undefined) ops.push(point);
+  }
+  ops.push(...removals);
 
   const hostPorts = service.ports.filter((p) => p.kind === "host");
   if (
@@ -266,6 +302,78 @@ function planService(
       removing: removals.length,
     },
   };
+}
+
+/**
+ * The Serving Pointer move of one Service, when this Deploy changed its containers. Every container the Service
+ * keeps must carry the Deployment the pointer names, or the retire loop would stop it: new containers join the
+ * Deployment of the containers kept beside them (their spec is the same), and a Service whose kept containers
+ * carry several Deployments keeps its pointer, with its replaced containers stopped by the client.
+ */
+function pointOf(
+  project: string,
+  service: NormalizedService,
+  deploymentId: string,
+  slots: { changes: Draft[]; fresh: Draft[]; kept: Set<string> },
+  warnings: string[],
+): Draft | undefined {
+  const replaced = slots.changes.filter((op): op is Omit<ReplaceOp, "index"> => op.kind === "replace");
+  if (slots.fresh.length === 0 && replaced.length === 0) return undefined;
+  const kept = [...slots.kept];
+  if (kept.length > 1 || kept[0] === "") {
+    warnings.push(
+      `Service "${project}/${service.name}" keeps containers of several Deployments (${
+        kept.map((d) => `"${d.slice(0, 8)}"`).join(", ")
+      }): its Serving Pointer is not moved and this Deploy stops the containers it replaces`,
+    );
+    return undefined;
+  }
+  const target = kept[0] ?? deploymentId;
+  for (const op of slots.fresh) {
+    if (op.kind === "create" || op.kind === "replace") op.spec = { ...op.spec, deployment: target };
+  }
+  for (const op of replaced) if (op.order === "start-first") op.oldStop = "retire_loop";
+  const last = slots.changes[slots.changes.length - 1];
+  return {
+    machineId: last.machineId,
+    machineName: last.machineName,
+    project,
+    service: service.name,
+    slot: "",
+    kind: "point",
+    deployment: target,
+  };
+}
+
+/** Ingress Proxy fills: each observed participating Machine that accepts ingress and runs no Ingress Proxy. */
+function ingressOps(
+  snapshot: Snapshot,
+  ingress: { project: string; service: string; image?: string },
+  deploymentId: string,
+  warnings: string[],
+): Draft[] {
+  const out: Draft[] = [];
+  for (const m of snapshot.machines) {
+    if (m.phase !== "participating" || m.acceptsIngress === false || m.ingress === undefined) continue;
+    if (m.ingress.some(isRunning)) continue;
+    if (m.ingress.length === 0 && ingress.image !== undefined && m.images[ingress.image] === false) {
+      warnings.push(
+        `Ingress Proxy image "${ingress.image}" is not on Machine "${m.machineName}": its ingress slot stays empty`,
+      );
+      continue;
+    }
+    out.push({
+      machineId: m.machineId,
+      machineName: m.machineName,
+      project: ingress.project,
+      service: ingress.service,
+      slot: "1",
+      kind: "ingress",
+      action: m.ingress.length === 0 ? "create" : "start",
+      deployment: deploymentId,
+    });
+  }
+  return out;
 }
 
 function checkImages(ops: Draft[], snapshot: Snapshot): void {
@@ -364,6 +472,10 @@ export function planDeploy(options: PlanOptions): Plan {
         );
       }
     }
+  }
+  // Last: a taken port 80 fails the fill, and must not keep the Project's own containers from changing.
+  if (options.serving?.ingress !== undefined) {
+    drafts.push(...ingressOps(snapshot, options.serving.ingress, intent.deploymentId, warnings));
   }
   checkImages(drafts, snapshot);
   return {

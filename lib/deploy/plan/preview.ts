@@ -9,7 +9,10 @@ import type { Op, Plan } from "./types.ts";
 
 /** The Service and slot an operation acts on, `web/2`. */
 export function opTarget(op: Op): string {
-  return op.kind === "hook" ? `${op.service} (pre-deploy hook)` : `${op.service}/${op.slot}`;
+  if (op.kind === "hook") return `${op.service} (pre-deploy hook)`;
+  if (op.kind === "point") return `${op.service} (serving)`;
+  if (op.kind === "ingress") return `${op.project}/${op.service}`;
+  return `${op.service}/${op.slot}`;
 }
 
 /** One line describing an operation. */
@@ -19,8 +22,15 @@ export function describeOp(op: Op): string {
       return `create ${op.spec.name} from "${op.spec.image}"`;
     case "replace": {
       const why = op.changed.length > 0 ? ` (${op.changed.join(", ")} changed)` : " (spec changed)";
-      return `replace ${op.old.name} with ${op.spec.name}, ${op.order} (${op.orderReason})${why}`;
+      const old = op.oldStop === "retire_loop" ? `; ${op.old.name} is left for the retire loop` : "";
+      return `replace ${op.old.name} with ${op.spec.name}, ${op.order} (${op.orderReason})${why}${old}`;
     }
+    case "point":
+      return `point "${op.project}/${op.service}" at Deployment ${
+        op.deployment.slice(0, 8)
+      } once its containers passed health`;
+    case "ingress":
+      return `${op.action} the Ingress Proxy on "${op.machineName}" (never replaced or removed)`;
     case "start":
       return `start ${op.container.name}`;
     case "stop":

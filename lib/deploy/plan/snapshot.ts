@@ -22,6 +22,10 @@ export interface MachineObservation {
   containers: ObservedContainerView[];
   /** Presence of each image the Deploy needs, by reference. */
   images: Record<string, boolean>;
+  /** False when its record refuses ingress; absent means it accepts ingress. */
+  acceptsIngress?: boolean;
+  /** Its Ingress Proxy containers, when the Snapshot asked for them. */
+  ingress?: ObservedContainerView[];
 }
 
 /** A Machine that did not answer, and why. */
@@ -59,21 +63,30 @@ export interface Snapshot {
 /** Observes `project` and the presence of `images` on every Machine, each independently. */
 export async function takeSnapshot(
   machines: MachineHandle[],
-  request: { project: string; images: string[] },
+  request: { project: string; images: string[]; ingress?: { project: string; service: string } },
 ): Promise<Snapshot> {
+  const ingress = request.ingress;
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
     const status = await m.api.status();
     const list = await m.api.listContainers({ project: request.project });
     const images: Record<string, boolean> = {};
     for (const ref of [...new Set(request.images)]) images[ref] = (await m.api.inspectImage({ ref })).present;
-    return {
+    const observation: MachineObservation = {
       machineId: status.machine.id,
       machineName: status.machine.name,
       phase: status.machine.phase,
       observedAt: list.observed_at,
       containers: list.containers.filter((c) => c.project === request.project),
       images,
+      acceptsIngress: status.machine.accepts_ingress !== false,
     };
+    if (ingress !== undefined) {
+      const proxies = await m.api.listContainers(ingress);
+      observation.ingress = proxies.containers.filter((c) =>
+        c.project === ingress.project && c.service === ingress.service
+      );
+    }
+    return observation;
   }));
   const snapshot: Snapshot = {
     project: request.project,

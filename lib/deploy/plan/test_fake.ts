@@ -1,7 +1,12 @@
 // An in-memory Machine for unit tests of planning and execution (pure logic only; e2e tests use the daemon).
 import type { ContainerSpec } from "../docker/spec.ts";
 import { specDigest } from "../docker/spec.ts";
-import type { MachineApi, ObservedContainerView, WaitHealthyAnswer } from "./machine_api.ts";
+import type {
+  MachineApi,
+  ObservedContainerView,
+  ServingPointerView,
+  WaitHealthyAnswer,
+} from "./machine_api.ts";
 import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
 import type { Snapshot } from "./snapshot.ts";
 
@@ -16,7 +21,14 @@ export class FakeMachine implements MachineApi {
   hookExit = 0;
   /** Fails `ensureContainer` for specs whose name matches. */
   failEnsure: RegExp | undefined;
+  /** Serving Pointers by `project/service`. */
+  pointers = new Map<string, ServingPointerView>();
+  /** Fails `setPointer` with this error. */
+  failPointer: Error | undefined;
   #next = 1;
+
+  /** What the Machine's record says about ingress. */
+  acceptsIngress = true;
 
   constructor(readonly id = "m1", readonly name = "one") {}
 
@@ -128,6 +140,17 @@ export class FakeMachine implements MachineApi {
   inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
     return Promise.resolve({ present: this.images.has(r.ref) });
   }
+  setPointer(
+    r: { project: string; service: string; deployment: string },
+  ): Promise<{ pointer: ServingPointerView; previous?: ServingPointerView }> {
+    this.calls.push(`point ${r.project}/${r.service} ${r.deployment}`);
+    if (this.failPointer !== undefined) return Promise.reject(this.failPointer);
+    const key = `${r.project}/${r.service}`;
+    const previous = this.pointers.get(key);
+    const pointer = { ...r, version: (previous?.version ?? 0) + 1 };
+    this.pointers.set(key, pointer);
+    return Promise.resolve(previous === undefined ? { pointer } : { pointer, previous });
+  }
 }
 
 /** A Service with every default. */
@@ -198,8 +221,13 @@ export function project(services: NormalizedService[], name = "shop"): Normalize
 }
 
 /** A Snapshot of one fake Machine. */
-export async function snapshotOf(machine: FakeMachine, projectName = "shop"): Promise<Snapshot> {
+export async function snapshotOf(
+  machine: FakeMachine,
+  projectName = "shop",
+  ingress?: { project: string; service: string },
+): Promise<Snapshot> {
   const list = await machine.listContainers({ project: projectName });
+  const proxies = ingress === undefined ? undefined : (await machine.listContainers(ingress)).containers;
   return {
     project: projectName,
     observedAt: "t",
@@ -210,6 +238,8 @@ export async function snapshotOf(machine: FakeMachine, projectName = "shop"): Pr
       observedAt: "t",
       containers: list.containers,
       images: Object.fromEntries(["img:1", "img:2", "img:missing"].map((i) => [i, machine.images.has(i)])),
+      acceptsIngress: machine.acceptsIngress,
+      ...(proxies === undefined ? {} : { ingress: proxies }),
     }],
     failures: [],
     omissions: [],

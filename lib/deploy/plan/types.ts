@@ -62,6 +62,12 @@ export interface ReplaceOp extends OpBase {
   order: "start-first" | "stop-first";
   /** Why the order was chosen. */
   orderReason: string;
+  /**
+   * Who stops the old container: `client` (this Deploy, after the new one passed health; always for stop-first)
+   * or `retire_loop` (start-first under a Serving Pointer: the old Machine's retire loop stops it once every
+   * Machine not Down acked the moved pointer, so it leaves every Ingress Proxy first).
+   */
+  oldStop: "client" | "retire_loop";
   /** How the old container relates to the desired spec. */
   change: SpecChange;
   /** Fields that changed, when the Saved State could tell. */
@@ -94,8 +100,11 @@ export interface RemoveOp extends OpBase {
   kind: "remove";
   /** The container. */
   container: ContainerRef;
-  /** `scale_down`, `obsolete_service`, `duplicate` (a second container in one slot) or `requested`. */
-  reason: "scale_down" | "obsolete_service" | "duplicate" | "requested";
+  /**
+   * `scale_down`, `obsolete_service`, `duplicate` (a second container in one slot), `superseded` (a stopped old
+   * container beside its UpToDate replacement, e.g. one a retire loop stopped) or `requested`.
+   */
+  reason: "scale_down" | "obsolete_service" | "duplicate" | "superseded" | "requested";
 }
 
 /** Run a Service's `x-pre_deploy` hook to completion before its containers change. */
@@ -110,8 +119,26 @@ export interface HookOp extends OpBase {
   previous: ContainerRef[];
 }
 
+/** Move a Service's Serving Pointer to the Deployment its containers now carry, once they all passed health. */
+export interface PointOp extends OpBase {
+  /** Discriminant. */
+  kind: "point";
+  /** The Deployment that serves from now on. */
+  deployment: string;
+}
+
+/** Fill a Machine's Ingress Proxy slot: start a stopped one or create one; never replace or remove one. */
+export interface IngressOp extends OpBase {
+  /** Discriminant. */
+  kind: "ingress";
+  /** `create` when the Snapshot saw no Ingress Proxy on the Machine, `start` when it saw none running. */
+  action: "create" | "start";
+  /** The Deployment recorded on a created Ingress Proxy. */
+  deployment: string;
+}
+
 /** One step of a plan. */
-export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp;
+export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp | PointOp | IngressOp;
 
 /** One named thing an operation destroys; confirmed only by naming it exactly. */
 export interface DataLoss {

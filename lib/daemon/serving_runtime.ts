@@ -1,0 +1,204 @@
+/**
+ * The Machine-local serving infrastructure the daemon owns but does not host (DESIGN.md bets 3, 9, 10): once the
+ * Machine participates, the daemon keeps `ployzd dns` running (a runtime unit where systemd runs, else a child
+ * process), runs the serving loop (dns.json, the local Caddy config, acks, the retire loop) and the ingress driver
+ * (bet 10's start of an Ingress Proxy whose last start failed), and holds requested stops of Ingress Proxies.
+ *
+ * Stopping the runtime stops the loop and the driver; a DNS unit keeps running under systemd, while a spawned DNS
+ * process (tests, the lab) ends with the daemon. Caddy runs in its own container and keeps serving either way.
+ *
+ * @module
+ */
+
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ContainerSpec, DnsSpec, Engine } from "../deploy/mod.ts";
+import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import {
+  CADDY_ADMIN_DIR_IN_CONTAINER,
+  caddyRunDir,
+  type DnsRunner,
+  type IngressDriver,
+  IngressHoldBook,
+  type IngressRecord,
+  isIngressProxy,
+  processDnsRunner,
+  retireAfterMsFromEnv,
+  type ServingLoop,
+  startIngressDriver,
+  startServingLoop,
+  systemdDnsRunner,
+  systemdRuns,
+} from "../serving/mod.ts";
+import type { Store } from "../store/mod.ts";
+
+/** How to run the serving runtime. */
+export interface ServingRuntimeOptions {
+  /** This Machine's store. */
+  store: Store;
+  /** This Machine's Docker. */
+  engine: Engine;
+  /** The Machine's paths; dns.json and the Caddy admin socket live under its run dir. */
+  layout: Omit<Layout, "dockerRoot"> & { dockerRoot?: string };
+  /** The Machine Gateway, where Internal DNS answers on port 53. */
+  gateway: string;
+  /** The Machine's bridge network. */
+  network: string;
+  /** The Machine's record as it is now. */
+  record: () => IngressRecord;
+  /** Machines this Machine observes as Down now; read every {@link ServingRuntimeOptions.downEveryMs}. */
+  down: () => Promise<ReadonlySet<string>>;
+  /** How often the Down set is read; default 5 s. */
+  downEveryMs?: number;
+  /** Host port an Ingress Proxy publishes HTTP on; default `PLOYZ_INGRESS_HTTP_PORT`, else 80. */
+  ingressHttpPort?: number;
+  /** How `ployzd dns` is kept running; default {@link defaultDnsRunner}. */
+  dns?: DnsRunner;
+  /** Retire bound; default `PLOYZ_RETIRE_AFTER_SECONDS`, else 300 s. */
+  retireAfterMs?: number;
+  /** One line per notable event. */
+  log?: (line: string) => void;
+}
+
+/** What the container handlers apply while the Machine serves. */
+export interface ServingHooks {
+  /** Requested and in-flight stops of Ingress Proxies. */
+  readonly holds: IngressHoldBook;
+  /** The resolver a new container of `project` gets when its spec names none; undefined while DNS is down. */
+  dns(project: string): DnsSpec | undefined;
+  /** An Ingress Proxy spec with this Machine's admin socket directory and HTTP port; other specs unchanged. */
+  localize(spec: ContainerSpec): ContainerSpec;
+}
+
+/** The running serving runtime. */
+export interface ServingRuntime extends ServingHooks {
+  /** The serving loop. */
+  readonly loop: ServingLoop;
+  /** The Down set as last read. */
+  down(): ReadonlySet<string>;
+  /** Stops the loop and the driver, and releases a spawned DNS process. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `ployzd dns` under a runtime unit when systemd is PID 1, else as a child of this process run by the same deno
+ * under the relocated `dns` permission set (the daemon then needs run permission for its own deno binary).
+ */
+export async function defaultDnsRunner(layout: Layout): Promise<DnsRunner> {
+  const entry = fileURLToPath(Deno.mainModule);
+  if (await systemdRuns()) {
+    return systemdDnsRunner({ deno: Deno.execPath(), appDir: dirname(dirname(entry)), layout });
+  }
+  const flags = permissionFlags(relocate(permissionSet("dns"), layout));
+  return processDnsRunner(
+    [Deno.execPath(), "run", "--quiet", "--no-prompt", "--unstable-net", ...flags, entry, "dns"],
+    {
+      PLOYZ_DATA_DIR: layout.dataDir,
+      PLOYZ_RUN_DIR: layout.runDir,
+      PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
+      PLOYZ_DOCKER_ROOT: layout.dockerRoot,
+      NO_COLOR: "1",
+    },
+  );
+}
+
+/** The resolver every container of `project` gets: the Machine Gateway, searching its Project (ployz2's). */
+export function containerDns(gateway: string, project: string): DnsSpec {
+  return { servers: [gateway], search: [`${project}.internal`], options: ["ndots:1"] };
+}
+
+/** `PLOYZ_INGRESS_HTTP_PORT`, else 80. */
+export function ingressHttpPortFromEnv(
+  env: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): number {
+  const n = Number(env("PLOYZ_INGRESS_HTTP_PORT") ?? "80");
+  return Number.isInteger(n) && n > 0 && n < 65536 ? n : 80;
+}
+
+/**
+ * An Ingress Proxy's admin socket directory, HTTP port and network are this Machine's facts, not the client's: the
+ * mount that targets the admin directory gets this Machine's `<runDir>/caddy`, port 80 inside gets `httpPort`, and
+ * the container joins the Machine's bridge network.
+ */
+export function localizeIngress(
+  spec: ContainerSpec,
+  machine: { runDir: string; httpPort: number; network: string },
+): ContainerSpec {
+  if (!isIngressProxy(spec)) return spec;
+  const { runDir, httpPort } = machine;
+  return {
+    ...spec,
+    network: { ...spec.network, name: machine.network },
+    mounts: spec.mounts?.map((m) =>
+      m.type === "bind" && m.target === CADDY_ADMIN_DIR_IN_CONTAINER
+        ? { ...m, source: caddyRunDir(runDir) }
+        : m
+    ),
+    ports: spec.ports?.map((p) => p.containerPort === 80 ? { ...p, hostPort: httpPort } : p),
+  };
+}
+
+/** Starts DNS, the serving loop and the ingress driver; resolves once the first pass wrote dns.json. */
+export async function startServingRuntime(options: ServingRuntimeOptions): Promise<ServingRuntime> {
+  const log = options.log ?? (() => {});
+  const holds = new IngressHoldBook();
+  const httpPort = options.ingressHttpPort ?? ingressHttpPortFromEnv();
+  let down: ReadonlySet<string> = new Set();
+  const readDown = async (): Promise<void> => {
+    try {
+      down = await options.down();
+    } catch (error) {
+      log(`serving: cannot read membership: ${(error as Error).message}`);
+    }
+  };
+  await readDown();
+  const downTimer = setInterval(() => void readDown(), options.downEveryMs ?? 5_000);
+  // The first pass writes dns.json before the DNS process starts, so it loads a spec at once.
+  const loop = await startServingLoop({
+    store: options.store,
+    engine: options.engine,
+    runDir: options.layout.runDir,
+    dnsListen: [`${options.gateway}:53`],
+    down: () => down,
+    retireAfterMs: options.retireAfterMs ?? retireAfterMsFromEnv(),
+    log,
+  }).catch((error) => {
+    clearInterval(downTimer);
+    throw error;
+  });
+  // Without Internal DNS the loop and the driver still run; new containers then keep Docker's resolver.
+  let dns: DnsRunner | undefined;
+  let dnsUp = false;
+  try {
+    dns = options.dns ?? await defaultDnsRunner({ dockerRoot: DEFAULT_LAYOUT.dockerRoot, ...options.layout });
+    await dns.ensure();
+    dnsUp = true;
+  } catch (error) {
+    log(`serving: cannot run Internal DNS: ${(error as Error).message}`);
+  }
+  const driver: IngressDriver = startIngressDriver({
+    engine: options.engine,
+    record: options.record,
+    holds,
+    network: options.network,
+    log,
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    holds,
+    loop,
+    down: () => down,
+    dns: (project) => dnsUp ? containerDns(options.gateway, project) : undefined,
+    localize: (spec) =>
+      localizeIngress(spec, { runDir: options.layout.runDir, httpPort, network: options.network }),
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        clearInterval(downTimer);
+        await driver.stop();
+        await loop.stop();
+        await dns?.close();
+      })();
+      return stopped;
+    },
+  };
+}
