@@ -1,0 +1,40 @@
+// The README's first command: a three-Machine lab with the hello example deployed through m1 and answering.
+import { equal, match } from "node:assert/strict";
+import { join } from "node:path";
+import { ROOT, run } from "./harness.ts";
+
+const NEEDS_ROOT = Deno.uid() !== 0 || !Deno.env.get("PLOYZ_DOCKER_SOCKET");
+
+Deno.test({
+  name: "examples/hello/lab.sh brings up 3 Machines, deploys hello through m1, and it answers",
+  ignore: NEEDS_ROOT && !Deno.env.get("CI"),
+  async fn() {
+    const env = {
+      PLOYZ_DOCKER_SOCKET: Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "",
+      HOME: Deno.env.get("HOME") ?? "/root",
+    };
+    try {
+      const up = await run(join(ROOT, "examples", "hello", "lab.sh"), [], env);
+      equal(up.code, 0, up.stderr + up.stdout);
+      match(up.stdout, /<h1>ployz test<\/h1>/);
+      match(up.stdout, /hello answers on Machine m1 of a 3-Machine lab/);
+      const ps = await run(join(ROOT, "bin", "ployz"), [
+        "lab",
+        "exec",
+        "m2",
+        "--",
+        "ployz",
+        "ps",
+        "--all-machines",
+      ], env);
+      equal(ps.code, 0, ps.stderr);
+      match(
+        ps.stdout,
+        /hello\s+web\s+1\s+hello-web-1-\S+\s+ployz-test\/busybox:1\s+running\s+healthy.*\bm1\b/,
+      );
+    } finally {
+      const down = await run(join(ROOT, "bin", "ployz"), ["lab", "down"], env);
+      equal(down.code, 0, down.stderr);
+    }
+  },
+});
