@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { missingCommands } from "../lib/lab/mod.ts";
-import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/rpc/mod.ts";
 import { ROOT, run, type RunResult } from "./harness.ts";
 
@@ -84,7 +83,6 @@ Deno.test({
       run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
     // The CLI attached to m1 (its socket), as an operator on m1 would run it.
     const fromM1 = (args: string[]): Promise<RunResult> => ployz(args, { PLOYZ_RUN_DIR: runDir("m1") });
-    const observers: Deno.ChildProcess[] = [];
     let entry: MachineClient | undefined;
 
     try {
@@ -103,38 +101,7 @@ Deno.test({
         return true;
       });
 
-      // The Observe Store of each Machine, under its own permission set, for `ployz logs`.
-      for (const m of MACHINES) {
-        const layout = {
-          dataDir: join(dir, m, "ployz"),
-          runDir: runDir(m),
-          dockerSocket: join(dir, m, "docker.sock"),
-          dockerRoot: join(dir, m, "data"),
-        };
-        await Deno.mkdir(join(layout.dataDir, "observe"), { recursive: true });
-        const child = new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "--no-prompt",
-            "--quiet",
-            ...permissionFlags(relocate(permissionSet("observe"), layout)),
-            join(ROOT, "cmd", "ployzd.ts"),
-            "observe",
-          ],
-          env: {
-            PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-            HOME: Deno.env.get("HOME") ?? "/root",
-            PLOYZ_DATA_DIR: layout.dataDir,
-            PLOYZ_RUN_DIR: layout.runDir,
-            PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-            PLOYZ_DOCKER_ROOT: layout.dockerRoot,
-          },
-          stdin: "null",
-          stdout: "null",
-          stderr: "null",
-        }).spawn();
-        observers.push(child);
-      }
+      // Each Machine's daemon starts its own Observe Store (a child here, no systemd), for `ployz logs`.
 
       await t.step("from m1's socket, DescribeContract of m2 and m3 through forwarding", async () => {
         const contract = await m1.describeContract();
@@ -282,14 +249,6 @@ Deno.test({
       });
     } finally {
       entry?.close();
-      for (const child of observers) {
-        try {
-          child.kill("SIGTERM");
-        } catch {
-          // already gone
-        }
-        await child.status;
-      }
       const down = await ployz(["lab", "down", ...at]);
       if (down.code !== 0) console.error(`lab down failed: ${down.stderr}`);
       await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -1,8 +1,10 @@
-// `ployz logs` end to end through Machine RPC: a real `ployzd serve` and a real `ployzd observe`, each under its
-// relocated permission set, against the real dockerd. A Ployz-labelled busybox container writes known lines and is
+// `ployz logs` end to end through Machine RPC: a real `ployzd serve` under its relocated permission set, which
+// starts `ployzd observe` itself (no systemd here: a child under the relocated observe set), against the real
+// dockerd. Within a bound observe.sock answers and status reports the Observe Store running. A Ployz-labelled busybox container writes known lines and is
 // removed; `ployz logs` still returns its lines with the answering Machine named, `--grep` filters, an unknown
-// Service answers empty with a note, TailLogs streams through the daemon, and with observe stopped the Machine is
-// listed as failed with the reason and the exit code is 1, because no Machine answered.
+// Service answers empty with a note, TailLogs streams through the daemon, and with observe killed under the daemon
+// (which does not respawn it) the Machine is listed as failed with the reason and the exit code is 1, because no
+// Machine answered.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -38,7 +40,7 @@ async function eventually<T>(what: string, ms: number, probe: () => Promise<T | 
 }
 
 Deno.test({
-  name: "ployz logs reads a removed container's output through ployzd serve and ployzd observe",
+  name: "ployz logs reads a removed container's output through ployzd serve and the ployzd observe it starts",
   ignore: !isSocket(DEV_SOCKET) && Deno.env.get("CI") === undefined,
   async fn(): Promise<void> {
     if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
@@ -52,7 +54,6 @@ Deno.test({
       network: `ployz-logs-${RUN}`,
       run: RUN,
     });
-    await Deno.mkdir(join(env.layout.dataDir, "observe"), { recursive: true });
     try {
       await scenario(env, docker);
     } finally {
@@ -61,17 +62,32 @@ Deno.test({
   },
 });
 
+/** The `ployzd observe` processes whose command line names this run dir. */
+async function observePids(runDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const argv = await Deno.readTextFile(`/proc/${entry.name}/cmdline`).then(
+      (t) => t.split("\0"),
+      (): string[] => [],
+    );
+    if (argv.includes("observe") && argv.some((a) => a.includes(runDir))) pids.push(Number(entry.name));
+  }
+  return pids;
+}
+
 async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
-  let observe: Deno.ChildProcess | undefined;
-  let observeErr: Promise<string> | undefined;
   // deno-lint-ignore no-explicit-any
   let container: any;
   await using _serve = await startServe(env);
   using client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
   try {
-    observe = spawnProgram(env, "ployzd", "observe", ["observe"]);
-    void observe.stdout.cancel();
-    observeErr = new Response(observe.stderr).text();
+    // Nothing but the daemon starts the Observe Store.
+    await eventually("observe.sock to answer", 60_000, async () => {
+      const status = await client.status();
+      return status.observe?.running === true ? true : undefined;
+    });
+    assert.ok(isSocket(join(env.layout.runDir, "observe.sock")));
     const contract = await client.describeContract();
     const name = contract.machine_name;
     for (const capability of ["log_history", "tail_logs", "metric_history"]) {
@@ -208,9 +224,17 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
     assert.equal(JSON.parse(metrics.stdout).machines[0].machine_name, name);
 
     // Observe down: the only Machine failed, named with the reason; no Machine answered, so exit 1.
-    observe.kill("SIGTERM");
-    assert.equal((await observe.status).code, 0, await observeErr);
-    observe = undefined;
+    const pids = await observePids(env.layout.runDir);
+    assert.equal(pids.length, 1, `one ployzd observe for this Machine: ${pids}`);
+    Deno.kill(pids[0], "SIGTERM");
+    await eventually(
+      "observe to exit",
+      30_000,
+      async () => (await observePids(env.layout.runDir)).length === 0 || undefined,
+    );
+    const status = await client.status();
+    assert.equal(status.observe?.running, false);
+    assert.match(status.observe?.error ?? "", /observe\.sock/);
     await assert.rejects(
       client.logHistory({ selector, since: "0", limit: 10 }),
       (error) => error instanceof RpcError && error.code === "unavailable",
@@ -225,11 +249,6 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
     assert.equal(topDown.code, 1, topDown.stdout);
     assert.match(topDown.stderr, new RegExp(`Machine "${name}" \\(${contract.machine_id}\\) did not answer`));
   } finally {
-    if (observe !== undefined) {
-      observe.kill("SIGKILL");
-      await observe.status;
-    }
-    await observeErr;
     if (container !== undefined) await container.remove({ force: true }).catch(() => {});
   }
 }

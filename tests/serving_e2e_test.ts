@@ -127,6 +127,18 @@ async function dnsChildren(pid: number): Promise<number[]> {
   return out;
 }
 
+/** `ployzd observe` processes whose command line names a path under `root`. */
+async function observeProcesses(root: string): Promise<number[]> {
+  const out: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`).catch(() => "");
+    const argv = cmdline.split("\0").filter(Boolean);
+    if (argv.at(-1) === "observe" && argv.some((a) => a.includes(root))) out.push(Number(entry.name));
+  }
+  return out;
+}
+
 function alive(pid: number): boolean {
   try {
     return Deno.statSync(`/proc/${pid}`).isDirectory;
@@ -332,6 +344,8 @@ Deno.test({
         }
         await serve.status;
       }
+      // The daemon's children (DNS, and the Observe Store it starts on every start) outlive a killed daemon.
+      for (const pid of await observeProcesses(root)) dnsPids.push(pid);
       for (const pid of dnsPids) {
         try {
           if (alive(pid)) Deno.kill(pid, "SIGTERM");

@@ -40,6 +40,8 @@ import { DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/mod.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { type Publisher, startPublisher } from "./publisher.ts";
 import { type ServingRuntime, startServingRuntime } from "./serving_runtime.ts";
+import { startObserveRuntime } from "./observe_runtime.ts";
+import { DEFAULT_LAYOUT } from "../permissions/mod.ts";
 import { pointerStatus, setServingPointer } from "../serving/mod.ts";
 import { DEFAULT_SUBNET, parseSubnet } from "./subnet.ts";
 import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
@@ -138,6 +140,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     extraLabels: options.extraLabels,
   });
   const stopping = new AbortController();
+  // On every start, whatever the phase: the Observe Store holds no Membership state.
+  const observe = startObserveRuntime({ layout: { dockerRoot: DEFAULT_LAYOUT.dockerRoot, ...layout }, log });
   let store: Store | undefined;
   let publisher: Publisher | undefined;
   let serving: ServingRuntime | undefined;
@@ -459,6 +463,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   });
   const handlers: RpcHandlers = {
     ...baseHandlers,
+    async status(req, ctx) {
+      const [status, observed] = await Promise.all([baseHandlers.status!(req, ctx), observe.state()]);
+      return { ...status, observe: observed };
+    },
     setPointer(req) {
       const { pointer, previous } = setServingPointer(servingStore("set a Serving Pointer"), req);
       return Promise.resolve(previous === undefined ? { pointer } : { pointer, previous });
@@ -593,6 +601,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     await publisher?.stop();
     await link?.stop();
     store?.close();
+    await observe.close();
     throw error;
   }
 
@@ -606,6 +615,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await link?.stop();
       await catchingUp;
       store?.close();
+      // A runtime unit keeps running; a spawned child ends with the daemon.
+      await observe.close();
     })();
     await stopped;
   }

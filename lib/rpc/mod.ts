@@ -39,6 +39,7 @@ export type {
   MachineRecord,
   ObservedContainerWire,
   ObservedPortWire,
+  ObserveStatus,
   RemoveContainerResponse,
   StatusResponse,
   StopContainerRequest,

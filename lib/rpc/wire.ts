@@ -120,6 +120,16 @@ export interface StatusResponse {
   docker: DockerStatus;
   /** When this observation was made, ISO 8601. */
   "observed_at": string;
+  /** The Observe Store, as observed during this call; absent from daemons that predate it. */
+  observe?: ObserveStatus;
+}
+
+/** Whether the Machine's Observe Store answered. */
+export interface ObserveStatus {
+  /** True when observe.sock accepted a connection during this call. */
+  running: boolean;
+  /** Why it is not running. */
+  error?: string;
 }
 
 /** Tolerant reader of {@link StatusResponse}. */
@@ -131,6 +141,7 @@ export const StatusResponseSchema: z.ZodType<StatusResponse> = z.looseObject({
     error: text.optional(),
   }),
   "observed_at": text,
+  observe: z.looseObject({ running: z.boolean(), error: text.optional() }).optional(),
 });
 
 /** A published port of an observed container. */
