@@ -5,15 +5,10 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { ROOT, run } from "./harness.ts";
+import { DOCKER_ENV, haveImages, sh, SYSTEMD_IMAGE, SystemdMachine } from "./installer_support.ts";
 
-const DOCKER_SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const DOCKER_ENV = { DOCKER_HOST: `unix://${DOCKER_SOCKET}` };
-const IMAGE = "ployz-test/systemd:1";
 const TRIPLE = Deno.build.target;
-const HAVE = await run("docker", ["image", "inspect", IMAGE], DOCKER_ENV).then(
-  (r) => r.code === 0,
-  () => false,
-);
+const HAVE = await haveImages([SYSTEMD_IMAGE]);
 
 interface Release {
   version: string;
@@ -23,21 +18,9 @@ interface Release {
   brokenServe?: boolean;
 }
 
-/** Grants the install set needs beyond deno.json today: spawning tar, ln and the staged launcher through sh. */
+/** The tree's deno.json saying `version`. */
 function patchConfig(text: string, version: string): string {
-  const config = JSON.parse(text);
-  config.version = version;
-  const set = config.permissions.install;
-  set.run = [...new Set([...(set.run as string[]), "tar", "sh", "ln"])];
-  return JSON.stringify(config, null, 2) + "\n";
-}
-
-async function sh(script: string, cwd?: string): Promise<string> {
-  const out = await new Deno.Command("sh", { args: ["-c", script], cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  const text = new TextDecoder().decode(out.stdout);
-  if (!out.success) throw new Error(`"${script}" failed: ${new TextDecoder().decode(out.stderr)}`);
-  return text;
+  return JSON.stringify({ ...JSON.parse(text), version }, null, 2) + "\n";
 }
 
 /** Builds a release source from one `deno task dist` tree: several versions, channel pointer, bad artifacts. */
@@ -103,19 +86,8 @@ async function buildSource(work: string): Promise<string> {
   return rel;
 }
 
-class Machine {
-  constructor(readonly name: string) {}
-
-  async exec(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-    return await run("docker", ["exec", this.name, "sh", "-c", script], DOCKER_ENV);
-  }
-
-  async ok(script: string): Promise<string> {
-    const r = await this.exec(script);
-    equal(r.code, 0, `${script}\n${r.stderr}${r.stdout}`);
-    return r.stdout.trim();
-  }
-
+/** The systemd container plus reads of install attempts. */
+class Machine extends SystemdMachine {
   async json(script: string): Promise<Record<string, unknown>> {
     const r = await this.exec(script);
     const line = r.stdout.trim().split("\n").pop() ?? "";
@@ -158,45 +130,17 @@ Deno.test({
   sanitizeResources: true,
   sanitizeOps: true,
   async fn(t) {
-    ok(HAVE, `image "${IMAGE}" is missing: run .ci/images_systemd.sh`);
+    ok(HAVE, `image "${SYSTEMD_IMAGE}" is missing: run .ci/images_systemd.sh`);
     const work = await Deno.makeTempDir({ prefix: "ployz-installer-e2e-" });
     const name = `ployz-installer-${crypto.randomUUID().slice(0, 8)}`;
     try {
       const rel = await buildSource(work);
-      const started = await run("docker", [
-        "run",
-        "-d",
-        "--name",
-        name,
-        "--label",
-        "ployz.test=installer",
-        "--cap-add",
-        "SYS_ADMIN",
-        "--security-opt",
-        "seccomp=unconfined",
-        "--security-opt",
-        "apparmor=unconfined",
-        "-v",
-        "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-        "--tmpfs",
-        "/run",
-        "--tmpfs",
-        "/run/lock",
-        "-e",
-        "container=docker",
+      const m = await Machine.start(name, [
         "-v",
         `${rel}:/releases:ro`,
         "-v",
         `${join(ROOT, "install.sh")}:/install.sh:ro`,
-        IMAGE,
-      ], DOCKER_ENV);
-      equal(started.code, 0, started.stderr);
-      const m = new Machine(name);
-      const booted = Date.now() + 90_000;
-      while (!/^(running|degraded)/.test((await m.exec("systemctl is-system-running")).stdout)) {
-        ok(Date.now() < booted, "systemd did not finish booting");
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
+      ]);
 
       let digests = "";
       await t.step(

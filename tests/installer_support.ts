@@ -83,7 +83,11 @@ export class SystemdMachine {
   constructor(readonly name: string) {}
 
   /** Starts `ployz-test/systemd:1` with `extra` docker-run arguments and waits until systemd has booted. */
-  static async start(name: string, extra: string[]): Promise<SystemdMachine> {
+  static async start<T extends SystemdMachine>(
+    this: new (name: string) => T,
+    name: string,
+    extra: string[],
+  ): Promise<T> {
     const started = await run("docker", [
       "run",
       "-d",
@@ -109,7 +113,7 @@ export class SystemdMachine {
       SYSTEMD_IMAGE,
     ], DOCKER_ENV);
     equal(started.code, 0, started.stderr);
-    const m = new SystemdMachine(name);
+    const m = new this(name);
     const deadline = Date.now() + 90_000;
     while (!/^(running|degraded)/.test((await m.exec("systemctl is-system-running")).stdout)) {
       if (Date.now() > deadline) throw new Error("systemd did not finish booting");
