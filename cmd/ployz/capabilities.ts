@@ -42,12 +42,15 @@ function forOp(op: Op): string[] {
       return [CAPABILITIES.setPointer];
     case "ingress":
       return [CAPABILITIES.listContainers, CAPABILITIES.ensureContainer, CAPABILITIES.startContainer];
+    case "image":
+      return [CAPABILITIES.pullImageFromPeer];
   }
 }
 
-/** Every capability the plan's operations call, in catalog order of first use. */
-export function planCapabilities(plan: Plan): string[] {
-  return [...new Set(plan.ops.flatMap(forOp))];
+/** Every capability the plan's operations call, in order of first use; only those on `machineId` when given. */
+export function planCapabilities(plan: Plan, machineId?: string): string[] {
+  const ops = machineId === undefined ? plan.ops : plan.ops.filter((op) => op.machineId === machineId);
+  return [...new Set(ops.flatMap(forOp))];
 }
 
 /** Throws `unsupported` naming the first capability in `names` the Machine does not serve. */

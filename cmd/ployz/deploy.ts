@@ -1,8 +1,10 @@
-// `ployz deploy`: load the Compose file, plan against the Entry Machine's Snapshot, confirm, execute, report.
+// `ployz deploy`: load the Compose file, plan against every Machine's Snapshot (taken through the Entry Machine),
+// confirm, execute, report.
 import { dirname, join } from "node:path";
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
 import { formatIssue, loadCompose, parseDurationMs, parseEnvFile } from "../../lib/deploy/mod.ts";
-import { cliError, openConfig, withMachine } from "./connect.ts";
+import { cliError, openConfig } from "./connect.ts";
+import { withDeployMachines } from "./deploy_machines.ts";
 import { deployProject } from "./deploy_flow.ts";
 
 function processEnv(): Record<string, string> {
@@ -67,8 +69,8 @@ export const deployCommand: Command = {
     }
     const config = openConfig();
     try {
-      return await withMachine((client) =>
-        deployProject(client, config, {
+      return await withDeployMachines((machines) =>
+        deployProject(machines, config, {
           project: loaded.project,
           warnings: loaded.warnings.map(formatIssue),
           sourcePath: path,

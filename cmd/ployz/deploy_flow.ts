@@ -21,11 +21,11 @@ import {
   takeSnapshot,
   toWire,
 } from "../../lib/deploy/mod.ts";
-import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../../lib/serving/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { jsonLine } from "./connect.ts";
+import { clientOf, type DeployMachines } from "./deploy_machines.ts";
 
 /** How a Deploy is confirmed and shown. */
 export interface FlowOptions {
@@ -46,20 +46,28 @@ export interface FlowOptions {
 /** The Ingress Proxy every Deploy fills on ingress Machines. */
 const INGRESS = { project: INGRESS_PROJECT, service: INGRESS_SERVICE };
 
-/** The Entry Machine as the only Machine of the Snapshot; a list so a fan-out can replace it. */
+/** Every reachable Machine's observation of `project`; Machines not reached stay in it as failures or omissions. */
 export async function observe(
-  api: MachineClient,
+  machines: DeployMachines,
   project: string,
   images: string[],
   options: { ingress?: boolean } = {},
 ): Promise<Snapshot> {
-  await requireCapabilities(api, SNAPSHOT_CAPABILITIES);
-  const status = await api.status();
-  return await takeSnapshot([{ id: status.machine.id, name: status.machine.name, api }], {
+  return await takeSnapshot(machines.handles, {
     project,
     images,
     ingress: options.ingress === true ? INGRESS : undefined,
+    omissions: machines.omissions,
+    precheck: (m) => requireCapabilities(clientOf(machines, m.id)!, SNAPSHOT_CAPABILITIES),
   });
+}
+
+/** Refuses, before anything runs, a plan that asks a Machine for a capability it does not serve. */
+export async function requirePlanCapabilities(plan: Plan, machines: DeployMachines): Promise<void> {
+  for (const id of new Set(plan.ops.map((op) => op.machineId))) {
+    const client = clientOf(machines, id);
+    if (client !== undefined) await requireCapabilities(client, planCapabilities(plan, id));
+  }
 }
 
 function intentDigest(project: NormalizedProject): string {
@@ -120,11 +128,11 @@ export async function confirmPlan(plan: Plan, options: FlowOptions): Promise<boo
 /** Executes a confirmed plan with progress, records its Outcome, prints it; resolves with the exit code. */
 export async function executeAndReport(
   plan: Plan,
-  api: MachineClient,
+  cluster: DeployMachines,
   config: ConfigStore,
   options: FlowOptions & { record: Record<string, unknown> },
 ): Promise<number> {
-  await requireCapabilities(api, planCapabilities(plan));
+  await requirePlanCapabilities(plan, cluster);
   const { io } = options;
   const createdAt = new Date().toISOString();
   config.saveDeployment({
@@ -138,8 +146,7 @@ export async function executeAndReport(
       plan: plan.ops.map((op) => toWire(opView(op))),
     },
   });
-  const machines = new Map<string, MachineApi>();
-  for (const op of plan.ops) machines.set(op.machineId, api);
+  const machines = new Map<string, MachineApi>(cluster.handles.map((h) => [h.id, h.api]));
   const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
   const image = ingressImage();
   const outcome: Outcome = await executePlan(plan, machines, {
@@ -164,7 +171,7 @@ export async function executeAndReport(
 
 /** A whole Deploy of `project` through `api`; saves the Saved State once admitted. */
 export async function deployProject(
-  api: MachineClient,
+  machines: DeployMachines,
   config: ConfigStore,
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
@@ -174,7 +181,7 @@ export async function deployProject(
   const deployment = deploymentFor(config, project);
   const ingress = { ...INGRESS, image: ingressImage() };
   const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
-  const snapshot = await observe(api, project.name, images, { ingress: true });
+  const snapshot = await observe(machines, project.name, images, { ingress: true });
   const intent = deployIntent(project, deployment.id, request.warnings);
   const plan = planDeploy({
     intent,
@@ -190,7 +197,7 @@ export async function deployProject(
     );
   }
   // Refuse before asking: the operator should not confirm a plan this Machine cannot run.
-  if (!options.dryRun) await requireCapabilities(api, planCapabilities(plan));
+  if (!options.dryRun) await requirePlanCapabilities(plan, machines);
   const go = await confirmPlan(plan, options);
   if (plan.ops.length === 0 && !options.dryRun) {
     config.saveState({
@@ -226,7 +233,7 @@ export async function deployProject(
     sourcePath: request.sourcePath,
     savedAt: new Date().toISOString(),
   });
-  return await executeAndReport(plan, api, config, {
+  return await executeAndReport(plan, machines, config, {
     ...options,
     record: { "intent_digest": intentDigest(project) },
   });

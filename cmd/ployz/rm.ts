@@ -1,7 +1,8 @@
 // `ployz rm PROJECT[/SERVICE]`: remove containers, with a Preview and Data Loss confirmation.
 import type { Command } from "../../lib/cli/mod.ts";
 import { newDeploymentId, type NormalizedProject, planRemoval } from "../../lib/deploy/mod.ts";
-import { openConfig, parseTarget, withMachine } from "./connect.ts";
+import { openConfig, parseTarget } from "./connect.ts";
+import { withDeployMachines } from "./deploy_machines.ts";
 import { listOption } from "./deploy.ts";
 import { confirmPlan, executeAndReport, observe } from "./deploy_flow.ts";
 
@@ -21,8 +22,8 @@ export const rmCommand: Command = {
     const config = openConfig();
     try {
       const saved = config.savedState(project)?.compose as NormalizedProject | undefined;
-      return await withMachine(async (client) => {
-        const snapshot = await observe(client, project, []);
+      return await withDeployMachines(async (machines) => {
+        const snapshot = await observe(machines, project, []);
         const plan = planRemoval({
           project,
           service,
@@ -45,7 +46,7 @@ export const rmCommand: Command = {
           verb: "remove",
         };
         if (!await confirmPlan(plan, options)) return plan.ops.length === 0 ? 0 : 1;
-        return await executeAndReport(plan, client, config, {
+        return await executeAndReport(plan, machines, config, {
           ...options,
           record: { removal: service ?? "*" },
         });

@@ -1,7 +1,8 @@
 // `ployz scale PROJECT/SERVICE=N`: change the replica count in the Saved State and deploy it.
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import type { NormalizedProject } from "../../lib/deploy/mod.ts";
-import { openConfig, parseTarget, withMachine } from "./connect.ts";
+import { openConfig, parseTarget } from "./connect.ts";
+import { withDeployMachines } from "./deploy_machines.ts";
 import { deployProject } from "./deploy_flow.ts";
 
 /** `ployz scale`. */
@@ -44,8 +45,8 @@ export const scaleCommand: Command = {
         ...saved,
         services: { ...saved.services, [service!]: { ...current, replicas } },
       };
-      return await withMachine((client) =>
-        deployProject(client, config, { project: next, warnings: [], sourcePath: state.sourcePath }, {
+      return await withDeployMachines((machines) =>
+        deployProject(machines, config, { project: next, warnings: [], sourcePath: state.sourcePath }, {
           io,
           json: values.json === true,
           yes: values.yes === true,

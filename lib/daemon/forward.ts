@@ -106,6 +106,41 @@ async function readBody(request: Request, capability: string): Promise<Uint8Arra
   return bytes;
 }
 
+/** Relays `body` and closes `client` once it is read to the end, fails or is cancelled. */
+function closingWhenDone(
+  body: ReadableStream<Uint8Array> | null,
+  client: Deno.HttpClient,
+): ReadableStream<Uint8Array> | null {
+  if (body === null) {
+    client.close();
+    return null;
+  }
+  const reader = body.getReader();
+  let open = true;
+  const close = (): void => {
+    if (open) client.close();
+    open = false;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller): Promise<void> {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          close();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (error) {
+        close();
+        controller.error(error);
+      }
+    },
+    async cancel(reason): Promise<void> {
+      await reader.cancel(reason).catch(() => {});
+      close();
+    },
+  });
+}
+
 /** Connects once to see whether the target's listener is reachable; resolves with why not, or `undefined`. */
 function probe(target: ForwardTarget, connectMs: number, signal: AbortSignal): Promise<string | undefined> {
   return new Promise((resolve) => {
@@ -191,6 +226,11 @@ export function createForwarder(host: ForwarderHost): Forwarder {
       if (why !== undefined) unreached.abort(new Error(why));
       return why;
     });
+    // A connection of its own per relay, never a pooled one: a request written to an idle pooled connection to a
+    // Machine that just became unreachable would sit in the kernel's send queue and could still run there after
+    // the network heals, long after this relay reported it unavailable. A fresh connection aborted while it
+    // connects never carries the request.
+    const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
     try {
       const upstream = await fetch(
         `http://${target.hostname}:${target.port}/rpc/${encodeURIComponent(capability)}`,
@@ -199,15 +239,17 @@ export function createForwarder(host: ForwarderHost): Forwarder {
           headers: { "content-type": "application/json" },
           body,
           signal: linked,
+          client,
         },
       );
       // Connected, since it answered: the probe is settling, and is not left behind.
       await probing;
-      return new Response(upstream.body, {
+      return new Response(closingWhenDone(upstream.body, client), {
         status: upstream.status,
         headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
       });
     } catch (error) {
+      client.close();
       const why = unreached.signal.aborted ? messageOf(unreached.signal.reason) : messageOf(error);
       // Ends a probe still connecting.
       unreached.abort(new Error("the relay ended"));

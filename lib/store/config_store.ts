@@ -115,6 +115,13 @@ export class ConfigStore {
     };
   }
 
+  /** The names of every Project with a Saved State, sorted. */
+  savedProjects(): string[] {
+    return this.#db.prepare(`SELECT project FROM saved_state ORDER BY project`).all().map((row) =>
+      String(row.project)
+    );
+  }
+
   /** Records or updates a Deployment. */
   saveDeployment(record: DeploymentRecord): void {
     nonEmpty("deployment id", record.id);

@@ -66,6 +66,7 @@ Deno.test("config store keeps saved state, deployments, allocations and receipts
     try {
       assert.deepEqual(store.savedState("shop")?.compose, { services: { web: { image: "b" } } });
       assert.equal(store.savedState("none"), undefined);
+      assert.deepEqual(store.savedProjects(), ["shop"]);
       assert.deepEqual(store.deployments("shop").map((d) => [d.id, d.status]), [["d2", "running"], [
         "d1",
         "done",

@@ -21,6 +21,7 @@ export type Phase =
   | "leaving_old"
   | "setting_pointer"
   | "filling_ingress"
+  | "copying_image"
   | "compensating";
 
 /** One progress event. */

@@ -20,6 +20,7 @@ import type {
   ContainerRef,
   HealthGate,
   HookOp,
+  ImageOp,
   IngressOp,
   Op,
   Plan,
@@ -206,6 +207,37 @@ async function point(ctx: Context, op: PointOp): Promise<void> {
   }
 }
 
+async function image(ctx: Context, op: ImageOp): Promise<undefined> {
+  ctx.phase("copying_image", `${op.ref} from ${op.fromMachineName}`);
+  const evidence = { image: op.ref, from: op.fromMachineName, machine: op.machineName };
+  if (ctx.api.pullImageFromPeer === undefined) {
+    throw new StepFailure(
+      "unsupported",
+      `Cannot copy image "${op.ref}" to Machine "${op.machineName}": this client cannot ask it to pull from a peer`,
+      evidence,
+      { capability: "ployz.image.pull_from_peer.v1" },
+    );
+  }
+  try {
+    const copied = await ctx.api.pullImageFromPeer({ ref: op.ref, "from_machine_id": op.fromMachineId });
+    ctx.phase(
+      "copying_image",
+      copied.transferred
+        ? `${op.ref}: ${copied.bytes} bytes in ${copied.duration_ms} ms`
+        : `${op.ref}: already on "${op.machineName}"`,
+    );
+  } catch (error) {
+    const body = errorBody(error);
+    throw new StepFailure(
+      body.code as DeployError["code"],
+      `Cannot copy image "${op.ref}" from Machine "${op.fromMachineName}" to "${op.machineName}": ${body.message}`,
+      { ...evidence, error: { code: body.code, message: body.message } },
+      body.details,
+    );
+  }
+  return undefined;
+}
+
 async function ingress(ctx: Context, op: IngressOp): Promise<ContainerRef> {
   if (ctx.fillIngress === undefined) {
     throw new DeployError(
@@ -320,6 +352,8 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
       return undefined;
     case "ingress":
       return await ingress(ctx, op);
+    case "image":
+      return await image(ctx, op);
   }
 }
 

@@ -144,6 +144,10 @@ export interface MachineApi {
   ): Promise<ReadableStream<Uint8Array>>;
   /** `ployz.image.inspect.v1`. */
   inspectImage(request: { ref: string }): Promise<{ present: boolean; id?: string }>;
+  /** `ployz.image.pull_from_peer.v1`; absent on a client that cannot ask it. */
+  pullImageFromPeer?(
+    request: { ref: string; "from_machine_id": string; "timeout_ms"?: number },
+  ): Promise<{ transferred: boolean; bytes: number; "duration_ms": number }>;
   /** `ployz.serving.set_pointer.v1`; absent on a client that cannot ask it. */
   setPointer?(
     request: { project: string; service: string; deployment: string },

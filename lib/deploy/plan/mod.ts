@@ -25,6 +25,7 @@ export {
   type ObservationFailure,
   type ObservationOmission,
   type Snapshot,
+  type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";
 export { DEFAULT_HOOK_TIMEOUT_MS, planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
@@ -36,6 +37,7 @@ export type {
   DataLoss,
   HealthGate,
   HookOp,
+  ImageOp,
   IngressOp,
   Op,
   OpBase,

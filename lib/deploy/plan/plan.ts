@@ -10,6 +10,11 @@
  * to its Machine's retire loop, and each observed Machine that accepts ingress and runs no Ingress Proxy gets an
  * `ingress` fill at the very end (DESIGN.md bets 3 and 9).
  *
+ * Placement across Machines: a replicated Service's slot stays on the Machine that already holds it, and an empty
+ * slot goes to the eligible Machine with the fewest of the Service's slots (spread); a Global Service gets one slot
+ * on every eligible Machine; `x-machines` limits the eligible Machines. A Machine that lacks an image gets it from a
+ * peer over the mesh first (an `image` operation).
+ *
  * Whether a container is UpToDate is decided from evidence: its `spec_digest` against the digest of the desired
  * container spec. The Saved State of the previous Deploy only explains what changed.
  *
@@ -51,7 +56,8 @@ export interface PlanOptions {
 export interface ServingPlanOptions {
   /**
    * The Ingress Proxy's Project, Service and image: fill its slot on each observed Machine that accepts ingress.
-   * A Machine the Snapshot saw without the image is skipped with a warning (no registry to pull it from).
+   * A Machine the Snapshot saw without the image gets it from a peer that holds it; when no observed Machine
+   * holds it, the slot is skipped with a warning (no registry to pull it from).
    */
   ingress?: { project: string; service: string; image?: string };
 }
@@ -356,11 +362,15 @@ function ingressOps(
   for (const m of snapshot.machines) {
     if (m.phase !== "participating" || m.acceptsIngress === false || m.ingress === undefined) continue;
     if (m.ingress.some(isRunning)) continue;
-    if (m.ingress.length === 0 && ingress.image !== undefined && m.images[ingress.image] === false) {
-      warnings.push(
-        `Ingress Proxy image "${ingress.image}" is not on Machine "${m.machineName}": its ingress slot stays empty`,
-      );
-      continue;
+    const image = ingress.image;
+    if (m.ingress.length === 0 && image !== undefined && m.images[image] === false) {
+      // A peer that holds the image can copy it over the mesh (planned by placeImages); else the slot stays empty.
+      if (!snapshot.machines.some((peer) => peer.images[image] === true)) {
+        warnings.push(
+          `Ingress Proxy image "${image}" is on no observed Machine: the ingress slot of "${m.machineName}" stays empty`,
+        );
+        continue;
+      }
     }
     out.push({
       machineId: m.machineId,
@@ -376,18 +386,52 @@ function ingressOps(
   return out;
 }
 
-function checkImages(ops: Draft[], snapshot: Snapshot): void {
-  for (const op of ops) {
-    if (op.kind !== "create" && op.kind !== "replace" && op.kind !== "hook") continue;
+/** The image an operation needs on its Machine, if any. */
+function imageOf(op: Draft, ingressImage: string | undefined): string | undefined {
+  if (op.kind === "create" || op.kind === "replace" || op.kind === "hook") return op.spec.image;
+  if (op.kind === "ingress" && op.action === "create") return ingressImage;
+  return undefined;
+}
+
+/**
+ * Puts an `image` operation before the first operation on a Machine that needs an image the Snapshot saw it
+ * lack, copying it from the first observed Machine that holds it (the Entry Machine is observed first).
+ * Throws `not_found` when no observed Machine holds it: this Cluster has no registry to pull from.
+ */
+function placeImages(drafts: Draft[], snapshot: Snapshot, ingressImage: string | undefined): Draft[] {
+  const out: Draft[] = [];
+  const planned = new Set<string>();
+  for (const op of drafts) {
+    const ref = imageOf(op, ingressImage);
     const machine = snapshot.machines.find((m) => m.machineId === op.machineId);
-    if (machine?.images[op.spec.image] === false) {
-      throw new DeployError(
-        "not_found",
-        `Image "${op.spec.image}" is present nowhere on Machine "${op.machineName}": Service "${op.project}/${op.service}" needs it`,
-        { image: op.spec.image, machine: op.machineName, service: op.service },
-      );
+    if (ref !== undefined && machine?.images[ref] === false && !planned.has(`${op.machineId}\0${ref}`)) {
+      const holder = snapshot.machines.find((m) => m.images[ref] === true);
+      if (holder === undefined) {
+        const unobserved = snapshot.failures.length + snapshot.omissions.length;
+        throw new DeployError(
+          "not_found",
+          `Image "${ref}" is on no observed Machine${
+            unobserved > 0 ? ` (${unobserved} Machine(s) not observed)` : ""
+          }: Service "${op.project}/${op.service}" needs it on Machine "${op.machineName}"; load it on one Machine first`,
+          { image: ref, machine: op.machineName, service: op.service },
+        );
+      }
+      planned.add(`${op.machineId}\0${ref}`);
+      out.push({
+        machineId: op.machineId,
+        machineName: op.machineName,
+        project: op.project,
+        service: op.service,
+        slot: op.slot,
+        kind: "image",
+        ref,
+        fromMachineId: holder.machineId,
+        fromMachineName: holder.machineName,
+      });
     }
+    out.push(op);
   }
+  return out;
 }
 
 /** Computes the plan. Throws {@linkcode DeployError} when no plan can be made (cycle, no Machine, no image). */
@@ -477,11 +521,11 @@ export function planDeploy(options: PlanOptions): Plan {
   if (options.serving?.ingress !== undefined) {
     drafts.push(...ingressOps(snapshot, options.serving.ingress, intent.deploymentId, warnings));
   }
-  checkImages(drafts, snapshot);
+  const placed = placeImages(drafts, snapshot, options.serving?.ingress?.image);
   return {
     deploymentId: intent.deploymentId,
     project: project.name,
-    ops: drafts.map((op, index) => ({ ...op, index }) as Op),
+    ops: placed.map((op, index) => ({ ...op, index }) as Op),
     warnings,
     dataLoss,
     services,

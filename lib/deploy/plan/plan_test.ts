@@ -192,7 +192,7 @@ Deno.test("planDeploy refuses an image present nowhere, naming it and the Machin
   const p = project([service("web", { image: "img:missing" })]);
   await assert.rejects(
     () => plan(p, new FakeMachine()),
-    /Image "img:missing" is present nowhere on Machine "one"/,
+    /Image "img:missing" is on no observed Machine: Service "shop\/web" needs it on Machine "one"/,
   );
 });
 

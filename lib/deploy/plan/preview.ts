@@ -12,6 +12,7 @@ export function opTarget(op: Op): string {
   if (op.kind === "hook") return `${op.service} (pre-deploy hook)`;
   if (op.kind === "point") return `${op.service} (serving)`;
   if (op.kind === "ingress") return `${op.project}/${op.service}`;
+  if (op.kind === "image") return op.ref;
   return `${op.service}/${op.slot}`;
 }
 
@@ -31,6 +32,8 @@ export function describeOp(op: Op): string {
       } once its containers passed health`;
     case "ingress":
       return `${op.action} the Ingress Proxy on "${op.machineName}" (never replaced or removed)`;
+    case "image":
+      return `copy image "${op.ref}" from "${op.fromMachineName}" to "${op.machineName}" over the mesh`;
     case "start":
       return `start ${op.container.name}`;
     case "stop":

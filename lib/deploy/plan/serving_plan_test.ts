@@ -158,7 +158,11 @@ Deno.test("a Machine without the Ingress Proxy image keeps its slot empty, with 
     serving: { ingress: { ...INGRESS, image: "img:missing" } },
   });
   assert.deepEqual(kinds(result.ops), ["create web/1", "point web/"]);
-  assert.ok(result.warnings.some((w) => /image "img:missing" is not on Machine "one"/.test(w)));
+  assert.ok(
+    result.warnings.some((w) =>
+      /image "img:missing" is on no observed Machine: the ingress slot of "one" stays empty/.test(w)
+    ),
+  );
 });
 
 Deno.test("a stopped old container beside its UpToDate replacement is removed, not replaced again", async () => {

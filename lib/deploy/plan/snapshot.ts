@@ -60,13 +60,25 @@ export interface Snapshot {
   omissions: ObservationOmission[];
 }
 
+/** What {@linkcode takeSnapshot} observes. */
+export interface SnapshotRequest {
+  /** The Project whose containers are listed. */
+  project: string;
+  /** Images whose presence is checked on each Machine. */
+  images: string[];
+  /** The Ingress Proxy's Project and Service, to list its containers too. */
+  ingress?: { project: string; service: string };
+  /** Machines known to exist and not asked, with the reason; kept in the Snapshot as omissions. */
+  omissions?: ObservationOmission[];
+  /** Runs first on each Machine (e.g. a capability check); a throw makes the Machine a failure. */
+  precheck?: (machine: MachineHandle) => Promise<void>;
+}
+
 /** Observes `project` and the presence of `images` on every Machine, each independently. */
-export async function takeSnapshot(
-  machines: MachineHandle[],
-  request: { project: string; images: string[]; ingress?: { project: string; service: string } },
-): Promise<Snapshot> {
+export async function takeSnapshot(machines: MachineHandle[], request: SnapshotRequest): Promise<Snapshot> {
   const ingress = request.ingress;
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
+    await request.precheck?.(m);
     const status = await m.api.status();
     const list = await m.api.listContainers({ project: request.project });
     const images: Record<string, boolean> = {};
@@ -93,7 +105,7 @@ export async function takeSnapshot(
     observedAt: new Date().toISOString(),
     machines: [],
     failures: [],
-    omissions: [],
+    omissions: [...request.omissions ?? []],
   };
   settled.forEach((result, i) => {
     if (result.status === "fulfilled") snapshot.machines.push(result.value);

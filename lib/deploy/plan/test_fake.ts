@@ -140,6 +140,24 @@ export class FakeMachine implements MachineApi {
   inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
     return Promise.resolve({ present: this.images.has(r.ref) });
   }
+  /** Peers the fake can copy from, by Machine id; a missing peer or image fails like the daemon. */
+  peers = new Map<string, FakeMachine>();
+  pullImageFromPeer(
+    r: { ref: string; "from_machine_id": string },
+  ): Promise<{ transferred: boolean; bytes: number; "duration_ms": number }> {
+    this.calls.push(`pull ${r.ref} from ${r.from_machine_id}`);
+    if (this.images.has(r.ref)) return Promise.resolve({ transferred: false, bytes: 0, "duration_ms": 0 });
+    const peer = this.peers.get(r.from_machine_id);
+    if (peer === undefined || !peer.images.has(r.ref)) {
+      return Promise.reject(
+        Object.assign(new Error(`Machine "${r.from_machine_id}" cannot give image "${r.ref}"`), {
+          code: "unavailable",
+        }),
+      );
+    }
+    this.images.add(r.ref);
+    return Promise.resolve({ transferred: true, bytes: 1000, "duration_ms": 5 });
+  }
   setPointer(
     r: { project: string; service: string; deployment: string },
   ): Promise<{ pointer: ServingPointerView; previous?: ServingPointerView }> {
@@ -226,22 +244,29 @@ export async function snapshotOf(
   projectName = "shop",
   ingress?: { project: string; service: string },
 ): Promise<Snapshot> {
-  const list = await machine.listContainers({ project: projectName });
-  const proxies = ingress === undefined ? undefined : (await machine.listContainers(ingress)).containers;
-  return {
-    project: projectName,
-    observedAt: "t",
-    machines: [{
+  return await snapshotOfAll([machine], projectName, ingress);
+}
+
+/** A Snapshot of several fake Machines, in order. */
+export async function snapshotOfAll(
+  machines: FakeMachine[],
+  projectName = "shop",
+  ingress?: { project: string; service: string },
+): Promise<Snapshot> {
+  const refs = new Set(["img:1", "img:2", "img:missing", ...machines.flatMap((m) => [...m.images])]);
+  const observed = await Promise.all(machines.map(async (machine) => {
+    const list = await machine.listContainers({ project: projectName });
+    const proxies = ingress === undefined ? undefined : (await machine.listContainers(ingress)).containers;
+    return {
       machineId: machine.id,
       machineName: machine.name,
       phase: "participating",
       observedAt: "t",
       containers: list.containers,
-      images: Object.fromEntries(["img:1", "img:2", "img:missing"].map((i) => [i, machine.images.has(i)])),
+      images: Object.fromEntries([...refs].map((i) => [i, machine.images.has(i)])),
       acceptsIngress: machine.acceptsIngress,
       ...(proxies === undefined ? {} : { ingress: proxies }),
-    }],
-    failures: [],
-    omissions: [],
-  };
+    };
+  }));
+  return { project: projectName, observedAt: "t", machines: observed, failures: [], omissions: [] };
 }

@@ -137,8 +137,23 @@ export interface IngressOp extends OpBase {
   deployment: string;
 }
 
+/**
+ * Fetch an image the Machine lacks from a peer Machine that the Snapshot saw holding it, over the mesh, before
+ * the first operation on the Machine that needs it (`ployz.image.pull_from_peer.v1`).
+ */
+export interface ImageOp extends OpBase {
+  /** Discriminant. */
+  kind: "image";
+  /** Image reference. */
+  ref: string;
+  /** The peer Machine that holds it. */
+  fromMachineId: string;
+  /** Its name, for people. */
+  fromMachineName: string;
+}
+
 /** One step of a plan. */
-export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp | PointOp | IngressOp;
+export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp | PointOp | IngressOp | ImageOp;
 
 /** One named thing an operation destroys; confirmed only by naming it exactly. */
 export interface DataLoss {

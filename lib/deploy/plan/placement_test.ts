@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { executePlan } from "../execute/execute.ts";
+import { serviceContainerSpec } from "./container_spec.ts";
+import { deployIntent } from "./intent.ts";
+import { planDeploy } from "./plan.ts";
+import { FakeMachine, project, service, snapshotOfAll } from "./test_fake.ts";
+import type { NormalizedProject } from "../compose/types.ts";
+import type { ImageOp, Op } from "./types.ts";
+
+const D1 = "d1".padEnd(32, "0");
+const D2 = "d2".padEnd(32, "0");
+
+function three(): FakeMachine[] {
+  return [new FakeMachine("m1", "one"), new FakeMachine("m2", "two"), new FakeMachine("m3", "three")];
+}
+
+async function plan(p: NormalizedProject, machines: FakeMachine[], ingress?: string) {
+  return planDeploy({
+    intent: deployIntent(p, D2),
+    snapshot: await snapshotOfAll(
+      machines,
+      p.name,
+      ingress ? { project: "ployz-system", service: "caddy" } : undefined,
+    ),
+    serving: ingress ? { ingress: { project: "ployz-system", service: "caddy", image: ingress } } : undefined,
+  });
+}
+
+function where(ops: Op[]): string[] {
+  return ops.map((op) => `${op.kind} ${op.service}/${op.slot}@${op.machineName}`);
+}
+
+Deno.test("planDeploy spreads a replicated Service's slots over the Machines", async () => {
+  const result = await plan(project([service("web", { replicas: 3 })]), three());
+  assert.deepEqual(where(result.ops), ["create web/1@one", "create web/2@two", "create web/3@three"]);
+});
+
+Deno.test("planDeploy puts a fourth slot on a least loaded Machine and keeps slots where they run", async () => {
+  const p = project([service("web", { replicas: 4 })]);
+  const machines = three();
+  // Slot 1 already runs on m3: it stays there; new slots fill m1 and m2 first.
+  machines[2].add(serviceContainerSpec(p, p.services.web, { deploymentId: D1, slot: "1" }));
+  const result = await plan(p, machines);
+  assert.deepEqual(where(result.ops), ["create web/2@one", "create web/3@two", "create web/4@one"]);
+});
+
+Deno.test("planDeploy runs a Global Service once on every Machine, and x-machines narrows it", async () => {
+  const global = await plan(project([service("agent", { mode: "global", replicas: null })]), three());
+  assert.deepEqual(where(global.ops), ["create agent/1@one", "create agent/1@two", "create agent/1@three"]);
+  const pinned = await plan(
+    project([service("agent", { mode: "global", replicas: null, machines: ["two", "m3"] })]),
+    three(),
+  );
+  assert.deepEqual(where(pinned.ops), ["create agent/1@two", "create agent/1@three"]);
+  const replicated = await plan(project([service("web", { replicas: 2, machines: ["three"] })]), three());
+  assert.deepEqual(where(replicated.ops), ["create web/1@three", "create web/2@three"]);
+});
+
+Deno.test("planDeploy refuses x-machines naming no observed Machine, naming the Service", async () => {
+  await assert.rejects(plan(project([service("web", { machines: ["nine"] })]), three()), (e: Error) => {
+    assert.match(e.message, /"shop\/web" can run on no observed Machine: x-machines names "nine"/);
+    return true;
+  });
+});
+
+Deno.test("planDeploy copies a missing image from a peer before the first op that needs it", async () => {
+  const machines = three();
+  machines[1].images.delete("img:2");
+  const result = await plan(project([service("web", { replicas: 3, image: "img:2" })]), machines);
+  assert.deepEqual(where(result.ops), [
+    "create web/1@one",
+    "image web/2@two",
+    "create web/2@two",
+    "create web/3@three",
+  ]);
+  const copy = result.ops[1] as ImageOp;
+  assert.equal(copy.ref, "img:2");
+  assert.equal(copy.fromMachineName, "one");
+  assert.deepEqual(result.ops.map((op) => op.index), [0, 1, 2, 3]);
+});
+
+Deno.test("planDeploy refuses an image present on no observed Machine, naming it and the Machine", async () => {
+  await assert.rejects(
+    plan(project([service("web", { replicas: 3, image: "img:missing" })]), three()),
+    (e: Error & { code?: string }) => {
+      assert.equal(e.code, "not_found");
+      assert.match(e.message, /Image "img:missing" is on no observed Machine: .*"shop\/web" .*Machine "one"/);
+      return true;
+    },
+  );
+});
+
+Deno.test("planDeploy fills an ingress slot after copying the proxy image from a peer", async () => {
+  const machines = three();
+  machines[0].images.add("caddy:2");
+  machines[2].images.add("caddy:2");
+  const result = await plan(project([service("web")]), machines, "caddy:2");
+  const tail = where(result.ops.filter((op) => op.project === "ployz-system"));
+  assert.deepEqual(tail, [
+    "ingress caddy/1@one",
+    "image caddy/1@two",
+    "ingress caddy/1@two",
+    "ingress caddy/1@three",
+  ]);
+});
+
+Deno.test("executePlan copies the image on the target Machine and stops at a failed copy", async () => {
+  const machines = three();
+  for (const m of machines) for (const peer of machines) if (peer !== m) m.peers.set(peer.id, peer);
+  machines[1].images.delete("img:2");
+  machines[2].images.delete("img:2");
+  const p = project([service("web", { replicas: 3, image: "img:2" })]);
+  const result = await plan(p, machines);
+  // m1 loses the image after the plan: m3's copy (from m1) fails, and the rest is never attempted.
+  const outcome = await executePlan(result, new Map(machines.map((m) => [m.id, m])), {
+    onEvent: (e) => {
+      if (e.type === "step" && e.status === "completed" && e.index === 2) machines[0].images.delete("img:2");
+    },
+  });
+  assert.deepEqual(machines[1].calls.slice(0, 1), ["pull img:2 from m1"]);
+  assert.ok(machines[1].images.has("img:2"));
+  assert.equal(outcome.status, "partial");
+  assert.deepEqual(where(outcome.completed), ["create web/1@one", "image web/2@two", "create web/2@two"]);
+  assert.equal(outcome.failed?.op.kind, "image");
+  assert.equal(outcome.failed?.error.code, "unavailable");
+  assert.match(outcome.failed!.error.message, /Cannot copy image "img:2" from Machine "one" to "three"/);
+  assert.deepEqual(where(outcome.notAttempted), ["create web/3@three"]);
+});

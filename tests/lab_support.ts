@@ -1,0 +1,114 @@
+// Shared by the lab tests: whether this host can run a lab, waiting for an observation, and a lab fixture that
+// brings Machines up through the real `ployz lab` and always takes them down.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { missingCommands } from "../lib/lab/mod.ts";
+import { ROOT, run, type RunResult } from "./harness.ts";
+
+/** The host's Docker socket the lab copies test images from. */
+export const HOST_DOCKER: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+
+/** Why this host cannot run a lab, or undefined when it can. */
+export function labNotReady(): string | undefined {
+  if (Deno.build.os !== "linux") return "not Linux";
+  if (Deno.uid() !== 0) return "not root";
+  const missing = missingCommands();
+  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
+  try {
+    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
+  } catch {
+    return `no Docker socket at "${HOST_DOCKER}"`;
+  }
+  return undefined;
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` every 500 ms until it returns a value; throws naming `what` and the last error after the bound. */
+export async function eventually<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > until) {
+      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
+    }
+    await sleep(500);
+  }
+}
+
+/** A lab brought up for one test, with the ways the test acts on it. */
+export interface Lab extends AsyncDisposable {
+  /** The lab's directory. */
+  dir: string;
+  /** Runs the real `ployz` CLI with the lab's environment plus `extra`. */
+  ployz(args: string[], extra?: Record<string, string>): Promise<RunResult>;
+  /** Like {@linkcode Lab.ployz}, failing the test on a non-zero exit. */
+  ok(args: string[], extra?: Record<string, string>): Promise<RunResult>;
+  /** `ployz` attached to Machine `m`'s socket, as an operator on it would run it. */
+  on(m: string, args: string[]): Promise<RunResult>;
+  /** The environment `ployz` attached to Machine `m` runs with. */
+  envOn(m: string): Record<string, string>;
+  /** `docker` against Machine `m`'s own dockerd. */
+  docker(m: string, args: string[]): Promise<RunResult>;
+  /** `ployz lab …` on this lab. */
+  lab(args: string[]): Promise<RunResult>;
+}
+
+/** Brings up `machines` Machines with `ployz lab up`; disposing takes the lab down and removes its directory. */
+export async function startLab(
+  prefix: string,
+  machines: number,
+  env: Record<string, string> = {},
+): Promise<Lab> {
+  const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
+  const dir = `/tmp/plz-${prefix}-${tag}`;
+  const at = ["--dir", dir];
+  const base = {
+    PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
+    PLOYZ_CONFIG_DIR: join(dir, "operator"),
+    PLOYZ_MESH_TICK_MS: "2000",
+    ...env,
+  };
+  const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
+    run(join(ROOT, "bin", "ployz"), args, { ...base, ...extra });
+  const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
+    const result = await ployz(args, extra);
+    assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
+    return result;
+  };
+  const envOn = (m: string): Record<string, string> => ({ ...base, PLOYZ_RUN_DIR: join(dir, m, "run") });
+  const lab: Lab = {
+    dir,
+    ployz,
+    ok,
+    envOn,
+    on: (m, args) => ployz(args, { PLOYZ_RUN_DIR: join(dir, m, "run") }),
+    docker: (m, args) => run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]),
+    lab: (args) => ployz(["lab", ...args, ...at]),
+    async [Symbol.asyncDispose](): Promise<void> {
+      const down = await ployz(["lab", "down", ...at]);
+      if (down.code !== 0) console.error(`lab down failed: ${down.stderr}`);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+  try {
+    await ok(["lab", "up", "--machines", String(machines), "--name", `${prefix}${tag}`, ...at]);
+  } catch (error) {
+    await lab[Symbol.asyncDispose]();
+    throw error;
+  }
+  return lab;
+}
