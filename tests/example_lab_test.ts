@@ -1,4 +1,5 @@
-// The README's first command: a three-Machine lab with the hello example deployed through m1 and answering.
+// The README's first command: a three-Machine lab with the hello example deployed through m1, one replica per
+// Machine, answering on each.
 import { equal, match } from "node:assert/strict";
 import { join } from "node:path";
 import { ROOT, run } from "./harness.ts";
@@ -6,7 +7,7 @@ import { ROOT, run } from "./harness.ts";
 const NEEDS_ROOT = Deno.uid() !== 0 || !Deno.env.get("PLOYZ_DOCKER_SOCKET");
 
 Deno.test({
-  name: "examples/hello/lab.sh brings up 3 Machines, deploys hello through m1, and it answers",
+  name: "examples/hello/lab.sh brings up 3 Machines, deploys hello through m1 onto each, and each answers",
   ignore: NEEDS_ROOT && !Deno.env.get("CI"),
   async fn() {
     const env = {
@@ -17,7 +18,7 @@ Deno.test({
       const up = await run(join(ROOT, "examples", "hello", "lab.sh"), [], env);
       equal(up.code, 0, up.stderr + up.stdout);
       match(up.stdout, /<h1>ployz test<\/h1>/);
-      match(up.stdout, /hello answers on Machine m1 of a 3-Machine lab/);
+      match(up.stdout, /hello answers on every Machine of a 3-Machine lab \(m1 m2 m3\), one replica each/);
       const ps = await run(join(ROOT, "bin", "ployz"), [
         "lab",
         "exec",
@@ -28,10 +29,14 @@ Deno.test({
         "--all-machines",
       ], env);
       equal(ps.code, 0, ps.stderr);
-      match(
-        ps.stdout,
-        /hello\s+web\s+1\s+hello-web-1-\S+\s+ployz-test\/busybox:1\s+running\s+healthy.*\bm1\b/,
-      );
+      for (const slot of [1, 2, 3]) {
+        match(
+          ps.stdout,
+          new RegExp(
+            `hello\\s+web\\s+${slot}\\s+hello-web-${slot}-\\S+\\s+ployz-test/busybox:1\\s+running\\s+healthy.*\\bm${slot}\\b`,
+          ),
+        );
+      }
     } finally {
       const down = await run(join(ROOT, "bin", "ployz"), ["lab", "down"], env);
       equal(down.code, 0, down.stderr);
