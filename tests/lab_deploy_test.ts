@@ -3,7 +3,8 @@
 // Service runs on every Machine, `x-machines` pins a Service; an image only m1 holds is copied to m2 and m3 over
 // the mesh before their containers are created; a Machine cut off mid-deploy leaves an Outcome that keeps the
 // completed prefix, names the failed operation and the operations never attempted; after the heal, the same
-// Deploy again finishes what was left.
+// Deploy again finishes what was left; split 2|1, each side deploys its own Project and lists its own view, and
+// after the heal both sides list everything.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ROOT } from "./harness.ts";
@@ -201,6 +202,54 @@ Deno.test({
         assert.deepEqual(placement(await ps(), "cut"), ["after/1@m1", "web/1@m1", "web/2@m2", "web/3@m3"]);
       },
     );
+
+    await t.step("partition 2|1: each side deploys and lists its own view; the heal shows both", async () => {
+      await lab.lab(["partition", "m1,m2", "/", "m3"]).then((r) => assert.equal(r.code, 0, r.stderr));
+      const side = (name: string, replicas: number): Promise<string> => {
+        const path = join(lab.dir, `${name}.yaml`);
+        return Deno.writeTextFile(
+          path,
+          `name: ${name}\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+            `    deploy:\n      replicas: ${replicas}\n    stop_grace_period: 1s\n`,
+        ).then(() => path);
+      };
+      // Two operators, one on each side, each with their own Config Store.
+      const left = await lab.ployz(["deploy", "-f", await side("left", 2), "-y", "--monitor", "1s"], {
+        ...lab.envOn("m1"),
+        PLOYZ_CONFIG_DIR: join(lab.dir, "operator-left"),
+      });
+      assert.equal(left.code, 0, left.stderr + left.stdout);
+      assert.match(left.stdout, /Machine "m3" was not observed \(unavailable: Cannot reach Machine "m3"/);
+      const right = await lab.ployz(["deploy", "-f", await side("right", 1), "-y", "--monitor", "1s"], {
+        ...lab.envOn("m3"),
+        PLOYZ_CONFIG_DIR: join(lab.dir, "operator-right"),
+      });
+      assert.equal(right.code, 0, right.stderr + right.stdout);
+      assert.match(right.stdout, /Machine "m1" was not observed/);
+      const view = async (m: string): Promise<{ listed: Listed; seen: string[] }> => {
+        const result = await lab.on(m, ["ps", "--all-machines", "--json"]);
+        assert.equal(result.code, 0, result.stderr);
+        const listed = JSON.parse(result.stdout) as Listed;
+        return { listed, seen: [...placement(listed, "left"), ...placement(listed, "right")] };
+      };
+      const fromM1 = await view("m1");
+      assert.deepEqual(fromM1.seen, ["web/1@m1", "web/2@m2"]);
+      assert.equal(fromM1.listed.failures.length, 1, "m1 names m3 as not answering");
+      const fromM3 = await view("m3");
+      assert.deepEqual(fromM3.seen, ["web/1@m3"]);
+      assert.equal(fromM3.listed.failures.length, 2, "m3 names m1 and m2 as not answering");
+
+      await lab.lab(["heal"]).then((r) => assert.equal(r.code, 0, r.stderr));
+      for (const m of ["m1", "m3"]) {
+        await eventually(`${m} sees both sides' containers after the heal`, 60_000, async () => {
+          const { listed, seen } = await view(m);
+          const all = ["web/1@m1", "web/1@m3", "web/2@m2"];
+          return listed.failures.length === 0 && JSON.stringify(seen.sort()) === JSON.stringify(all)
+            ? true
+            : undefined;
+        });
+      }
+    });
   },
 });
 

@@ -67,11 +67,14 @@ export interface Lab extends AsyncDisposable {
   lab(args: string[]): Promise<RunResult>;
 }
 
-/** Brings up `machines` Machines with `ployz lab up`; disposing takes the lab down and removes its directory. */
+/**
+ * Brings up `machines` Machines with `ployz lab up` (the first `join` of them in the Cluster, default all);
+ * disposing takes the lab down and removes its directory.
+ */
 export async function startLab(
   prefix: string,
   machines: number,
-  env: Record<string, string> = {},
+  options: { join?: number; env?: Record<string, string> } = {},
 ): Promise<Lab> {
   const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
   const dir = `/tmp/plz-${prefix}-${tag}`;
@@ -80,7 +83,7 @@ export async function startLab(
     PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
     PLOYZ_CONFIG_DIR: join(dir, "operator"),
     PLOYZ_MESH_TICK_MS: "2000",
-    ...env,
+    ...options.env,
   };
   const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
     run(join(ROOT, "bin", "ployz"), args, { ...base, ...extra });
@@ -105,7 +108,8 @@ export async function startLab(
     },
   };
   try {
-    await ok(["lab", "up", "--machines", String(machines), "--name", `${prefix}${tag}`, ...at]);
+    const joining = options.join === undefined ? [] : ["--join", String(options.join)];
+    await ok(["lab", "up", "--machines", String(machines), ...joining, "--name", `${prefix}${tag}`, ...at]);
   } catch (error) {
     await lab[Symbol.asyncDispose]();
     throw error;
