@@ -75,3 +75,26 @@ export async function tempLayout(): Promise<TempLayout> {
 export function fixture(name: string): string {
   return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 }
+
+/** Polls `check` every `everyMs` until it returns a value other than undefined; throws with the last error after `ms`. */
+export async function eventually<T>(
+  ms: number,
+  what: string,
+  check: () => Promise<T | undefined>,
+  everyMs = 500,
+): Promise<T> {
+  const until = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > until) {
+      throw new Error(`${what}: not within ${ms / 1000} s${last === undefined ? "" : `: ${last}`}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

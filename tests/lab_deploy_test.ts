@@ -86,7 +86,7 @@ Deno.test({
       throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
     }
     await using lab = await startLab("dp", 3);
-    await eventually("m1 sees 3 Machines up", 60_000, async () => {
+    await eventually(60_000, "m1 sees 3 Machines up", async () => {
       const listed = await lab.on("m1", ["machine", "ls", "--json"]);
       const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
       return machines.length === 3 && machines.every((m) => m.membership === "up") ? true : undefined;
@@ -187,7 +187,7 @@ Deno.test({
         console.log(`cut mid-deploy: failed on m3 with ${outcome.failed?.error.message}`);
 
         await lab.lab(["heal"]).then((r) => assert.equal(r.code, 0, r.stderr));
-        await eventually("m1 sees m3 up again", 60_000, async () => {
+        await eventually(60_000, "m1 sees m3 up again", async () => {
           const listed = JSON.parse((await lab.on("m1", ["machine", "ls", "--json"])).stdout);
           const m3 = (listed.machines as { name: string; membership: string }[]).find((m) => m.name === "m3");
           return m3?.membership === "up" ? true : undefined;
@@ -241,7 +241,7 @@ Deno.test({
 
       await lab.lab(["heal"]).then((r) => assert.equal(r.code, 0, r.stderr));
       for (const m of ["m1", "m3"]) {
-        await eventually(`${m} sees both sides' containers after the heal`, 60_000, async () => {
+        await eventually(60_000, `${m} sees both sides' containers after the heal`, async () => {
           const { listed, seen } = await view(m);
           const all = ["web/1@m1", "web/1@m3", "web/2@m2"];
           return listed.failures.length === 0 && JSON.stringify(seen.sort()) === JSON.stringify(all)

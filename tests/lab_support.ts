@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { missingCommands } from "../lib/lab/mod.ts";
 import { ROOT, run, type RunResult } from "./harness.ts";
 
+export { eventually } from "./harness.ts";
+
 /** The host's Docker socket the lab copies test images from. */
 export const HOST_DOCKER: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 
@@ -25,28 +27,6 @@ export function labNotReady(): string | undefined {
 /** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` every 500 ms until it returns a value; throws naming `what` and the last error after the bound. */
-export async function eventually<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) {
-      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
-    }
-    await sleep(500);
-  }
 }
 
 /** A lab brought up for one test, with the ways the test acts on it. */

@@ -94,7 +94,8 @@ const up: Command = {
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
     ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
     ` m1 founds the Cluster and m2…m<join> are added through "machine add" (--join, default all); the others run` +
-    ` ployzd uninitialized. PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS and PLOYZ_SYNC_INTERVAL_MS pass to every ployzd.`,
+    ` ployzd uninitialized. PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
+    ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS and PLOYZ_DNS_UPSTREAMS pass to every ployzd.`,
   options: {
     ...dirOption,
     machines: { type: "string" },

@@ -90,9 +90,15 @@ export function dockerdPid(machine: MachinePlan): number | undefined {
   return alive(pid) ? pid : undefined;
 }
 
-/** Removes every container of the Machine (fast: dockerd's own shutdown would wait on each), then stops dockerd. */
-export async function stopDockerd(machine: MachinePlan): Promise<boolean> {
-  if (await dockerdAnswers(machine)) {
+/**
+ * Stops the Machine's dockerd. By default it first removes every container (fast: dockerd's own shutdown would wait
+ * on each); with `keepContainers` dockerd stops them itself, as at a shutdown, and they stay for its next start.
+ */
+export async function stopDockerd(
+  machine: MachinePlan,
+  options: { keepContainers?: boolean } = {},
+): Promise<boolean> {
+  if (options.keepContainers !== true && await dockerdAnswers(machine)) {
     const ids = (await tryRun("docker", [...dockerHost(machine), "ps", "-aq"])).stdout.split("\n").filter((
       s,
     ) => s);

@@ -27,7 +27,15 @@ export { LAB_CHAIN, labUp, LOSS_CHAIN } from "./up.ts";
 export type { LabUpOptions, LabUpResult } from "./up.ts";
 export { labDown } from "./down.ts";
 export type { LabDownResult } from "./down.ts";
-export { labExec, labHeal, labPartition, labRestart, labStatus } from "./ops.ts";
+export {
+  labExec,
+  labHeal,
+  labPartition,
+  labRestart,
+  labStartMachine,
+  labStatus,
+  labStopMachine,
+} from "./ops.ts";
 export { DAEMON_ENV_PREFIXES, daemonClient, daemonSocket } from "./ployzd.ts";
 export type { LabMachineStatus, LabPeerStatus, LabStatus } from "./ops.ts";
 export { DIGEST_TABLES, readRows, storeDigest, storeFile } from "./store_reader.ts";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { netnsPath, netnsRunner, observeMembership, readPeers, runChecked } from "../mesh/mod.ts";
 import type { ListMachinesResponse } from "../rpc/mod.ts";
-import { dockerdAnswers } from "./dockerd.ts";
+import { dockerdAnswers, startDockerd, stopDockerd, waitDockerd } from "./dockerd.ts";
 import { LabError } from "./errors.ts";
 import { type LabPlan, machineByName, RELAY_ADDRESS } from "./plan.ts";
 import { relayPort } from "./relay.ts";
@@ -253,7 +253,48 @@ export async function labRestart(
   if ((await daemonPids(m)).length > 0) {
     throw new LabError("unavailable", `Cannot restart ployzd of "${m.name}": it did not stop`);
   }
-  await startDaemonProcess(m, options.daemonEnv);
+  await startDaemonProcess(m, { ...state.daemonEnv, ...options.daemonEnv });
   await waitDaemon(m, 60_000);
   return { stopped, elapsedMs: Date.now() - started };
+}
+
+/**
+ * Stops a lab Machine as a shutdown would: its ployzd, then its dockerd, which stops the containers and keeps them.
+ * Its namespace, WireGuard interface and mesh routes stay, so {@link labStartMachine} is the boot that follows.
+ */
+export async function labStopMachine(
+  options: { dir: string; machine: string },
+): Promise<{ daemons: number; dockerd: boolean }> {
+  checkPrerequisites();
+  const state = await requireState(options.dir);
+  const m = machineByName(state.plan, options.machine);
+  const daemons = await stopDaemonProcess(m);
+  if ((await daemonPids(m)).length > 0) {
+    throw new LabError("unavailable", `Cannot stop ployzd of "${m.name}": it did not stop`);
+  }
+  const dockerd = await stopDockerd(m, { keepContainers: true });
+  return { daemons, dockerd };
+}
+
+/**
+ * Boots a lab Machine stopped by {@link labStopMachine}: its dockerd first (which starts again the containers whose
+ * restart policy says so, and records a failed start as Docker does at boot), then its ployzd; resolves once both
+ * answer.
+ */
+export async function labStartMachine(
+  options: { dir: string; machine: string; daemonEnv?: Record<string, string> },
+): Promise<{ elapsedMs: number }> {
+  checkPrerequisites();
+  const state = await requireState(options.dir);
+  const m = machineByName(state.plan, options.machine);
+  const started = Date.now();
+  if (!(await dockerdAnswers(m))) {
+    await startDockerd(m);
+    await waitDockerd(m, 90_000);
+  }
+  if ((await daemonPids(m)).length === 0) {
+    await startDaemonProcess(m, { ...state.daemonEnv, ...options.daemonEnv });
+  }
+  await waitDaemon(m, 60_000);
+  return { elapsedMs: Date.now() - started };
 }

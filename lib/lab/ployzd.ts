@@ -18,8 +18,18 @@ import type { MachinePlan } from "./plan.ts";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const ENTRY = join(ROOT, "cmd", "ployzd.ts");
 
-/** Variables a lab passes from its own environment to every ployzd (membership thresholds, timing). */
-export const DAEMON_ENV_PREFIXES = ["PLOYZ_MEMBERSHIP_", "PLOYZ_MESH_TICK_MS", "PLOYZ_SYNC_INTERVAL_MS"];
+/**
+ * Variables a lab passes from its own environment to every ployzd: membership thresholds, timing, the retire bound,
+ * the Ingress Proxy rescan period and Internal DNS's upstreams.
+ */
+export const DAEMON_ENV_PREFIXES = [
+  "PLOYZ_MEMBERSHIP_",
+  "PLOYZ_MESH_TICK_MS",
+  "PLOYZ_SYNC_INTERVAL_MS",
+  "PLOYZ_RETIRE_AFTER_SECONDS",
+  "PLOYZ_INGRESS_RESCAN_SECONDS",
+  "PLOYZ_DNS_UPSTREAMS",
+];
 
 /** The Machine's ployzd layout. */
 export function daemonLayout(m: MachinePlan): Layout {

@@ -24,6 +24,8 @@ export interface LabState {
   publicKeys: Record<string, string>;
   /** Active partitions: each a pair of Machine-name groups that cannot reach each other. */
   partitions: [string[], string[]][];
+  /** The extra environment every ployzd started with, so a restart or a boot starts it the same way. */
+  daemonEnv?: Record<string, string>;
 }
 
 /** The state file of a lab directory. */

@@ -115,6 +115,7 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     plan,
     publicKeys: {},
     partitions: [],
+    daemonEnv: options.daemonEnv ?? {},
   };
   await writeState(plan.dir, state); // before anything exists, so down can undo a crash
   try {

@@ -22,7 +22,7 @@ export interface DnsProjectionOptions extends ServingContext {
 
 /**
  * Projects rows onto the DNS spec input: one entry per Service that has serving containers, each replica by its
- * first address and its Machine. Services with nothing serving are left out, so their names answer NXDOMAIN.
+ * first address, its Machine and its {@link lookupId}. Services with nothing serving are left out, so their names answer NXDOMAIN.
  */
 export function projectDns(
   containers: readonly Container[],
@@ -38,7 +38,7 @@ export function projectDns(
       replicas: group.serving.map((row) => ({
         address: (row.addresses ?? [])[0],
         machineId: row.machine_id,
-        containerId: row.id,
+        containerId: lookupId(row.id),
       })),
     });
   }
@@ -49,4 +49,23 @@ export function projectDns(
     services,
     generatedAt: options.now,
   };
+}
+
+/**
+ * The container id `<id>.id.lookup.internal` answers to: Docker's 12-character short id (also the container's
+ * hostname). A full Docker id is 64 characters and a DNS label holds at most 63, so no client could ask for it.
+ */
+export function lookupId(containerId: string): string {
+  return containerId.length > 63 ? containerId.slice(0, 12) : containerId;
+}
+
+/**
+ * `PLOYZ_DNS_UPSTREAMS`: comma-separated `ip[:port]` servers Internal DNS forwards names outside `.internal` to
+ * (ployz2's `--dns-upstream`); undefined when unset or empty, which leaves the choice to the host's resolv.conf.
+ */
+export function dnsUpstreamsFromEnv(
+  env: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): string[] | undefined {
+  const list = (env("PLOYZ_DNS_UPSTREAMS") ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  return list.length > 0 ? list : undefined;
 }

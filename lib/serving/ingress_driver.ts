@@ -50,7 +50,7 @@ export interface IngressDriverOptions {
   record: () => IngressRecord;
   /** Requested and in-flight stops. */
   holds: IngressHoldBook;
-  /** Rescan period; default 30 s. 0 disables the timer. */
+  /** Rescan period; default {@link ingressRescanMsFromEnv} (30 s). 0 disables the timer. */
   rescanMs?: number;
   /** Follow Docker events; default true. */
   followEvents?: boolean;
@@ -66,6 +66,17 @@ export interface IngressDriver {
   scan(): Promise<IngressStartDecision>;
   /** Stops the timer and the event follower. */
   stop(): Promise<void>;
+}
+
+/** The rescan period of DESIGN.md bet 10: 30 s. */
+export const DEFAULT_INGRESS_RESCAN_MS = 30_000;
+
+/** `PLOYZ_INGRESS_RESCAN_SECONDS` (above 0) in milliseconds, else {@link DEFAULT_INGRESS_RESCAN_MS}; for tests. */
+export function ingressRescanMsFromEnv(
+  env: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): number {
+  const seconds = Number(env("PLOYZ_INGRESS_RESCAN_SECONDS") ?? NaN);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_INGRESS_RESCAN_MS;
 }
 
 /** A scanned container in the decision's shape. */
@@ -167,7 +178,7 @@ export function startIngressDriver(options: IngressDriverOptions): IngressDriver
   }
 
   const following = options.followEvents === false ? Promise.resolve() : follow();
-  const rescanMs = options.rescanMs ?? 30_000;
+  const rescanMs = options.rescanMs ?? ingressRescanMsFromEnv();
   const timer = rescanMs > 0 ? setInterval(() => void scan(), rescanMs) : undefined;
   void scan();
   return {

@@ -28,11 +28,31 @@ export interface IngressFill {
 /** The Machine RPC calls a fill needs. */
 export type IngressFillApi = Pick<MachineApi, "listContainers" | "ensureContainer" | "startContainer">;
 
-/** Fills the ingress slot of one Machine; RPC errors propagate for the caller's Outcome. */
+/** How often a fill that lost a creation race looks again, and how long it waits between looks. */
+const CONFLICT_LOOKS = 3;
+const CONFLICT_PAUSE_MS = 500;
+
+/**
+ * Fills the ingress slot of one Machine; RPC errors propagate for the caller's Outcome. Deploys of different
+ * Projects through different Entry Machines fill the same slot at once, and the slot's container name is fixed: the
+ * fill that loses the creation race is refused `conflict` while Docker still creates the winner's container, so it
+ * looks again and finds that container (running, or to start) instead of failing a Deploy whose slot is filled.
+ */
 export async function fillIngressSlot(
   api: IngressFillApi,
   options: IngressSlotOptions,
 ): Promise<IngressFill> {
+  for (let look = 1;; look++) {
+    try {
+      return await fillOnce(api, options);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "conflict" || look >= CONFLICT_LOOKS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, CONFLICT_PAUSE_MS));
+    }
+  }
+}
+
+async function fillOnce(api: IngressFillApi, options: IngressSlotOptions): Promise<IngressFill> {
   const listed = await api.listContainers({ project: INGRESS_PROJECT, service: INGRESS_SERVICE });
   const proxies = listed.containers.filter((c) =>
     c.project === INGRESS_PROJECT && c.service === INGRESS_SERVICE

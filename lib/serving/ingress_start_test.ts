@@ -1,3 +1,4 @@
+import { ingressRescanMsFromEnv } from "./ingress_driver.ts";
 import assert from "node:assert/strict";
 import {
   type IngressHolds,
@@ -114,4 +115,11 @@ Deno.test("a requested stop holds it down, even one that never ran; a stop in fl
       containerId: "p",
     },
   );
+});
+
+Deno.test("the ingress rescan period is 30 s unless PLOYZ_INGRESS_RESCAN_SECONDS names a positive number", () => {
+  assert.equal(ingressRescanMsFromEnv(() => undefined), 30_000);
+  assert.equal(ingressRescanMsFromEnv(() => "10"), 10_000);
+  assert.equal(ingressRescanMsFromEnv(() => "0"), 30_000);
+  assert.equal(ingressRescanMsFromEnv(() => "soon"), 30_000);
 });

@@ -44,7 +44,7 @@ export {
   renderTemplate,
   type ServingProblem,
 } from "./caddy_projection.ts";
-export { type DnsProjectionOptions, projectDns } from "./dns_projection.ts";
+export { type DnsProjectionOptions, dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 export {
   type DnsRunner,
   processDnsRunner,
@@ -55,9 +55,11 @@ export {
 } from "./dns_unit.ts";
 export { DnsSpecWriter } from "./dns_writer.ts";
 export {
+  DEFAULT_INGRESS_RESCAN_MS,
   type IngressDriver,
   type IngressDriverOptions,
   IngressHoldBook,
+  ingressRescanMsFromEnv,
   startIngressDriver,
   toScanned,
 } from "./ingress_driver.ts";

@@ -3,7 +3,7 @@ import type { Container } from "../store/mod.ts";
 import { acksToWrite } from "./acks.ts";
 import { canonical, configDials } from "./caddy_loader.ts";
 import { projectCaddy } from "./caddy_projection.ts";
-import { projectDns } from "./dns_projection.ts";
+import { dnsUpstreamsFromEnv, lookupId, projectDns } from "./dns_projection.ts";
 import { renderDnsRuntimeUnit } from "./dns_unit.ts";
 import { ingressRoutes, SERVING_LABELS, servingLabels } from "./labels.ts";
 
@@ -68,6 +68,20 @@ Deno.test("DNS: a pointer limits a Service to its Deployment; only running, heal
   });
   assert.deepEqual(none.services.map((s) => s.service), ["web"]);
   assert.equal(none.services[0].replicas.length, 3);
+});
+
+Deno.test("DNS: a replica is looked up by an id that fits one DNS label; upstreams come from the environment", () => {
+  const full = "ca015b5f41fe83d10f27fd8698214cb74303a77c66c2d64455e961423b034019";
+  const input = projectDns([row(full, { addresses: ["10.210.2.4"] })], [], {
+    machineId: "m1",
+    listen: [],
+    now: new Date(0),
+  });
+  assert.equal(input.services[0].replicas[0].containerId, "ca015b5f41fe");
+  assert.equal(lookupId("c3"), "c3");
+  assert.equal(dnsUpstreamsFromEnv(() => undefined), undefined);
+  assert.equal(dnsUpstreamsFromEnv(() => " , "), undefined);
+  assert.deepEqual(dnsUpstreamsFromEnv(() => "192.0.2.1, 10.0.0.2:5353"), ["192.0.2.1", "10.0.0.2:5353"]);
 });
 
 Deno.test("Caddy: one site per hostname to the pointed containers of every Machine; marked ones excluded", () => {

@@ -1,8 +1,9 @@
 /**
- * The daemon's serving loop: on each store change (debounced) and on a tick, one pass re-derives everything from
- * rows and Docker — the retire decision, dns.json (single writer), the local Ingress Proxy's Caddy config, this
- * Machine's acks, and the stops of retired containers. A pass only stops this Machine's own containers, and only
- * after its local proxy's loaded config dropped them; it never starts, creates, places or moves one.
+ * The daemon's serving loop: on each store change (debounced), on a tick and when a retire bound passes, one pass
+ * re-derives everything from rows and Docker — the retire decision, dns.json (single writer), the local Ingress
+ * Proxy's Caddy config, this Machine's acks, and the stops of retired containers. A pass only stops this Machine's
+ * own containers, and only after its local proxy's loaded config dropped them; it never starts, creates, places or
+ * moves one.
  *
  * Stopping marks live in this loop's memory: a retired container is excluded from both projections at once, and
  * stopped on a later pass once Caddy's read-back config no longer dials it (remote proxies already dropped it by
@@ -17,10 +18,10 @@ import { writeAcks } from "./acks.ts";
 import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
 import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
-import { projectDns } from "./dns_projection.ts";
+import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
-import { type RetireDecision, retireDecision } from "./retire.ts";
+import { type RetireDecision, retireDecision, type RetireItem } from "./retire.ts";
 
 /** Options of {@link startServingLoop}. */
 export interface ServingLoopOptions {
@@ -34,7 +35,7 @@ export interface ServingLoopOptions {
   dnsPath?: string;
   /** Addresses the DNS process answers on. */
   dnsListen: string[];
-  /** Explicit DNS upstreams. */
+  /** Explicit DNS upstreams; default {@link dnsUpstreamsFromEnv}, else the host's resolv.conf. */
   dnsUpstreams?: string[];
   /** Machines this Machine observes as Down. */
   down?: () => ReadonlySet<string>;
@@ -86,6 +87,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   const machineId = store.siteId;
   const log = options.log ?? (() => {});
   const writer = new DnsSpecWriter(options.dnsPath ?? `${options.runDir}/dns.json`);
+  const upstreams = options.dnsUpstreams ?? dnsUpstreamsFromEnv();
   await Deno.mkdir(caddyRunDir(options.runDir), { recursive: true });
   const socket = caddyAdminSocket(options.runDir);
   const admin = options.admin?.() ?? openCaddyAdmin(socket);
@@ -129,7 +131,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       dnsWritten = await writer.write(projectDns(containers, pointers, {
         machineId,
         listen: options.dnsListen,
-        upstreams: options.dnsUpstreams,
+        upstreams,
         stopping: marks,
         now: new Date(),
       }));
@@ -193,6 +195,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       }
     }
     for (const e of errors) log(`serving: ${e}`);
+    armBound(retire.waiting);
     return {
       dnsWritten,
       caddy,
@@ -209,6 +212,19 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     const run = (tail ?? Promise.resolve()).catch(() => {}).then(passOnce);
     tail = run;
     return run;
+  }
+
+  // A pass when the earliest waiting container's bound passes, so it stops then rather than up to a tick later.
+  let bound: ReturnType<typeof setTimeout> | undefined;
+  function armBound(waiting: readonly RetireItem[]): void {
+    if (bound !== undefined) clearTimeout(bound);
+    bound = undefined;
+    if (waiting.length === 0 || controller.signal.aborted) return;
+    const dueAtMs = Math.min(...waiting.map((w) => w.dueAtMs));
+    bound = setTimeout(() => {
+      bound = undefined;
+      void pass().catch((error) => log(`serving: ${(error as Error).message}`));
+    }, Math.max(0, dueAtMs - Date.now()) + 10);
   }
 
   let debounce: ReturnType<typeof setTimeout> | undefined;
@@ -232,6 +248,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       clearInterval(tick);
       if (debounce !== undefined) clearTimeout(debounce);
       controller.abort();
+      if (bound !== undefined) clearTimeout(bound);
       await watching;
       await tail?.catch(() => {});
       admin.close();
