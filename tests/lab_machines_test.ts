@@ -6,10 +6,10 @@
 // restarting a ployzd keeps the mesh and the containers serving; `machine rm` asks a Machine to leave.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { missingCommands, readRows, storeDigest, wgInterfaceName } from "../lib/lab/mod.ts";
+import { readRows, storeDigest, wgInterfaceName } from "../lib/lab/mod.ts";
 import { ROOT, run, type RunResult } from "./harness.ts";
+import { eventually, HOST_DOCKER, labNotReady } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 
 // Short membership thresholds so a partition shows within the test. Handshakes alone stop proving "up" after 15 s;
@@ -22,20 +22,7 @@ const THRESHOLDS = {
   PLOYZ_MESH_TICK_MS: "2000",
 };
 
-function labReady(): string | undefined {
-  if (Deno.build.os !== "linux") return "not Linux";
-  if (Deno.uid() !== 0) return "not root";
-  const missing = missingCommands();
-  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
-  try {
-    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
-  } catch {
-    return `no Docker socket at "${HOST_DOCKER}"`;
-  }
-  return undefined;
-}
-
-const notReady = labReady();
+const notReady = labNotReady();
 
 interface Listed {
   observer: { "machine_id": string; "machine_name": string };
@@ -56,31 +43,6 @@ function wireguardGo(iface: string): number[] {
     }
   }
   return pids;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function eventually<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) {
-      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
-    }
-    await sleep(500);
-  }
 }
 
 Deno.test({
@@ -149,7 +111,7 @@ Deno.test({
         "every Machine's machine ls shows the three Machines up, in its own observation",
         async () => {
           for (const m of ["m1", "m2", "m3"]) {
-            const list = await eventually(`${m} sees 3 Machines up`, 30_000, async () => {
+            const list = await eventually(30_000, `${m} sees 3 Machines up`, async () => {
               const l = await ls(m);
               return l.machines.length === 3 && l.machines.every((x) => x.membership === "up")
                 ? l
@@ -172,7 +134,7 @@ Deno.test({
       );
 
       await t.step("stores converge: the same machines rows on every Machine", async () => {
-        await eventually("identical stores on m1, m2, m3", 15_000, () => {
+        await eventually(15_000, "identical stores on m1, m2, m3", () => {
           const digests = new Set(["m1", "m2", "m3"].map((m) => storeDigest(db(m))));
           return Promise.resolve(digests.size === 1 ? true : undefined);
         });
@@ -188,13 +150,13 @@ Deno.test({
       await t.step("a container row written on m3 appears on m1 within 5 s", async () => {
         await runOwned("m3", "web3");
         const written = await eventually(
-          "m3 publishes web3",
           15_000,
+          "m3 publishes web3",
           () => Promise.resolve(rowNames("m3").includes("web3") ? Date.now() : undefined),
         );
         await eventually(
-          "web3 on m1",
           5_000,
+          "web3 on m1",
           () => Promise.resolve(rowNames("m1").includes("web3") ? true : undefined),
         );
         console.log(`row web3: m3 → m1 in ${Date.now() - written} ms (polling every 500 ms)`);
@@ -237,23 +199,23 @@ Deno.test({
         await runOwned("m1", "web1");
         await runOwned("m3", "web3b");
         await eventually(
-          "web1 reaches m2",
           15_000,
+          "web1 reaches m2",
           () => Promise.resolve(rowNames("m2").includes("web1") ? true : undefined),
         );
-        const m3view = await eventually("m3 no longer judges m1 and m2 up", 90_000, async () => {
+        const m3view = await eventually(90_000, "m3 no longer judges m1 and m2 up", async () => {
           const l = await ls("m3");
           const others = l.machines.filter((x) => x.name !== "m3");
           return others.every((x) => x.membership === "suspect" || x.membership === "down") ? l : undefined;
         });
         assert.equal(m3view.machines.find((x) => x.name === "m3")?.membership, "up");
         // Each side judges on its own evidence and clock: m1 may still have heard from m3 a moment later.
-        const m1view = await eventually("m1 no longer judges m3 up", 30_000, async () => {
+        const m1view = await eventually(30_000, "m1 no longer judges m3 up", async () => {
           const l = await ls("m1");
           return l.machines.find((x) => x.name === "m3")?.membership !== "up" ? l : undefined;
         });
         assert.equal(m1view.machines.find((x) => x.name === "m2")?.membership, "up");
-        await eventually("m3 judges m1 down", 90_000, async () => {
+        await eventually(90_000, "m3 judges m1 down", async () => {
           const l = await ls("m3");
           return l.machines.find((x) => x.name === "m1")?.membership === "down" ? true : undefined;
         });
@@ -288,7 +250,7 @@ Deno.test({
         async () => {
           await ok(["lab", "heal", ...at]);
           const healed = Date.now();
-          await eventually("identical stores on m1, m2, m3 after heal", 60_000, () => {
+          await eventually(60_000, "identical stores on m1, m2, m3 after heal", () => {
             const digests = new Set(["m1", "m2", "m3"].map((m) => storeDigest(db(m))));
             return Promise.resolve(digests.size === 1 ? true : undefined);
           });
@@ -327,11 +289,11 @@ Deno.test({
         );
         await runOwned("m3", "web3c");
         await eventually(
-          "web3c from the restarted m3 reaches m1",
           15_000,
+          "web3c from the restarted m3 reaches m1",
           () => Promise.resolve(rowNames("m1").includes("web3c") ? true : undefined),
         );
-        const list = await eventually("m3 judges m1 and m2 up again", 30_000, async () => {
+        const list = await eventually(30_000, "m3 judges m1 and m2 up again", async () => {
           const l = await ls("m3");
           const up = l.machines.filter((x) => ["m1", "m2"].includes(x.name) && x.membership === "up");
           return up.length === 2 ? l : undefined;
@@ -366,8 +328,8 @@ Deno.test({
           );
           for (const m of ["m1", "m3"]) {
             await eventually(
-              `m2's tombstone on ${m}`,
               15_000,
+              `m2's tombstone on ${m}`,
               () => Promise.resolve(readRows(db(m), "machines").has(ids.m2) ? undefined : true),
             );
           }

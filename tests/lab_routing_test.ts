@@ -7,53 +7,14 @@
 // answers.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { missingCommands } from "../lib/lab/mod.ts";
 import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/rpc/mod.ts";
 import { ROOT, run, type RunResult } from "./harness.ts";
+import { eventually, HOST_DOCKER, labNotReady, sleep } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 const MACHINES = ["m1", "m2", "m3"];
 
-function labReady(): string | undefined {
-  if (Deno.build.os !== "linux") return "not Linux";
-  if (Deno.uid() !== 0) return "not root";
-  const missing = missingCommands();
-  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
-  try {
-    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
-  } catch {
-    return `no Docker socket at "${HOST_DOCKER}"`;
-  }
-  return undefined;
-}
-
-const notReady = labReady();
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function eventually<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) {
-      throw new Error(`${what}: not within ${timeoutMs / 1000} s${last === undefined ? "" : `: ${last}`}`);
-    }
-    await sleep(500);
-  }
-}
+const notReady = labNotReady();
 
 Deno.test({
   name:
@@ -92,7 +53,7 @@ Deno.test({
       entry = connectMachine({ socketPath: join(runDir("m1"), "ployz.sock"), label: "m1" });
       const m1 = entry;
       const ids: Record<string, string> = {};
-      await eventually("m1 sees 3 Machines up", 60_000, async () => {
+      await eventually(60_000, "m1 sees 3 Machines up", async () => {
         const listed = await m1.listMachines();
         if (listed.machines.length !== 3 || listed.machines.some((m) => m.membership !== "up")) {
           return undefined;
@@ -141,7 +102,7 @@ Deno.test({
       }
 
       await t.step("ployz logs through m1 returns lines from m2 and m3, each Machine named", async () => {
-        const lines = await eventually("lines from m2 and m3", 45_000, async () => {
+        const lines = await eventually(45_000, "lines from m2 and m3", async () => {
           const result = await fromM1(["logs", "rt/web", "--json"]);
           if (result.code !== 0) throw new Error(result.stderr);
           const answer = JSON.parse(result.stdout) as { lines: { text: string; machine_name: string }[] };

@@ -4,26 +4,13 @@
 // that leaves nothing behind.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { missingCommands, wgInterfaceName } from "../lib/lab/mod.ts";
+import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { ROOT, run, type RunResult } from "./harness.ts";
+import { HOST_DOCKER, labNotReady } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 
-function labReady(): string | undefined {
-  if (Deno.build.os !== "linux") return "not Linux";
-  if (Deno.uid() !== 0) return "not root";
-  const missing = missingCommands();
-  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
-  try {
-    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
-  } catch {
-    return `no Docker socket at "${HOST_DOCKER}"`;
-  }
-  return undefined;
-}
-
-const notReady = labReady();
+const notReady = labNotReady();
 
 function ployz(args: string[]): Promise<RunResult> {
   return run(join(ROOT, "bin", "ployz"), args, { PLOYZ_DOCKER_SOCKET: HOST_DOCKER });

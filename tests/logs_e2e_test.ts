@@ -19,25 +19,11 @@ import {
   spawnProgram,
   startServe,
 } from "./deploy_support.ts";
+import { eventually } from "./harness.ts";
 
 const RUN = crypto.randomUUID().slice(0, 8);
 const PROJECT = `logs-${RUN}`;
 const LINES = ["hello 1", "hello 2", "special 3", "hello 4", "err 5"];
-
-async function eventually<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
-}
 
 Deno.test({
   name: "ployz logs reads a removed container's output through ployzd serve and the ployzd observe it starts",
@@ -83,7 +69,7 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
   using client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
   try {
     // Nothing but the daemon starts the Observe Store.
-    await eventually("observe.sock to answer", 60_000, async () => {
+    await eventually(60_000, "observe.sock to answer", async () => {
       const status = await client.status();
       return status.observe?.running === true ? true : undefined;
     });
@@ -114,7 +100,7 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
     await container.start();
     await container.wait();
     const selector = { project: PROJECT, service: "web" };
-    await eventually("every line through the daemon", 60_000, async () => {
+    await eventually(60_000, "every line through the daemon", async () => {
       const answer = await client.logHistory({ selector, since: "0", limit: 100 });
       return answer.lines.length >= LINES.length ? answer : undefined;
     });
@@ -228,8 +214,8 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
     assert.equal(pids.length, 1, `one ployzd observe for this Machine: ${pids}`);
     Deno.kill(pids[0], "SIGTERM");
     await eventually(
-      "observe to exit",
       30_000,
+      "observe to exit",
       async () => (await observePids(env.layout.runDir)).length === 0 || undefined,
     );
     const status = await client.status();

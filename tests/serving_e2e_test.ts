@@ -11,7 +11,8 @@ import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
 // deno-lint-ignore ployz/area-boundary
 import { buildCaddyImage, get } from "../lib/serving/test_docker.ts";
 import { DEV_SOCKET, isSocket, type MachineEnv, machineEnv, outcomeOf, ployz } from "./deploy_support.ts";
-import { ROOT, run } from "./harness.ts";
+import { eventually, ROOT, run } from "./harness.ts";
+import { sleep } from "./lab_support.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const PROJECT = `srv${RUN}`;
@@ -22,25 +23,6 @@ function freePort(): number {
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
   return port;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function eventually<T>(ms: number, what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`, { cause: last });
-    await sleep(250);
-  }
 }
 
 function compose(image: string, mark: string): string {
