@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import { CliError, type Command } from "../../lib/cli/mod.ts";
-import { probeDnsSpec, runDns } from "../../lib/dns/mod.ts";
+import { DNS_EXIT_UNSUPPORTED_SPEC, probeDnsSpec, runDns } from "../../lib/dns/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 
 /** Exit code when the spec's format is newer than this build: the port was handed back. */
-export const EXIT_UNSUPPORTED_SPEC = 3;
+export const EXIT_UNSUPPORTED_SPEC = DNS_EXIT_UNSUPPORTED_SPEC;
 
 /**
  * `ployzd dns`: Internal DNS, serving `$PLOYZ_RUN_DIR/dns.json` until SIGTERM. `--probe` only checks that this

@@ -5,7 +5,7 @@
  * (bet 10's start of an Ingress Proxy whose last start failed), and holds requested stops of Ingress Proxies.
  *
  * Stopping the runtime stops the loop and the driver; a DNS unit keeps running under systemd, while a spawned DNS
- * process (tests, the lab) ends with the daemon. Caddy runs in its own container and keeps serving either way.
+ * process (tests, the lab) is respawned whenever it exits and ends with the daemon. Caddy runs in its own container and keeps serving either way.
  *
  * @module
  */
@@ -13,6 +13,7 @@
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ContainerSpec, DnsSpec, Engine } from "../deploy/mod.ts";
+import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
 import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import {
   CADDY_ADMIN_DIR_IN_CONTAINER,
@@ -22,7 +23,6 @@ import {
   IngressHoldBook,
   type IngressRecord,
   isIngressProxy,
-  processDnsRunner,
   retireAfterMsFromEnv,
   type ServingLoop,
   startIngressDriver,
@@ -81,25 +81,134 @@ export interface ServingRuntime extends ServingHooks {
 }
 
 /**
- * `ployzd dns` under a runtime unit when systemd is PID 1, else as a child of this process run by the same deno
- * under the relocated `dns` permission set (the daemon then needs run permission for its own deno binary).
+ * `ployzd dns` under a runtime unit when systemd is PID 1, else as a supervised child of this process run by the
+ * same deno under the relocated `dns` permission set (the daemon then needs run permission for its own deno
+ * binary).
  */
-export async function defaultDnsRunner(layout: Layout): Promise<DnsRunner> {
+export async function defaultDnsRunner(
+  layout: Layout,
+  log: (line: string) => void = () => {},
+): Promise<DnsRunner> {
   const entry = fileURLToPath(Deno.mainModule);
   if (await systemdRuns()) {
     return systemdDnsRunner({ deno: Deno.execPath(), appDir: dirname(dirname(entry)), layout });
   }
   const flags = permissionFlags(relocate(permissionSet("dns"), layout));
-  return processDnsRunner(
-    [Deno.execPath(), "run", "--quiet", "--no-prompt", "--unstable-net", ...flags, entry, "dns"],
-    {
+  return supervisedDnsRunner({
+    argv: [Deno.execPath(), "run", "--quiet", "--no-prompt", "--unstable-net", ...flags, entry, "dns"],
+    env: {
       PLOYZ_DATA_DIR: layout.dataDir,
       PLOYZ_RUN_DIR: layout.runDir,
       PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
       PLOYZ_DOCKER_ROOT: layout.dockerRoot,
       NO_COLOR: "1",
     },
-  );
+    log,
+  });
+}
+
+/** How a spawned `ployzd dns` is kept running. */
+export interface SupervisedDnsOptions {
+  /** The command, e.g. `deno run -P=dns cmd/ployzd.ts dns`. */
+  argv: string[];
+  /** Its whole environment. */
+  env?: Record<string, string>;
+  /** One line per exit and respawn. */
+  log?: (line: string) => void;
+  /** Delay before the first respawn; doubles on each exit that follows quickly. Default 1 s. */
+  backoffMs?: number;
+  /** The longest delay between respawns. Default 30 s. */
+  maxBackoffMs?: number;
+  /** A child that stayed up this long ran well: its respawn waits the first delay again. Default 30 s. */
+  stableMs?: number;
+}
+
+/** A {@link DnsRunner} whose child the daemon spawns and respawns itself. */
+export interface SupervisedDnsRunner extends DnsRunner {
+  /** The running child's process id; undefined between an exit and its respawn, and after a stop. */
+  pid(): number | undefined;
+}
+
+/**
+ * Spawns `ployzd dns` and respawns it whenever it exits, after a delay that doubles from `backoffMs` to
+ * `maxBackoffMs` and starts over once a child stayed up `stableMs`; every exit is logged with its status. It is
+ * not respawned after {@link DnsRunner.close}, nor when it exited with {@link DNS_EXIT_UNSUPPORTED_SPEC}: the same
+ * build would hand the port back again, so it stays down (and says so) until the next {@link DnsRunner.ensure}.
+ */
+export function supervisedDnsRunner(options: SupervisedDnsOptions): SupervisedDnsRunner {
+  const log = options.log ?? (() => {});
+  const firstDelay = options.backoffMs ?? 1_000;
+  const maxDelay = options.maxBackoffMs ?? 30_000;
+  const stableMs = options.stableMs ?? 30_000;
+  let child: Deno.ChildProcess | undefined;
+  let respawn: ReturnType<typeof setTimeout> | undefined;
+  let delay = firstDelay;
+  let closed = false;
+
+  function spawn(): void {
+    const started = Date.now();
+    let running: Deno.ChildProcess;
+    try {
+      running = new Deno.Command(options.argv[0], {
+        args: options.argv.slice(1),
+        env: options.env,
+        stdin: "null",
+        stdout: "null",
+        stderr: "inherit",
+      }).spawn();
+    } catch (error) {
+      log(`serving: cannot start ployzd dns, retrying in ${delay} ms: ${(error as Error).message}`);
+      schedule();
+      return;
+    }
+    child = running;
+    running.status.then((status) => {
+      if (child === running) child = undefined;
+      if (closed) return;
+      const how = status.signal ? `signal ${status.signal}` : `code ${status.code}`;
+      const upMs = Date.now() - started;
+      if (status.code === DNS_EXIT_UNSUPPORTED_SPEC && !status.signal) {
+        log(
+          `serving: ployzd dns exited with code ${status.code} after ${upMs} ms: this build cannot serve the ` +
+            `current DNS spec, not restarting it`,
+        );
+        return;
+      }
+      if (upMs >= stableMs) delay = firstDelay;
+      log(`serving: ployzd dns exited with ${how} after ${upMs} ms, restarting in ${delay} ms`);
+      schedule();
+    });
+  }
+
+  function schedule(): void {
+    respawn = setTimeout(() => {
+      respawn = undefined;
+      if (!closed && child === undefined) spawn();
+    }, delay);
+    delay = Math.min(delay * 2, maxDelay);
+  }
+
+  return {
+    ensure(): Promise<void> {
+      closed = false;
+      if (child === undefined && respawn === undefined) spawn();
+      return Promise.resolve();
+    },
+    async close(): Promise<void> {
+      closed = true;
+      clearTimeout(respawn);
+      respawn = undefined;
+      const running = child;
+      if (running === undefined) return;
+      try {
+        running.kill("SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      await running.status;
+    },
+    pid: () => child?.pid,
+  };
 }
 
 /** The resolver every container of `project` gets: the Machine Gateway, searching its Project (ployz2's). */
@@ -170,7 +279,8 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
   let dns: DnsRunner | undefined;
   let dnsUp = false;
   try {
-    dns = options.dns ?? await defaultDnsRunner({ dockerRoot: DEFAULT_LAYOUT.dockerRoot, ...options.layout });
+    dns = options.dns ??
+      await defaultDnsRunner({ dockerRoot: DEFAULT_LAYOUT.dockerRoot, ...options.layout }, log);
     await dns.ensure();
     dnsUp = true;
   } catch (error) {

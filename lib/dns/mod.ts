@@ -21,7 +21,7 @@ export { decide, type Decision, UDP_MAX } from "./answer.ts";
 export { type NameQuery, parseName } from "./names.ts";
 export { probeDnsSpec, type ProbeResult } from "./probe.ts";
 export { type DnsReplicaInput, type DnsServiceInput, type DnsSpecInput, renderDnsSpec } from "./render.ts";
-export { type DnsExit, runDns, type RunDnsOptions } from "./run.ts";
+export { DNS_EXIT_UNSUPPORTED_SPEC, type DnsExit, runDns, type RunDnsOptions } from "./run.ts";
 export {
   DNS_SPEC_FORMAT,
   type DnsReplica,

@@ -10,6 +10,11 @@ interface Replica {
 export interface Zone {
   /** Addresses for a parsed name: empty when the name is unknown. */
   addresses(query: NameQuery): string[];
+  /**
+   * Every order {@link Zone.addresses} can give a name, in the order successive queries would get them (one
+   * entry, empty, when the name is unknown). An answer cache serves these in turn.
+   */
+  orderings(query: NameQuery): string[][];
 }
 
 /**
@@ -32,29 +37,33 @@ export function buildZone(spec: DnsSpec): Zone {
     }
   }
   let turn = 0;
-  function rotated(replicas: Replica[]): Replica[] {
-    if (replicas.length < 2) return replicas;
-    const k = turn++ % replicas.length;
-    return [...replicas.slice(k), ...replicas.slice(0, k)];
+  function candidates(query: NameQuery): Replica[] {
+    switch (query.kind) {
+      case "service":
+        return services.get(query.key) ?? [];
+      case "id":
+        return ids.get(query.id) ?? [];
+      case "machine":
+        return (services.get(query.key) ?? []).filter((r) => r.machineId === query.machineId);
+      default:
+        return [];
+    }
+  }
+  function ordered(query: NameQuery, replicas: Replica[], k: number): string[] {
+    const all = k === 0 ? replicas : [...replicas.slice(k), ...replicas.slice(0, k)];
+    const first = query.kind === "service" && query.nearest
+      ? [...all.filter((r) => r.machineId === local), ...all.filter((r) => r.machineId !== local)]
+      : all;
+    return first.map((r) => r.address);
   }
   return {
     addresses(query: NameQuery): string[] {
-      switch (query.kind) {
-        case "service": {
-          const all = rotated(services.get(query.key) ?? []);
-          const ordered = query.nearest
-            ? [...all.filter((r) => r.machineId === local), ...all.filter((r) => r.machineId !== local)]
-            : all;
-          return ordered.map((r) => r.address);
-        }
-        case "id":
-          return rotated(ids.get(query.id) ?? []).map((r) => r.address);
-        case "machine":
-          return rotated((services.get(query.key) ?? []).filter((r) => r.machineId === query.machineId))
-            .map((r) => r.address);
-        default:
-          return [];
-      }
+      const replicas = candidates(query);
+      return ordered(query, replicas, replicas.length < 2 ? 0 : turn++ % replicas.length);
+    },
+    orderings(query: NameQuery): string[][] {
+      const replicas = candidates(query);
+      return Array.from({ length: Math.max(1, replicas.length) }, (_, k) => ordered(query, replicas, k));
     },
   };
 }
