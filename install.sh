@@ -6,7 +6,8 @@
 #
 # PLOYZ_RELEASE_SOURCE: an http(s) base URL or a local directory laid out as <base>/v0/<channel> (one exact
 # version) and <base>/<version>/{ployz-<version>-<triple>.tar.gz,SHA256SUMS}. Default https://ployz.sh.
-# Options after the ones below (e.g. --skip-prerequisites, --install-prerequisites) go to `ployzd install`.
+# Options after the ones below (e.g. --skip-prerequisites, --install-prerequisites, --record-source) go to
+# `ployzd install`. With both --version and --channel, the version is installed and the channel recorded.
 set -eu
 
 line=v0
@@ -14,6 +15,7 @@ source=${PLOYZ_RELEASE_SOURCE:-https://ployz.sh}
 channel=stable
 version=
 from_channel=
+channel_given=
 
 die() {
   echo "install.sh: $*" >&2
@@ -23,7 +25,7 @@ die() {
 while [ $# -gt 0 ]; do
   case "$1" in
     --version) [ $# -ge 2 ] || die "--version needs a value"; version=$2; shift 2 ;;
-    --channel) [ $# -ge 2 ] || die "--channel needs a value"; channel=$2; shift 2 ;;
+    --channel) [ $# -ge 2 ] || die "--channel needs a value"; channel=$2; channel_given=1; shift 2 ;;
     *) break ;;
   esac
 done
@@ -58,6 +60,9 @@ if [ -z "$version" ]; then
   version=$(tr -d ' \r\n' <"$tmp/channel")
   from_channel="--channel $channel"
   echo "install.sh: channel $line/$channel is $version" >&2
+elif [ -n "$channel_given" ]; then
+  # Resolved elsewhere (ployz machine add --ssh resolves it on the operator's machine): recorded, not re-read.
+  from_channel="--channel $channel"
 fi
 case "$version" in
   '' | *..* | *[!0-9A-Za-z.-]* | [!0-9]*) die "invalid version \"$version\": expected an exact version such as 0.1.0" ;;

@@ -1,4 +1,4 @@
-// Helpers for tests that install Ployz into a container running real systemd (ployz-test/systemd:1, from
+// Helpers for tests that install Ployz into a container running real systemd (ployz-test/systemd:2, from
 // .ci/images_systemd.sh): release sources built from one `tools/dist.ts` tree, and the container itself.
 import { equal } from "node:assert/strict";
 import { join } from "node:path";
@@ -9,7 +9,7 @@ export const DOCKER_SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/va
 /** `DOCKER_HOST` for {@link DOCKER_SOCKET}. */
 export const DOCKER_ENV: Record<string, string> = { DOCKER_HOST: `unix://${DOCKER_SOCKET}` };
 /** The systemd image. */
-export const SYSTEMD_IMAGE = "ployz-test/systemd:1";
+export const SYSTEMD_IMAGE = "ployz-test/systemd:2";
 const TRIPLE = Deno.build.target;
 
 /** Whether Docker answers and holds every image in `images`. */
@@ -34,12 +34,13 @@ export async function sh(script: string, cwd?: string): Promise<string> {
 
 /**
  * Builds a release source under `work/releases` holding `versions`, each a copy of one dist tree whose deno.json
- * says that version and is then changed by `patchConfig`; `v0/stable` names the first version.
+ * says that version and is then changed by `patchConfig`; `v0/stable` names the first version, and install.sh
+ * sits at the root, where `curl … | sh` and `ployz machine add` fetch it.
  */
 export async function buildReleaseSource(
   work: string,
   versions: string[],
-  patchConfig: (config: Record<string, unknown>) => void,
+  patchConfig: (config: Record<string, unknown>, version: string) => void,
 ): Promise<string> {
   const dist = join(work, "dist");
   const built = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
@@ -60,7 +61,7 @@ export async function buildReleaseSource(
     const configPath = join(tree, "deno.json");
     const config = JSON.parse(await Deno.readTextFile(configPath));
     config.version = version;
-    patchConfig(config);
+    patchConfig(config, version);
     await Deno.writeTextFile(configPath, JSON.stringify(config, null, 2) + "\n");
     await Deno.mkdir(join(rel, version), { recursive: true });
     await sh(
@@ -73,6 +74,7 @@ export async function buildReleaseSource(
   }
   await Deno.mkdir(join(rel, "v0"));
   await Deno.writeTextFile(join(rel, "v0", "stable"), `${versions[0]}\n`);
+  await Deno.copyFile(join(ROOT, "install.sh"), join(rel, "install.sh"));
   await Deno.chmod(rel, 0o755);
   await Deno.remove(dist, { recursive: true });
   return rel;
@@ -82,7 +84,7 @@ export async function buildReleaseSource(
 export class SystemdMachine {
   constructor(readonly name: string) {}
 
-  /** Starts `ployz-test/systemd:1` with `extra` docker-run arguments and waits until systemd has booted. */
+  /** Starts `ployz-test/systemd:2` with `extra` docker-run arguments and waits until systemd has booted. */
   static async start<T extends SystemdMachine>(
     this: new (name: string) => T,
     name: string,

@@ -30,7 +30,8 @@ export const install: Command = {
     "Options: --version V (exact), --channel C (resolved once, default stable), --source DIR|URL (default: the",
     "source this Machine last installed from), --request-key K (a retry finds the same attempt), --wait (with",
     "--upgrade: wait for the outcome), --ready-timeout SECONDS, --install-prerequisites (docker.io, wireguard-go,",
-    "wireguard-tools), --skip-prerequisites. Prerequisites are installed only when asked, or when missing at first",
+    "wireguard-tools), --skip-prerequisites, --record-source SRC|none (with --from: the source later upgrades use,",
+    "default --source). Prerequisites are installed only when asked, or when missing at first",
     "setup; never by --upgrade. There is no automatic rollback; the previous release stays for manual recovery.",
   ].join("\n"),
   options: {
@@ -45,6 +46,7 @@ export const install: Command = {
     wait: { type: "boolean" },
     "request-key": { type: "string" },
     "ready-timeout": { type: "string" },
+    "record-source": { type: "string" },
     "install-prerequisites": { type: "boolean" },
     "skip-prerequisites": { type: "boolean" },
   },
@@ -113,6 +115,9 @@ export const install: Command = {
             prerequisites: prerequisiteChoice(values),
             requestKey: values["request-key"] as string | undefined,
             readyTimeoutSeconds: readyTimeout,
+            recordSource: values["record-source"] === "none"
+              ? null
+              : values["record-source"] as string | undefined,
           }, log);
           printRecord(io, record, json);
           if (record.outcome !== "succeeded") {

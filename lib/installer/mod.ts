@@ -14,6 +14,11 @@
  * automatic rollback: a failure after the swap is reported with its stage and `journalctl -u ployz-upgrade-<id>`,
  * and the previous release stays under `releases/` for explicit recovery (at most two old releases are kept).
  *
+ * SSH provisioning (`ployz machine add HOST`). The operator's side of first setup: probe the host over SSH, acquire
+ * the exact release on the operator's machine (it must reach the source anyway; the host may not), send install.sh
+ * plus a one-version release source in one SSH session, and run install.sh there, which verifies the checksum and
+ * hands over to `ployzd install`. A host already running ployzd is never reinstalled or upgraded by it.
+ *
  * Never touched: the Machine's identity (`machine.json`, keys), pairing, configuration and data; DNS, ingress and
  * application containers keep running through an upgrade.
  *
@@ -46,3 +51,13 @@ export { runningAttempt } from "./running.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export { currentVersion } from "./activate.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";
+export { checkSshDestination, shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh.ts";
+export type { RemoteResult, RemoteShell, SshOptions } from "./ssh.ts";
+export { displaySource, parseProbe, ProvisionError, provisionHost } from "./provision.ts";
+export type {
+  HostProbe,
+  ProvisionOptions,
+  ProvisionOutcome,
+  ProvisionStage,
+  TargetChoice,
+} from "./provision.ts";

@@ -95,7 +95,7 @@ export async function requestUpgrade(paths: InstallPaths, request: UpgradeReques
   if (sourceBase === undefined) {
     throw new InstallError(
       "invalid_argument",
-      "Cannot upgrade: this Machine has no release source recorded; give one",
+      'Cannot upgrade: this Machine has no release source recorded (a host provisioned from a directory records none); run "ployzd install --upgrade --source DIR|URL" on it',
     );
   }
   const source = openReleaseSource(sourceBase);
@@ -195,6 +195,11 @@ export interface LocalInstall {
   requestKey?: string;
   /** Seconds the daemon has to answer as the target version. */
   readyTimeoutSeconds?: number;
+  /**
+   * The release source recorded for later upgrades when it differs from `source`: SSH provisioning installs from
+   * a private copy that is removed afterwards. `null` records none (an upgrade must then be given one).
+   */
+  recordSource?: string | null;
 }
 
 /** Installs (or upgrades in place) from a local artifact, holding the install lock throughout. */
@@ -211,6 +216,7 @@ export async function installFrom(
     request.version ?? name.match(/^ployz-(.+)-[^-]+-[^-]+-[^-]+-[^-]+\.tar\.gz$/)?.[1] ?? "",
   );
   const source = openReleaseSource(request.source);
+  if (typeof request.recordSource === "string") openReleaseSource(request.recordSource);
   const id = newAttemptId();
   await refuseIfOtherRunning(paths, id);
   await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
@@ -235,6 +241,7 @@ export async function installFrom(
       ? undefined
       : request.readyTimeoutSeconds * 1000,
     log,
+    recordSource: request.recordSource,
   });
 }
 

@@ -41,12 +41,14 @@ export interface RunOptions {
   log?: (line: string) => void;
   /** The release the running worker executes from, kept by pruning. */
   workerRelease?: string;
+  /** The source recorded for later upgrades instead of the attempt's own; `null` records none. */
+  recordSource?: string | null;
 }
 
 /** The release source last installed from, so later upgrades need not be told again. */
 export async function readSavedSource(
   paths: InstallPaths,
-): Promise<{ source: string; channel?: string } | undefined> {
+): Promise<{ source?: string; channel?: string } | undefined> {
   try {
     return JSON.parse(await Deno.readTextFile(join(installStateDir(paths), "source.json")));
   } catch (error) {
@@ -167,6 +169,10 @@ async function finish(
   const protect = new Set([from, options.workerRelease].filter((v): v is string => v !== undefined));
   await pruneReleases(paths, protect).catch(() => {});
   await pruneAttempts(paths).catch(() => {});
-  const saved = { source: record.source, ...(record.channel ? { channel: record.channel } : {}) };
+  const source = options.recordSource === undefined ? record.source : options.recordSource;
+  const saved = {
+    ...(source === null ? {} : { source }),
+    ...(record.channel ? { channel: record.channel } : {}),
+  };
   await writeFileAtomic(join(installStateDir(paths), "source.json"), JSON.stringify(saved) + "\n", 0o600);
 }

@@ -89,6 +89,8 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
       "ProcSubset=pid",
       "Restart=always",
       "RestartSec=1",
+      // Exit 3: this binary cannot serve the current spec; restarting it would only refuse again.
+      "RestartPreventExitStatus=3",
     ],
   },
   observe: {
