@@ -138,6 +138,15 @@ export async function catchUpGlobal(
       p !== undefined &&
       Object.values(p.services ?? {}).some((s) => s.mode === "global" && eligible(s, joined))
     );
+  if (projects.length === 0) {
+    // Nothing to place: no Machine is asked, and --json keeps its one object.
+    if (!options.json) {
+      options.io.out(
+        `Global catch-up: no Global Service in this operator's Saved States to place on "${joined.name}"\n`,
+      );
+    }
+    return [];
+  }
   return await withDeployMachines(async (machines) => {
     const results: CatchUpResult[] = [];
     for (const [i, project] of projects.entries()) {
@@ -151,11 +160,7 @@ export async function catchUpGlobal(
       }
     }
     if (options.json) options.io.out(jsonLine({ type: "catch_up", machine: joined, results }));
-    else if (results.length === 0) {
-      options.io.out(
-        `Global catch-up: no Global Service in this operator's Saved States to place on "${joined.name}"\n`,
-      );
-    } else {
+    else {
       for (const r of results) {
         options.io.out(`Global catch-up of "${r.project}": ${r.status}: ${r.detail}\n`);
       }

@@ -136,6 +136,7 @@ export const machineAddCommand: Command = {
     "Once it participates, one bounded pass places the Global Services of this operator's Saved States on it",
     "(creations only, images copied from peers; never replaces, moves or removes) and says per Project what it",
     "placed, what failed, and where it could not tell; --no-catch-up skips it. Exit 1 if any Project failed.",
+    "With --json, a pass that had Projects to consider adds its operations' NDJSON and a `catch_up` line.",
   ].join("\n"),
   options: {
     ssh: { type: "string" },
