@@ -15,6 +15,7 @@ import {
 } from "../../lib/installer/mod.ts";
 import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { targetMachine } from "./machine_target.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 /** Where releases come from when neither `--release-source` nor `PLOYZ_RELEASE_SOURCE` says (install.sh's too). */
 export const DEFAULT_RELEASE_SOURCE = "https://ployz.sh";
@@ -128,7 +129,7 @@ export async function provisionOverSsh(
       } catch (error) {
         last = error instanceof Error ? error.message : String(error);
         if (Date.now() - readyStarted > waitMs) break;
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
       }
     }
     const tail = await serveTail(shell, outcome.sudo);

@@ -3,6 +3,7 @@
 // the same command finds the same attempt. It stops at the first Machine that did not verifiably succeed: a
 // failure, a refusal or an unknown (never continue past an unknown). There is no fleet state and no rollback.
 import { CAPABILITIES, type MachineClient, RpcError, type UpgradeAttemptWire } from "../../lib/rpc/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 /** A Machine the sequence upgrades. */
 export interface UpgradeTarget {
@@ -128,10 +129,6 @@ function messageOf(error: unknown): string {
 function unreachable(error: unknown): boolean {
   if (error instanceof RpcError) return error.code === "unavailable" && error.details.socket !== undefined;
   return error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError");
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** One Machine's connection, reopened after a loss, with the time it could not be reached. */

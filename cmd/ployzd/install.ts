@@ -13,6 +13,7 @@ import {
   runWorker,
 } from "../../lib/installer/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 /**
  * `ployzd install`: first setup from a local artifact (`--from`, what install.sh hands over), an upgrade request
@@ -163,7 +164,7 @@ async function waitTerminal(paths: InstallPaths, id: string): Promise<AttemptRec
   while (true) {
     const record = await readAttempt(paths, id);
     if (record.outcome !== undefined || Date.now() > deadline) return record;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
   }
 }
 

@@ -53,6 +53,7 @@ import { imageHandlers } from "./image_handlers.ts";
 import { parseMachineSubnet } from "../mesh/mod.ts";
 import { SYNC_PORT } from "./mesh_settings.ts";
 import type { RpcApp } from "../rpc/mod.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Where the Machine keeps its files and where Docker listens; lib/permissions' `Layout` fits. */
 export interface DaemonPaths {
@@ -241,7 +242,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           reported = message;
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
   }
 

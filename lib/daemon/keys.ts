@@ -7,7 +7,7 @@
 
 import { x25519 } from "@noble/curves/ed25519.js";
 import { join } from "node:path";
-import { writeFileAtomic } from "./atomic_file.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 
 /** The public half of the Machine's key pair; the private half stays in its file. */
 export interface PublicKey {
@@ -54,6 +54,6 @@ export async function ensureKeyPair(dataDir: string): Promise<PublicKey> {
   }
   await Deno.mkdir(join(dataDir, "keys"), { recursive: true, mode: 0o700 });
   const secret = x25519.utils.randomSecretKey();
-  await writeFileAtomic(path, toBase64(secret) + "\n", 0o600);
+  await writeFileAtomic(path, toBase64(secret) + "\n", { mode: 0o600 });
   return { publicKey: toBase64(x25519.getPublicKey(secret)), generated: true };
 }

@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "./atomic_file.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 import { isMintedId, mintId } from "./ids.ts";
 
 /** The local record, as stored. */
@@ -77,7 +77,7 @@ export async function readMachineFile(dataDir: string): Promise<LocalMachine | u
 
 /** Replaces the record atomically. */
 export async function writeMachineFile(dataDir: string, record: LocalMachine): Promise<void> {
-  await writeFileAtomic(machineFilePath(dataDir), JSON.stringify(record, null, 2) + "\n", 0o644);
+  await writeFileAtomic(machineFilePath(dataDir), JSON.stringify(record, null, 2) + "\n");
 }
 
 /** Reads the record, or mints a new uninitialized one named `defaultName` and writes it. */

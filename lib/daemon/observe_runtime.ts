@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { renderUnit, type UnitFile, type UnitOptions } from "../installer/mod.ts";
 import { type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns } from "../serving/mod.ts";
+import { stopChild, writeFileAtomic } from "../util/mod.ts";
 
 /** How the Observe Store process is kept running. */
 export interface ObserveRunner {
@@ -70,9 +71,7 @@ export function systemdObserveRunner(
       const path = join(unitDir, unit.name);
       const current = await Deno.readTextFile(path).catch(() => undefined);
       if (current !== unit.text) {
-        const temp = `${path}.tmp`;
-        await Deno.writeTextFile(temp, unit.text, { mode: 0o644 });
-        await Deno.rename(temp, path);
+        await writeFileAtomic(path, unit.text);
         await systemctl(["daemon-reload"]);
       }
       const changed = current !== undefined && execStart(current) !== execStart(unit.text);
@@ -131,14 +130,7 @@ export function processObserveRunner(
     },
     async close(): Promise<void> {
       const running = child;
-      if (running !== undefined) {
-        try {
-          running.kill("SIGTERM");
-        } catch {
-          // Already gone.
-        }
-        await running.status;
-      }
+      if (running !== undefined) await stopChild(running);
       await Promise.all(pumps);
     },
   };

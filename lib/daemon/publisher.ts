@@ -12,6 +12,7 @@
 import type { Engine, ObservedContainer } from "../deploy/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
 import { toRow } from "./observed.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Options of {@link startPublisher}. */
 export interface PublisherOptions {
@@ -33,19 +34,6 @@ export interface Publisher {
   rescan(): Promise<void>;
   /** Stops following events and the timer; resolves once the last write finished. */
   stop(): Promise<void>;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }
 
 function messageOf(error: unknown): string {

@@ -31,6 +31,7 @@ import {
   systemdRuns,
 } from "../serving/mod.ts";
 import type { Store } from "../store/mod.ts";
+import { stopChild } from "../util/mod.ts";
 
 /** How to run the serving runtime. */
 export interface ServingRuntimeOptions {
@@ -199,13 +200,7 @@ export function supervisedDnsRunner(options: SupervisedDnsOptions): SupervisedDn
       clearTimeout(respawn);
       respawn = undefined;
       const running = child;
-      if (running === undefined) return;
-      try {
-        running.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      await running.status;
+      if (running !== undefined) await stopChild(running);
     },
     pid: () => child?.pid,
   };

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import { renderDnsSpec } from "./render.ts";
 import { writeDnsSpec } from "./write.ts";
+import { sleep } from "../util/mod.ts";
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const NAMES = ["web.shop.internal", "api.shop.internal", "db.shop.internal", "cache.blog.internal"];
@@ -157,7 +158,7 @@ async function ready(c: Client): Promise<void> {
       await c.query(NAMES[0]);
       return;
     } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
   }
   throw new Error("DNS server did not start");

@@ -4,6 +4,7 @@ import { FORWARD_TIMEOUT_MS, forwardTcp, forwardUdp, readExact, writeAll } from 
 import { formatHostPort, type HostPort } from "./spec.ts";
 import { buildError, RCODE, readQuestion } from "./wire.ts";
 import type { Zone } from "./zone.ts";
+import { sleep } from "../util/mod.ts";
 
 /** An idle TCP client is closed after this long (ployz2 uses 10 s). */
 const TCP_IDLE_MS = 10_000;
@@ -226,7 +227,7 @@ export function createDnsServer(log: (line: string) => void): DnsServer {
           quietSince = Date.now();
         }
         if (inFlight === 0 && Date.now() - quietSince >= quietMs) break;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(25, quietMs)));
+        await sleep(Math.min(25, quietMs));
       }
       await closeAll();
     },

@@ -3,7 +3,8 @@
 // transaction across files: each step is durable on its own, and the attempt record says which one was reached.
 import { basename, join } from "node:path";
 import { renderUnit, type UnitSubcommand } from "./units.ts";
-import { readLinkOrUndefined, replaceSymlink, syncDir, writeFileAtomic } from "./atomic.ts";
+import { syncDir, writeFileAtomic } from "../util/mod.ts";
+import { readLinkOrUndefined, replaceSymlink } from "./symlink.ts";
 import { currentLink, type InstallPaths, releasesDir } from "./paths.ts";
 import { recordFound } from "./takeover.ts";
 
@@ -109,7 +110,7 @@ export async function writeUnits(paths: InstallPaths): Promise<string[]> {
       path,
       async (info) => info.isFile && (await Deno.readTextFile(path)).startsWith(UNIT_HEADER),
     );
-    await writeFileAtomic(path, unit.text, 0o644);
+    await writeFileAtomic(path, unit.text);
     changed.push(unit.name);
   }
   return changed;

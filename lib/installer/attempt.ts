@@ -9,7 +9,7 @@
 
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "./atomic.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 import { InstallError } from "./errors.ts";
 import { attemptsDir, type InstallPaths } from "./paths.ts";
 
@@ -158,7 +158,7 @@ function recordPath(paths: InstallPaths, id: string): string {
 export async function writeAttempt(paths: InstallPaths, record: AttemptRecord): Promise<AttemptRecord> {
   await Deno.mkdir(attemptsDir(paths), { recursive: true, mode: 0o700 });
   const next = { ...record, "updated_at": new Date().toISOString() };
-  await writeFileAtomic(recordPath(paths, record.id), JSON.stringify(next, null, 2) + "\n", 0o600);
+  await writeFileAtomic(recordPath(paths, record.id), JSON.stringify(next, null, 2) + "\n", { mode: 0o600 });
   return next;
 }
 

@@ -4,6 +4,7 @@
 import { dirname } from "node:path";
 import { InstallError } from "./errors.ts";
 import { type InstallPaths, lockPath } from "./paths.ts";
+import { sleep } from "../util/mod.ts";
 
 /** A held install lock. */
 export interface InstallLock extends AsyncDisposable {
@@ -36,7 +37,7 @@ export async function waitLockInstall(
     const lock = await tryLockOnce(paths, attemptId);
     if (lock !== undefined) return lock;
     if (Date.now() >= deadline) return await tryLockInstall(paths, attemptId);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }
 

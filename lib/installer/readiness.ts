@@ -3,6 +3,7 @@
 import { connectMachine } from "../rpc/mod.ts";
 import type { ReadyEvidence } from "./attempt.ts";
 import { InstallError } from "./errors.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Polls `socketPath` until the daemon reports `version`, or refuses `unavailable` after `timeoutMs`. */
 export async function waitReady(
@@ -28,7 +29,7 @@ export async function waitReady(
     } catch (error) {
       last = error instanceof Error ? error.message : String(error);
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
   }
   throw new InstallError(
     "unavailable",

@@ -11,7 +11,7 @@ import {
   switchCurrent,
   writeUnits,
 } from "./activate.ts";
-import { writeFileAtomic } from "./atomic.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 import { layoutEnv } from "./paths.ts";
 import { InstallError } from "./errors.ts";
 import { type InstallPaths, installStateDir, releasesDir, stagingDir } from "./paths.ts";
@@ -174,5 +174,7 @@ async function finish(
     ...(source === null ? {} : { source }),
     ...(record.channel ? { channel: record.channel } : {}),
   };
-  await writeFileAtomic(join(installStateDir(paths), "source.json"), JSON.stringify(saved) + "\n", 0o600);
+  await writeFileAtomic(join(installStateDir(paths), "source.json"), JSON.stringify(saved) + "\n", {
+    mode: 0o600,
+  });
 }

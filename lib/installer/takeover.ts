@@ -1,7 +1,8 @@
 // What was at a path before the installer first took it over (a foreign `/usr/local/bin/ployzd`, a hand-written
 // unit), recorded once in `<dataDir>/install/found.json` with a copy of any file, so removal can give it back.
 import { join } from "node:path";
-import { readLinkOrUndefined, writeFileAtomic } from "./atomic.ts";
+import { writeFileAtomic } from "../util/mod.ts";
+import { readLinkOrUndefined } from "./symlink.ts";
 import { type InstallPaths, installStateDir } from "./paths.ts";
 
 /** One found entry. */
@@ -58,5 +59,7 @@ export async function recordFound(
     }
   }
   await Deno.mkdir(installStateDir(paths), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(foundPath(paths), JSON.stringify({ ...found, [path]: entry }, null, 2) + "\n", 0o600);
+  await writeFileAtomic(foundPath(paths), JSON.stringify({ ...found, [path]: entry }, null, 2) + "\n", {
+    mode: 0o600,
+  });
 }

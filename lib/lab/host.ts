@@ -6,6 +6,7 @@
  */
 
 import { type CommandResult, hostRunner, runChecked } from "../mesh/mod.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Runs a host command and throws with its stderr on failure. */
 export function sh(cmd: string, args: string[]): Promise<string> {
@@ -95,7 +96,7 @@ export async function stopPids(pids: number[], signal: Deno.Signal, timeoutMs: n
   const until = Date.now() + timeoutMs;
   let left = pids.filter(alive);
   while (left.length > 0 && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     left = left.filter(alive);
   }
   return left;
@@ -116,6 +117,6 @@ export async function pollUntil(timeoutMs: number, check: () => Promise<boolean>
   while (true) {
     if (await check()) return true;
     if (Date.now() >= until) return false;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }

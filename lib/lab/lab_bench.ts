@@ -23,6 +23,7 @@ import {
   storeFile,
 } from "./mod.ts";
 import type { LabState } from "./state.ts";
+import { sleep } from "../util/mod.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
@@ -95,7 +96,7 @@ async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error("the bench timed out waiting for the lab");
-    await new Promise((r) => setTimeout(r, 2));
+    await sleep(2);
   }
 }
 

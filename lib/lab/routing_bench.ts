@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type MachineClient, viaEntry } from "../rpc/mod.ts";
 import { daemonClient, labUp, missingCommands } from "./mod.ts";
 import type { LabState } from "./state.ts";
+import { sleep } from "../util/mod.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
@@ -71,7 +72,7 @@ async function setUp(): Promise<void> {
       break;
     } catch (error) {
       if (i > 120) throw error;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
   }
 }

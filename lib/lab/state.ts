@@ -5,6 +5,7 @@
  */
 
 import { join } from "node:path";
+import { writeFileAtomic } from "../util/mod.ts";
 import { LabError } from "./errors.ts";
 import type { LabPlan, Profile } from "./plan.ts";
 
@@ -58,10 +59,8 @@ export async function requireState(dir: string): Promise<LabState> {
   return state;
 }
 
-/** Writes the lab state atomically. */
+/** Writes the lab state atomically and durably. */
 export async function writeState(dir: string, state: LabState): Promise<void> {
   const path = statePath(dir);
-  const temp = `${path}.tmp`;
-  await Deno.writeTextFile(temp, JSON.stringify(state, null, 2) + "\n");
-  await Deno.rename(temp, path);
+  await writeFileAtomic(path, JSON.stringify(state, null, 2) + "\n");
 }

@@ -24,6 +24,7 @@ import { chooseSubnet, type SubnetClaim } from "./allocation.ts";
 import { networksOverlap, parseIpv4Network } from "./cidr.ts";
 import { type SubnetCollision, subnetCollisions } from "./collisions.ts";
 import { MeshError } from "./errors.ts";
+import { sleep } from "../util/mod.ts";
 
 /** The operator's durable allocation history, as enrollment uses it. */
 export interface AllocationHistory {
@@ -89,10 +90,6 @@ export interface EnrollResult {
   collisions: SubnetCollision[];
   /** Whether the joiner was already in this Cluster (nothing was allocated or joined). */
   alreadyMember: boolean;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function overlaps(a: string, b: string): boolean {

@@ -7,6 +7,7 @@
 
 import { x25519 } from "@noble/curves/ed25519.js";
 import { dirname } from "node:path";
+import { writeFileAtomic } from "../util/mod.ts";
 import { MeshError } from "./errors.ts";
 
 function toBase64(bytes: Uint8Array): string {
@@ -55,27 +56,13 @@ export function parsePublicKey(text: string): Uint8Array {
 }
 
 /**
- * Writes a private key to `path` with mode 0600, atomically (a temp file in the same directory, then a rename),
+ * Writes a private key to `path` with mode 0600, atomically and durably,
  * so a crash leaves either the old file or the new one and no reader ever sees a wider mode.
  */
 export async function writePrivateKeyFile(path: string, privateKey: string): Promise<void> {
   publicKeyOf(privateKey);
   await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temp = `${path}.tmp-${crypto.randomUUID()}`;
-  try {
-    const file = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
-    try {
-      await file.write(new TextEncoder().encode(privateKey + "\n"));
-      await file.sync();
-    } finally {
-      file.close();
-    }
-    await Deno.chmod(temp, 0o600); // the mode at creation is filtered by the umask; make it exact
-    await Deno.rename(temp, path);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
-  }
+  await writeFileAtomic(path, privateKey + "\n", { mode: 0o600 });
 }
 
 /** Reads a private key file written by {@link writePrivateKeyFile} (or `wg genkey`). */

@@ -12,6 +12,7 @@ import { openLogStore } from "./log_store.ts";
 import { MetricStore } from "./metrics/metric_store.ts";
 import { runMetrics } from "./metrics/metrics_loop.ts";
 import { serveObserveSocket } from "./server.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Options of {@link runObserve}. */
 export interface ObserveOptions {
@@ -128,16 +129,4 @@ async function loop(
     }
     await sleep(options.pollMs ?? 500, signal);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

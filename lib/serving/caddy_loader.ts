@@ -10,6 +10,7 @@
 
 import { CADDY_ADMIN_CONFIG, type CaddyAdmin } from "./caddy_admin.ts";
 import type { CaddyProjection, ServingProblem } from "./caddy_projection.ts";
+import { sleep } from "../util/mod.ts";
 
 /** What one load achieved. */
 export interface CaddyLoadReport {
@@ -49,7 +50,7 @@ export async function loadCaddy(
     last.attempts = attempt;
     if (last.loaded || options.signal?.aborted) return last;
     if (attempt < attempts) {
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      await sleep(pause);
       pause *= 2;
     }
   }

@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import { renderUnit, type UnitFile, type UnitOptions } from "../installer/mod.ts";
+import { stopChild, writeFileAtomic } from "../util/mod.ts";
 
 /** Where runtime units live; gone at reboot, as dns.json is. */
 export const RUNTIME_UNIT_DIR = "/run/systemd/system";
@@ -49,9 +50,7 @@ export function systemdDnsRunner(options: UnitOptions, unitDir: string = RUNTIME
       const path = join(unitDir, unit.name);
       const current = await Deno.readTextFile(path).catch(() => undefined);
       if (current !== unit.text) {
-        const temp = `${path}.tmp`;
-        await Deno.writeTextFile(temp, unit.text, { mode: 0o644 });
-        await Deno.rename(temp, path);
+        await writeFileAtomic(path, unit.text);
         await systemctl(["daemon-reload"]);
         await systemctl(["restart", unit.name]);
       } else {
@@ -88,13 +87,7 @@ export function processDnsRunner(argv: string[], env?: Record<string, string>): 
     },
     async close(): Promise<void> {
       const running = child;
-      if (running === undefined) return;
-      try {
-        running.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      await running.status;
+      if (running !== undefined) await stopChild(running);
     },
   };
 }

@@ -17,6 +17,7 @@ import {
   isIngressProxy,
   type ScannedContainer,
 } from "./ingress_start.ts";
+import { sleep } from "../util/mod.ts";
 
 /** Requested stops and in-flight stops of Ingress Proxies, in daemon memory only (a restart forgets them). */
 export class IngressHoldBook implements IngressHolds {
@@ -172,7 +173,7 @@ export function startIngressDriver(options: IngressDriverOptions): IngressDriver
       } catch (error) {
         if (controller.signal.aborted) return;
         log(`ingress: events: ${(error as Error).message}`);
-        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        await sleep(2_000);
       }
     }
   }

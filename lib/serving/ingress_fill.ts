@@ -14,6 +14,7 @@ import {
   ingressContainerSpec,
   type IngressSlotOptions,
 } from "./ingress_spec.ts";
+import { sleep } from "../util/mod.ts";
 
 /** What filling one Machine's ingress slot did. */
 export interface IngressFill {
@@ -47,7 +48,7 @@ export async function fillIngressSlot(
       return await fillOnce(api, options);
     } catch (error) {
       if ((error as { code?: unknown }).code !== "conflict" || look >= CONFLICT_LOOKS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, CONFLICT_PAUSE_MS));
+      await sleep(CONFLICT_PAUSE_MS);
     }
   }
 }

@@ -9,6 +9,7 @@ import { SERVING_LABELS } from "./labels.ts";
 import { setServingPointer } from "./pointer.ts";
 import { startServingLoop } from "./serving_loop.ts";
 import { backendSpec, buildCaddyImage, get, publishAll } from "./test_docker.ts";
+import { sleep } from "../util/mod.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const present = (() => {
@@ -73,7 +74,7 @@ async function scenario(redeploy: boolean): Promise<void> {
     await publishAll(engine, store);
     setServingPointer(store, { project: "proj", service: "web", deployment: "A" });
     for (let i = 0; i < 100 && !(await Deno.stat(`${runDir}/caddy/admin.sock`).catch(() => false)); i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     loop = await startServingLoop({
       store,

@@ -10,6 +10,7 @@ import type { Client } from "./client.ts";
 import { inspectRaw } from "./containers.ts";
 import type { DockerContainerInspect, DockerHealthConfig } from "./docker_types.ts";
 import { type ContainerState, type HealthProbe, type HealthState, observeContainer } from "./observe.ts";
+import { sleep } from "../../util/mod.ts";
 
 /** What the gate last saw. */
 export interface HealthEvidence {
@@ -73,21 +74,6 @@ export function healthDeadlineMs(check: DockerHealthConfig | undefined): number 
 function hasHealthcheck(inspect: DockerContainerInspect): boolean {
   const test = inspect.Config?.Healthcheck?.Test;
   return Array.isArray(test) && test.length > 0 && test[0] !== "NONE";
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 function describeMs(ms: number): string {
@@ -203,6 +189,7 @@ export async function waitHealthy(
       return fail("timed_out", `Container "${name}" did not ${what} within ${describeMs(deadlineMs)}`);
     }
     await sleep(Math.max(1, Math.min(pollMs, deadlineMs - elapsedMs)), options.signal);
+    options.signal?.throwIfAborted();
     inspect = await inspectRaw(client, first.Id, options.signal);
   }
 }

@@ -9,6 +9,7 @@
 import Docker from "dockerode";
 import { type Engine, type EngineOptions, openEngine } from "./engine.ts";
 import type { ContainerSpec } from "./spec.ts";
+import { sleep } from "../../util/mod.ts";
 
 /** The Docker socket the tests use. */
 export const SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
@@ -121,6 +122,6 @@ export async function eventually<T>(ms: number, check: () => Promise<T | undefin
     const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > until) throw new Error(`Condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }

@@ -29,6 +29,7 @@ import type {
 } from "../plan/types.ts";
 import type { DeployEvent, Phase } from "./events.ts";
 import type { CompensationStep, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
+import { sleep } from "../../util/mod.ts";
 
 /** Fills one Machine's Ingress Proxy slot (creates or starts, never replaces or removes); errors propagate. */
 export type IngressFiller = (
@@ -69,10 +70,6 @@ interface Context {
 }
 
 const LIVE = new Set(["running", "restarting", "paused"]);
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 async function ensureRunning(ctx: Context, spec: ContainerSpec): Promise<ObservedContainerView> {
   ctx.phase("creating", spec.name);

@@ -10,6 +10,7 @@ import { newDeploymentId } from "./keys.ts";
 import { planDeploy } from "./plan.ts";
 import { takeSnapshot } from "./snapshot.ts";
 import type { NormalizedProject } from "../compose/types.ts";
+import { sleep } from "../../util/mod.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET");
 const IMAGE = "ployz-test/busybox:1";
@@ -95,7 +96,7 @@ async function startDaemon(
       break;
     } catch (error) {
       if (i > 300) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
   }
   await client.init({

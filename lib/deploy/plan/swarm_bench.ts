@@ -18,13 +18,10 @@ import { deployIntent } from "./intent.ts";
 import { newDeploymentId } from "./keys.ts";
 import { planDeploy } from "./plan.ts";
 import { takeSnapshot } from "./snapshot.ts";
+import { sleep } from "../../util/mod.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const NETWORK = `ployz-swarm-bench-${RUN}`;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** Waits until the engine lists no container: the previous round's tasks are gone. */
 async function drained(docker: Docker): Promise<void> {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { MetricStore } from "./metric_store.ts";
 import { Sampler } from "./sampler.ts";
 import { diskFreeSource, SlowTick } from "./slow_tick.ts";
+import { sleep } from "../../util/mod.ts";
 
 /** Options of {@link runMetrics}. */
 export interface MetricsLoopOptions {
@@ -82,16 +83,4 @@ export async function runMetrics(
   } finally {
     await slowRun;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, Math.max(0, ms));
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

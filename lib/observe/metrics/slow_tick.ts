@@ -10,6 +10,7 @@
 import { statfs } from "node:fs/promises";
 import { gap, type Reading } from "./gaps.ts";
 import type { MetricName, Values } from "./metric_names.ts";
+import { sleep } from "../../util/mod.ts";
 
 /** A value read from something that may block. */
 export interface SlowSource {
@@ -116,16 +117,4 @@ export function diskFreeSource(path: string): SlowSource {
       return Number(s.bavail) * Number(s.bsize);
     },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

@@ -1,29 +1,8 @@
-// Durable replacement of files and symlinks: write beside the target, fsync, rename over it, fsync the directory.
-// A crash leaves the old entry or the new one, never a torn one.
+// Durable replacement of symlinks: make the new link beside the target, rename it over it, fsync the directory.
+// A crash leaves the old link or the new one, never none.
 import { dirname, join } from "node:path";
+import { syncDir } from "../util/mod.ts";
 import { execBounded, tail } from "./exec.ts";
-
-/** Replaces `path` with `data`; the file gets `mode`. */
-export async function writeFileAtomic(path: string, data: string, mode = 0o644): Promise<void> {
-  const temp = join(dirname(path), `.${crypto.randomUUID()}.tmp`);
-  const bytes = new TextEncoder().encode(data);
-  const file = await Deno.open(temp, { write: true, createNew: true, mode });
-  try {
-    let written = 0;
-    while (written < bytes.length) written += await file.write(bytes.subarray(written));
-    await file.sync();
-  } finally {
-    file.close();
-  }
-  try {
-    await Deno.chmod(temp, mode);
-    await Deno.rename(temp, path);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
-  }
-  await syncDir(dirname(path));
-}
 
 /**
  * Points the symlink `path` at `target` by renaming a fresh link over it. The fresh link is made by `ln`: Deno
@@ -42,16 +21,6 @@ export async function replaceSymlink(path: string, target: string): Promise<void
     throw error;
   }
   await syncDir(dirname(path));
-}
-
-/** fsyncs a directory, so renames and creations inside it survive a crash. */
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await Deno.open(dir, { read: true });
-  try {
-    await handle.sync();
-  } finally {
-    handle.close();
-  }
 }
 
 /** The target of a symlink, or undefined when `path` is absent or not a symlink. */

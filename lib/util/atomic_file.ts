@@ -1,0 +1,55 @@
+/**
+ * Durable file replacement: write a temp file beside the target, fsync it, rename it over the target, fsync the
+ * directory. A crash leaves the old file or the new one, never a torn one.
+ *
+ * @module
+ */
+
+import { basename, dirname, join } from "node:path";
+
+/** Options of {@linkcode writeFileAtomic}. */
+export interface AtomicWriteOptions {
+  /** The file's mode; the umask does not narrow it. Default 0o644. */
+  mode?: number;
+}
+
+/**
+ * Replaces `path` with `data` atomically and durably: readers see the old content or the new, and after a crash
+ * the file holds one of them in full.
+ */
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
+  const mode = options.mode ?? 0o644;
+  const dir = dirname(path);
+  const temp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  try {
+    using file = await Deno.open(temp, { write: true, createNew: true, mode });
+    let written = 0;
+    while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    await file.sync();
+    // The umask may have narrowed `mode` at creation.
+    await Deno.chmod(temp, mode);
+    await Deno.rename(temp, path);
+  } catch (error) {
+    await Deno.remove(temp).catch(() => {});
+    throw error;
+  }
+  await syncDir(dir, { tolerant: true });
+}
+
+/**
+ * fsyncs a directory, so renames and creations inside it survive a crash. With `tolerant`, a filesystem that
+ * refuses fsync on a directory is accepted: the rename is atomic regardless, only its durability is weaker.
+ */
+export async function syncDir(dir: string, options: { tolerant?: boolean } = {}): Promise<void> {
+  try {
+    using handle = await Deno.open(dir, { read: true });
+    await handle.sync();
+  } catch (error) {
+    if (!options.tolerant) throw error;
+  }
+}

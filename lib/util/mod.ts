@@ -1,0 +1,13 @@
+/**
+ * One way to do each small thing every area needs: a durable atomic file write, a cancellable sleep and poll
+ * loop, stopping a child process, and the shared error codes with the coded error every area's error extends.
+ *
+ * A leaf: every area may import this `mod.ts`, and it imports no other area.
+ *
+ * @module
+ */
+
+export { type AtomicWriteOptions, syncDir, writeFileAtomic } from "./atomic_file.ts";
+export { CodedError, type CodedErrorOptions, ERROR_CODES, type ErrorCode, isErrorCode } from "./errors.ts";
+export { stopChild, type StopOptions } from "./process.ts";
+export { type PollOptions, pollUntil, sleep } from "./time.ts";
