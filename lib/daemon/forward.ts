@@ -20,6 +20,7 @@ import {
   MAX_REQUEST_BYTES,
   parseViaPath,
   PROTOCOL_MAJOR,
+  readBodyCapped,
   RpcError,
   type RpcErrorCode,
 } from "../rpc/mod.ts";
@@ -100,9 +101,8 @@ async function readBody(request: Request, capability: string): Promise<Uint8Arra
       `Invalid request to "${capability}": the body exceeds ${MAX_REQUEST_BYTES} bytes`,
       { details: { capability } },
     );
-  if (Number(request.headers.get("content-length") ?? "0") > MAX_REQUEST_BYTES) throw refuse();
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.length > MAX_REQUEST_BYTES) throw refuse();
+  const bytes = await readBodyCapped(request, MAX_REQUEST_BYTES);
+  if (bytes === undefined) throw refuse();
   return bytes;
 }
 

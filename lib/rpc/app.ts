@@ -8,6 +8,7 @@
 import { Hono } from "hono";
 import { CATALOG, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
 import { errorBody, openEnvelope } from "./envelope.ts";
+import { readBodyCapped } from "./body.ts";
 import { httpStatusOf, RpcError } from "./errors.ts";
 
 /** What a handler gets besides its request. */
@@ -67,26 +68,15 @@ function notServed(capability: string): RpcError {
 }
 
 async function readJson(request: Request, capability: string): Promise<unknown> {
-  const length = Number(request.headers.get("content-length") ?? "0");
-  if (length > MAX_REQUEST_BYTES) {
+  const bytes = await readBodyCapped(request, MAX_REQUEST_BYTES);
+  if (bytes === undefined) {
     throw new RpcError(
       "invalid_argument",
       `Invalid request to "${capability}": the body exceeds ${MAX_REQUEST_BYTES} bytes`,
-      {
-        details: { capability },
-      },
+      { details: { capability } },
     );
   }
-  const text = await request.text();
-  if (text.length > MAX_REQUEST_BYTES) {
-    throw new RpcError(
-      "invalid_argument",
-      `Invalid request to "${capability}": the body exceeds ${MAX_REQUEST_BYTES} bytes`,
-      {
-        details: { capability },
-      },
-    );
-  }
+  const text = new TextDecoder().decode(bytes);
   try {
     return JSON.parse(text);
   } catch {

@@ -126,3 +126,4 @@ export {
 } from "./routing_routes.ts";
 export { type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
+export { readBodyCapped } from "./body.ts";
