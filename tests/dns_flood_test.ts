@@ -1,0 +1,84 @@
+// `ployzd dns` under a flood of forwarded queries, as a real process under the dns permission set and systemd's
+// default descriptor limit (soft 1024): dnsperf keeps 10,000 queries for names outside `.internal` outstanding
+// against an upstream that never answers. The process stays up, keeps answering `.internal` names during the
+// flood, and refuses the excess with SERVFAIL at once instead of opening a socket per query.
+import { equal, ok } from "node:assert/strict";
+import dgram from "node:dgram";
+import { join } from "node:path";
+import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
+import { run, tempLayout } from "./harness.ts";
+import { dnsTestFlags, freePort, startDns, udpQuery } from "./dns_support.ts";
+
+const QUERIES = 10_000;
+
+Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwarded queries", async () => {
+  if ((await run("sh", ["-c", "command -v dnsperf && command -v prlimit"])).code !== 0) {
+    throw new Error("dnsperf and prlimit are needed (apt-get install dnsperf util-linux)");
+  }
+  await using layout = await tempLayout();
+  const silent = dgram.createSocket("udp4");
+  await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve));
+  try {
+    const port = await freePort();
+    await writeDnsSpec(
+      join(layout.runDir, "dns.json"),
+      renderDnsSpec({
+        machineId: "m1",
+        listen: [`127.0.0.1:${port}`],
+        upstreams: [`127.0.0.1:${silent.address().port}`],
+        generatedAt: new Date(),
+        services: [{
+          project: "shop",
+          service: "web",
+          replicas: [{ address: "10.210.1.5", machineId: "m1" }],
+        }],
+      }),
+    );
+    await using dns = startDns(layout, dnsTestFlags(layout));
+    await dns.waitFor(/Serving spec/);
+    const limited = await run("prlimit", [`--pid=${dns.child.pid}`, "--nofile=1024:1024"]);
+    equal(limited.code, 0, limited.stderr);
+
+    const data = join(layout.runDir, "queries.txt");
+    await Deno.writeTextFile(
+      data,
+      Array.from({ length: QUERIES }, (_, i) => `n${i}.example.com A\n`).join(""),
+    );
+    const started = performance.now();
+    const flood = run("dnsperf", [
+      "-s",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-d",
+      data,
+      "-n",
+      "1",
+      "-c",
+      "20",
+      "-q",
+      String(QUERIES),
+      "-t",
+      "8",
+    ]);
+    // While the flood is outstanding, a name under .internal is still answered at once.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const during = await udpQuery(port, "web.shop.internal", 2000);
+    const perf = await flood;
+    const seconds = (performance.now() - started) / 1000;
+    const completed = Number(/Queries completed:\s+(\d+)/.exec(perf.stdout)?.[1] ?? NaN);
+    const servfail = Number(/SERVFAIL\s+(\d+)/.exec(perf.stdout)?.[1] ?? 0);
+    console.log(
+      `dnsperf: ${completed}/${QUERIES} completed (${servfail} SERVFAIL) in ${seconds.toFixed(1)} s; ` +
+        `.internal during the flood: ${JSON.stringify(during)}`,
+    );
+    equal(perf.code, 0, perf.stderr);
+    equal("error" in during ? during.error : during.addresses.join(","), "10.210.1.5");
+    ok(completed >= QUERIES * 0.9, `only ${completed} of ${QUERIES} queries were answered:\n${perf.stdout}`);
+    const after = await udpQuery(port, "web.shop.internal", 2000);
+    equal("error" in after ? after.error : after.addresses.join(","), "10.210.1.5");
+    equal(dns.lines.filter((l) => /error|uncaught/i.test(l)).join("\n"), "");
+  } finally {
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+  }
+});
