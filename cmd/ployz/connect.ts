@@ -1,10 +1,11 @@
 // Shared by the ployz commands: the local Machine's socket, its client, the Config Store, and error translation.
 import { join } from "node:path";
-import { CliError, type ErrorCode } from "../../lib/cli/mod.ts";
-import { ComposeError, type MachineApi } from "../../lib/deploy/mod.ts";
+import { CliError } from "../../lib/cli/mod.ts";
+import type { MachineApi } from "../../lib/deploy/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError } from "../../lib/rpc/mod.ts";
-import { type ConfigStore, openConfigStore, StoreError } from "../../lib/store/mod.ts";
+import { type ConfigStore, openConfigStore } from "../../lib/store/mod.ts";
+import { CodedError } from "../../lib/util/mod.ts";
 
 // The real client must satisfy the slice of Machine RPC the Deploy code is written against.
 const _conforms: (client: MachineClient) => MachineApi = (client) => client;
@@ -57,12 +58,7 @@ export function cliError(error: unknown): CliError {
     }
     return new CliError(error.code, error.message, { details: error.details });
   }
-  if (error instanceof ComposeError) return new CliError("invalid_argument", error.message);
-  if (error instanceof StoreError) return new CliError(error.code as ErrorCode, error.message);
-  if (error instanceof Error && typeof (error as { code?: unknown }).code === "string") {
-    const e = error as Error & { code: ErrorCode; details?: Record<string, unknown> };
-    return new CliError(e.code, e.message, { details: e.details ?? {} });
-  }
+  if (error instanceof CodedError) return new CliError(error.code, error.message, { details: error.details });
   return new CliError("internal", `Internal error: ${messageOf(error)}`);
 }
 

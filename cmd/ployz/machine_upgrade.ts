@@ -2,8 +2,9 @@
 // Machine upgrades itself from its own release source (Machine RPC `ployz.machine.upgrade.v1`); this command
 // follows the attempt across the daemon's restart and reports what it observed. It stops at the first Machine that
 // did not verifiably succeed; nothing is persisted as a desired fleet version and nothing is rolled back.
-import { CliError, type Command, type ErrorCode, type Io, UsageError } from "../../lib/cli/mod.ts";
+import { CliError, type Command, type Io, UsageError } from "../../lib/cli/mod.ts";
 import { isRpcErrorCode } from "../../lib/rpc/mod.ts";
+import type { ErrorCode } from "../../lib/util/mod.ts";
 import { cliError, jsonLine, localMachine, openConfig } from "./connect.ts";
 import { targetMachine } from "./machine_target.ts";
 import {

@@ -7,7 +7,6 @@
 
 export type { Command, CommandContext, Io } from "./command.ts";
 export { CliError, UsageError } from "./errors.ts";
-export type { ErrorCode } from "./errors.ts";
 export { dispatch, resolveCommand } from "./dispatch.ts";
 export type { Resolved } from "./dispatch.ts";
 export { usageText } from "./usage.ts";

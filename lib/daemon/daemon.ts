@@ -16,13 +16,11 @@ import { DockerError, type Engine, openEngine } from "../deploy/mod.ts";
 import {
   advertisedCapabilities,
   createRpcApp,
-  isRpcErrorCode,
   type JoinRequest,
   type LeaveRequest,
   type LeaveResponse,
   listenUnix,
   RpcError,
-  type RpcErrorCode,
   type RpcHandlers,
   type SocketServer,
   VIA_PREFIX,
@@ -107,9 +105,7 @@ export function storePath(dataDir: string): string {
 /** Maps errors of the areas below to Machine RPC errors. */
 export function toRpcError(error: unknown): RpcError | undefined {
   if (error instanceof DockerError || error instanceof StoreError) {
-    const code: RpcErrorCode = isRpcErrorCode(error.code) ? error.code : "internal";
-    const details = "details" in error && error.details !== undefined ? { ...error.details } : {};
-    return new RpcError(code, error.message, { details, cause: error });
+    return new RpcError(error.code, error.message, { details: error.details, cause: error });
   }
   return undefined;
 }

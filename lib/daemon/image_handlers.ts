@@ -15,6 +15,7 @@ import {
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
+import { CodedError } from "../util/mod.ts";
 import { type ForwardTarget, readErrorResponse } from "./forward.ts";
 
 /** What the image handlers need from the daemon. */
@@ -128,7 +129,7 @@ export function imageHandlers(host: ImageHost): RpcHandlers {
           );
         }
         if (error instanceof RpcError) throw error;
-        if (error instanceof Error && "code" in error && typeof error.code === "string") throw error;
+        if (error instanceof CodedError) throw error;
         throw new RpcError(
           "unavailable",
           `Cannot pull image "${req.ref}" from Machine "${peer.name}" at ${peer.hostname}:${peer.port}: ${

@@ -1,25 +1,10 @@
-/** Error codes an installation reports; the same words Machine RPC and the CLI use. */
-export type InstallErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "unsupported"
-  | "unavailable"
-  | "conflict"
-  | "busy"
-  | "internal";
+import { CodedError, type ErrorCode } from "../util/mod.ts";
 
 /** An installation failure a person can act on: a code, a one-line message, and structured details. */
-export class InstallError extends Error {
-  /** The error code. */
-  readonly code: InstallErrorCode;
-  /** Structured details, e.g. the attempt id holding the lock. */
-  readonly details: Record<string, unknown>;
-
-  /** Makes an error with a code, a message and optional details. */
-  constructor(code: InstallErrorCode, message: string, details: Record<string, unknown> = {}) {
-    super(message);
+export class InstallError extends CodedError {
+  /** Makes an error with a code, a message and optional details, e.g. the attempt id holding the lock. */
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(code, message, { details });
     this.name = "InstallError";
-    this.code = code;
-    this.details = details;
   }
 }

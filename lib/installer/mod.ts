@@ -29,7 +29,6 @@ export { renderUnit, unitName } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
 export { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 export { InstallError } from "./errors.ts";
-export type { InstallErrorCode } from "./errors.ts";
 export { DEFAULT_INSTALL_PATHS } from "./paths.ts";
 export type { InstallPaths } from "./paths.ts";
 /** The Machine layout units and install paths refer to (from lib/permissions). */

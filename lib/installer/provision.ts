@@ -21,8 +21,9 @@
  */
 
 import { join } from "node:path";
+import { type ErrorCode, isErrorCode } from "../util/mod.ts";
 import { parseSha256Sums, verifyArtifact } from "./checksums.ts";
-import { InstallError, type InstallErrorCode } from "./errors.ts";
+import { InstallError } from "./errors.ts";
 import { type Bundle, bundleStream } from "./bundle.ts";
 import type { PrerequisiteChoice } from "./prerequisites.ts";
 import {
@@ -44,7 +45,7 @@ export class ProvisionError extends InstallError {
   readonly stage: ProvisionStage;
 
   /** Makes an error naming `stage`; `hostTail` (the host's last output lines) is appended to the message. */
-  constructor(stage: ProvisionStage, code: InstallErrorCode, message: string, hostTail?: string) {
+  constructor(stage: ProvisionStage, code: ErrorCode, message: string, hostTail?: string) {
     super(code, hostTail ? `${message}; the host said: ${hostTail}` : message, {
       stage,
       ...(hostTail ? { "host_output_tail": hostTail } : {}),
@@ -391,9 +392,8 @@ export async function installOnHost(shell: RemoteShell, install: RemoteInstall):
   });
   refuseTransport(shell, "install", result, "the install");
   if (result.code !== 0) {
-    const code = [...result.stderr.matchAll(/error\[([a-z_]+)\]/g)].at(-1)?.[1] as
-      | InstallErrorCode
-      | undefined;
+    const said = [...result.stderr.matchAll(/error\[([a-z_]+)\]/g)].at(-1)?.[1];
+    const code = isErrorCode(said) ? said : undefined;
     throw new ProvisionError(
       "install",
       code ?? "unavailable",

@@ -8,7 +8,6 @@
  */
 
 export { LabError } from "./errors.ts";
-export type { LabErrorCode } from "./errors.ts";
 export {
   DEFAULT_LAB_NAME,
   IMPAIRMENTS,

@@ -1,21 +1,10 @@
-/** What went wrong in a mesh operation, in terms a caller can act on. */
-export type MeshErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "conflict"
-  | "unavailable"
-  | "unsupported"
-  | "internal";
+import { CodedError, type ErrorCode } from "../util/mod.ts";
 
 /** A failed mesh operation: a code to branch on and a message that never carries key material. */
-export class MeshError extends Error {
-  /** What went wrong. */
-  readonly code: MeshErrorCode;
-
+export class MeshError extends CodedError {
   /** Builds an error; `cause` keeps the underlying error for logs. */
-  constructor(code: MeshErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(code, message, options);
     this.name = "MeshError";
-    this.code = code;
   }
 }

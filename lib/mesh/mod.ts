@@ -8,7 +8,6 @@
  */
 
 export { MeshError } from "./errors.ts";
-export type { MeshErrorCode } from "./errors.ts";
 export {
   formatIpv4,
   formatIpv4Network,

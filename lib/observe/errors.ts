@@ -1,24 +1,10 @@
-/** Codes an Observe Store refusal carries, as Machine RPC names them. */
-export type ObserveErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "ambiguous"
-  | "unavailable"
-  | "conflict"
-  | "internal";
+import { CodedError, type ErrorCode } from "../util/mod.ts";
 
 /** A refusal a caller can act on: a bad query, an ambiguous container prefix, a socket already served. */
-export class ObserveError extends Error {
-  /** The error code. */
-  readonly code: ObserveErrorCode;
-  /** Structured details, e.g. the candidates of an ambiguous prefix. */
-  readonly details: Record<string, unknown>;
-
-  /** Makes an error with a code, a message and optional details. */
-  constructor(code: ObserveErrorCode, message: string, details: Record<string, unknown> = {}) {
-    super(message);
+export class ObserveError extends CodedError {
+  /** Makes an error with a code, a message and optional details, e.g. the candidates of an ambiguous prefix. */
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(code, message, { details });
     this.name = "ObserveError";
-    this.code = code;
-    this.details = details;
   }
 }

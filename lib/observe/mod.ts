@@ -56,7 +56,6 @@ export type { ObserveApp, ObserveAppOptions, ObserveServer } from "./server.ts";
 export { lineToWire, parseTime } from "./wire.ts";
 export type { WireLine } from "./wire.ts";
 export { ObserveError } from "./errors.ts";
-export type { ObserveErrorCode } from "./errors.ts";
 export { FORMAT_VERSION } from "./schema.ts";
 export { runObserve } from "./run.ts";
 export type { ObserveOptions } from "./run.ts";

@@ -10,7 +10,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { z } from "zod";
-import { ObserveError, type ObserveErrorCode } from "./errors.ts";
+import { type ErrorCode } from "../util/mod.ts";
+import { ObserveError } from "./errors.ts";
 import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
 import { metricHistory } from "./metrics/history.ts";
@@ -19,7 +20,7 @@ import { historyToWire, MetricHistoryRequest, metricQueryFromWire } from "./metr
 import { type TailEvent, tailLogs } from "./tail.ts";
 import { historyFromWire, lineToWire, LogHistoryRequest, tailFromWire, TailLogsRequest } from "./wire.ts";
 
-const STATUS: Record<ObserveErrorCode, 400 | 404 | 409 | 500 | 503> = {
+const STATUS: Partial<Record<ErrorCode, 400 | 404 | 409 | 500 | 503>> = {
   "invalid_argument": 400,
   "not_found": 404,
   ambiguous: 409,
@@ -80,7 +81,10 @@ export function createObserveApp(
   });
   app.onError((error, c) => {
     if (error instanceof ObserveError) {
-      return c.json({ code: error.code, message: error.message, details: error.details }, STATUS[error.code]);
+      return c.json(
+        { code: error.code, message: error.message, details: error.details },
+        STATUS[error.code] ?? 500,
+      );
     }
     return c.json(
       { code: "internal", message: `Observe Store failed: ${messageOf(error)}`, details: {} },

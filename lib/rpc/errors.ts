@@ -5,54 +5,31 @@
  * @module
  */
 
-/** Error codes shared by the CLI, Machine RPC and every area (ARCHITECTURE.md §5). */
-export type RpcErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "ambiguous"
-  | "unsupported"
-  | "unavailable"
-  | "conflict"
-  | "busy"
-  | "internal"
-  | "unauthenticated";
+import { CodedError, ERROR_CODES, type ErrorCode, isErrorCode } from "../util/mod.ts";
+
+/** The shared error codes, as Machine RPC carries them (the one union of `lib/util`). */
+export type RpcErrorCode = ErrorCode;
 
 /** Every code, for checking what arrives over the wire. */
-export const RPC_ERROR_CODES: readonly RpcErrorCode[] = Object.freeze([
-  "invalid_argument",
-  "not_found",
-  "ambiguous",
-  "unsupported",
-  "unavailable",
-  "conflict",
-  "busy",
-  "internal",
-  "unauthenticated",
-]);
+export const RPC_ERROR_CODES: readonly RpcErrorCode[] = ERROR_CODES;
 
 /** A refused or failed Machine RPC call. */
-export class RpcError extends Error {
-  /** What went wrong, in terms a caller can act on. */
-  readonly code: RpcErrorCode;
-  /** Structured context; `capability` names the route, `protocol_major` the major a daemon speaks. */
-  readonly details: Record<string, unknown>;
-
-  /** Builds an error with a code, a message and optional details. */
+export class RpcError extends CodedError {
+  /** Builds an error with a code, a message and optional details: `capability` names the route,
+   * `protocol_major` the major a daemon speaks. */
   constructor(
     code: RpcErrorCode,
     message: string,
     options: { details?: Record<string, unknown>; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.name = "RpcError";
-    this.code = code;
-    this.details = { ...options.details };
   }
 }
 
 /** Whether `value` is one of the known codes. */
 export function isRpcErrorCode(value: unknown): value is RpcErrorCode {
-  return typeof value === "string" && (RPC_ERROR_CODES as readonly string[]).includes(value);
+  return isErrorCode(value);
 }
 
 const STATUS: Record<RpcErrorCode, number> = {

@@ -9,7 +9,8 @@
  * @module
  */
 
-import { isRpcErrorCode, RpcError, type RpcErrorCode } from "./errors.ts";
+import { CodedError } from "../util/mod.ts";
+import { RpcError, type RpcErrorCode } from "./errors.ts";
 
 /** Which Machine an outcome is about. */
 export interface MachineRef {
@@ -126,11 +127,7 @@ export async function fanOut<C, T>(
       tell({ kind: "success", machine, value });
       return { kind: "success" as const, machine, value };
     } catch (error) {
-      const code = error instanceof RpcError
-        ? error.code
-        : isRpcErrorCode((error as { code?: unknown })?.code)
-        ? (error as { code: RpcErrorCode }).code
-        : "internal";
+      const code = error instanceof CodedError ? error.code : "internal";
       tell({ kind: "failure", machine, code, message: messageOf(error) });
       return { kind: "failure" as const, machine, code, message: messageOf(error) };
     } finally {

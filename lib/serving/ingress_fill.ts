@@ -14,7 +14,7 @@ import {
   ingressContainerSpec,
   type IngressSlotOptions,
 } from "./ingress_spec.ts";
-import { sleep } from "../util/mod.ts";
+import { CodedError, sleep } from "../util/mod.ts";
 
 /** What filling one Machine's ingress slot did. */
 export interface IngressFill {
@@ -47,7 +47,7 @@ export async function fillIngressSlot(
     try {
       return await fillOnce(api, options);
     } catch (error) {
-      if ((error as { code?: unknown }).code !== "conflict" || look >= CONFLICT_LOOKS) throw error;
+      if (!(error instanceof CodedError) || error.code !== "conflict" || look >= CONFLICT_LOOKS) throw error;
       await sleep(CONFLICT_PAUSE_MS);
     }
   }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { ObservedContainerView } from "../deploy/mod.ts";
 import { fillIngressSlot, type IngressFillApi } from "./ingress_fill.ts";
+import { CodedError } from "../util/mod.ts";
 
 function proxy(id: string, state: string): ObservedContainerView {
   return {
@@ -39,7 +40,7 @@ const slot = { machineId: "m", deployment: "d" };
 Deno.test("a fill that lost the creation race to a concurrent fill finds the winner's container", async () => {
   const api = fakeApi(
     [[], [proxy("winner", "running")]],
-    () => Promise.reject(Object.assign(new Error("name in use"), { code: "conflict" })),
+    () => Promise.reject(new CodedError("conflict", "name in use")),
   );
   assert.deepEqual(await fillIngressSlot(api, slot), {
     action: "running",
@@ -52,17 +53,17 @@ Deno.test("a fill that lost the creation race to a concurrent fill finds the win
 Deno.test("a fill that finds the winner's container not started yet starts it", async () => {
   const api = fakeApi(
     [[], [proxy("winner", "created")]],
-    () => Promise.reject(Object.assign(new Error("name in use"), { code: "conflict" })),
+    () => Promise.reject(new CodedError("conflict", "name in use")),
   );
   assert.equal((await fillIngressSlot(api, slot)).action, "started");
   assert.deepEqual(api.calls, ["list", "ensure", "list", "start winner"]);
 });
 
 Deno.test("a conflict that lasts, or any other error, fails the fill", async () => {
-  const conflict = fakeApi([], () => Promise.reject(Object.assign(new Error("taken"), { code: "conflict" })));
+  const conflict = fakeApi([], () => Promise.reject(new CodedError("conflict", "taken")));
   await assert.rejects(fillIngressSlot(conflict, slot), /taken/);
   assert.equal(conflict.calls.filter((c) => c === "ensure").length, 3);
-  const other = fakeApi([], () => Promise.reject(Object.assign(new Error("gone"), { code: "unavailable" })));
+  const other = fakeApi([], () => Promise.reject(new CodedError("unavailable", "gone")));
   await assert.rejects(fillIngressSlot(other, slot), /gone/);
   assert.deepEqual(other.calls, ["list", "ensure"]);
 });

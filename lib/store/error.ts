@@ -1,21 +1,10 @@
-/** Codes a {@linkcode StoreError} carries, so callers can branch without parsing messages. */
-export type StoreErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "conflict"
-  | "unavailable"
-  | "internal"
-  | "unauthenticated";
+import { CodedError, type ErrorCode } from "../util/mod.ts";
 
 /** The one error class of the store area. */
-export class StoreError extends Error {
-  /** Machine-readable reason. */
-  readonly code: StoreErrorCode;
-
+export class StoreError extends CodedError {
   /** Builds an error with a code and a sentence-case message. */
-  constructor(code: StoreErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(code, message, { cause: options?.cause });
     this.name = "StoreError";
-    this.code = code;
   }
 }

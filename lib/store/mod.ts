@@ -24,7 +24,7 @@
  */
 
 export type { Change } from "./change.ts";
-export { StoreError, type StoreErrorCode } from "./error.ts";
+export { StoreError } from "./error.ts";
 export {
   type Ack,
   type Certificate,

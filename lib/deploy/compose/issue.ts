@@ -1,3 +1,5 @@
+import { CodedError } from "../../util/mod.ts";
+
 /** One problem found in a Compose file, located precisely enough for an operator to fix it. */
 export interface ComposeIssue {
   /** The file the problem is in, as the caller named it (a compose file or an env_file). */
@@ -12,9 +14,6 @@ export interface ComposeIssue {
   message: string;
 }
 
-/** Error code carried by every {@linkcode ComposeError}: the input is wrong, not the program. */
-export type ComposeErrorCode = "invalid_argument";
-
 /** Renders an issue as `file:line:col: path: message`, leaving out the parts it does not have. */
 export function formatIssue(issue: ComposeIssue): string {
   const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : issue.file;
@@ -25,16 +24,18 @@ export function formatIssue(issue: ComposeIssue): string {
  * A Compose file that cannot be loaded. It lists every problem found, so the CLI can print them all at
  * once instead of making the operator fix them one by one.
  */
-export class ComposeError extends Error {
-  /** Always `invalid_argument`: these are mistakes in the operator's input. */
-  readonly code: ComposeErrorCode = "invalid_argument";
+export class ComposeError extends CodedError {
   /** Every problem found, in file order. */
   readonly issues: readonly ComposeIssue[];
 
   /** Builds the error from a non-empty list of issues. */
   constructor(file: string, issues: readonly ComposeIssue[]) {
     const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
-    super([`Cannot load compose file "${file}": ${count}`, ...issues.map(formatIssue)].join("\n"));
+    // Always `invalid_argument`: these are mistakes in the operator's input.
+    super(
+      "invalid_argument",
+      [`Cannot load compose file "${file}": ${count}`, ...issues.map(formatIssue)].join("\n"),
+    );
     this.name = "ComposeError";
     this.issues = issues;
   }

@@ -31,7 +31,7 @@
 export { loadCompose } from "./load.ts";
 export type { LoadComposeOptions, LoadedCompose } from "./load.ts";
 export { ComposeError, formatIssue } from "./issue.ts";
-export type { ComposeErrorCode, ComposeIssue } from "./issue.ts";
+export type { ComposeIssue } from "./issue.ts";
 export { compareServiceSpecs, serviceSpecDigest } from "./spec.ts";
 export type { SpecChange, SpecComparison } from "./spec.ts";
 export { interpolate } from "./interpolate.ts";

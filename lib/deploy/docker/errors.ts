@@ -7,26 +7,22 @@
  * @module
  */
 
-/** What went wrong, in terms a caller can act on. */
-export type DockerErrorCode = "unavailable" | "not_found" | "conflict" | "invalid_argument" | "internal";
+import { CodedError, type ErrorCode } from "../../util/mod.ts";
 
 /** A failed Docker operation: a code to branch on, a sanitized message, and details naming what was involved. */
-export class DockerError extends Error {
-  /** What went wrong. */
-  readonly code: DockerErrorCode;
+export class DockerError extends CodedError {
   /** Structured context (container, label, expected and found values); never secrets. */
-  readonly details: Readonly<Record<string, string>>;
+  declare readonly details: Readonly<Record<string, string>>;
 
   /** Builds an error; `cause` keeps the raw engine error for logs. */
   constructor(
-    code: DockerErrorCode,
+    code: ErrorCode,
     message: string,
     options: { details?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.name = "DockerError";
-    this.code = code;
-    this.details = Object.freeze({ ...options.details });
+    Object.freeze(this.details);
   }
 }
 
@@ -73,7 +69,7 @@ function engineMessage(failure: EngineFailure): string {
   return failure.message ?? "unknown failure";
 }
 
-function codeForStatus(status: number): DockerErrorCode {
+function codeForStatus(status: number): ErrorCode {
   if (status === 400) return "invalid_argument";
   if (status === 404) return "not_found";
   if (status === 403 || status === 409) return "conflict";

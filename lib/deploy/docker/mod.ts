@@ -19,7 +19,7 @@
  * @module
  */
 
-export { DockerError, type DockerErrorCode } from "./errors.ts";
+export { DockerError } from "./errors.ts";
 export { type Deadlines, DEFAULT_DEADLINES } from "./deadline.ts";
 export { type LabelKeys, LABELS } from "./labels.ts";
 export {

@@ -4,41 +4,23 @@
  * @module
  */
 
-/** Codes shared by the CLI, Machine RPC and every area. */
-export type DeployErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "ambiguous"
-  | "unsupported"
-  | "unavailable"
-  | "conflict"
-  | "busy"
-  | "internal"
-  | "unauthenticated";
+import { CodedError, type ErrorCode } from "../../util/mod.ts";
 
 /** A Deploy that cannot be planned or a step that failed, with a code a caller can branch on. */
-export class DeployError extends Error {
-  /** What went wrong. */
-  readonly code: DeployErrorCode;
-  /** Structured context (the image, the Machine, the capability…). */
-  readonly details: Record<string, unknown>;
-
-  /** Builds an error with a code, a message and optional details. */
-  constructor(code: DeployErrorCode, message: string, details: Record<string, unknown> = {}) {
-    super(message);
+export class DeployError extends CodedError {
+  /** Builds an error with a code, a message and optional details (the image, the Machine, the capability…). */
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(code, message, { details });
     this.name = "DeployError";
-    this.code = code;
-    this.details = details;
   }
 }
 
-/** `{code, message, details}` of any thrown value; unknown throws become `internal`. */
+/** `{code, message, details}` of any thrown value; an error without a shared code becomes `internal`. */
 export function errorBody(
   error: unknown,
 ): { code: string; message: string; details: Record<string, unknown> } {
-  if (error instanceof Error && typeof (error as { code?: unknown }).code === "string") {
-    const e = error as Error & { code: string; details?: Record<string, unknown> };
-    return { code: e.code, message: e.message, details: e.details ?? {} };
+  if (error instanceof CodedError) {
+    return { code: error.code, message: error.message, details: error.details };
   }
   return { code: "internal", message: error instanceof Error ? error.message : String(error), details: {} };
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-export { DeployError, type DeployErrorCode, errorBody } from "./errors.ts";
+export { DeployError, errorBody } from "./errors.ts";
 export type {
   HealthEvidenceView,
   MachineApi,

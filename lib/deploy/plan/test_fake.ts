@@ -9,6 +9,7 @@ import type {
 } from "./machine_api.ts";
 import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
 import type { Snapshot } from "./snapshot.ts";
+import { CodedError } from "../../util/mod.ts";
 
 /** A fake Machine: containers in a map, a call log, and knobs for health and hook exits. */
 export class FakeMachine implements MachineApi {
@@ -80,9 +81,7 @@ export class FakeMachine implements MachineApi {
   ): Promise<{ container: ObservedContainerView; created: boolean; started: boolean }> {
     this.calls.push(`ensure ${r.spec.name}`);
     if (this.failEnsure?.test(r.spec.name)) {
-      return Promise.reject(Object.assign(new Error(`Port is already allocated: "${r.spec.name}"`), {
-        code: "conflict",
-      }));
+      return Promise.reject(new CodedError("conflict", `Port is already allocated: "${r.spec.name}"`));
     }
     const found = [...this.containers.values()].find((c) => c.creation_key === r.spec.creationKey);
     if (found !== undefined) {
@@ -150,9 +149,7 @@ export class FakeMachine implements MachineApi {
     const peer = this.peers.get(r.from_machine_id);
     if (peer === undefined || !peer.images.has(r.ref)) {
       return Promise.reject(
-        Object.assign(new Error(`Machine "${r.from_machine_id}" cannot give image "${r.ref}"`), {
-          code: "unavailable",
-        }),
+        new CodedError("unavailable", `Machine "${r.from_machine_id}" cannot give image "${r.ref}"`),
       );
     }
     this.images.add(r.ref);

@@ -4,17 +4,9 @@
  * @module
  */
 
-import { ObserveError, type ObserveErrorCode } from "../errors.ts";
+import { isErrorCode } from "../../util/mod.ts";
+import { ObserveError } from "../errors.ts";
 import type { MetricHistoryWireRequest, WireMetricHistory } from "./wire.ts";
-
-const CODES: readonly ObserveErrorCode[] = [
-  "invalid_argument",
-  "not_found",
-  "ambiguous",
-  "unavailable",
-  "conflict",
-  "internal",
-];
 
 /** Asks the Observe Store listening on `socketPath` for metric history; throws {@link ObserveError}. */
 export async function fetchMetricHistory(
@@ -42,7 +34,7 @@ export async function fetchMetricHistory(
     }
     const body = await response.json().catch(() => undefined);
     if (!response.ok) {
-      const code = CODES.find((c) => c === body?.code) ?? "internal";
+      const code = isErrorCode(body?.code) ? body.code : "internal";
       const message = typeof body?.message === "string"
         ? body.message
         : `Observe Store answered HTTP ${response.status}`;
