@@ -13,7 +13,7 @@ import {
   runWorker,
 } from "../../lib/installer/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
-import { sleep } from "../../lib/util/mod.ts";
+import { pollUntil } from "../../lib/util/mod.ts";
 
 /**
  * `ployzd install`: first setup from a local artifact (`--from`, what install.sh hands over), an upgrade request
@@ -160,12 +160,11 @@ function parseSeconds(value: unknown): number | undefined {
 }
 
 async function waitTerminal(paths: InstallPaths, id: string): Promise<AttemptRecord> {
-  const deadline = Date.now() + 1_900_000;
-  while (true) {
+  const ended = await pollUntil(async () => {
     const record = await readAttempt(paths, id);
-    if (record.outcome !== undefined || Date.now() > deadline) return record;
-    await sleep(500);
-  }
+    return record.outcome !== undefined ? record : undefined;
+  }, { timeoutMs: 1_900_000, intervalMs: 500 });
+  return ended ?? await readAttempt(paths, id);
 }
 
 function printRecord(io: Io, record: AttemptRecord, json: boolean): void {

@@ -4,7 +4,7 @@
 import { dirname } from "node:path";
 import { InstallError } from "./errors.ts";
 import { type InstallPaths, lockPath } from "./paths.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 
 /** A held install lock. */
 export interface InstallLock extends AsyncDisposable {
@@ -32,13 +32,8 @@ export async function waitLockInstall(
   attemptId: string,
   timeoutMs: number,
 ): Promise<InstallLock> {
-  const deadline = Date.now() + timeoutMs;
-  while (true) {
-    const lock = await tryLockOnce(paths, attemptId);
-    if (lock !== undefined) return lock;
-    if (Date.now() >= deadline) return await tryLockInstall(paths, attemptId);
-    await sleep(200);
-  }
+  const lock = await pollUntil(() => tryLockOnce(paths, attemptId), { timeoutMs, intervalMs: 200 });
+  return lock ?? await tryLockInstall(paths, attemptId);
 }
 
 /** The attempt id the current holder wrote, if any. */

@@ -3,7 +3,7 @@
 import { connectMachine } from "../rpc/mod.ts";
 import type { ReadyEvidence } from "./attempt.ts";
 import { InstallError } from "./errors.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 
 /** Polls `socketPath` until the daemon reports `version`, or refuses `unavailable` after `timeoutMs`. */
 export async function waitReady(
@@ -11,9 +11,8 @@ export async function waitReady(
   version: string,
   timeoutMs: number,
 ): Promise<ReadyEvidence> {
-  const deadline = Date.now() + timeoutMs;
   let last = "no answer yet";
-  while (Date.now() < deadline) {
+  const ready = await pollUntil(async (): Promise<ReadyEvidence | undefined> => {
     using client = connectMachine({ socketPath });
     try {
       const contract = await client.describeContract({ signal: AbortSignal.timeout(3_000) });
@@ -29,8 +28,9 @@ export async function waitReady(
     } catch (error) {
       last = error instanceof Error ? error.message : String(error);
     }
-    await sleep(250);
-  }
+    return undefined;
+  }, { timeoutMs });
+  if (ready !== undefined) return ready;
   throw new InstallError(
     "unavailable",
     `The daemon did not answer as version "${version}" on "${socketPath}" within ${

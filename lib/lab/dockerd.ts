@@ -10,7 +10,8 @@
 import { join } from "node:path";
 import { netnsPath } from "../mesh/mod.ts";
 import { LabError } from "./errors.ts";
-import { alive, cmdlineOf, pollUntil, sh, spawnDetached, stopPids, tryRun } from "./host.ts";
+import { pollUntil } from "../util/mod.ts";
+import { alive, cmdlineOf, sh, spawnDetached, stopPids, tryRun } from "./host.ts";
 import type { MachinePlan } from "./plan.ts";
 
 /** The `docker` arguments that reach a Machine's dockerd. */
@@ -64,7 +65,7 @@ export async function dockerdAnswers(machine: MachinePlan): Promise<boolean> {
 
 /** Waits until the Machine's dockerd answers, or throws naming its log. */
 export async function waitDockerd(machine: MachinePlan, timeoutMs: number): Promise<void> {
-  if (await pollUntil(timeoutMs, () => dockerdAnswers(machine))) return;
+  if (await pollUntil(() => dockerdAnswers(machine), { timeoutMs })) return;
   throw new LabError(
     "unavailable",
     `Cannot reach dockerd of lab Machine "${machine.name}" within ${timeoutMs / 1000} s: see "${

@@ -110,13 +110,3 @@ export function mountsUnder(dir: string): string[] {
   );
   return points.filter((p) => p === dir || p.startsWith(dir + "/")).sort((a, b) => b.length - a.length);
 }
-
-/** Polls `check` every 250 ms until it is true or `timeoutMs` passed; returns the last answer. */
-export async function pollUntil(timeoutMs: number, check: () => Promise<boolean>): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (true) {
-    if (await check()) return true;
-    if (Date.now() >= until) return false;
-    await sleep(250);
-  }
-}

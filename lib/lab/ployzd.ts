@@ -12,7 +12,8 @@ import { netnsPath } from "../mesh/mod.ts";
 import { type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import { connectMachine, type MachineClient } from "../rpc/mod.ts";
 import { LabError } from "./errors.ts";
-import { cmdlineOf, pollUntil, spawnDetached, stopPids, tryRun } from "./host.ts";
+import { pollUntil } from "../util/mod.ts";
+import { cmdlineOf, spawnDetached, stopPids, tryRun } from "./host.ts";
 import type { MachinePlan } from "./plan.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -121,7 +122,7 @@ export async function daemonPids(m: MachinePlan): Promise<number[]> {
 
 /** Waits until the Machine's ployzd answers on its socket, or throws naming its log. */
 export async function waitDaemon(m: MachinePlan, timeoutMs: number): Promise<void> {
-  const ready = await pollUntil(timeoutMs, async () => {
+  const ready = await pollUntil(async () => {
     using client = daemonClient(m);
     try {
       await client.describeContract({ signal: AbortSignal.timeout(5_000) });
@@ -129,7 +130,7 @@ export async function waitDaemon(m: MachinePlan, timeoutMs: number): Promise<voi
     } catch {
       return false;
     }
-  });
+  }, { timeoutMs });
   if (!ready) {
     throw new LabError(
       "unavailable",

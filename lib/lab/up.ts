@@ -27,7 +27,8 @@ import { openConfigStore } from "../store/mod.ts";
 import { loadImages, saveImages, startDockerd, waitDockerd } from "./dockerd.ts";
 import { labDown } from "./down.ts";
 import { LabError } from "./errors.ts";
-import { pollUntil, sh, spawnDetached, tryRun } from "./host.ts";
+import { pollUntil } from "../util/mod.ts";
+import { sh, spawnDetached, tryRun } from "./host.ts";
 import {
   IMPAIRMENTS,
   type LabPlan,
@@ -230,10 +231,10 @@ async function startLabRelay(plan: LabPlan, profile: Profile): Promise<void> {
     "--config",
     configPath,
   ], logPath);
-  const ready = await pollUntil(30_000, async () => {
+  const ready = await pollUntil(async () => {
     const log = await Deno.readTextFile(logPath).catch(() => "");
     return log.includes("relay ready");
-  });
+  }, { timeoutMs: 30_000 });
   if (!ready) {
     throw new LabError("unavailable", `Cannot start the lab's latency relay within 30 s: see "${logPath}"`);
   }

@@ -9,7 +9,7 @@
 import Docker from "dockerode";
 import { type Engine, type EngineOptions, openEngine } from "./engine.ts";
 import type { ContainerSpec } from "./spec.ts";
-import { sleep } from "../../util/mod.ts";
+import { pollUntil } from "../../util/mod.ts";
 
 /** The Docker socket the tests use. */
 export const SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
@@ -117,11 +117,7 @@ export function testSubnet(): { subnet: string; gateway: string } {
 
 /** Polls `check` until it returns a value or `ms` passes. */
 export async function eventually<T>(ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`Condition not met within ${ms} ms`);
-    await sleep(100);
-  }
+  const value = await pollUntil(check, { timeoutMs: ms, intervalMs: 100 });
+  if (value === undefined) throw new Error(`Condition not met within ${ms} ms`);
+  return value;
 }
