@@ -448,7 +448,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const baseHandlers = buildHandlers({
     record: () => record,
     engine,
-    dockerSocket: layout.dockerSocket,
     daemonVersion: options.daemonVersion,
     stopping: stopping.signal,
     serving: () => serving,

@@ -15,7 +15,6 @@ import {
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
-import { containerLogs, imageId } from "./docker_raw.ts";
 import type { LocalMachine } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
@@ -26,8 +25,6 @@ export interface HandlerHost {
   record(): LocalMachine;
   /** This Machine's Docker. */
   readonly engine: Engine;
-  /** Docker's socket, for the reads the adapter does not offer. */
-  readonly dockerSocket: string;
   /** The daemon's release. */
   readonly daemonVersion: string;
   /** Founds a Cluster here, or answers the one already founded. */
@@ -254,10 +251,10 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
     async containerLogs(req, ctx) {
       const signal = linked(ctx.signal);
       const id = await ownedOrRefuse("read the logs of", req.id, signal);
-      return await containerLogs(host.dockerSocket, id, { tail: req.tail, follow: req.follow, signal });
+      return await engine.containerLogs(id, { tail: req.tail, follow: req.follow, signal });
     },
     async inspectImage(req, ctx) {
-      const id = await imageId(host.dockerSocket, req.ref, ctx.signal);
+      const id = await engine.imageId(req.ref, ctx.signal);
       return id === undefined ? { present: false } : { present: true, id };
     },
   };

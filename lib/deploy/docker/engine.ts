@@ -25,8 +25,9 @@ import { type Deadlines, resolveDeadlines } from "./deadline.ts";
 import { DockerError } from "./errors.ts";
 import { containerEvents, type EventOptions } from "./events.ts";
 import { type HealthOptions, type HealthResult, waitHealthy } from "./health.ts";
-import { imageExists, type LoadedImages, loadImage, pullImage, saveImage } from "./images.ts";
+import { imageExists, inspectImage, type LoadedImages, loadImage, pullImage, saveImage } from "./images.ts";
 import { LABELS } from "./labels.ts";
+import { containerLogs, type LogsOptions } from "./logs.ts";
 import { ensureNetwork, type NetworkInfo, type NetworkSpec } from "./network.ts";
 import type { ContainerEvent, ObservedContainer } from "./observe.ts";
 import { type ContainerSpec, DEFAULT_LOG_POLICY, type LogPolicy } from "./spec.ts";
@@ -111,8 +112,12 @@ export interface Engine {
   waitHealthy(ref: string, options?: HealthOptions): Promise<HealthResult>;
   /** Creates the Machine's bridge network or verifies the existing one. */
   ensureNetwork(spec: NetworkSpec, signal?: AbortSignal): Promise<NetworkInfo>;
+  /** Docker's log stream of a container (stdout and stderr, demultiplexed); cancelling it ends the request. */
+  containerLogs(ref: string, options?: LogsOptions): Promise<ReadableStream<Uint8Array>>;
   /** Whether the image is on this Machine. */
   imageExists(ref: string, signal?: AbortSignal): Promise<boolean>;
+  /** The id of a local image, or `undefined` when the image is not on this Machine. */
+  imageId(ref: string, signal?: AbortSignal): Promise<string | undefined>;
   /** Streams a `docker save` archive of the image. */
   saveImage(ref: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
   /** Loads a `docker save` archive; no deadline, `signal` cancels. */
@@ -188,7 +193,11 @@ export function openEngine(options: EngineOptions): Engine {
     events: (signal, opts) => containerEvents(client, signal, opts),
     waitHealthy: (ref, opts) => waitHealthy(client, ref, opts),
     ensureNetwork: (spec, signal) => ensureNetwork(client, spec, signal),
+    containerLogs: (ref, opts) => containerLogs(client, ref, opts),
     imageExists: (ref, signal) => imageExists(client, ref, signal),
+    async imageId(ref: string, signal?: AbortSignal): Promise<string | undefined> {
+      return (await inspectImage(client, ref, signal))?.Id;
+    },
     saveImage: (ref, signal) => saveImage(client, ref, signal),
     loadImage: (archive, signal) => loadImage(client, archive, signal),
     pullImage: (ref, signal) => pullImage(client, ref, signal),

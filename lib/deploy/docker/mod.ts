@@ -48,6 +48,7 @@ export type {
 export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
 export type { LoadedImages } from "./images.ts";
+export type { LogsOptions } from "./logs.ts";
 export type { EventOptions } from "./events.ts";
 export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";
 export {

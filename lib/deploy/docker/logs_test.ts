@@ -1,5 +1,5 @@
 import { deepEqual } from "node:assert/strict";
-import { Demuxer } from "./docker_raw.ts";
+import { Demuxer } from "./logs.ts";
 
 function frame(stream: number, text: string): Uint8Array {
   const payload = new TextEncoder().encode(text);
