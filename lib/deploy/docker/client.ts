@@ -129,6 +129,57 @@ export function requestStream<T>(
   });
 }
 
+/**
+ * A streamed response as a web stream: each chunk goes through `map` (empty results are skipped), `signal` or a
+ * cancel destroys the response, and a broken stream errors with `broke(error)` unless `signal` aborted it.
+ */
+export function webStream(
+  response: Readable,
+  signal: AbortSignal | undefined,
+  options: {
+    map?: (bytes: Uint8Array) => Uint8Array;
+    broke: (error: unknown) => unknown;
+    closeOnAbort?: boolean;
+  },
+): ReadableStream<Uint8Array> {
+  const onAbort = (): void => {
+    response.destroy();
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const iterator = response[Symbol.asyncIterator]();
+  const done = (): void => {
+    signal?.removeEventListener("abort", onAbort);
+    response.destroy();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller): Promise<void> {
+      try {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) {
+            done();
+            controller.close();
+            return;
+          }
+          const bytes = new Uint8Array(next.value);
+          const out = options.map === undefined ? bytes : options.map(bytes);
+          if (out.length > 0) {
+            controller.enqueue(out);
+            return;
+          }
+        }
+      } catch (error) {
+        done();
+        if (signal?.aborted && options.closeOnAbort) controller.close();
+        else controller.error(signal?.aborted ? signal.reason : options.broke(error));
+      }
+    },
+    cancel(): void {
+      done();
+    },
+  });
+}
+
 /** Reads a newline-delimited JSON response to its end. */
 export async function readJsonLines(response: Readable): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];

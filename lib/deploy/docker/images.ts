@@ -6,7 +6,7 @@
  */
 
 import { Readable } from "node:stream";
-import { type Client, readJsonLines, request, requestStream, seg } from "./client.ts";
+import { type Client, readJsonLines, request, requestStream, seg, webStream } from "./client.ts";
 import type { DockerImage } from "./docker_types.ts";
 import { DockerError, sanitizeMessage } from "./errors.ts";
 
@@ -51,39 +51,11 @@ export async function saveImage(
     path: `/images/${seg(ref)}/get`,
     stream: true,
   }) as Readable;
-  const onAbort = (): void => {
-    response.destroy();
-  };
-  signal?.addEventListener("abort", onAbort, { once: true });
-  const iterator = response[Symbol.asyncIterator]();
-  const done = (): void => {
-    signal?.removeEventListener("abort", onAbort);
-    response.destroy();
-  };
-  return new ReadableStream<Uint8Array>({
-    async pull(controller): Promise<void> {
-      try {
-        const next = await iterator.next();
-        if (next.done) {
-          done();
-          controller.close();
-        } else {
-          controller.enqueue(new Uint8Array(next.value));
-        }
-      } catch (error) {
-        done();
-        controller.error(
-          signal?.aborted
-            ? signal.reason
-            : new DockerError("unavailable", `Cannot save image "${ref}": the archive stream broke`, {
-              cause: error,
-            }),
-        );
-      }
-    },
-    cancel(): void {
-      done();
-    },
+  return webStream(response, signal, {
+    broke: (error) =>
+      new DockerError("unavailable", `Cannot save image "${ref}": the archive stream broke`, {
+        cause: error,
+      }),
   });
 }
 

@@ -5,8 +5,9 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import type { Readable } from "node:stream";
-import { type Client, request, seg } from "./client.ts";
+import { type Client, request, seg, webStream } from "./client.ts";
 import { DockerError } from "./errors.ts";
 
 /** What to read of a container's logs. */
@@ -48,48 +49,14 @@ export async function containerLogs(
     stream: true,
   }) as Readable;
   const demux = options.tty ? undefined : new Demuxer();
-  const onAbort = (): void => {
-    response.destroy();
-  };
-  signal?.addEventListener("abort", onAbort, { once: true });
-  const iterator = response[Symbol.asyncIterator]();
-  const done = (): void => {
-    signal?.removeEventListener("abort", onAbort);
-    response.destroy();
-  };
-  return new ReadableStream<Uint8Array>({
-    async pull(stream): Promise<void> {
-      try {
-        for (;;) {
-          const next = await iterator.next();
-          if (next.done) {
-            done();
-            stream.close();
-            return;
-          }
-          const bytes = new Uint8Array(next.value);
-          const out = demux === undefined ? bytes : demux.push(bytes);
-          if (out.length > 0) {
-            stream.enqueue(out);
-            return;
-          }
-        }
-      } catch (error) {
-        done();
-        if (signal?.aborted) {
-          stream.close();
-        } else {
-          stream.error(
-            new DockerError("unavailable", `Cannot read the logs of container "${ref}": the stream broke`, {
-              cause: error,
-            }),
-          );
-        }
-      }
-    },
-    cancel(): void {
-      done();
-    },
+  return webStream(response, signal, {
+    map: demux === undefined ? undefined : (bytes) => demux.push(bytes),
+    broke: (error) =>
+      new DockerError("unavailable", `Cannot read the logs of container "${ref}": the stream broke`, {
+        cause: error,
+      }),
+    // A follow the caller ended is a complete answer, not a failure.
+    closeOnAbort: true,
   });
 }
 
@@ -99,7 +66,7 @@ export class Demuxer {
 
   /** Feeds bytes and returns the payload bytes of every complete frame. */
   push(bytes: Uint8Array): Uint8Array {
-    const data = this.#buffer.length === 0 ? bytes : concat([this.#buffer, bytes]);
+    const data = this.#buffer.length === 0 ? bytes : Buffer.concat([this.#buffer, bytes]);
     const out: Uint8Array[] = [];
     let at = 0;
     while (data.length - at >= 8) {
@@ -109,16 +76,6 @@ export class Demuxer {
       at += 8 + size;
     }
     this.#buffer = data.slice(at);
-    return concat(out);
+    return out.length === 1 ? out[0] : Buffer.concat(out);
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
