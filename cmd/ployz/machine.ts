@@ -1,20 +1,35 @@
-// `ployz machine`: the Machine commands, grouped.
-import type { Command } from "../../lib/cli/mod.ts";
-import { machineAddCommand } from "./machine_add.ts";
-import { machineInitCommand } from "./machine_init.ts";
-import { machineLsCommand } from "./machine_ls.ts";
-import { machineRmCommand } from "./machine_rm.ts";
-import { machineUpgradeCommand } from "./machine_upgrade.ts";
+// `ployz machine`: the Machine commands, grouped; each is imported only when it runs.
+import { type Command, lazyCommand } from "../../lib/cli/mod.ts";
 
 /** `ployz machine`. */
 export const machineCommand: Command = {
   name: "machine",
   summary: "Manage Machines",
   subcommands: [
-    machineInitCommand,
-    machineAddCommand,
-    machineLsCommand,
-    machineRmCommand,
-    machineUpgradeCommand,
+    lazyCommand(
+      "init",
+      "Found a Cluster on this Machine",
+      () => import("./machine_init.ts").then((m) => m.machineInitCommand),
+    ),
+    lazyCommand(
+      "add",
+      "Join another Machine to this Cluster (over SSH, installing Ployz there if needed, or --socket)",
+      () => import("./machine_add.ts").then((m) => m.machineAddCommand),
+    ),
+    lazyCommand(
+      "ls",
+      "List Machines as the local Machine observes them (membership, collisions)",
+      () => import("./machine_ls.ts").then((m) => m.machineLsCommand),
+    ),
+    lazyCommand(
+      "rm",
+      "Ask a Machine to leave the Cluster (its row is tombstoned by itself)",
+      () => import("./machine_rm.ts").then((m) => m.machineRmCommand),
+    ),
+    lazyCommand(
+      "upgrade",
+      "Upgrade Machines' Ployz software, one after another, and report each outcome",
+      () => import("./machine_upgrade.ts").then((m) => m.machineUpgradeCommand),
+    ),
   ],
 };

@@ -30,10 +30,3 @@ export const machineInitCommand: Command = {
     return 0;
   },
 };
-
-/** `ployz machine`. */
-export const machineCommand: Command = {
-  name: "machine",
-  summary: "Manage Machines",
-  subcommands: [machineInitCommand],
-};

@@ -1,39 +1,80 @@
-import type { Command } from "../../lib/cli/mod.ts";
+import { type Command, lazyCommand } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
-import { deployCommand } from "./deploy.ts";
-import { imageCommand } from "./image.ts";
-import { inspectCommand } from "./inspect.ts";
-import { labCommand } from "./lab.ts";
-import { logsCommand } from "./logs.ts";
-import { lsCommand } from "./ls.ts";
-import { machineCommand } from "./machine.ts";
-import { metricsCommand } from "./metrics.ts";
-import { psCommand } from "./ps.ts";
-import { rmCommand } from "./rm.ts";
-import { scaleCommand } from "./scale.ts";
-import { startCommand } from "./start.ts";
-import { stopCommand } from "./stop.ts";
-import { topCommand } from "./top.ts";
 
-/** The `ployz` command tree: the operator's CLI. */
+/**
+ * The `ployz` command tree: the operator's CLI. Each command is imported only when it runs, so `ployz version`
+ * and `ployz --help` load nothing but this list.
+ */
 export const ployz: Command = {
   name: "ployz",
   summary: "Run containers across your own Machines",
   subcommands: [
-    machineCommand,
-    deployCommand,
-    psCommand,
-    lsCommand,
-    inspectCommand,
-    logsCommand,
-    topCommand,
-    metricsCommand,
-    imageCommand,
-    startCommand,
-    stopCommand,
-    rmCommand,
-    scaleCommand,
-    labCommand,
+    lazyCommand(
+      "machine",
+      "Manage Machines",
+      () => import("./machine.ts").then((m) => m.machineCommand),
+    ),
+    lazyCommand(
+      "deploy",
+      "Deploy a Compose file to the Cluster",
+      () => import("./deploy.ts").then((m) => m.deployCommand),
+    ),
+    lazyCommand("ps", "List containers", () => import("./ps.ts").then((m) => m.psCommand)),
+    lazyCommand(
+      "ls",
+      "List Projects and their Services",
+      () => import("./ls.ts").then((m) => m.lsCommand),
+    ),
+    lazyCommand(
+      "inspect",
+      "Show one Service",
+      () => import("./inspect.ts").then((m) => m.inspectCommand),
+    ),
+    lazyCommand(
+      "logs",
+      "Show a Service's output from every Machine that ran it",
+      () => import("./logs.ts").then((m) => m.logsCommand),
+    ),
+    lazyCommand(
+      "top",
+      "Show current CPU, memory and network per Service and Machine, from every Machine",
+      () => import("./top.ts").then((m) => m.topCommand),
+    ),
+    lazyCommand(
+      "metrics",
+      "Plot a Service's CPU, memory, network and restarts over time, per Machine",
+      () => import("./metrics.ts").then((m) => m.metricsCommand),
+    ),
+    lazyCommand(
+      "image",
+      "Move images between Machines",
+      () => import("./image.ts").then((m) => m.imageCommand),
+    ),
+    lazyCommand(
+      "start",
+      "Start a Service's containers",
+      () => import("./start.ts").then((m) => m.startCommand),
+    ),
+    lazyCommand(
+      "stop",
+      "Stop a Service's containers (they are kept)",
+      () => import("./stop.ts").then((m) => m.stopCommand),
+    ),
+    lazyCommand(
+      "rm",
+      "Remove a Project's or a Service's containers",
+      () => import("./rm.ts").then((m) => m.rmCommand),
+    ),
+    lazyCommand(
+      "scale",
+      "Change how many containers a Service runs",
+      () => import("./scale.ts").then((m) => m.scaleCommand),
+    ),
+    lazyCommand(
+      "lab",
+      "Run a local multi-Machine lab on this host (root)",
+      () => import("./lab.ts").then((m) => m.labCommand),
+    ),
     versionCommand("ployz"),
   ],
 };

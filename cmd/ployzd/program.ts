@@ -1,24 +1,40 @@
-import type { Command } from "../../lib/cli/mod.ts";
+import { type Command, lazyCommand } from "../../lib/cli/mod.ts";
 import { versionCommand } from "../shared_version.ts";
-import { dialStdio } from "./dial_stdio.ts";
-import { dns } from "./dns.ts";
-import { install } from "./install.ts";
-import { observe } from "./observe.ts";
-import { serve } from "./serve.ts";
 
 /**
  * The `ployzd` command tree. Each top-level subcommand runs under the deno.json permission set of the same
- * name (see {@link subcommandSet}).
+ * name (see {@link subcommandSet}), and each is imported only when it runs: `ployzd dns` never loads Docker,
+ * the store or the planner.
  */
 export const ployzd: Command = {
   name: "ployzd",
   summary: "The Ployz Machine daemon and its narrowly permitted helpers",
   subcommands: [
-    serve,
-    dns,
-    observe,
-    install,
-    dialStdio,
+    lazyCommand(
+      "serve",
+      "Run the Machine daemon: Machine RPC, Docker, mesh, replicated store",
+      () => import("./serve.ts").then((m) => m.serve),
+    ),
+    lazyCommand(
+      "dns",
+      "Serve Internal DNS from /run/ployz/dns.json",
+      () => import("./dns.ts").then((m) => m.dns),
+    ),
+    lazyCommand(
+      "observe",
+      "Run the Observe Store: this Machine's logs and metrics",
+      () => import("./observe.ts").then((m) => m.observe),
+    ),
+    lazyCommand(
+      "install",
+      "Install or upgrade Ployz on this Machine",
+      () => import("./install.ts").then((m) => m.install),
+    ),
+    lazyCommand(
+      "dial-stdio",
+      "Bridge stdin/stdout to the local Machine RPC socket (for SSH access)",
+      () => import("./dial_stdio.ts").then((m) => m.dialStdio),
+    ),
     versionCommand("ployzd"),
   ],
 };

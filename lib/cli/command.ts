@@ -41,4 +41,9 @@ export interface Command {
   subcommands?: Command[];
   /** Runs a leaf command; resolves with the exit code. */
   run?(ctx: CommandContext): Promise<number>;
+  /**
+   * Loads the whole command on demand. A parent lists a stub (`name`, `summary`, `load`) so that a process loads
+   * only the command it runs; see {@link lazyCommand}.
+   */
+  load?(): Promise<Command>;
 }

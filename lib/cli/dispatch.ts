@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { Command, Io } from "./command.ts";
 import { CliError, UsageError } from "./errors.ts";
+import { loadCommand } from "./lazy.ts";
 import { usageText } from "./usage.ts";
 
 /** The command a command line resolved to, before its own options are parsed. */
@@ -13,9 +14,12 @@ export interface Resolved {
   rest: string[];
 }
 
-/** Walks `argv` down the command tree of `program`; stops at the first leaf or at a non-command word. */
-export function resolveCommand(program: Command, argv: string[]): Resolved {
-  let command = program;
+/**
+ * Walks `argv` down the command tree of `program`; stops at the first leaf or at a non-command word. Loads each
+ * lazily defined command it passes through, and only those.
+ */
+export async function resolveCommand(program: Command, argv: string[]): Promise<Resolved> {
+  let command = await loadCommand(program, program.name);
   let path = program.name;
   let i = 0;
   while (command.subcommands && i < argv.length && !argv[i].startsWith("-")) {
@@ -24,8 +28,8 @@ export function resolveCommand(program: Command, argv: string[]): Resolved {
     if (!next) {
       throw new UsageAt(path, command, `Unknown command "${word}" for "${path}"`);
     }
-    command = next;
     path = `${path} ${word}`;
+    command = await loadCommand(next, path);
     i++;
   }
   return { path, command, rest: argv.slice(i) };
@@ -47,7 +51,7 @@ export async function dispatch(program: Command, argv: string[], io: Io): Promis
   const wantsJson = argv.includes("--json");
   let resolved: Resolved | undefined;
   try {
-    resolved = resolveCommand(program, argv);
+    resolved = await resolveCommand(program, argv);
     const { path, command, rest } = resolved;
     if (rest.includes("--help") || rest.includes("-h")) {
       io.out(usageText(path, command));

@@ -1,5 +1,5 @@
 import { equal, match } from "node:assert/strict";
-import { bufferIo, type Command, dispatch, notBuilt } from "./mod.ts";
+import { bufferIo, type Command, dispatch, lazyCommand, notBuilt } from "./mod.ts";
 
 const program: Command = {
   name: "p",
@@ -66,4 +66,66 @@ Deno.test("dispatch() prints errors as JSON under --json and help on --help", as
   const help = bufferIo();
   equal(await dispatch(program, ["group", "--help"], help), 0);
   match(help.stdout, /Commands:\n {2}leaf {2}A leaf/);
+});
+
+// A module exporting a command named `name` that exits with `exitCode`.
+function commandModule(name: string, exitCode: number): string {
+  const source = `export const ${name} = { name: "${name}", summary: "${name.toUpperCase()}", ` +
+    `run: () => Promise.resolve(${exitCode}) };`;
+  return `data:application/javascript,${encodeURIComponent(source)}`;
+}
+
+Deno.test("dispatch() loads a lazy command only when the command line selects it", async () => {
+  const loads: string[] = [];
+  const lazyProgram: Command = {
+    name: "p",
+    summary: "Test program",
+    subcommands: [
+      lazyCommand("a", "A", () => {
+        loads.push("a");
+        return import(commandModule("a", 7)).then((m) => m.a);
+      }),
+      lazyCommand("b", "B", () => {
+        loads.push("b");
+        return import(commandModule("b", 0)).then((m) => m.b);
+      }),
+    ],
+  };
+  const help = bufferIo();
+  equal(await dispatch(lazyProgram, ["--help"], help), 0);
+  match(help.stdout, /a {2}A\n {2}b {2}B/);
+  equal(loads.length, 0);
+  equal(await dispatch(lazyProgram, ["a"], bufferIo()), 7);
+  equal(loads.join(","), "a");
+  const wrong: Command = {
+    name: "p",
+    summary: "Test program",
+    subcommands: [lazyCommand("c", "C", () => import(commandModule("a", 0)).then((m) => m.c))],
+  };
+  const io = bufferIo();
+  equal(await dispatch(wrong, ["c"], io), 1);
+  match(io.stderr, /^error\[internal\]: "p c" loaded no command named "c"\n/);
+});
+
+Deno.test("dispatch() reports a command module that cannot load in one line naming it, exit 1", async () => {
+  const broken: Command = {
+    name: "p",
+    summary: "Test program",
+    subcommands: [
+      lazyCommand("gone", "Gone", () => import("./no_such_command.ts").then((m) => m.gone)),
+    ],
+  };
+  for (const argv of [["gone"], ["gone", "--help"]]) {
+    const io = bufferIo();
+    equal(await dispatch(broken, argv, io), 1);
+    equal(io.stderr.split("\n").length, 2, io.stderr);
+    match(
+      io.stderr,
+      /^error\[internal\]: Cannot load "p gone": .*no_such_command\.ts.*reinstall the release\n$/,
+    );
+    equal(io.stdout, "");
+  }
+  const json = bufferIo();
+  equal(await dispatch(broken, ["gone", "--json"], json), 1);
+  match(JSON.parse(json.stdout).error.details.module, /^file:\/\/.*\/no_such_command\.ts$/);
 });

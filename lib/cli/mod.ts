@@ -8,6 +8,7 @@
 export type { Command, CommandContext, Io } from "./command.ts";
 export { CliError, UsageError } from "./errors.ts";
 export { dispatch, resolveCommand } from "./dispatch.ts";
+export { lazyCommand } from "./lazy.ts";
 export type { Resolved } from "./dispatch.ts";
 export { usageText } from "./usage.ts";
 export { bufferIo, processIo } from "./io.ts";

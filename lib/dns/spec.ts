@@ -1,5 +1,6 @@
-import { z } from "zod";
-import { isIPv4, isIPv6 } from "node:net";
+// Checked by hand rather than with zod: zod adds about 10 MB of resident memory to `ployzd dns`, which runs on
+// every Machine, and the format is small and frozen.
+import { isIPv4, isIPv6 } from "./ip.ts";
 
 /** The dns.json format this build reads and writes. A reader refuses only a different `format`. */
 export const DNS_SPEC_FORMAT = 1;
@@ -65,30 +66,36 @@ export type SpecReading =
   | { kind: "unsupported"; format: unknown; reason: string }
   | { kind: "invalid"; reason: string };
 
-const head = z.looseObject({
-  format: z.number().int(),
-});
+type Fields = Record<string, unknown>;
 
-const body = z.looseObject({
-  "generated_at": z.string().default(""),
-  "machine_id": z.string().default(""),
-  listen: z.array(z.string()),
-  upstreams: z.array(z.string()).optional(),
-  services: z.array(z.unknown()).default([]),
-});
+function isObject(value: unknown): value is Fields {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
 
-const replicaSchema = z.looseObject({
-  address: z.string(),
-  "machine_id": z.string().default(""),
-  "container_id": z.string().optional(),
-});
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === "string");
+}
 
-const serviceSchema = z.looseObject({
-  project: z.string().min(1),
-  service: z.string().min(1),
-  "service_id": z.string().optional(),
-  replicas: z.array(z.unknown()).default([]),
-});
+// The first field of `value` that does not have its expected shape, as `"field": what it should be`.
+function shapeProblem(
+  value: Fields,
+  fields: Record<string, "string" | "non-empty string" | "string array" | "array">,
+  optional: string[] = [],
+): string | undefined {
+  for (const [name, kind] of Object.entries(fields)) {
+    const v = value[name];
+    if (v === undefined && optional.includes(name)) continue;
+    const fits = kind === "string"
+      ? typeof v === "string"
+      : kind === "non-empty string"
+      ? typeof v === "string" && v !== ""
+      : kind === "string array"
+      ? isStringArray(v)
+      : Array.isArray(v);
+    if (!fits) return `"${name}": expected ${kind === "array" ? "an array" : `a ${kind}`}`;
+  }
+  return undefined;
+}
 
 /**
  * Reads dns.json text tolerantly. Unknown fields are kept; a Service or replica this build cannot use (say, an
@@ -103,51 +110,76 @@ export function readDnsSpec(text: string): SpecReading {
   } catch (error) {
     return { kind: "invalid", reason: `not JSON: ${error instanceof Error ? error.message : String(error)}` };
   }
-  const top = head.safeParse(json);
-  if (!top.success) return { kind: "invalid", reason: `"format" is missing or not an integer` };
-  if (top.data.format !== DNS_SPEC_FORMAT) {
+  if (!isObject(json) || typeof json.format !== "number" || !Number.isInteger(json.format)) {
+    return { kind: "invalid", reason: `"format" is missing or not an integer` };
+  }
+  if (json.format !== DNS_SPEC_FORMAT) {
     return {
       kind: "unsupported",
-      format: top.data.format,
-      reason: `format ${top.data.format} is not known to this build (it reads format ${DNS_SPEC_FORMAT})`,
+      format: json.format,
+      reason: `format ${json.format} is not known to this build (it reads format ${DNS_SPEC_FORMAT})`,
     };
   }
-  const parsed = body.safeParse(json);
-  if (!parsed.success) return { kind: "invalid", reason: issueText(parsed.error) };
+  const data: Fields = { "generated_at": "", "machine_id": "", services: [], ...json };
+  const problem = shapeProblem(
+    data,
+    {
+      "generated_at": "string",
+      "machine_id": "string",
+      listen: "string array",
+      upstreams: "string array",
+      services: "array",
+    },
+    ["upstreams"],
+  );
+  if (problem) return { kind: "invalid", reason: problem };
   const listen: HostPort[] = [];
-  for (const address of parsed.data.listen) {
+  for (const address of data.listen as string[]) {
     const hostPort = parseHostPort(address, undefined);
     if (!hostPort) return { kind: "invalid", reason: `listen address "${address}" is not "ip:port"` };
     listen.push(hostPort);
   }
-  for (const upstream of parsed.data.upstreams ?? []) {
+  for (const upstream of (data.upstreams as string[] | undefined) ?? []) {
     if (!parseHostPort(upstream, 53)) {
       return { kind: "invalid", reason: `upstream "${upstream}" is not "ip" or "ip:port"` };
     }
   }
   const skipped: string[] = [];
-  const services = parsed.data.services.flatMap((raw, i) => {
-    const service = serviceSchema.safeParse(raw);
-    if (!service.success) {
-      skipped.push(`services[${i}]: ${issueText(service.error)}`);
+  const services = (data.services as unknown[]).flatMap((raw, i) => {
+    const service: Fields = isObject(raw) ? { replicas: [], ...raw } : {};
+    const serviceProblem = isObject(raw)
+      ? shapeProblem(service, {
+        project: "non-empty string",
+        service: "non-empty string",
+        "service_id": "string",
+        replicas: "array",
+      }, ["service_id"])
+      : "expected an object";
+    if (serviceProblem) {
+      skipped.push(`services[${i}]: ${serviceProblem}`);
       return [];
     }
-    const replicas = service.data.replicas.flatMap((rawReplica, j) => {
-      const replica = replicaSchema.safeParse(rawReplica);
+    const replicas = (service.replicas as unknown[]).flatMap((rawReplica, j) => {
       const where = `services[${i}].replicas[${j}]`;
-      if (!replica.success) {
-        skipped.push(`${where}: ${issueText(replica.error)}`);
+      const replica: Fields = isObject(rawReplica) ? { "machine_id": "", ...rawReplica } : {};
+      const replicaProblem = isObject(rawReplica)
+        ? shapeProblem(replica, { address: "string", "machine_id": "string", "container_id": "string" }, [
+          "container_id",
+        ])
+        : "expected an object";
+      if (replicaProblem) {
+        skipped.push(`${where}: ${replicaProblem}`);
         return [];
       }
-      if (!isIPv4(replica.data.address)) {
-        skipped.push(`${where}: address "${replica.data.address}" is not IPv4`);
+      if (!isIPv4(replica.address as string)) {
+        skipped.push(`${where}: address "${replica.address}" is not IPv4`);
         return [];
       }
-      return [replica.data as DnsReplica];
+      return [replica as DnsReplica];
     });
-    return [{ ...service.data, replicas } as DnsService];
+    return [{ ...service, replicas } as DnsService];
   });
-  const spec = { ...parsed.data, format: top.data.format, services } as DnsSpec;
+  const spec = { ...data, format: json.format, services } as DnsSpec;
   return { kind: "ok", spec, listen, skipped };
 }
 
@@ -179,10 +211,4 @@ function checked(
 /** `ip:port`, bracketing IPv6. */
 export function formatHostPort({ hostname, port }: HostPort): string {
   return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
-}
-
-function issueText(error: z.ZodError): string {
-  const issue = error.issues[0];
-  const path = issue.path.length > 0 ? `"${issue.path.join(".")}": ` : "";
-  return `${path}${issue.message}`;
 }

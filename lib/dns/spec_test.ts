@@ -108,3 +108,42 @@ Deno.test("writeDnsSpec() replaces the file whole and leaves no temp file behind
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("readDnsSpec() names the field of the wrong type: invalid at the top, skipped below", () => {
+  for (
+    const [patch, reason] of [
+      [{ listen: "10.0.0.1:53" }, '"listen": expected a string array'],
+      [{ listen: [53] }, '"listen": expected a string array'],
+      [{ upstreams: [1] }, '"upstreams": expected a string array'],
+      [{ machine_id: 7 }, '"machine_id": expected a string'],
+      [{ services: {} }, '"services": expected an array'],
+    ] as const
+  ) {
+    deepEqual(readDnsSpec(JSON.stringify({ ...sampleSpec(), ...patch })), { kind: "invalid", reason });
+  }
+  const reading = readDnsSpec(JSON.stringify({
+    ...sampleSpec(),
+    services: [
+      "web",
+      { project: "p", service: "", replicas: [] },
+      { project: "p", service: "s", service_id: 1, replicas: [] },
+      {
+        project: "p",
+        service: "t",
+        replicas: [7, { address: "10.0.0.9", container_id: 5 }, { address: "10.0.0.8" }],
+      },
+    ],
+  }));
+  if (reading.kind !== "ok") throw new Error(reading.reason);
+  deepEqual(reading.skipped, [
+    "services[0]: expected an object",
+    'services[1]: "service": expected a non-empty string',
+    'services[2]: "service_id": expected a string',
+    "services[3].replicas[0]: expected an object",
+    'services[3].replicas[1]: "container_id": expected a string',
+  ]);
+  deepEqual(reading.spec.services.map((s) => [s.service, s.replicas]), [["t", [{
+    machine_id: "",
+    address: "10.0.0.8",
+  }]]]);
+});

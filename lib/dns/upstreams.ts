@@ -1,4 +1,4 @@
-import { isIPv4 } from "node:net";
+import { isIPv4 } from "./ip.ts";
 import { formatHostPort, type HostPort, parseHostPort } from "./spec.ts";
 
 /** The `nameserver` addresses of a resolv.conf text, in order. */

@@ -1,0 +1,45 @@
+import type { Command } from "./command.ts";
+import { CliError } from "./errors.ts";
+
+/**
+ * A command whose module is imported only when the command line selects it, so a process carries only the code
+ * it runs. Pass `load` as `() => import("./x.ts").then((m) => m.xCommand)` with a literal specifier, so that
+ * `deno compile` includes the module and the process's permission set needs no read access to its own code.
+ * (Deno still parses a literal import's graph at startup without running it; measured, that costs `ployzd dns`
+ * about 7 MB against a process that never names the other commands.)
+ */
+export function lazyCommand(name: string, summary: string, load: () => Promise<Command>): Command {
+  return { name, summary, load };
+}
+
+/**
+ * Replaces a stub made by {@link lazyCommand} with the command it loads. A module that cannot be loaded (a release
+ * tree with a file missing or damaged) is one {@link CliError} naming the command and the module, exit 1.
+ */
+export async function loadCommand(command: Command, path: string): Promise<Command> {
+  if (!command.load) return command;
+  let loaded: Command | undefined;
+  try {
+    loaded = await command.load();
+  } catch (error) {
+    const message = firstLine(error instanceof Error ? error.message : String(error)).replace(/\.$/, "");
+    throw new CliError(
+      "internal",
+      `Cannot load "${path}": ${message}; this installation is damaged, reinstall the release`,
+      { details: { command: path, module: moduleOf(message) } },
+    );
+  }
+  if (loaded?.name !== command.name) {
+    throw new CliError("internal", `"${path}" loaded no command named "${command.name}"`);
+  }
+  return loaded;
+}
+
+function firstLine(text: string): string {
+  return text.split("\n")[0].trim();
+}
+
+// Deno names the module it could not load in quotes: `Module not found "file:///…/x.ts".`
+function moduleOf(message: string): string | undefined {
+  return message.match(/"((?:file|npm|jsr|https?):[^"]+)"/)?.[1];
+}

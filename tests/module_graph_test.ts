@@ -1,0 +1,66 @@
+// Each process loads only what it runs: the module graph of each ployzd subcommand and of the CLI's cheapest
+// commands, read from `deno info`, holds none of the areas and packages that process has no use for.
+import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { loadedModules } from "../tools/module_graph.ts";
+
+function areasOf(files: string[]): Set<string> {
+  return new Set(files.filter((f) => f.startsWith("lib/")).map((f) => f.split("/")[1]));
+}
+
+Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", async () => {
+  const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/dns.ts"]);
+  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "dns", "permissions"]);
+  deepEqual(loaded.npm, []);
+  ok(!loaded.node.includes("node:sqlite"), loaded.node.join(" "));
+  ok(loaded.files.includes("lib/dns/server.ts"), "the graph reaches the DNS server itself");
+});
+
+Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Docker or the planner", async () => {
+  const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/observe.ts"]);
+  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "observe", "permissions"]);
+  for (const pkg of ["dockerode", "yaml", "@noble/curves"]) ok(!loaded.npm.includes(pkg), pkg);
+});
+
+Deno.test("ployzd serve loads neither the Observe Store nor the lab", async () => {
+  const areas = areasOf((await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"])).files);
+  for (const area of ["observe", "lab"]) ok(!areas.has(area), area);
+});
+
+Deno.test("ployz version and ployz --help load the command list only", async () => {
+  const loaded = await loadedModules("cmd/ployz.ts");
+  deepEqual([...areasOf(loaded.files)], ["cli"]);
+  deepEqual(loaded.npm, []);
+  equal(loaded.files.filter((f) => f.startsWith("cmd/")).length, 3, loaded.files.join(" "));
+});
+
+Deno.test("a release tree missing a module fails the command that needs it in one line, exit 1", async () => {
+  const root = fromFileUrl(new URL("../", import.meta.url));
+  const tree = await Deno.makeTempDir({ prefix: "ployz-broken-release-" });
+  try {
+    for (const entry of ["cmd", "lib", "bin", "deno.json", "deno.lock"]) {
+      await new Deno.Command("cp", { args: ["-r", join(root, entry), tree] }).output();
+    }
+    await Deno.symlink(join(root, "node_modules"), join(tree, "node_modules"));
+    // A release tree carries its deno beside deno.json.
+    await Deno.symlink(Deno.execPath(), join(tree, "deno"));
+    await Deno.remove(join(tree, "lib", "dns", "zone.ts"));
+    const run = (...args: string[]) =>
+      new Deno.Command(join(tree, "bin", "ployzd"), {
+        args,
+        env: { PLOYZ_RUN_DIR: tree, NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const out = await run("dns", "--probe");
+    const stderr = new TextDecoder().decode(out.stderr);
+    equal(out.code, 1, stderr);
+    match(stderr, /^error\[internal\]: Cannot load "ployzd dns": Module not found ".*\/lib\/dns\/zone\.ts"/);
+    equal(stderr.trimEnd().split("\n").length, 1, stderr);
+    // Commands that do not need the missing module still run.
+    equal((await run("version")).code, 0);
+  } finally {
+    await Deno.remove(tree, { recursive: true });
+  }
+});
