@@ -11,7 +11,7 @@ function areasOf(files: string[]): Set<string> {
 
 Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/dns.ts"]);
-  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "dns", "permissions"]);
+  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "dns", "permissions", "util"]);
   deepEqual(loaded.npm, []);
   ok(!loaded.node.includes("node:sqlite"), loaded.node.join(" "));
   ok(loaded.files.includes("lib/dns/server.ts"), "the graph reaches the DNS server itself");
@@ -19,7 +19,7 @@ Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", a
 
 Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Docker or the planner", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/observe.ts"]);
-  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "observe", "permissions"]);
+  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "observe", "permissions", "util"]);
   for (const pkg of ["dockerode", "yaml", "@noble/curves"]) ok(!loaded.npm.includes(pkg), pkg);
 });
 
@@ -30,7 +30,7 @@ Deno.test("ployzd serve loads neither the Observe Store nor the lab", async () =
 
 Deno.test("ployz version and ployz --help load the command list only", async () => {
   const loaded = await loadedModules("cmd/ployz.ts");
-  deepEqual([...areasOf(loaded.files)], ["cli"]);
+  deepEqual([...areasOf(loaded.files)].sort(), ["cli", "util"]);
   deepEqual(loaded.npm, []);
   equal(loaded.files.filter((f) => f.startsWith("cmd/")).length, 3, loaded.files.join(" "));
 });
