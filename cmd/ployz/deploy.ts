@@ -2,7 +2,13 @@
 // confirm, execute, report.
 import { dirname, join } from "node:path";
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import { formatIssue, loadCompose, parseDurationMs, parseEnvFile } from "../../lib/deploy/mod.ts";
+import {
+  formatIssue,
+  loadCompose,
+  parseDurationMs,
+  parseEnvFile,
+  readBoundedFile,
+} from "../../lib/deploy/mod.ts";
 import { cliError, openConfig } from "./connect.ts";
 import { withDeployMachines } from "./deploy_machines.ts";
 import { deployProject } from "./deploy_flow.ts";
@@ -18,7 +24,7 @@ function processEnv(): Record<string, string> {
 
 function dotEnv(composePath: string, env: Record<string, string>): Record<string, string> {
   try {
-    return parseEnvFile(Deno.readTextFileSync(join(dirname(composePath), ".env")), env).vars;
+    return parseEnvFile(readBoundedFile(join(dirname(composePath), ".env")), env).vars;
   } catch {
     return {};
   }

@@ -42,6 +42,6 @@ Deno.test("parseEnvFile() reports a missing required variable", () => {
   const parsed = parseEnvFile("Y=${Z:?needed}\n", {});
   assert.deepEqual(parsed.problems, [{
     line: 1,
-    message: 'required variable "Z" is unset or empty: needed',
+    message: 'value of "Y": required variable "Z" is unset or empty: needed',
   }]);
 });

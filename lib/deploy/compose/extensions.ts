@@ -5,10 +5,11 @@
  * @module
  */
 
-import { isAbsolute, join } from "node:path";
+import { isAbsolute, join, normalize } from "node:path";
 import { isScalar, type Node } from "yaml";
 import { CADDY_KEYS, checkKeys, PRE_DEPLOY_KEYS } from "./keys.ts";
 import { boolean, entries, fail, keyValues, type Reader, sorted, text, textList } from "./reader.ts";
+import { MAX_FILE_BYTES, oversize } from "./limits.ts";
 import type { PreDeployHook } from "./types.ts";
 import { fileErrorReason, readCommand, readDuration } from "./service_fields.ts";
 
@@ -54,7 +55,17 @@ export function readCaddy(
   }
   if (config === undefined) return null;
   if (config !== "" && !config.includes("\n")) {
-    const file = isAbsolute(config) ? config : join(baseDir, config);
+    // The fragment is served by every Machine's Ingress Proxy: only a file of the Project may become one.
+    if (isAbsolute(config) || normalize(config).split(/[\\/]/)[0] === "..") {
+      fail(
+        reader,
+        at,
+        path,
+        `Caddy config "${config}" for service "${service}" must be a file inside the compose file's directory`,
+      );
+      return null;
+    }
+    const file = join(baseDir, config);
     try {
       config = readFile(file);
     } catch (error) {
@@ -66,6 +77,16 @@ export function readCaddy(
       );
       return null;
     }
+  }
+  const size = oversize(config);
+  if (size !== undefined) {
+    fail(
+      reader,
+      at,
+      path,
+      `Caddy config for service "${service}" is ${size} bytes, more than the limit of ${MAX_FILE_BYTES}`,
+    );
+    return null;
   }
   const trimmed = config.trim();
   return trimmed === "" ? null : trimmed;

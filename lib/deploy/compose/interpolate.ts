@@ -6,6 +6,8 @@
  * @module
  */
 
+import { MAX_INTERPOLATION_DEPTH } from "./limits.ts";
+
 /** The outcome of interpolating one string. */
 export type Interpolated =
   | { ok: true; value: string; unset: string[] }
@@ -23,7 +25,7 @@ const NAME_PART = /[A-Za-z0-9_]/;
 export function interpolate(text: string, env: Readonly<Record<string, string>>): Interpolated {
   const unset: string[] = [];
   try {
-    return { ok: true, value: expand(text, env, unset), unset };
+    return { ok: true, value: expand(text, env, unset, 0), unset };
   } catch (error) {
     if (error instanceof InterpolationFailure) return { ok: false, error: error.message };
     throw error;
@@ -45,7 +47,17 @@ function invalid(text: string): InterpolationFailure {
   );
 }
 
-function expand(text: string, env: Readonly<Record<string, string>>, unset: string[]): string {
+function expand(
+  text: string,
+  env: Readonly<Record<string, string>>,
+  unset: string[],
+  depth: number,
+): string {
+  if (depth > MAX_INTERPOLATION_DEPTH) {
+    throw new InterpolationFailure(
+      `interpolation nested more than ${MAX_INTERPOLATION_DEPTH} levels deep: simplify the default values`,
+    );
+  }
   let out = "";
   let i = 0;
   while (i < text.length) {
@@ -62,7 +74,7 @@ function expand(text: string, env: Readonly<Record<string, string>>, unset: stri
     } else if (next === "{") {
       const end = closingBrace(text, i + 2);
       if (end < 0) throw invalid(text);
-      out += braced(text.slice(i + 2, end), text, env, unset);
+      out += braced(text.slice(i + 2, end), text, env, unset, depth);
       i = end + 1;
     } else if (next !== undefined && NAME_START.test(next)) {
       let j = i + 1;
@@ -100,6 +112,7 @@ function braced(
   whole: string,
   env: Readonly<Record<string, string>>,
   unset: string[],
+  depth: number,
 ): string {
   let j = 0;
   if (!NAME_START.test(body[0] ?? "")) throw invalid(whole);
@@ -118,13 +131,13 @@ function braced(
   switch (operator) {
     case ":-":
     case "-":
-      return missing ? expand(argument, env, unset) : value as string;
+      return missing ? expand(argument, env, unset, depth + 1) : value as string;
     case ":+":
     case "+":
-      return missing ? "" : expand(argument, env, unset);
+      return missing ? "" : expand(argument, env, unset, depth + 1);
     default: {
       if (!missing) return value as string;
-      const message = expand(argument, env, unset);
+      const message = expand(argument, env, unset, depth + 1);
       const requirement = operator === ":?" ? "is unset or empty" : "is unset";
       throw new InterpolationFailure(
         message === ""

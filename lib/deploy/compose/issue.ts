@@ -1,4 +1,5 @@
 import { CodedError } from "../../util/mod.ts";
+import { MAX_LISTED_ISSUES } from "./limits.ts";
 
 /** One problem found in a Compose file, located precisely enough for an operator to fix it. */
 export interface ComposeIssue {
@@ -31,11 +32,13 @@ export class ComposeError extends CodedError {
   /** Builds the error from a non-empty list of issues. */
   constructor(file: string, issues: readonly ComposeIssue[]) {
     const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
+    // A hostile file can hold thousands of problems; the first ones are enough to start fixing it.
+    const listed = issues.slice(0, MAX_LISTED_ISSUES).map(formatIssue);
+    if (issues.length > MAX_LISTED_ISSUES) {
+      listed.push(`… and ${issues.length - MAX_LISTED_ISSUES} more problems`);
+    }
     // Always `invalid_argument`: these are mistakes in the operator's input.
-    super(
-      "invalid_argument",
-      [`Cannot load compose file "${file}": ${count}`, ...issues.map(formatIssue)].join("\n"),
-    );
+    super("invalid_argument", [`Cannot load compose file "${file}": ${count}`, ...listed].join("\n"));
     this.name = "ComposeError";
     this.issues = issues;
   }

@@ -6,22 +6,30 @@
  */
 
 import { basename, dirname, resolve as resolvePath } from "node:path";
-import { isScalar, LineCounter, type Node, parseDocument, visit } from "yaml";
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { interpolate } from "./interpolate.ts";
 import { ComposeError, type ComposeIssue } from "./issue.ts";
 import { checkKeys, TOP_LEVEL_KEYS, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
+import {
+  MAX_COMPOSE_BYTES,
+  MAX_FILE_BYTES,
+  MAX_SERVICES,
+  MAX_UNSET_WARNINGS,
+  oversize,
+  readBoundedFile,
+} from "./limits.ts";
 import { dnsLabelProblem, dockerNameProblem, projectNameFromDirectory, volumeNameProblem } from "./names.ts";
 import {
   boolean,
   entries,
   type Entry,
   fail,
-  isList,
   isMapping,
   keyValues,
   type Reader,
   sorted,
   text,
+  TooComplex,
   warn,
 } from "./reader.ts";
 import { readService, type ServiceScope } from "./service.ts";
@@ -38,7 +46,10 @@ export interface LoadComposeOptions {
   projectName?: string;
   /** Variables for interpolation: the process environment merged with the `.env` beside the file. */
   env: Readonly<Record<string, string>>;
-  /** Reads a file as text (compose file, env_file, x-caddy file); defaults to `Deno.readTextFileSync`. */
+  /**
+   * Reads a file as text (compose file, env_file, x-caddy file); defaults to a read of regular files of at most
+   * {@linkcode MAX_FILE_BYTES}.
+   */
   readFile?: (path: string) => string;
   /** Directory relative paths resolve against when `path` is not given; defaults to the current one. */
   workingDir?: string;
@@ -53,7 +64,7 @@ export interface LoadedCompose {
 }
 
 function defaultReadFile(path: string): string {
-  return Deno.readTextFileSync(path);
+  return readBoundedFile(path, MAX_FILE_BYTES);
 }
 
 /**
@@ -74,9 +85,16 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
       throw new ComposeError(file, [issue(file, `cannot read compose file: ${fileErrorReason(error)}`)]);
     }
   }
+  const size = oversize(source, MAX_COMPOSE_BYTES);
+  if (size !== undefined) {
+    throw new ComposeError(file, [
+      issue(file, `the compose file is ${size} bytes, more than the limit of ${MAX_COMPOSE_BYTES}`),
+    ]);
+  }
   const baseDir = options.path !== undefined ? dirname(options.path) : options.workingDir ?? ".";
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, merge: true, prettyErrors: false, uniqueKeys: true });
+  // Duplicate keys are found below in one pass: the library's own check compares every pair of keys.
+  const doc = parseDocument(source, { lineCounter, merge: true, prettyErrors: false, uniqueKeys: false });
   const reader: Reader = { file, text: source, doc, lineCounter, errors: [], warnings: [] };
   if (doc.errors.length > 0) {
     for (const error of doc.errors) {
@@ -91,8 +109,16 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
     }
     throw new ComposeError(file, reader.errors);
   }
-  interpolateDocument(reader, options.env);
-  const project = readProject(reader, options, baseDir, readFile);
+  let project: NormalizedProject | undefined;
+  try {
+    // Duplicate keys make the document ambiguous: nothing after them would be trustworthy.
+    if (checkDocument(reader, options.env) > 0) throw new ComposeError(file, ordered(reader.errors));
+    project = readProject(reader, options, baseDir, readFile);
+  } catch (error) {
+    if (!(error instanceof TooComplex)) throw error;
+    fail(reader, error.node, "", error.message);
+    throw new ComposeError(file, ordered(reader.errors));
+  }
   if (reader.errors.length > 0 || project === undefined) throw new ComposeError(file, ordered(reader.errors));
   return { project, warnings: ordered(reader.warnings) };
 }
@@ -117,50 +143,82 @@ function ordered(list: ComposeIssue[]): ComposeIssue[] {
   );
 }
 
-/** Interpolates every scalar value (never keys) once, in place. */
-function interpolateDocument(reader: Reader, env: Readonly<Record<string, string>>): void {
+/**
+ * One pass over the document, without following aliases: refuses duplicate keys and interpolates every scalar
+ * value (never keys) once, in place. Iterative, so a deeply nested document cannot exhaust the stack.
+ */
+function checkDocument(reader: Reader, env: Readonly<Record<string, string>>): number {
+  let duplicates = 0;
   const warned = new Set<string>();
-  visit(reader.doc, {
-    Scalar(key, node) {
-      if (key === "key" || typeof node.value !== "string") return;
+  let unwarned = 0;
+  let firstUnwarned: { node: Node; path: string } | undefined;
+  const stack: { node: unknown; path: string }[] = [{ node: reader.doc.contents, path: "" }];
+  // Aliases are resolved here, once, in document order: the library's own lookup walks the whole document
+  // for every alias.
+  const anchors = new Map<string, Node>();
+  reader.aliases = new Map();
+  while (stack.length > 0) {
+    const { node, path } = stack.pop()!;
+    const anchor = (node as { anchor?: unknown } | null)?.anchor;
+    if (typeof anchor === "string") anchors.set(anchor, node as Node);
+    if (isAlias(node)) {
+      const target = anchors.get(node.source);
+      if (target !== undefined) reader.aliases.set(node, target);
+    } else if (isMap(node)) {
+      const keys = new Set<string>();
+      const children: { node: unknown; path: string }[] = [];
+      for (const pair of node.items) {
+        if (!isPair(pair)) continue;
+        const keyNode = pair.key as Node | null;
+        const merge = isScalar(keyNode) && (typeof keyNode.value === "symbol" || keyNode.source === "<<");
+        const key = !isScalar(keyNode) ? "?" : merge ? "<<" : String(keyNode.value);
+        if (isScalar(keyNode) && !merge) {
+          if (keys.has(key)) {
+            duplicates++;
+            fail(reader, keyNode, childPath(path, key), "Duplicate key: map keys must be unique");
+          }
+          keys.add(key);
+        }
+        children.push({ node: pair.value, path: childPath(path, key) });
+      }
+      // Pushed last-first so values are interpolated, and unset variables warned about, in file order.
+      for (let index = children.length - 1; index >= 0; index--) stack.push(children[index]);
+    } else if (isSeq(node)) {
+      for (let index = node.items.length - 1; index >= 0; index--) {
+        stack.push({ node: node.items[index], path: `${path}[${index}]` });
+      }
+    } else if (isScalar(node) && typeof node.value === "string") {
       const result = interpolate(node.value, env);
       if (!result.ok) {
-        fail(reader, node, pathOf(reader, node), result.error);
-        return;
+        fail(reader, node, path, result.error);
+        continue;
       }
       for (const name of result.unset) {
         if (warned.has(name)) continue;
         warned.add(name);
-        warn(reader, node, pathOf(reader, node), `variable "${name}" is not set: using an empty string`);
+        if (warned.size > MAX_UNSET_WARNINGS) {
+          unwarned++;
+          firstUnwarned ??= { node, path };
+          continue;
+        }
+        warn(reader, node, path, `variable "${name}" is not set: using an empty string`);
       }
       node.value = result.value;
-    },
-  });
+    }
+  }
+  if (unwarned > 0 && firstUnwarned !== undefined) {
+    warn(
+      reader,
+      firstUnwarned.node,
+      firstUnwarned.path,
+      `${unwarned} more variables are not set: using empty strings`,
+    );
+  }
+  return duplicates;
 }
 
-/** The dotted path of a node, found by walking from the root (used only for interpolation issues). */
-function pathOf(reader: Reader, target: Node): string {
-  let found = "";
-  const walk = (node: unknown, path: string): boolean => {
-    if (node === target) {
-      found = path;
-      return true;
-    }
-    if (isMapping(node as Node)) {
-      for (const pair of (node as { items: { key: unknown; value: unknown }[] }).items) {
-        const key = isScalar(pair.key) ? String(pair.key.value) : "?";
-        if (walk(pair.value, path === "" ? key : `${path}.${key}`)) return true;
-      }
-    } else if (isList(node as Node)) {
-      const list = (node as { items: unknown[] }).items;
-      for (let index = 0; index < list.length; index++) {
-        if (walk(list[index], `${path}[${index}]`)) return true;
-      }
-    }
-    return false;
-  };
-  walk(reader.doc.contents, "");
-  return found;
+function childPath(path: string, key: string): string {
+  return path === "" ? key : `${path}.${key}`;
 }
 
 function readProject(
@@ -211,6 +269,15 @@ function readProject(
     : entries(reader, servicesEntry.value, servicesEntry.path) ?? [];
   if (serviceEntries.length === 0 && (servicesEntry === undefined || servicesEntry.value === null)) {
     fail(reader, servicesEntry?.keyNode ?? root, "services", "no services defined");
+  }
+  if (serviceEntries.length > MAX_SERVICES) {
+    fail(
+      reader,
+      servicesEntry?.keyNode,
+      "services",
+      `${serviceEntries.length} services defined, more than the limit of ${MAX_SERVICES}`,
+    );
+    return undefined;
   }
   const scope: ServiceScope = {
     reader,

@@ -10,6 +10,10 @@
  * `image` is refused; `stop_signal` and `x-volumes` are read; unknown keys are refused as
  * `docker compose config` refuses them) the file that does it says so.
  *
+ * Every input is bounded (see limits.ts): the Compose file's size, each file it names (regular files only, never a
+ * device or `/proc`), Services, replicas, interpolation depth and the keys visited through aliases and merge keys,
+ * so a hostile file is refused in well under a second instead of hanging the CLI.
+ *
  * Nothing here prints: problems are thrown as one {@linkcode ComposeError} listing each
  * {@linkcode ComposeIssue} with file, line and column; warnings are returned.
  *
@@ -37,6 +41,14 @@ export type { SpecChange, SpecComparison } from "./spec.ts";
 export { interpolate } from "./interpolate.ts";
 export type { Interpolated } from "./interpolate.ts";
 export { parseEnvFile } from "./env_file.ts";
+export {
+  FileLimitError,
+  MAX_COMPOSE_BYTES,
+  MAX_FILE_BYTES,
+  MAX_REPLICAS,
+  MAX_SERVICES,
+  readBoundedFile,
+} from "./limits.ts";
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
 export { parseBytes, parseDurationMs } from "./units.ts";
 export { canonicalJson } from "./canonical_json.ts";

@@ -17,6 +17,7 @@ import {
   type YAMLSeq,
 } from "yaml";
 import type { ComposeIssue } from "./issue.ts";
+import { MAX_NODE_VISITS } from "./limits.ts";
 
 /** Where problems and warnings for one file are collected. */
 export interface Reader {
@@ -26,6 +27,43 @@ export interface Reader {
   lineCounter: LineCounter;
   errors: ComposeIssue[];
   warnings: ComposeIssue[];
+  /** `line:column` of every error recorded, so a position is reported once without scanning the list. */
+  errorAt?: Set<string>;
+  /** Mapping entries and list items visited so far; bounded by {@linkcode MAX_NODE_VISITS}. */
+  visits?: number;
+  /** Each alias's anchored node, found in one pass over the document. */
+  aliases?: Map<unknown, Node>;
+  /** Each mapping's own and merged entries, computed once however often aliases and merge keys name it. */
+  merged?: Map<Node, RawEntry[]>;
+}
+
+/** A mapping key and its value before the path is known. */
+interface RawEntry {
+  key: string;
+  keyNode: Node;
+  value: Node | null;
+}
+
+/**
+ * Thrown when a file makes the loader visit more nodes than {@linkcode MAX_NODE_VISITS} (alias and merge-key
+ * expansion); the loader turns it into one problem at `node`.
+ */
+export class TooComplex extends Error {
+  /** Where the limit was reached. */
+  readonly node: Node | null;
+  /** Builds the error for `node`. */
+  constructor(node: Node | null) {
+    super(
+      `the file expands to more than ${MAX_NODE_VISITS} keys and items through aliases and merge keys`,
+    );
+    this.node = node;
+  }
+}
+
+/** Counts `count` visits against the file's budget. */
+export function spend(reader: Reader, count: number, node: Node | null): void {
+  reader.visits = (reader.visits ?? 0) + count;
+  if (reader.visits > MAX_NODE_VISITS) throw new TooComplex(node);
 }
 
 /** One key of a YAML mapping with its value (null for an explicit or missing null). */
@@ -53,10 +91,11 @@ function position(reader: Reader, node: Node | null | undefined): { line: number
 export function fail(reader: Reader, node: Node | null | undefined, path: string, message: string): void {
   const at = position(reader, node);
   // One problem per position: a value that failed interpolation is not reported again as a bad port.
-  const seen = reader.errors.some((item) =>
-    item.file === reader.file && item.line === at.line && item.column === at.column && at.line > 0
-  );
-  if (!seen) reader.errors.push({ file: reader.file, ...at, path, message });
+  const key = `${at.line}:${at.column}`;
+  reader.errorAt ??= new Set();
+  if (at.line > 0 && reader.errorAt.has(key)) return;
+  reader.errorAt.add(key);
+  reader.errors.push({ file: reader.file, ...at, path, message });
 }
 
 /** Records a warning at `node`. */
@@ -67,7 +106,9 @@ export function warn(reader: Reader, node: Node | null | undefined, path: string
 /** Follows an alias to the node it names; turns a null scalar into null. */
 export function resolve(reader: Reader, node: unknown): Node | null {
   let current = node;
-  for (let hops = 0; isAlias(current) && hops < 100; hops++) current = current.resolve(reader.doc);
+  for (let hops = 0; isAlias(current) && hops < 100; hops++) {
+    current = reader.aliases?.get(current) ?? current.resolve(reader.doc);
+  }
   if (current === undefined || current === null) return null;
   if (isScalar(current) && current.value === null) return null;
   return current as Node;
@@ -115,16 +156,33 @@ export function entries(reader: Reader, node: Node | null, path: string): Entry[
     fail(reader, node, path, `expected a mapping, got ${describe(node)}`);
     return undefined;
   }
-  const own: Entry[] = [];
-  const merged: Entry[] = [];
+  const raw = rawEntries(reader, node, path);
+  spend(reader, raw.length, node);
+  return raw.map((entry) => ({ ...entry, path: child(path, entry.key) }));
+}
+
+/** A mapping's entries with merge keys applied, computed once per mapping node. */
+function rawEntries(reader: Reader, node: YAMLMap, path: string): RawEntry[] {
+  reader.merged ??= new Map();
+  const known = reader.merged.get(node);
+  if (known !== undefined) return known;
+  // A merge-key cycle (an anchor merging itself) finds this empty list instead of recursing forever.
+  reader.merged.set(node, []);
+  spend(reader, node.items.length, node);
+  const own: RawEntry[] = [];
+  const merged: RawEntry[] = [];
   for (const pair of node.items) {
     const keyNode = pair.key as Node;
     if (isScalar(keyNode) && (typeof keyNode.value === "symbol" || keyNode.source === "<<")) {
       const sources = resolve(reader, pair.value);
       const list = isSeq(sources) ? sources.items.map((item) => resolve(reader, item)) : [sources];
+      spend(reader, list.length, sources);
       for (const source of list) {
-        const more = entries(reader, source, path);
-        if (more !== undefined) merged.push(...more);
+        if (!isMap(source)) {
+          fail(reader, source, path, `expected a mapping, got ${describe(source)}`);
+          continue;
+        }
+        merged.push(...rawEntries(reader, source, path));
       }
       continue;
     }
@@ -133,8 +191,7 @@ export function entries(reader: Reader, node: Node | null, path: string): Entry[
       fail(reader, keyNode, path, `expected a string key, got ${describe(resolve(reader, keyNode))}`);
       continue;
     }
-    const key = scalarText(keyNode);
-    own.push({ key, keyNode, value: resolve(reader, pair.value), path: child(path, key) });
+    own.push({ key: scalarText(keyNode), keyNode, value: resolve(reader, pair.value) });
   }
   const seen = new Set(own.map((entry) => entry.key));
   const result = [...own];
@@ -143,6 +200,7 @@ export function entries(reader: Reader, node: Node | null, path: string): Entry[
     seen.add(entry.key);
     result.push(entry);
   }
+  reader.merged.set(node, result);
   return result;
 }
 
@@ -153,6 +211,7 @@ export function items(reader: Reader, node: Node | null, path: string): (Node | 
     fail(reader, node, path, `expected a list, got ${describe(node)}`);
     return undefined;
   }
+  spend(reader, node.items.length, node);
   return node.items.map((item) => resolve(reader, item));
 }
 
@@ -165,8 +224,14 @@ export function text(reader: Reader, node: Node | null, path: string): string | 
   return undefined;
 }
 
-/** A whole number at least `min`, from a number or a string of digits. */
-export function integer(reader: Reader, node: Node | null, path: string, min: number): number | undefined {
+/** A whole number at least `min` (and at most `max` when given), from a number or a string of digits. */
+export function integer(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  min: number,
+  max?: number,
+): number | undefined {
   if (node !== null && isScalar(node)) {
     const value = node.value;
     const number = typeof value === "number"
@@ -174,7 +239,11 @@ export function integer(reader: Reader, node: Node | null, path: string, min: nu
       : typeof value === "string" && /^\s*-?\d+\s*$/.test(value)
       ? Number(value)
       : undefined;
-    if (number !== undefined && Number.isSafeInteger(number) && number >= min) return number;
+    if (number !== undefined && Number.isSafeInteger(number) && number >= min) {
+      if (max === undefined || number <= max) return number;
+      fail(reader, node, path, `expected a whole number from ${min} to ${max}, got ${describe(node)}`);
+      return undefined;
+    }
   }
   fail(reader, node, path, `expected a whole number of at least ${min}, got ${describe(node)}`);
   return undefined;

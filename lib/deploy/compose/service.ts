@@ -20,6 +20,7 @@ import {
   SERVICE_KEYS,
   UPDATE_CONFIG_KEYS,
 } from "./keys.ts";
+import { MAX_FILE_BYTES, MAX_REPLICAS, oversize } from "./limits.ts";
 import { readMounts } from "./mounts.ts";
 import { absolutePathProblem } from "./names.ts";
 import { readPorts } from "./service_ports.ts";
@@ -320,6 +321,16 @@ function readEnvironment(
         }
         continue;
       }
+      const size = oversize(content);
+      if (size !== undefined) {
+        fail(
+          reader,
+          item.node,
+          item.path,
+          `cannot read env file "${file}" for service "${service}": it is ${size} bytes, more than the limit of ${MAX_FILE_BYTES}`,
+        );
+        continue;
+      }
       const parsed = parseEnvFile(content, scope.env);
       for (const problem of parsed.problems) {
         reader.errors.push({
@@ -561,9 +572,9 @@ function readDeploy(
   const replicasEntry = keys.get("replicas");
   let replicas: number | null = replicasEntry === undefined || replicasEntry.value === null
     ? null
-    : integer(reader, replicasEntry.value, replicasEntry.path, 1) ?? null;
+    : integer(reader, replicasEntry.value, replicasEntry.path, 1, MAX_REPLICAS) ?? null;
   if (scale !== undefined && scale.value !== null) {
-    const scaled = integer(reader, scale.value, scale.path, 1) ?? null;
+    const scaled = integer(reader, scale.value, scale.path, 1, MAX_REPLICAS) ?? null;
     if (replicas !== null && scaled !== null && scaled !== replicas) {
       fail(
         reader,
@@ -576,11 +587,14 @@ function readDeploy(
   }
   if (mode === "global") {
     if (replicas !== null) {
-      warn(
+      // A contradiction, not a preference: Compose refuses it too.
+      fail(
         reader,
         replicasEntry?.keyNode ?? scale?.keyNode,
         replicasEntry?.path ?? scale?.path ?? "",
-        `replicas are ignored in global mode`,
+        `"${
+          replicasEntry !== undefined ? "deploy.replicas" : "scale"
+        }" cannot be set with "deploy.mode: global": a global Service runs one container per Machine`,
       );
     }
     replicas = null;

@@ -5,7 +5,7 @@
  */
 
 import { isScalar, type Node } from "yaml";
-import { child, fail, items, type Reader, text } from "./reader.ts";
+import { child, describe, fail, items, type Reader, text } from "./reader.ts";
 import { parseBytes, parseDurationMs } from "./units.ts";
 
 /**
@@ -49,12 +49,18 @@ export function shellSplit(line: string): string[] | undefined {
   return words;
 }
 
-/** Reads `command`/`entrypoint`: a string split into words, or a list. Null means "use the image's". */
+/**
+ * Reads `command`/`entrypoint`: a string split into words, or a list of strings, as the Compose schema says
+ * (`command: 42` is refused, not run as `["42"]`). Null means "use the image's".
+ */
 export function readCommand(reader: Reader, node: Node | null, path: string): string[] | null {
   if (node === null) return null;
   if (isScalar(node)) {
-    const line = text(reader, node, path);
-    if (line === undefined) return null;
+    if (typeof node.value !== "string") {
+      fail(reader, node, path, `expected a string or a list of strings, got ${describe(node)}`);
+      return null;
+    }
+    const line = node.value;
     const words = shellSplit(line);
     if (words === undefined) {
       fail(reader, node, path, `invalid command "${line}": unterminated quote`);
@@ -66,8 +72,11 @@ export function readCommand(reader: Reader, node: Node | null, path: string): st
   if (list === undefined) return null;
   const out: string[] = [];
   list.forEach((item, index) => {
-    const word = text(reader, item, child(path, index));
-    if (word !== undefined) out.push(word);
+    if (item !== null && isScalar(item) && typeof item.value === "string") {
+      out.push(item.value);
+    } else {
+      fail(reader, item, child(path, index), `expected a string, got ${describe(item)}`);
+    }
   });
   return out;
 }

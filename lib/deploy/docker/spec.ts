@@ -119,6 +119,8 @@ export interface ContainerSpec {
   network?: NetworkAttachment;
   /** Resolvers and search domains. */
   dns?: DnsSpec;
+  /** Run with every capability and device (Compose `privileged`, `x-pre_deploy.privileged`). */
+  privileged?: boolean;
   /**
    * Digests of the files the container takes in at creation (env-files, bind-mounted files) keyed by path. Docker
    * reads them once, so a changed file means a new container: they are part of the spec digest.
@@ -357,6 +359,7 @@ export function toCreateBody(
         Type: "local",
         Config: { "max-size": log.maxSize, "max-file": String(log.maxFile), compress: "false" },
       },
+      Privileged: spec.privileged === true ? true : undefined,
       NetworkMode: network?.name,
       Dns: dns?.servers,
       DnsSearch: dns?.search,

@@ -112,6 +112,7 @@ export function serviceContainerSpec(
       ? undefined
       : Math.ceil(service.stopGracePeriodMs / 1000),
     network: { name: identity.network ?? NETWORK },
+    privileged: service.privileged || undefined,
   };
   return JSON.parse(JSON.stringify(spec));
 }
@@ -135,6 +136,8 @@ export function hookContainerSpec(
     ports: undefined,
     healthcheck: { disabled: true },
     restart: { policy: "no" },
+    // The hook's own setting wins; unset, it runs as the Service's containers do.
+    privileged: (hook?.privileged ?? service.privileged) || undefined,
   }));
 }
 
@@ -142,7 +145,6 @@ export function hookContainerSpec(
 export function unsupportedFields(project: NormalizedProject, service: NormalizedService): string[] {
   const set: string[] = [];
   const r = service.resources;
-  if (service.privileged) set.push("privileged");
   if (service.capAdd.length > 0 || service.capDrop.length > 0) set.push("cap_add/cap_drop");
   if (Object.keys(service.sysctls).length > 0) set.push("sysctls");
   if (service.extraHosts.length > 0) set.push("extra_hosts");
