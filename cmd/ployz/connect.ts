@@ -33,11 +33,9 @@ export function configDir(): string {
   return join(home, ".config", "ployz");
 }
 
-/** Opens the operator's Config Store, creating its directory. */
+/** Opens the operator's Config Store, creating its directory (0700). */
 export function openConfig(): ConfigStore {
-  const dir = configDir();
-  Deno.mkdirSync(dir, { recursive: true });
-  return openConfigStore(join(dir, "config.db"));
+  return openConfigStore(join(configDir(), "config.db"));
 }
 
 function messageOf(error: unknown): string {

@@ -322,7 +322,7 @@ async function makeNamespace(plan: LabPlan, m: MachinePlan, profile: Profile): P
 async function enrollLab(plan: LabPlan, members: number, progress: (line: string) => void): Promise<void> {
   if (members < 1) return;
   const operatorDir = plan.operatorDir ?? join(plan.dir, "operator");
-  await Deno.mkdir(operatorDir, { recursive: true });
+  await Deno.mkdir(operatorDir, { recursive: true, mode: 0o700 });
   const config = openConfigStore(join(operatorDir, "config.db"));
   try {
     const history = configHistory(config);

@@ -2,9 +2,18 @@
  * The operator's Config Store: a local SQLite file on the operator's disk (e.g. `~/.config/ployz/config.db`),
  * never replicated and never Cluster runtime truth. Tables and columns are only ever added, with defaults.
  *
+ * It holds what a re-plan needs (`ployz scale`, the Global catch-up of `machine add`), so it is private to the
+ * operator: at every open its directory is made 0700 and its files 0600, with a warning when they were wider.
+ * Environment values in Saved State are sealed (AES-256-GCM) under a key kept in a separate 0600 file,
+ * `state.key`, beside the database: the file itself, a copy or a backup of it, or an `sqlite3 .dump` shows no
+ * secret value in the clear, while a re-plan on the operator's own disk still reads them back.
+ *
  * @module
  */
 
+import { createCipheriv, createDecipheriv } from "node:crypto";
+import { Buffer } from "node:buffer";
+import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { StoreError } from "./error.ts";
 
@@ -12,7 +21,7 @@ import { StoreError } from "./error.ts";
 export interface SavedState {
   /** Project name. */
   project: string;
-  /** Normalized compose document. */
+  /** Normalized compose document; the values of its `environment` maps are sealed at rest. */
   compose: unknown;
   /** The compose file it was loaded from. */
   sourcePath: string;
@@ -81,11 +90,34 @@ function nonEmpty(what: string, value: string): void {
 /** The operator's local bookkeeping. Open with {@linkcode openConfigStore}. */
 export class ConfigStore {
   readonly #db: DatabaseSync;
+  readonly #key: Uint8Array;
 
-  /** Use {@linkcode openConfigStore}. */
-  constructor(db: DatabaseSync) {
+  /** Use {@linkcode openConfigStore}; `key` seals environment values in Saved State. */
+  constructor(db: DatabaseSync, key: Uint8Array) {
     this.#db = db;
+    this.#key = key;
     for (const sql of SCHEMA) db.exec(sql);
+    this.#sealPlainRows();
+  }
+
+  // Saved States written before values were sealed are sealed in place, once.
+  #sealPlainRows(): void {
+    for (const row of this.#db.prepare(`SELECT project, compose FROM saved_state`).all()) {
+      let plain = false;
+      mapEnvironment(JSON.parse(String(row.compose)), (value) => {
+        if (typeof value === "string") plain = true;
+        return value;
+      });
+      if (!plain) continue;
+      this.#db.prepare(`UPDATE saved_state SET compose = ? WHERE project = ?`).run(
+        JSON.stringify(this.#sealed(JSON.parse(String(row.compose)))),
+        String(row.project),
+      );
+    }
+  }
+
+  #sealed(compose: unknown): unknown {
+    return mapEnvironment(compose, (value) => typeof value === "string" ? seal(this.#key, value) : value);
   }
 
   /** Closes the file. */
@@ -100,16 +132,20 @@ export class ConfigStore {
       `INSERT INTO saved_state (project, compose, source_path, saved_at) VALUES (?, ?, ?, ?)
        ON CONFLICT (project) DO UPDATE SET compose = excluded.compose, source_path = excluded.source_path,
        saved_at = excluded.saved_at`,
-    ).run(state.project, JSON.stringify(state.compose), state.sourcePath, state.savedAt);
+    ).run(state.project, JSON.stringify(this.#sealed(state.compose)), state.sourcePath, state.savedAt);
   }
 
   /** A Project's saved state, if any. */
   savedState(project: string): SavedState | undefined {
     const row = this.#db.prepare(`SELECT * FROM saved_state WHERE project = ?`).get(project);
     if (row === undefined) return undefined;
+    const compose = mapEnvironment(
+      JSON.parse(String(row.compose)),
+      (value, path) => isSealed(value) ? unseal(this.#key, value, project, path) : value,
+    );
     return {
       project: String(row.project),
-      compose: JSON.parse(String(row.compose)),
+      compose,
       sourcePath: String(row.source_path),
       savedAt: String(row.saved_at),
     };
@@ -203,18 +239,144 @@ function toDeployment(row: Record<string, unknown>): DeploymentRecord {
   };
 }
 
-/** Opens (or creates) the operator's Config Store at `path`. */
-export function openConfigStore(path: string, options: { busyTimeoutMs?: number } = {}): ConfigStore {
+/** Options of {@linkcode openConfigStore}. */
+export interface ConfigStoreOptions {
+  /** How long to wait for another process's write; default 5000 ms. */
+  busyTimeoutMs?: number;
+  /** Told, one line each, about a directory or file whose mode was wider than private and was narrowed. */
+  warn?: (line: string) => void;
+}
+
+/** The file beside the database holding the key that seals environment values. */
+export const STATE_KEY_FILE = "state.key";
+
+/** Opens (or creates) the operator's Config Store at `path`, making its directory 0700 and its files 0600. */
+export function openConfigStore(path: string, options: ConfigStoreOptions = {}): ConfigStore {
   const timeout = options.busyTimeoutMs ?? 5000;
+  const warn = options.warn ?? ((line: string) => console.error(`warning: ${line}`));
   try {
+    const dir = dirname(path);
+    Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    keepPrivate(dir, 0o700, warn);
+    // Created private before SQLite opens it: SQLite gives its -wal and -shm files the database's mode.
+    Deno.openSync(path, { create: true, write: true, mode: 0o600 }).close();
+    keepPrivate(path, 0o600, warn);
+    const key = stateKey(join(dir, STATE_KEY_FILE), warn);
     const db = new DatabaseSync(path, { timeout });
     db.exec(`PRAGMA busy_timeout = ${Math.floor(timeout)}`);
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
-    return new ConfigStore(db);
+    for (const suffix of ["-wal", "-shm"]) keepPrivate(path + suffix, 0o600, warn);
+    return new ConfigStore(db, key);
   } catch (error) {
+    if (error instanceof StoreError) throw error;
     throw new StoreError("unavailable", `Cannot open config store "${path}": ${String(error)}`, {
       cause: error,
     });
   }
+}
+
+/** Narrows `path` to `mode` when group or others may use it, with a warning; a missing path is left alone. */
+function keepPrivate(path: string, mode: number, warn: (line: string) => void): void {
+  let actual: number;
+  try {
+    actual = (Deno.statSync(path).mode ?? 0) & 0o777;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return;
+    throw error;
+  }
+  if ((actual & 0o077) === 0) return;
+  Deno.chmodSync(path, mode);
+  warn(
+    `"${path}" was mode ${actual.toString(8).padStart(4, "0")}, readable beyond its owner; ` +
+      `set to ${mode.toString(8).padStart(4, "0")}`,
+  );
+}
+
+/** The sealing key: read from `path`, or minted there (0600) on first use. */
+function stateKey(path: string, warn: (line: string) => void): Uint8Array {
+  try {
+    const key = Deno.readFileSync(path);
+    keepPrivate(path, 0o600, warn);
+    if (key.length !== 32) {
+      throw new StoreError(
+        "unavailable",
+        `Cannot use "${path}": a state key is 32 bytes, this file has ${key.length}`,
+      );
+    }
+    return key;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  const key = crypto.getRandomValues(new Uint8Array(32));
+  const file = Deno.openSync(path, { createNew: true, write: true, mode: 0o600 });
+  try {
+    file.writeSync(key);
+    file.syncSync();
+  } finally {
+    file.close();
+  }
+  return key;
+}
+
+/** A sealed environment value as stored: AES-256-GCM, `v1:` + base64 of nonce, tag and ciphertext. */
+interface Sealed {
+  sealed: string;
+}
+
+function isSealed(value: unknown): value is Sealed {
+  return typeof value === "object" && value !== null && typeof (value as Sealed).sealed === "string" &&
+    Object.keys(value).length === 1;
+}
+
+function seal(key: Uint8Array, value: string): Sealed {
+  const nonce = crypto.getRandomValues(new Uint8Array(12));
+  const cipher = createCipheriv("aes-256-gcm", key, nonce);
+  const body = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
+  return { sealed: `v1:${Buffer.concat([nonce, cipher.getAuthTag(), body]).toString("base64")}` };
+}
+
+function unseal(key: Uint8Array, value: Sealed, project: string, path: string): string {
+  const bytes = value.sealed.startsWith("v1:")
+    ? Buffer.from(value.sealed.slice(3), "base64")
+    : Buffer.alloc(0);
+  try {
+    if (bytes.length < 28) throw new Error("too short");
+    const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, 12));
+    decipher.setAuthTag(bytes.subarray(12, 28));
+    return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8");
+  } catch {
+    throw new StoreError(
+      "unavailable",
+      `Cannot read the Saved State of Project "${project}": ${path} was sealed under another ${STATE_KEY_FILE}; ` +
+        `deploy the Project again from its compose file`,
+    );
+  }
+}
+
+/** An `environment` map: every value a string (in the clear) or sealed; a Service named so is not one. */
+function isEnvironmentMap(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) &&
+    Object.values(value).every((v) => typeof v === "string" || isSealed(v));
+}
+
+/**
+ * Copies `doc` with the values of every `environment` map (a Service's, a hook's) passed through `each`; the
+ * rest of the document is kept as it is.
+ */
+function mapEnvironment(doc: unknown, each: (value: unknown, path: string) => unknown, path = ""): unknown {
+  if (Array.isArray(doc)) return doc.map((item, i) => mapEnvironment(item, each, `${path}[${i}]`));
+  if (typeof doc !== "object" || doc === null) return doc;
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(doc)) {
+    const at = path === "" ? name : `${path}.${name}`;
+    if (name === "environment" && isEnvironmentMap(value)) {
+      out[name] = Object.fromEntries(
+        Object.entries(value).map(([variable, v]) => [variable, each(v, `${at}.${variable}`)]),
+      );
+    } else {
+      out[name] = mapEnvironment(value, each, at);
+    }
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { openConfigStore } from "./config_store.ts";
+import { openConfigStore, STATE_KEY_FILE } from "./config_store.ts";
 import { StoreError } from "./error.ts";
 
 Deno.test("config store keeps saved state, deployments, allocations and receipts across reopen", async () => {
@@ -79,6 +79,112 @@ Deno.test("config store keeps saved state, deployments, allocations and receipts
         receipt: { ok: true },
         savedAt: "t",
       }]);
+    } finally {
+      store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config store narrows its directory to 0700 and its files to 0600 at every open, with a warning", async () => {
+  const root = await Deno.makeTempDir({ prefix: "config_store_" });
+  try {
+    const dir = join(root, "ployz");
+    const path = join(dir, "config.db");
+    const warnings: string[] = [];
+    const warn = (line: string): void => {
+      warnings.push(line);
+    };
+    openConfigStore(path, { warn }).close();
+    assert.deepEqual(warnings, [], "a fresh store is private from the start");
+    assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700);
+    for (const name of ["config.db", "config.db-wal", "config.db-shm", STATE_KEY_FILE]) {
+      const stat = await Deno.stat(join(dir, name)).catch(() => undefined);
+      if (stat !== undefined) assert.equal(stat.mode! & 0o777, 0o600, name);
+    }
+    assert.equal((await Deno.stat(join(dir, STATE_KEY_FILE))).mode! & 0o777, 0o600);
+
+    await Deno.chmod(dir, 0o755);
+    await Deno.chmod(path, 0o644);
+    await Deno.chmod(join(dir, STATE_KEY_FILE), 0o640);
+    const store = openConfigStore(path, { warn });
+    store.close();
+    assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    assert.equal((await Deno.stat(join(dir, STATE_KEY_FILE))).mode! & 0o777, 0o600);
+    assert.equal(warnings.length, 3, warnings.join("\n"));
+    assert.match(warnings[0], /was mode 0755, readable beyond its owner; set to 0700/);
+    assert.match(warnings[1], /config\.db" was mode 0644/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("Saved State keeps environment values sealed at rest and gives them back to a re-plan", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "config_store_" });
+  try {
+    const path = join(dir, "config.db");
+    const secret = "hunter2-sealed-value";
+    const compose = {
+      name: "shop",
+      services: {
+        web: { image: "web:1", environment: { TOKEN: secret, EMPTY: "" }, replicas: 2 },
+        environment: { image: "odd:1", environment: { ODD: `${secret}-odd` } },
+      },
+      "pre_deploy": [{ service: "web", environment: { MIGRATE_TOKEN: `${secret}-hook` } }],
+    };
+    const store = openConfigStore(path);
+    store.saveState({ project: "shop", compose, sourcePath: "/x/compose.yaml", savedAt: "t1" });
+    assert.deepEqual(store.savedState("shop")?.compose, compose);
+    store.close();
+    for (const name of ["config.db", "config.db-wal"]) {
+      const bytes = await Deno.readFile(join(dir, name)).catch(() => new Uint8Array(0));
+      assert.equal(
+        new TextDecoder("latin1").decode(bytes).includes(secret),
+        false,
+        `${name} holds the value`,
+      );
+    }
+    const reopened = openConfigStore(path);
+    assert.deepEqual(reopened.savedState("shop")?.compose, compose);
+    reopened.close();
+
+    await Deno.writeFile(join(dir, STATE_KEY_FILE), crypto.getRandomValues(new Uint8Array(32)));
+    const otherKey = openConfigStore(path);
+    try {
+      assert.throws(
+        () => otherKey.savedState("shop"),
+        (error: unknown) =>
+          error instanceof StoreError && error.code === "unavailable" &&
+          /sealed under another state\.key; deploy the Project again/.test(error.message) &&
+          !error.message.includes(secret),
+      );
+    } finally {
+      otherKey.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a Saved State written in the clear is sealed at the next open", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "config_store_" });
+  try {
+    const path = join(dir, "config.db");
+    openConfigStore(path).close();
+    const { DatabaseSync } = await import("node:sqlite");
+    const db = new DatabaseSync(path);
+    const compose = { services: { web: { environment: { TOKEN: "plain-old-secret" } } } };
+    db.prepare(`INSERT INTO saved_state (project, compose) VALUES ('shop', ?)`).run(JSON.stringify(compose));
+    db.close();
+    const store = openConfigStore(path);
+    try {
+      const raw = new DatabaseSync(path, { readOnly: true });
+      const stored = String(raw.prepare(`SELECT compose FROM saved_state`).get()?.compose);
+      raw.close();
+      assert.equal(stored.includes("plain-old-secret"), false, stored);
+      assert.deepEqual(store.savedState("shop")?.compose, compose);
     } finally {
       store.close();
     }

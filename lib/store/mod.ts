@@ -59,8 +59,10 @@ export {
 export {
   type Allocation,
   ConfigStore,
+  type ConfigStoreOptions,
   type DeploymentRecord,
   openConfigStore,
   type Receipt,
   type SavedState,
+  STATE_KEY_FILE,
 } from "./config_store.ts";
