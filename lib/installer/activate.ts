@@ -42,6 +42,9 @@ export async function placeRelease(
     await copyTree(tree, incoming);
   }
   await Deno.chmod(incoming, 0o755);
+  // Every byte of the release reaches the disk before any name points at it: a power loss after `current`
+  // switches must not leave it pointing at empty or torn files.
+  await syncTree(incoming);
   const dest = join(releases, version);
   const stale = join(releases, `.stale-${attemptId}`);
   const hadOld = await Deno.lstat(dest).then(() => true, () => false);
@@ -50,6 +53,19 @@ export async function placeRelease(
   await syncDir(releases);
   if (hadOld) await Deno.remove(stale, { recursive: true });
   return dest;
+}
+
+/** Fsyncs every regular file and directory under `dir` (symlinks need only their directory's fsync). */
+export async function syncTree(dir: string): Promise<void> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) await syncTree(path);
+    else if (entry.isFile) {
+      using file = await Deno.open(path, { read: true });
+      await file.syncData();
+    }
+  }
+  await syncDir(dir);
 }
 
 async function copyTree(from: string, to: string): Promise<void> {
