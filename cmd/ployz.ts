@@ -5,5 +5,12 @@
  */
 import { dispatch, processIo } from "../lib/cli/mod.ts";
 import { ployz } from "./ployz/program.ts";
+import { endCommand, takeGlobalFlags } from "./ployz/selection.ts";
 
-if (import.meta.main) Deno.exitCode = await dispatch(ployz, Deno.args, processIo());
+if (import.meta.main) {
+  try {
+    Deno.exitCode = await dispatch(ployz, takeGlobalFlags(Deno.args), processIo());
+  } finally {
+    endCommand();
+  }
+}

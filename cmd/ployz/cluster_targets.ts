@@ -12,7 +12,7 @@ import {
   type PartialResult,
   viaEntry,
 } from "../../lib/rpc/mod.ts";
-import { cliError, localMachine } from "./connect.ts";
+import { cliError, entryMachine } from "./connect.ts";
 
 /**
  * How this CLI reaches a Machine other than the Entry Machine: a client, or `undefined` when it has no route.
@@ -44,6 +44,8 @@ export interface TargetOptions {
   machine?: string;
   /** How to reach Machines other than the Entry Machine; default through it, when it forwards. */
   reach?: Reach;
+  /** The Compose file's `x-context`, for `deploy`. */
+  composeContext?: string;
 }
 
 function matches(m: MachineRef, wanted: string): boolean {
@@ -55,7 +57,7 @@ function matches(m: MachineRef, wanted: string): boolean {
  * its reason; an Entry Machine outside a Cluster (or one that cannot list Machines) is the only target.
  */
 export async function clusterTargets(options: TargetOptions = {}): Promise<ClusterTargets> {
-  const entry = localMachine();
+  const entry = entryMachine({ composeContext: options.composeContext });
   const opened: MachineClient[] = [];
   try {
     const contract = await entry.describeContract();

@@ -1,11 +1,15 @@
-// Shared by the ployz commands: the local Machine's socket, its client, the Config Store, and error translation.
+// Shared by the ployz commands: the Entry Machine's client (chosen by --connect, --context, PLOYZ_CONTEXT, x-context,
+// the current context, or the local socket), the Config Store, and error translation.
 import { join } from "node:path";
 import { CliError } from "../../lib/cli/mod.ts";
 import type { MachineApi } from "../../lib/deploy/mod.ts";
+import { sshOptionsFromEnv } from "../../lib/installer/mod.ts";
+import { chooseConnection, type ConnectionChoice, openConnection } from "../../lib/operator/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
-import { connectMachine, type MachineClient, RpcError } from "../../lib/rpc/mod.ts";
+import { type MachineClient, RpcError } from "../../lib/rpc/mod.ts";
 import { type ConfigStore, openConfigStore } from "../../lib/store/mod.ts";
 import { CodedError } from "../../lib/util/mod.ts";
+import { atCommandEnd, globalFlags } from "./selection.ts";
 
 // The real client must satisfy the slice of Machine RPC the Deploy code is written against.
 const _conforms: (client: MachineClient) => MachineApi = (client) => client;
@@ -15,9 +19,41 @@ export function socketPath(): string {
   return join(layoutFromEnv((key) => Deno.env.get(key)).runDir, "ployz.sock");
 }
 
-/** A client of the local Machine's daemon. */
-export function localMachine(): MachineClient {
-  return connectMachine({ socketPath: socketPath() });
+/**
+ * The connection this command uses and why: `--connect`, `--context`, `$PLOYZ_CONTEXT`, the Compose file's
+ * `x-context` (deploy), the current context, then the local socket.
+ */
+export function connectionChoice(options: { composeContext?: string } = {}): ConnectionChoice {
+  const flags = globalFlags();
+  let config: ConfigStore | undefined;
+  const store = (): ConfigStore => config ??= openConfig();
+  const env = Deno.env.get("PLOYZ_CONTEXT");
+  try {
+    const needStore = flags.connect === undefined;
+    return chooseConnection({
+      connectFlag: flags.connect,
+      contextFlag: flags.context,
+      envContext: env,
+      composeContext: options.composeContext,
+      currentContext: needStore ? store().currentContext() : undefined,
+      lookup: (name) => store().context(name)?.url,
+      defaultSocket: socketPath(),
+    });
+  } catch (error) {
+    throw cliError(error);
+  } finally {
+    config?.close();
+  }
+}
+
+/** A client of the Entry Machine this command talks to; released at the latest when the command ends. */
+export function entryMachine(options: { composeContext?: string } = {}): MachineClient {
+  const choice = connectionChoice(options);
+  const client = openConnection(choice, sshOptionsFromEnv((key) => Deno.env.get(key)));
+  const close = client.close.bind(client);
+  const release = atCommandEnd(close);
+  client.close = release;
+  return client;
 }
 
 /** `$PLOYZ_CONFIG_DIR`, `$XDG_CONFIG_HOME/ployz` or `$HOME/.config/ployz`. */
@@ -45,12 +81,16 @@ function messageOf(error: unknown): string {
 /** Turns what a library throws into a one-line CLI error with its code. */
 export function cliError(error: unknown): CliError {
   if (error instanceof CliError) return error;
+  // A connection that could not be made says why itself (naming the context and host).
+  if (error instanceof RpcError && error.cause instanceof CodedError) return cliError(error.cause);
   if (error instanceof RpcError) {
     const socket = error.details.socket;
     if (error.code === "unavailable" && typeof socket === "string" && error.cause !== undefined) {
       return new CliError(
         "unavailable",
-        `Cannot reach ployzd at "${socket}": ${messageOf(error.cause)} (is "ployzd serve" running?)`,
+        `Cannot reach ployzd at ${socket.startsWith("context ") ? socket : `"${socket}"`}: ${
+          messageOf(error.cause)
+        } (is "ployzd serve" running?)`,
         { details: error.details },
       );
     }
@@ -62,7 +102,7 @@ export function cliError(error: unknown): CliError {
 
 /** Runs a command body, translating errors and closing the client. */
 export async function withMachine<T>(body: (client: MachineClient) => Promise<T>): Promise<T> {
-  const client = localMachine();
+  const client = entryMachine();
   try {
     return await body(client);
   } catch (error) {

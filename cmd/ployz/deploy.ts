@@ -88,8 +88,7 @@ export const deployCommand: Command = {
           dryRun: values["dry-run"] === true,
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "deploy",
-        })
-      );
+        }), { composeContext: loaded.project.context ?? undefined });
     } finally {
       config.close();
     }

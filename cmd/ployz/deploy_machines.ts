@@ -16,8 +16,8 @@ export interface DeployMachines extends Disposable {
 }
 
 /** Lists the Cluster through the Entry Machine; a Machine outside a Cluster is the only one. */
-export async function deployMachines(): Promise<DeployMachines> {
-  const targets = await clusterTargets();
+export async function deployMachines(options: { composeContext?: string } = {}): Promise<DeployMachines> {
+  const targets = await clusterTargets(options);
   const handles: DeployMachines["handles"] = [];
   const omissions: ObservationOmission[] = [];
   for (const t of targets.targets) {
@@ -38,8 +38,11 @@ export function clientOf(machines: DeployMachines, machineId: string): MachineCl
 }
 
 /** Runs a command body against the Cluster's Machines, translating errors and closing every client. */
-export async function withDeployMachines<T>(body: (machines: DeployMachines) => Promise<T>): Promise<T> {
-  using machines = await deployMachines();
+export async function withDeployMachines<T>(
+  body: (machines: DeployMachines) => Promise<T>,
+  options: { composeContext?: string } = {},
+): Promise<T> {
+  using machines = await deployMachines(options);
   try {
     return await body(machines);
   } catch (error) {

@@ -2,8 +2,9 @@
 // Over SSH, a host without ployzd is first provisioned through install.sh → `ployzd install` (machine_provision.ts).
 import { CliError, type Command, type CommandContext, UsageError } from "../../lib/cli/mod.ts";
 import { configHistory, enrollMachine, type EnrollResult } from "../../lib/mesh/mod.ts";
-import type { MachineClient } from "../../lib/rpc/mod.ts";
-import { cliError, jsonLine, localMachine, openConfig } from "./connect.ts";
+import type { MachineClient, MachineRecord } from "../../lib/rpc/mod.ts";
+import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
+import { rememberContext } from "./context.ts";
 import { catchUpGlobal } from "./global_catch_up.ts";
 import { collisionLines } from "./machine_ls.ts";
 import {
@@ -70,7 +71,7 @@ function parseRequest({ values, positionals }: CommandContext): AddRequest {
  * Refuses before anything is installed anywhere when the Entry Machine is unreachable or not in a Cluster
  * (enrollment checks it again, with the rest of its observation).
  */
-async function requireEntry(entry: MachineClient): Promise<void> {
+async function requireEntry(entry: MachineClient): Promise<MachineRecord> {
   const machine = (await entry.status()).machine;
   if (machine.phase !== "participating" || machine.cluster_id === undefined) {
     throw new CliError(
@@ -78,6 +79,7 @@ async function requireEntry(entry: MachineClient): Promise<void> {
       `Cannot add a Machine through "${machine.name}": it is not in a Cluster (phase "${machine.phase}"); run "ployz machine init" there first`,
     );
   }
+  return machine;
 }
 
 function printResult(
@@ -164,11 +166,11 @@ export const machineAddCommand: Command = {
         exitCode: 2,
       });
     }
-    const entry = localMachine();
+    const entry = entryMachine();
     const config = openConfig();
     let joiner: MachineClient | undefined;
     try {
-      await requireEntry(entry);
+      const entryRecord = await requireEntry(entry);
       let provisioned: ProvisionedHost | undefined;
       if (request.ssh !== undefined) {
         provisioned = await provisionOverSsh(request.ssh, request.provision, progress ?? (() => {}));
@@ -185,6 +187,10 @@ export const machineAddCommand: Command = {
         progress,
       });
       printResult(io, request, result, provisioned);
+      const context = rememberContext([entryRecord.cluster_name, entryRecord.name]);
+      if (context !== undefined && !request.json) {
+        io.err(`Saved context "${context}" for the Entry Machine\n`);
+      }
       if (!result.participating) {
         throw new CliError(
           "unavailable",

@@ -3,7 +3,7 @@
 // never deleted on its behalf.
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
-import { cliError, jsonLine, localMachine } from "./connect.ts";
+import { cliError, entryMachine, jsonLine } from "./connect.ts";
 import { targetMachine } from "./machine_target.ts";
 
 /** `ployz machine rm`. */
@@ -24,7 +24,7 @@ export const machineRmCommand: Command = {
   async run({ values, positionals, io }): Promise<number> {
     const [wanted, ssh] = positionals;
     const socket = typeof values.socket === "string" ? values.socket : undefined;
-    const entry = localMachine();
+    const entry = entryMachine();
     try {
       const list = await entry.listMachines();
       const byId = list.machines.filter((m) => m.id === wanted);

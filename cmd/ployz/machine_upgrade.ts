@@ -5,7 +5,7 @@
 import { CliError, type Command, type Io, UsageError } from "../../lib/cli/mod.ts";
 import { isRpcErrorCode } from "../../lib/rpc/mod.ts";
 import type { ErrorCode } from "../../lib/util/mod.ts";
-import { cliError, jsonLine, localMachine, openConfig } from "./connect.ts";
+import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { targetMachine } from "./machine_target.ts";
 import {
   commandKey,
@@ -27,7 +27,7 @@ function seconds(value: unknown): number {
 }
 
 function target(name: string | undefined): UpgradeTarget {
-  if (name === undefined) return { label: "local", connect: localMachine };
+  if (name === undefined) return { label: "local", connect: entryMachine };
   if (name.startsWith("/")) {
     return { label: name, connect: () => targetMachine({ socket: name, what: `Machine "${name}"` }) };
   }

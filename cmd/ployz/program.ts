@@ -8,7 +8,15 @@ import { versionCommand } from "../shared_version.ts";
 export const ployz: Command = {
   name: "ployz",
   summary: "Run containers across your own Machines",
+  description:
+    "Every command takes --context NAME or --connect ssh://[user@]host[:port]|unix:///path to pick\n" +
+    'the Entry Machine it talks to (see "ployz context").',
   subcommands: [
+    lazyCommand(
+      "context",
+      "Name the Clusters this CLI drives (SSH hosts or local sockets) and pick one",
+      () => import("./context.ts").then((m) => m.contextCommand),
+    ),
     lazyCommand(
       "machine",
       "Manage Machines",

@@ -10,6 +10,8 @@ export interface SshOptions {
   configFile?: string;
   /** Seconds to wait for the TCP connection; default 10. */
   connectTimeoutSeconds?: number;
+  /** The SSH port, when not the destination's default. */
+  port?: number;
 }
 
 const DESTINATION = /^[A-Za-z0-9_.@:-]+$/;
@@ -47,6 +49,12 @@ export function sshArgs(destination: string, remote: string, options: SshOptions
     "-T",
   ];
   if (options.configFile !== undefined) args.unshift("-F", options.configFile);
+  if (options.port !== undefined) {
+    if (!Number.isInteger(options.port) || options.port < 1 || options.port > 65535) {
+      throw new InstallError("invalid_argument", `Invalid SSH port "${options.port}"`);
+    }
+    args.push("-p", String(options.port));
+  }
   return [...args, "--", checkSshDestination(destination), `sh -c ${shellQuote(remote)}`];
 }
 

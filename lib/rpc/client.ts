@@ -68,6 +68,8 @@ export interface ConnectOptions {
   label?: string;
   /** Path each call is posted to, before the capability; default `/rpc/` (see `viaEntry` for forwarding). */
   pathPrefix?: string;
+  /** Called once by `close()`: releases what the transport holds (an SSH connection). */
+  onClose?: () => void;
 }
 
 /** Per-call options. */
@@ -170,6 +172,14 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     throw new RpcError("invalid_argument", "Cannot connect to a Machine: give a socket path or a transport");
   }
   let contract: Promise<DescribeContractResponse> | undefined;
+  let onClose = options.onClose;
+  function release(): void {
+    httpClient?.close();
+    httpClient = undefined;
+    const close = onClose;
+    onClose = undefined;
+    close?.();
+  }
   const prefix = options.pathPrefix ?? "/rpc/";
 
   async function post(name: RouteName, fields: object, signal?: AbortSignal): Promise<Response> {
@@ -310,12 +320,10 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       );
     },
     close(): void {
-      httpClient?.close();
-      httpClient = undefined;
+      release();
     },
     [Symbol.dispose](): void {
-      httpClient?.close();
-      httpClient = undefined;
+      release();
     },
   };
   TRANSPORTS.set(client, { send, label });

@@ -124,6 +124,7 @@ export {
   VIA_PREFIX,
   viaPath,
 } from "./routing_routes.ts";
-export { type StdioCommand, stdioFetch } from "./stdio_transport.ts";
+export { type BytePipe, exchange, muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
+export { MAX_FRAME, MUX_HELLO, type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
 export { readBodyCapped } from "./body.ts";

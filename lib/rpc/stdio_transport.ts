@@ -3,14 +3,16 @@
  * socket speaks. The child is `ssh HOST ployzd dial-stdio` in production (the daemon listens on nothing but its
  * unix socket and the mesh); any command that bridges to a daemon's socket works, which is how it is tested.
  *
- * One request per child process (`Connection: close`): a call costs one SSH session, and nothing is left open
- * between calls. Content-Length and chunked bodies are read; the child's stdin stays open until the answer has
- * been read, because closing it half-closes the daemon's connection.
+ * `stdioFetch` spends one child process per request (`Connection: close`): a call costs one SSH session, and
+ * nothing is left open between calls. `muxFetch` sends each request over its own stream of one multiplexed
+ * connection (`ployzd dial-stdio --mux`, see `mux.ts`), so a whole command costs one SSH connection and one bridge
+ * process. Both read Content-Length and chunked bodies the same way ({@link exchange}).
  *
  * @module
  */
 
 import { RpcError } from "./errors.ts";
+import type { MuxSession } from "./mux.ts";
 
 /** The bridging command, e.g. `{ cmd: "ssh", args: ["host", "ployzd", "dial-stdio"] }`. */
 export interface StdioCommand {
@@ -100,11 +102,113 @@ async function requestBytes(request: Request): Promise<Uint8Array> {
   return out;
 }
 
+/** One byte pipe an HTTP exchange runs over: a bridge process's stdio or one stream of a {@link MuxSession}. */
+export interface BytePipe {
+  /** Bytes towards the daemon. */
+  writable: WritableStream<Uint8Array>;
+  /** Bytes from the daemon. */
+  readable: ReadableStream<Uint8Array>;
+  /** Tears the pipe down once the answer is read or abandoned. */
+  finish(): Promise<void>;
+  /** Ends it at once (the request was aborted). */
+  abort(): void;
+  /** What the far side said when it failed, if anything (ssh's own message). */
+  explain?(): Promise<string>;
+}
+
+/**
+ * Sends `request` over `pipe` as HTTP/1.1 and returns the answer, its body streamed. The pipe's write side stays
+ * open until the answer has been read, because closing it half-closes the daemon's connection.
+ */
+export async function exchange(request: Request, pipe: BytePipe, label: string): Promise<Response> {
+  const bytes = await requestBytes(request);
+  const writer = pipe.writable.getWriter();
+  const onAbort = (): void => pipe.abort();
+  request.signal.addEventListener("abort", onAbort, { once: true });
+  const reader = pipe.readable.getReader();
+  let finished = false;
+  async function finish(): Promise<void> {
+    if (finished) return;
+    finished = true;
+    request.signal.removeEventListener("abort", onAbort);
+    await writer.close().catch(() => {});
+    await reader.cancel().catch(() => {});
+    await pipe.finish();
+  }
+  const input = new ByteReader(reader);
+  try {
+    await writer.write(bytes);
+    const head = await input.until("\r\n\r\n");
+    if (head === undefined) throw new Error("the bridge closed without an answer");
+    const [statusLine, ...headerLines] = decoder.decode(head).split("\r\n");
+    const match = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
+    if (match === null) throw new Error(`unexpected answer "${statusLine.slice(0, 80)}"`);
+    const headers = new Headers();
+    for (const line of headerLines) {
+      const at = line.indexOf(":");
+      if (at > 0) headers.append(line.slice(0, at).trim(), line.slice(at + 1).trim());
+    }
+    const chunked = /chunked/i.test(headers.get("transfer-encoding") ?? "");
+    const length = headers.get("content-length");
+    headers.delete("transfer-encoding");
+    let remaining = length === null ? Infinity : Number(length);
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          if (chunked) {
+            const sizeLine = await input.until("\r\n");
+            const size = sizeLine === undefined ? 0 : parseInt(decoder.decode(sizeLine), 16);
+            if (!(size > 0)) {
+              await finish();
+              controller.close();
+              return;
+            }
+            controller.enqueue(await input.take(size));
+            await input.until("\r\n");
+            return;
+          }
+          if (remaining <= 0) {
+            await finish();
+            controller.close();
+            return;
+          }
+          const piece = remaining === Infinity
+            ? await input.some()
+            : await input.take(Math.min(remaining, 65536));
+          if (piece.length === 0) {
+            await finish();
+            controller.close();
+            return;
+          }
+          remaining -= piece.length;
+          controller.enqueue(piece);
+        } catch (error) {
+          await finish();
+          controller.error(error);
+        }
+      },
+      async cancel() {
+        await finish();
+      },
+    });
+    return new Response(body, { status: Number(match[1]), headers });
+  } catch (error) {
+    await finish().catch(() => {});
+    if (request.signal.aborted) throw request.signal.reason;
+    if (error instanceof RpcError) throw error;
+    // What the bridge said (ssh's own error) explains more than a broken pipe does.
+    const said = ((await pipe.explain?.()) ?? "").trim().split("\n").at(-1) ?? "";
+    const why = said !== "" ? said : error instanceof Error ? error.message : String(error);
+    throw new RpcError("unavailable", `Cannot reach the Machine through "${label}": ${why}`, {
+      cause: error,
+    });
+  }
+}
+
 /** A fetch-like function that sends each request through a fresh `command` process. */
 export function stdioFetch(command: StdioCommand): (request: Request) => Promise<Response> {
   const label = command.label ?? [command.cmd, ...command.args].join(" ");
-  return async (request) => {
-    const bytes = await requestBytes(request);
+  return (request) => {
     let child: Deno.ChildProcess;
     try {
       child = new Deno.Command(command.cmd, {
@@ -115,98 +219,58 @@ export function stdioFetch(command: StdioCommand): (request: Request) => Promise
         stderr: "piped",
       }).spawn();
     } catch (error) {
-      throw new RpcError("unavailable", `Cannot run "${label}": ${String(error)}`, { cause: error });
+      return Promise.reject(
+        new RpcError("unavailable", `Cannot run "${label}": ${String(error)}`, { cause: error }),
+      );
     }
     const stderr = new Response(child.stderr).text().catch(() => "");
-    const writer = child.stdin.getWriter();
-    const onAbort = (): void => {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // already gone
-      }
-    };
-    request.signal.addEventListener("abort", onAbort, { once: true });
-    let finished = false;
-    async function finish(): Promise<void> {
-      if (finished) return;
-      finished = true;
-      request.signal.removeEventListener("abort", onAbort);
-      await writer.close().catch(() => {});
-      await reader.cancel().catch(() => {});
-      const status = await child.status;
-      await stderr;
-      void status;
-    }
-    const rawReader = child.stdout.getReader();
-    const reader = rawReader;
-    const input = new ByteReader(rawReader);
-    try {
-      await writer.write(bytes);
-      const head = await input.until("\r\n\r\n");
-      if (head === undefined) throw new Error("the bridge closed without an answer");
-      const [statusLine, ...headerLines] = decoder.decode(head).split("\r\n");
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
-      if (match === null) throw new Error(`unexpected answer "${statusLine.slice(0, 80)}"`);
-      const headers = new Headers();
-      for (const line of headerLines) {
-        const at = line.indexOf(":");
-        if (at > 0) headers.append(line.slice(0, at).trim(), line.slice(at + 1).trim());
-      }
-      const chunked = /chunked/i.test(headers.get("transfer-encoding") ?? "");
-      const length = headers.get("content-length");
-      headers.delete("transfer-encoding");
-      let remaining = length === null ? Infinity : Number(length);
-      const body = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          try {
-            if (chunked) {
-              const sizeLine = await input.until("\r\n");
-              const size = sizeLine === undefined ? 0 : parseInt(decoder.decode(sizeLine), 16);
-              if (!(size > 0)) {
-                await finish();
-                controller.close();
-                return;
-              }
-              controller.enqueue(await input.take(size));
-              await input.until("\r\n");
-              return;
-            }
-            if (remaining <= 0) {
-              await finish();
-              controller.close();
-              return;
-            }
-            const piece = remaining === Infinity
-              ? await input.some()
-              : await input.take(Math.min(remaining, 65536));
-            if (piece.length === 0) {
-              await finish();
-              controller.close();
-              return;
-            }
-            remaining -= piece.length;
-            controller.enqueue(piece);
-          } catch (error) {
-            await finish();
-            controller.error(error);
-          }
-        },
-        async cancel() {
-          await finish();
-        },
-      });
-      return new Response(body, { status: Number(match[1]), headers });
-    } catch (error) {
-      await finish().catch(() => {});
-      if (request.signal.aborted) throw request.signal.reason;
-      if (error instanceof RpcError) throw error;
-      // What the bridge said (ssh's own error) explains more than a broken pipe does.
-      const said = (await stderr).trim().split("\n").at(-1) ?? "";
-      const why = said !== "" ? said : error instanceof Error ? error.message : String(error);
-      throw new RpcError("unavailable", `Cannot reach the Machine through "${label}": ${why}`, {
-        cause: error,
-      });
-    }
+    return exchange(request, {
+      writable: child.stdin,
+      readable: child.stdout,
+      async finish(): Promise<void> {
+        await child.status;
+        await stderr;
+      },
+      abort(): void {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
+      },
+      explain: () => stderr,
+    }, label);
   };
+}
+
+/** A fetch-like function that sends each request over its own stream of `session`. */
+export function muxFetch(
+  session: MuxSession,
+  label: string,
+  explain?: () => Promise<string>,
+): (request: Request) => Promise<Response> {
+  return async (request) => {
+    try {
+      await session.ready;
+    } catch (error) {
+      const said = ((await explain?.()) ?? "").trim().split("\n").at(-1) ?? "";
+      throw new RpcError(
+        "unavailable",
+        `Cannot reach the Machine through "${label}": ${said !== "" ? said : messageOf(error)}`,
+        { cause: error },
+      );
+    }
+    const stream = session.open();
+    return exchange(request, {
+      writable: stream.writable,
+      readable: stream.readable,
+      finish: () => Promise.resolve(stream.reset()),
+      abort: () => stream.reset(),
+      explain,
+    }, label);
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -69,6 +69,16 @@ export interface Receipt {
   savedAt: string;
 }
 
+/** A named way to reach a Cluster's Entry Machine (`ployz context`). */
+export interface ContextRecord {
+  /** Context name. */
+  name: string;
+  /** `ssh://[user@]host[:port]` or `unix:///path/to/ployz.sock`. */
+  url: string;
+  /** ISO 8601. */
+  savedAt: string;
+}
+
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS saved_state (project TEXT PRIMARY KEY NOT NULL, compose TEXT NOT NULL,
     source_path TEXT NOT NULL DEFAULT '', saved_at TEXT NOT NULL DEFAULT '')`,
@@ -81,6 +91,9 @@ const SCHEMA = [
   `CREATE INDEX IF NOT EXISTS allocations_subnet ON allocations (subnet)`,
   `CREATE TABLE IF NOT EXISTS receipts (request_key TEXT NOT NULL, leg TEXT NOT NULL, receipt TEXT NOT NULL,
     saved_at TEXT NOT NULL DEFAULT '', PRIMARY KEY (request_key, leg))`,
+  `CREATE TABLE IF NOT EXISTS contexts (name TEXT PRIMARY KEY NOT NULL, url TEXT NOT NULL,
+    saved_at TEXT NOT NULL DEFAULT '')`,
+  `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`,
 ];
 
 function nonEmpty(what: string, value: string): void {
@@ -227,6 +240,56 @@ export class ConfigStore {
       savedAt: String(row.saved_at),
     }));
   }
+
+  /** Saves a context, replacing one of the same name. */
+  saveContext(context: ContextRecord): void {
+    nonEmpty("context name", context.name);
+    nonEmpty("context URL", context.url);
+    this.#db.prepare(
+      `INSERT INTO contexts (name, url, saved_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET url = excluded.url, saved_at = excluded.saved_at`,
+    ).run(context.name, context.url, context.savedAt);
+  }
+
+  /** One context, if saved. */
+  context(name: string): ContextRecord | undefined {
+    const row = this.#db.prepare(`SELECT * FROM contexts WHERE name = ?`).get(name);
+    return row === undefined ? undefined : toContext(row);
+  }
+
+  /** Every saved context, by name. */
+  contexts(): ContextRecord[] {
+    return this.#db.prepare(`SELECT * FROM contexts ORDER BY name`).all().map(toContext);
+  }
+
+  /** Removes a context (and unselects it if it was current); whether it existed. */
+  removeContext(name: string): boolean {
+    const removed = this.#db.prepare(`DELETE FROM contexts WHERE name = ?`).run(name).changes > 0;
+    if (this.currentContext() === name) this.useContext(undefined);
+    return removed;
+  }
+
+  /** The context `ployz context use` selected, if any. */
+  currentContext(): string | undefined {
+    const row = this.#db.prepare(`SELECT value FROM settings WHERE key = 'current_context'`).get();
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  /** Selects a context for later commands; `undefined` clears the selection. */
+  useContext(name: string | undefined): void {
+    if (name === undefined) {
+      this.#db.prepare(`DELETE FROM settings WHERE key = 'current_context'`).run();
+      return;
+    }
+    this.#db.prepare(
+      `INSERT INTO settings (key, value) VALUES ('current_context', ?)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    ).run(name);
+  }
+}
+
+function toContext(row: Record<string, unknown>): ContextRecord {
+  return { name: String(row.name), url: String(row.url), savedAt: String(row.saved_at) };
 }
 
 function toDeployment(row: Record<string, unknown>): DeploymentRecord {

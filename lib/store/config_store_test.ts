@@ -192,3 +192,33 @@ Deno.test("a Saved State written in the clear is sealed at the next open", async
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("contexts are saved, listed, selected and removed; removing the current one unselects it", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "config.db");
+  try {
+    const first = openConfigStore(path);
+    first.saveContext({ name: "prod", url: "ssh://root@192.0.2.1", savedAt: "t1" });
+    first.saveContext({ name: "lab", url: "unix:///run/ployz/ployz.sock", savedAt: "t2" });
+    first.saveContext({ name: "prod", url: "ssh://root@192.0.2.1:2222", savedAt: "t3" });
+    first.useContext("prod");
+    assert.throws(() => first.saveContext({ name: "", url: "x", savedAt: "t" }), StoreError);
+    first.close();
+    const store = openConfigStore(path);
+    try {
+      assert.deepEqual(store.contexts().map((c) => [c.name, c.url]), [
+        ["lab", "unix:///run/ployz/ployz.sock"],
+        ["prod", "ssh://root@192.0.2.1:2222"],
+      ]);
+      assert.equal(store.currentContext(), "prod");
+      assert.equal(store.removeContext("prod"), true);
+      assert.equal(store.removeContext("prod"), false);
+      assert.equal(store.currentContext(), undefined);
+      assert.equal(store.context("lab")?.savedAt, "t2");
+    } finally {
+      store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -60,6 +60,7 @@ export {
   type Allocation,
   ConfigStore,
   type ConfigStoreOptions,
+  type ContextRecord,
   type DeploymentRecord,
   openConfigStore,
   type Receipt,

@@ -1,0 +1,54 @@
+import { equal, match } from "node:assert/strict";
+import { chooseConnection } from "./context.ts";
+import { sshFailure } from "./connection.ts";
+
+const choice = chooseConnection({
+  contextFlag: "prod",
+  lookup: () => "ssh://ops@192.0.2.10:2222",
+  defaultSocket: "/run/ployz/ployz.sock",
+});
+
+Deno.test("ssh failures become one line naming the context and host, with the way out", () => {
+  const cases: [string, number, string, RegExp][] = [
+    [
+      "Host key verification failed.",
+      255,
+      "unauthenticated",
+      /host key of "192\.0\.2\.10" is not trusted.*ssh-keyscan -p 2222 192\.0\.2\.10/,
+    ],
+    [
+      "@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\nHost key verification failed.",
+      255,
+      "unauthenticated",
+      /changed since it was trusted.*ssh-keygen -R/,
+    ],
+    [
+      "ops@192.0.2.10: Permission denied (publickey).",
+      255,
+      "unauthenticated",
+      /refused the login of user "ops"/,
+    ],
+    [
+      "ssh: connect to host 192.0.2.10 port 2222: Connection refused",
+      255,
+      "unavailable",
+      /"192\.0\.2\.10" is unreachable: ssh: connect to host 192\.0\.2\.10 port 2222: Connection refused/,
+    ],
+    ["sh: 1: exec: ployzd: not found", 127, "not_found", /"ployzd" is not installed on "192\.0\.2\.10"/],
+    [
+      'error[unavailable]: Cannot connect to the Machine RPC socket "/run/ployz/ployz.sock": No such file',
+      1,
+      "unavailable",
+      /ployzd on "192\.0\.2\.10" is not serving: Cannot connect.*is "ployzd serve" running there/,
+    ],
+    ["", 3, "unavailable", /ssh exited with 3/],
+  ];
+  for (const [stderr, code, want, message] of cases) {
+    const error = sshFailure(choice, stderr, code);
+    equal(error.code, want, stderr);
+    match(error.message, /^Cannot connect to context "prod" \(ops@192\.0\.2\.10:2222\): /);
+    match(error.message, message);
+    equal(error.message.includes("\n"), false);
+    equal(error.details.host, "192.0.2.10");
+  }
+});

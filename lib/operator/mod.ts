@@ -1,0 +1,24 @@
+/**
+ * The operator's side of Ployz: how the CLI on a laptop or a Machine names a Cluster's Entry Machine (contexts)
+ * and reaches it (its unix socket, or one SSH connection running `ployzd dial-stdio --mux`).
+ *
+ * Precedence of a command's connection, strongest first: `--connect URL`, `--context NAME`, `$PLOYZ_CONTEXT`, the
+ * Compose file's top-level `x-context` (for `deploy`), the context `ployz context use` selected, then the local
+ * Machine's socket (`$PLOYZ_RUN_DIR/ployz.sock`).
+ *
+ * @module
+ */
+
+export {
+  checkContextName,
+  chooseConnection,
+  CONNECTION_SOURCES,
+  type ConnectionChoice,
+  type ConnectionInputs,
+  type ConnectionSource,
+  type ConnectTarget,
+  formatConnectUrl,
+  parseConnectUrl,
+} from "./context.ts";
+export { describeChoice, openConnection, type SshConnectOptions, sshFailure } from "./connection.ts";
+export { OperatorError } from "./errors.ts";
