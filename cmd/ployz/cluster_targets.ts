@@ -12,7 +12,8 @@ import {
   type PartialResult,
   viaEntry,
 } from "../../lib/rpc/mod.ts";
-import { cliError, entryMachine } from "./connect.ts";
+import { describeChoice } from "../../lib/operator/mod.ts";
+import { choiceOf, cliError, entryMachine } from "./connect.ts";
 
 /**
  * How this CLI reaches a Machine other than the Entry Machine: a client, or `undefined` when it has no route.
@@ -60,7 +61,21 @@ export async function clusterTargets(options: TargetOptions = {}): Promise<Clust
   const entry = entryMachine({ composeContext: options.composeContext });
   const opened: MachineClient[] = [];
   try {
-    const contract = await entry.describeContract();
+    const choice = choiceOf(entry);
+    const remote = choice !== undefined && choice.source !== "default";
+    // A CLI attached to its own Machine may act on it alone; one that names a context wants a Cluster.
+    const [contract, status] = await Promise.all([
+      entry.describeContract(),
+      remote ? entry.status() : Promise.resolve(undefined),
+    ]);
+    if (status !== undefined && status.machine.phase !== "participating") {
+      throw new CliError(
+        "conflict",
+        `Machine "${status.machine.name}" reached through ${describeChoice(choice!)} is not in a Cluster ` +
+          `(phase "${status.machine.phase}"): run "ployz machine init" there, or add it with "ployz machine add"`,
+        { details: { context: choice!.context, machine: status.machine.name } },
+      );
+    }
     const self: MachineRef = { id: contract.machine_id, name: contract.machine_name };
     let targets: FanOutTarget<MachineClient>[] = [{ ...self, client: entry }];
     if (contract.capabilities.includes(CAPABILITIES.listMachines)) {

@@ -46,6 +46,13 @@ export function connectionChoice(options: { composeContext?: string } = {}): Con
   }
 }
 
+const CHOICES = new WeakMap<MachineClient, ConnectionChoice>();
+
+/** How an {@link entryMachine} client was chosen. */
+export function choiceOf(client: MachineClient): ConnectionChoice | undefined {
+  return CHOICES.get(client);
+}
+
 /** A client of the Entry Machine this command talks to; released at the latest when the command ends. */
 export function entryMachine(options: { composeContext?: string } = {}): MachineClient {
   const choice = connectionChoice(options);
@@ -53,6 +60,7 @@ export function entryMachine(options: { composeContext?: string } = {}): Machine
   const close = client.close.bind(client);
   const release = atCommandEnd(close);
   client.close = release;
+  CHOICES.set(client, choice);
   return client;
 }
 

@@ -1,17 +1,19 @@
-// `ployz inspect PROJECT/SERVICE`: the Service as the Saved State asks for it and as the Machine observes it.
+// `ployz inspect PROJECT/SERVICE`: the Service as the Saved State asks for it and as every Machine observes it.
 import { CliError } from "../../lib/cli/mod.ts";
 import type { Command } from "../../lib/cli/mod.ts";
 import type { NormalizedProject } from "../../lib/deploy/mod.ts";
-import { jsonLine, openConfig, parseTarget, withMachine } from "./connect.ts";
+import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
+import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { table } from "./ps.ts";
 
 /** `ployz inspect`. */
 export const inspectCommand: Command = {
   name: "inspect",
   summary: "Show one Service",
-  usage: "PROJECT/SERVICE [--json]",
+  usage: "PROJECT/SERVICE [--machine M] [--json]",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean" }, machine: { type: "string" } },
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
     const config = openConfig();
@@ -21,8 +23,20 @@ export const inspectCommand: Command = {
     } finally {
       config.close();
     }
-    const list = await withMachine((client) => client.listContainers({ project, service }));
-    if (saved === undefined && list.containers.length === 0) {
+    using targets = await clusterTargets({
+      machine: typeof values.machine === "string" ? values.machine : undefined,
+    });
+    const result = await askAll<ListContainersResponse>(
+      targets,
+      (client, _m, signal) => client.listContainers({ project, service }, { signal }),
+    );
+    requireAnyAnswer(result, `inspect "${project}/${service}"`);
+    const containers = result.successes.flatMap((s) =>
+      s.value.containers.map((c) => ({ ...c, "machine_name": s.machine.name }))
+    ).sort((a, b) =>
+      a.slot.padStart(4).localeCompare(b.slot.padStart(4)) || a.machine_name.localeCompare(b.machine_name)
+    );
+    if (saved === undefined && containers.length === 0) {
       throw new CliError("not_found", `Service "${project}/${service}" is neither saved nor observed`);
     }
     if (values.json === true) {
@@ -31,8 +45,12 @@ export const inspectCommand: Command = {
           project,
           service,
           saved: saved ?? null,
-          observed_at: list.observed_at,
-          containers: list.containers,
+          observed: result.successes.map((s) => ({
+            "machine_name": s.machine.name,
+            "observed_at": s.value.observed_at,
+          })),
+          containers,
+          ...partialJson(result),
         }),
       );
       return 0;
@@ -47,13 +65,22 @@ export const inspectCommand: Command = {
       );
       if (ports.length > 0) io.out(`  ports:    ${ports.join(", ")}\n`);
     } else io.out("  (no Saved State)\n");
-    io.out(`Observed at ${list.observed_at}:\n`);
+    io.out(`Observed by ${result.successes.map((s) => `"${s.machine.name}"`).join(", ")}:\n`);
     io.out(table(
-      ["SLOT", "NAME", "STATE", "HEALTH", "ADDRESSES", "DEPLOYMENT"],
-      list.containers.map((
+      ["SLOT", "NAME", "STATE", "HEALTH", "ADDRESSES", "DEPLOYMENT", "MACHINE"],
+      containers.map((
         c,
-      ) => [c.slot, c.name, c.state, c.health, c.addresses.join(","), c.deployment.slice(0, 8)]),
+      ) => [
+        c.slot,
+        c.name,
+        c.state,
+        c.health,
+        c.addresses.join(","),
+        c.deployment.slice(0, 8),
+        c.machine_name,
+      ]),
     ));
+    for (const line of partialLines(result)) io.err(`${line}\n`);
     return 0;
   },
 };

@@ -1,44 +1,79 @@
-// `ployz ls`: Projects and Services the local Machine observes, with container counts.
+// `ployz ls`: Projects and Services across every Machine the Entry Machine knows of, with container counts and
+// the Machines they run on; Machines that did not answer or were not asked are named (a Partial Result).
 import type { Command } from "../../lib/cli/mod.ts";
-import { jsonLine, withMachine } from "./connect.ts";
+import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
+import { jsonLine } from "./connect.ts";
 import { table } from "./ps.ts";
 
 /** `ployz ls`. */
 export const lsCommand: Command = {
   name: "ls",
-  summary: "List Projects and their Services",
-  usage: "[--json]",
-  options: { json: { type: "boolean" } },
+  summary: "List Projects and their Services across the Cluster",
+  usage: "[--machine M] [--json]",
+  options: { json: { type: "boolean" }, machine: { type: "string" } },
   async run({ values, io }): Promise<number> {
-    const list = await withMachine((client) => client.listContainers({}));
+    using targets = await clusterTargets({
+      machine: typeof values.machine === "string" ? values.machine : undefined,
+    });
+    const result = await askAll<ListContainersResponse>(
+      targets,
+      (client, _m, signal) => client.listContainers({}, { signal }),
+    );
+    requireAnyAnswer(result, "list Services");
     const services = new Map<
       string,
-      { project: string; service: string; running: number; total: number; images: Set<string> }
+      {
+        project: string;
+        service: string;
+        running: number;
+        total: number;
+        images: Set<string>;
+        machines: Set<string>;
+      }
     >();
-    for (const c of list.containers) {
-      if (c.slot === "hook") continue;
-      const key = `${c.project}/${c.service}`;
-      const s = services.get(key) ??
-        { project: c.project, service: c.service, running: 0, total: 0, images: new Set<string>() };
-      s.total++;
-      if (c.state === "running") s.running++;
-      s.images.add(c.image);
-      services.set(key, s);
+    for (const answer of result.successes) {
+      for (const c of answer.value.containers) {
+        if (c.slot === "hook") continue;
+        const key = `${c.project}/${c.service}`;
+        const s = services.get(key) ??
+          {
+            project: c.project,
+            service: c.service,
+            running: 0,
+            total: 0,
+            images: new Set<string>(),
+            machines: new Set<string>(),
+          };
+        s.total++;
+        if (c.state === "running") s.running++;
+        s.images.add(c.image);
+        s.machines.add(answer.machine.name);
+        services.set(key, s);
+      }
     }
     const rows = [...services.values()].sort((a, b) =>
       `${a.project}/${a.service}`.localeCompare(`${b.project}/${b.service}`)
     );
     if (values.json === true) {
       io.out(jsonLine({
-        observed_at: list.observed_at,
-        services: rows.map((s) => ({ ...s, images: [...s.images].sort() })),
+        entry: { "machine_id": targets.entry.id, "machine_name": targets.entry.name },
+        services: rows.map((s) => ({ ...s, images: [...s.images].sort(), machines: [...s.machines].sort() })),
+        ...partialJson(result),
       }));
       return 0;
     }
     io.out(table(
-      ["PROJECT", "SERVICE", "RUNNING", "IMAGE"],
-      rows.map((s) => [s.project, s.service, `${s.running}/${s.total}`, [...s.images].sort().join(",")]),
+      ["PROJECT", "SERVICE", "RUNNING", "IMAGE", "MACHINES"],
+      rows.map((s) => [
+        s.project,
+        s.service,
+        `${s.running}/${s.total}`,
+        [...s.images].sort().join(","),
+        [...s.machines].sort().join(","),
+      ]),
     ));
+    for (const line of partialLines(result)) io.err(`${line}\n`);
     return 0;
   },
 };

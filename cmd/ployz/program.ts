@@ -30,7 +30,7 @@ export const ployz: Command = {
     lazyCommand("ps", "List containers", () => import("./ps.ts").then((m) => m.psCommand)),
     lazyCommand(
       "ls",
-      "List Projects and their Services",
+      "List Projects and their Services across the Cluster",
       () => import("./ls.ts").then((m) => m.lsCommand),
     ),
     lazyCommand(
@@ -67,6 +67,11 @@ export const ployz: Command = {
       "stop",
       "Stop a Service's containers (they are kept)",
       () => import("./stop.ts").then((m) => m.stopCommand),
+    ),
+    lazyCommand(
+      "restart",
+      "Restart a Service's containers one slot at a time, each health-gated",
+      () => import("./restart.ts").then((m) => m.restartCommand),
     ),
     lazyCommand(
       "rm",

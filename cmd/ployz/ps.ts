@@ -1,10 +1,10 @@
-// `ployz ps`: the containers the local Machine observes, optionally of one Project; with `--all-machines`, every
-// Machine's own containers, asked through the Entry Machine and folded into a Partial Result.
+// `ployz ps`: every Machine's own containers, optionally of one Project, asked through the Entry Machine and folded
+// into a Partial Result; `--machine M` asks only M.
 import type { Command, Io } from "../../lib/cli/mod.ts";
 import type { ObservedContainerView } from "../../lib/deploy/mod.ts";
 import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
-import { jsonLine, withMachine } from "./connect.ts";
+import { jsonLine } from "./connect.ts";
 
 /** Renders rows as aligned columns. */
 export function table(header: string[], rows: string[][]): string {
@@ -24,10 +24,10 @@ function ports(c: ObservedContainerView): string {
 export const psCommand: Command = {
   name: "ps",
   summary: "List containers",
-  usage: "[PROJECT] [--all-machines] [--machine M] [--json]",
+  usage: "[PROJECT] [--machine M] [--json]",
   description: [
-    "Without options, the containers of the Machine the CLI is attached to. --all-machines asks every Machine it",
-    "knows of (through it) for its own containers and names the Machine on each row; --machine M asks only M.",
+    "The containers of every Machine the Entry Machine knows of, each asked (through it) for its own, with the",
+    "Machine named on each row; --machine M asks only M (--all-machines, the default, is accepted).",
     "Each Machine is reported on standard error as it answers; Machines that did not answer, and Machines not",
     "asked, are listed at the end (in --json, under failures and omissions).",
   ].join("\n"),
@@ -38,40 +38,8 @@ export const psCommand: Command = {
     machine: { type: "string" },
   },
   async run({ values, positionals, io }): Promise<number> {
-    const project = positionals[0];
     const machine = typeof values.machine === "string" ? values.machine : undefined;
-    if (values["all-machines"] === true || machine !== undefined) {
-      return await psAll(io, { project, machine, json: values.json === true });
-    }
-    const answer = await withMachine(async (client) => {
-      const status = await client.status();
-      const list = await client.listContainers(project === undefined ? {} : { project });
-      return { machine: status.machine, ...list };
-    });
-    const containers = [...answer.containers].sort((a, b) =>
-      `${a.project}/${a.service}/${a.slot.padStart(4)}`.localeCompare(
-        `${b.project}/${b.service}/${b.slot.padStart(4)}`,
-      )
-    );
-    if (values.json === true) {
-      io.out(jsonLine({ machine_id: answer.machine_id, observed_at: answer.observed_at, containers }));
-      return 0;
-    }
-    io.out(table(
-      ["PROJECT", "SERVICE", "SLOT", "NAME", "IMAGE", "STATE", "HEALTH", "PORTS", "MACHINE"],
-      containers.map((c) => [
-        c.project,
-        c.service,
-        c.slot,
-        c.name,
-        c.image,
-        c.exit_code !== null && c.state !== "running" ? `${c.state} (${c.exit_code})` : c.state,
-        c.health,
-        ports(c),
-        answer.machine.name,
-      ]),
-    ));
-    return 0;
+    return await psAll(io, { project: positionals[0], machine, json: values.json === true });
   },
 };
 
@@ -83,7 +51,7 @@ function sortContainers(list: readonly ObservedContainerView[]): ObservedContain
   );
 }
 
-/** `ployz ps --all-machines`: one fan-out of `ployz.container.list.v1`, each Machine told as it answers. */
+/** `ployz ps`: one fan-out of `ployz.container.list.v1`, each Machine told as it answers. */
 async function psAll(
   io: Io,
   options: { project?: string; machine?: string; json: boolean },

@@ -6,8 +6,8 @@ import { lifecycle } from "./lifecycle.ts";
 export const startCommand: Command = {
   name: "start",
   summary: "Start a Service's containers",
-  usage: "PROJECT/SERVICE [--json]",
+  usage: "PROJECT/SERVICE [--machine M] [--json]",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean" }, machine: { type: "string" } },
   run: (ctx) => lifecycle(ctx, "start"),
 };

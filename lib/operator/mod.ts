@@ -22,3 +22,11 @@ export {
 } from "./context.ts";
 export { describeChoice, openConnection, type SshConnectOptions, sshFailure } from "./connection.ts";
 export { OperatorError } from "./errors.ts";
+export {
+  type RestartApi,
+  type RestartOptions,
+  restartOrder,
+  type RestartSlot,
+  restartSlots,
+  type RestartStep,
+} from "./restart.ts";

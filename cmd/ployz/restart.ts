@@ -1,0 +1,115 @@
+// `ployz restart PROJECT/SERVICE`: every slot on every Machine (or --machine M), one at a time, health-gated; the
+// Serving Pointer is not moved. The flow is lib/operator's restartSlots; this file parses and prints.
+import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
+import { parseDurationMs } from "../../lib/deploy/mod.ts";
+import { restartOrder, type RestartSlot, restartSlots, type RestartStep } from "../../lib/operator/mod.ts";
+import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
+import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
+import { jsonLine, parseTarget } from "./connect.ts";
+
+function duration(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  const parsed = parseDurationMs(String(value));
+  if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--${name}": ${parsed.error}`);
+  return parsed;
+}
+
+function stepJson(step: RestartStep): Record<string, unknown> {
+  return {
+    "machine_name": step.slot.machine.name,
+    "container_id": step.slot.container.id,
+    name: step.slot.container.name,
+    slot: step.slot.container.slot,
+    status: step.status,
+    ...(step.via === undefined ? {} : { via: step.via }),
+    ...(step.error === undefined ? {} : { error: step.error }),
+    ...(step.elapsedMs === undefined ? {} : { "elapsed_ms": step.elapsedMs }),
+  };
+}
+
+/** `ployz restart`. */
+export const restartCommand: Command = {
+  name: "restart",
+  summary: "Restart a Service's containers one slot at a time, each health-gated",
+  usage: "PROJECT/SERVICE [--machine M] [--timeout 2m] [--monitor 5s] [--json]",
+  description: [
+    "Stops and starts each container of the Service in slot order and waits for the Machine's health gate",
+    "(its healthcheck, or --monitor of staying up) before the next; the Serving Pointer is not moved.",
+    "The first slot that does not come back healthy stops the run: the rest is reported as not attempted.",
+  ].join("\n"),
+  positionals: [1, 1],
+  options: {
+    json: { type: "boolean" },
+    machine: { type: "string" },
+    timeout: { type: "string" },
+    monitor: { type: "string" },
+  },
+  async run({ values, positionals, io }): Promise<number> {
+    const { project, service } = parseTarget(positionals[0], true);
+    const deadlineMs = duration(values.timeout, 120_000, "timeout");
+    const monitorMs = duration(values.monitor, 5_000, "monitor");
+    const json = values.json === true;
+    using targets = await clusterTargets({
+      machine: typeof values.machine === "string" ? values.machine : undefined,
+    });
+    const listed = await askAll<ListContainersResponse>(
+      targets,
+      (client, _m, signal) => client.listContainers({ project, service }, { signal }),
+    );
+    requireAnyAnswer(listed, `list "${project}/${service}"`);
+    const clients = new Map(targets.targets.flatMap((t) => "client" in t ? [[t.id, t.client] as const] : []));
+    const slots: RestartSlot[] = restartOrder(
+      listed.successes.flatMap((s) =>
+        s.value.containers.filter((c) => c.slot !== "hook").map((c) => ({
+          machine: s.machine,
+          container: { id: c.id, name: c.name, slot: c.slot },
+          api: clients.get(s.machine.id)!,
+        }))
+      ),
+    );
+    if (slots.length === 0) {
+      throw new CliError(
+        "not_found",
+        `Service "${project}/${service}" has no containers on the Machines that answered`,
+      );
+    }
+    const steps = await restartSlots(slots, {
+      deadlineMs,
+      monitorMs,
+      onStep(step) {
+        if (json) io.out(jsonLine({ type: "step", ...stepJson(step as RestartStep) }));
+        else if (step.status === "running") {
+          io.err(`Restarting ${step.slot.container.name} on "${step.slot.machine.name}"…\n`);
+        } else if (step.status === "restarted") {
+          io.out(
+            `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
+              (step as RestartStep).via ?? "gate"
+            })\n`,
+          );
+        } else if (step.status === "failed") {
+          const error = (step as RestartStep).error!;
+          io.out(
+            `Failed ${step.slot.container.name} on "${step.slot.machine.name}": error[${error.code}]: ${error.message}\n`,
+          );
+        }
+      },
+    });
+    const skipped = steps.filter((s) => s.status === "not_attempted");
+    const partial = partialLines(listed);
+    if (json) {
+      io.out(jsonLine({
+        type: "outcome",
+        status: steps.every((s) => s.status === "restarted") && partial.length === 0
+          ? "succeeded"
+          : "partial",
+        steps: steps.map(stepJson),
+      }));
+    } else {
+      for (const s of skipped) {
+        io.out(`Not attempted: ${s.slot.container.name} on "${s.slot.machine.name}"\n`);
+      }
+      for (const line of partial) io.err(`${line}\n`);
+    }
+    return steps.every((s) => s.status === "restarted") && partial.length === 0 ? 0 : 1;
+  },
+};

@@ -1,0 +1,109 @@
+// `ployz restart`: every slot of a Service, one at a time, each stopped, started and put through the Machine's
+// health gate before the next is touched. The Serving Pointer is never moved (the same containers keep serving the
+// same Deployment); the first slot that does not come back healthy stops the run, and the Outcome names what was
+// restarted, what failed and what was never attempted (DESIGN.md bet 4: no rollback).
+import type {
+  CallOptions,
+  ContainerRefRequest,
+  ContainerResponse,
+  StopContainerRequest,
+} from "../rpc/mod.ts";
+import type { WaitHealthyRequest, WaitHealthyResponse } from "../rpc/mod.ts";
+import { CodedError } from "../util/mod.ts";
+
+/** The slice of Machine RPC a restart needs. */
+export interface RestartApi {
+  /** Stops an owned container. */
+  stopContainer(request: StopContainerRequest, options?: CallOptions): Promise<ContainerResponse>;
+  /** Starts an owned container. */
+  startContainer(request: ContainerRefRequest, options?: CallOptions): Promise<ContainerResponse>;
+  /** Runs the health gate on the Machine. */
+  waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
+}
+
+/** One slot to restart. */
+export interface RestartSlot {
+  /** The Machine it runs on. */
+  machine: { id: string; name: string };
+  /** The container. */
+  container: { id: string; name: string; slot: string };
+  /** That Machine's client. */
+  api: RestartApi;
+}
+
+/** What happened to one slot. */
+export interface RestartStep {
+  /** The slot. */
+  slot: Omit<RestartSlot, "api">;
+  /** `restarted` (healthy again), `failed`, or `not_attempted` after an earlier failure. */
+  status: "restarted" | "failed" | "not_attempted";
+  /** How the health gate passed. */
+  via?: string;
+  /** Why it failed. */
+  error?: { code: string; message: string };
+  /** Milliseconds the slot took. */
+  elapsedMs?: number;
+}
+
+/** Options of {@link restartSlots}. */
+export interface RestartOptions {
+  /** How long each slot may take to pass the health gate. */
+  deadlineMs: number;
+  /** How long a slot without a healthcheck must stay up. */
+  monitorMs: number;
+  /** Told as each slot starts (`running`) and ends. */
+  onStep?(step: RestartStep | { slot: Omit<RestartSlot, "api">; status: "running" }): void;
+}
+
+/** Orders slots by slot number, then Machine name, so a run is repeatable. */
+export function restartOrder(slots: RestartSlot[]): RestartSlot[] {
+  return [...slots].sort((a, b) =>
+    a.container.slot.padStart(4).localeCompare(b.container.slot.padStart(4)) ||
+    a.machine.name.localeCompare(b.machine.name)
+  );
+}
+
+function errorOf(error: unknown): { code: string; message: string } {
+  if (error instanceof CodedError) return { code: error.code, message: error.message };
+  return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+}
+
+/** Restarts `slots` in order, one at a time; stops at the first that fails. */
+export async function restartSlots(slots: RestartSlot[], options: RestartOptions): Promise<RestartStep[]> {
+  const steps: RestartStep[] = [];
+  let failed = false;
+  for (const { api, ...slot } of slots) {
+    if (failed) {
+      steps.push({ slot, status: "not_attempted" });
+      continue;
+    }
+    options.onStep?.({ slot, status: "running" });
+    const started = performance.now();
+    let step: RestartStep;
+    try {
+      await api.stopContainer({ id: slot.container.id });
+      await api.startContainer({ id: slot.container.id });
+      const health = await api.waitHealthy({
+        id: slot.container.id,
+        "deadline_ms": options.deadlineMs,
+        "monitor_ms": options.monitorMs,
+      });
+      step = health.passed ? { slot, status: "restarted", via: health.via } : {
+        slot,
+        status: "failed",
+        error: {
+          code: "unavailable",
+          message: health.message ??
+            `Container "${slot.container.name}" did not pass its health gate (${health.reason ?? "unknown"})`,
+        },
+      };
+    } catch (error) {
+      step = { slot, status: "failed", error: errorOf(error) };
+    }
+    step.elapsedMs = Math.round(performance.now() - started);
+    failed = step.status === "failed";
+    steps.push(step);
+    options.onStep?.(step);
+  }
+  return steps;
+}
