@@ -20,7 +20,7 @@ Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", a
 Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Docker or the planner", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/observe.ts"]);
   deepEqual([...areasOf(loaded.files)].sort(), ["cli", "observe", "permissions", "util"]);
-  for (const pkg of ["dockerode", "yaml", "@noble/curves"]) ok(!loaded.npm.includes(pkg), pkg);
+  for (const pkg of ["dockerode", "yaml", "@noble/curves", "protobufjs"]) ok(!loaded.npm.includes(pkg), pkg);
 });
 
 Deno.test("ployzd serve loads neither the Observe Store nor the lab", async () => {

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { encodeLogFrame } from "./log_entry.ts";
 import { MAX_FRAME_BYTES, scanFrames } from "./frames.ts";
-import { concat, frames, numbered, T0 } from "./test_support.ts";
+import { concat, encodeLogFrame, frames, numbered, T0 } from "./test_support.ts";
 
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 

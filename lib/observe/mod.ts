@@ -24,7 +24,7 @@
  * @module
  */
 
-export { decodeLogEntry, encodeLogFrame } from "./log_entry.ts";
+export { decodeLogEntry } from "./log_entry.ts";
 export type { LogEntry, LogEntryInput, LogStream } from "./log_entry.ts";
 export { MAX_FRAME_BYTES, scanFrames } from "./frames.ts";
 export type { ScannedEntry, ScanOptions, ScanResult } from "./frames.ts";

@@ -1,12 +1,13 @@
 /**
  * Helpers for this area's tests and benchmarks: Docker-shaped container directories and `local` driver files
- * generated with protobufjs.
+ * generated with protobufjs, which also checks the hand-written decoder in `log_entry.ts`.
  *
  * @module
  */
 
 import { join } from "node:path";
-import { encodeLogFrame, type LogEntryInput } from "./log_entry.ts";
+import protobuf from "protobufjs";
+import type { LogEntryInput } from "./log_entry.ts";
 
 /** A base time: 2026-01-01T00:00:00Z in ns. */
 export const T0 = 1_767_225_600_000_000_000n;
@@ -100,4 +101,46 @@ export async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
       await Deno.remove(path, { recursive: true });
     },
   };
+}
+
+const { Field, Root, Type } = protobuf;
+
+const metadataType = new Type("PartialLogEntryMetadata")
+  .add(new Field("last", 1, "bool"))
+  .add(new Field("id", 2, "string"))
+  .add(new Field("ordinal", 3, "int32"));
+
+const entryType = new Type("LogEntry")
+  .add(new Field("source", 1, "string"))
+  .add(new Field("timeNano", 2, "int64"))
+  .add(new Field("line", 3, "bytes"))
+  .add(new Field("partial", 4, "bool"))
+  .add(new Field("partialLogMetadata", 5, "PartialLogEntryMetadata"));
+
+new Root().add(metadataType).add(entryType);
+
+const encoder = new TextEncoder();
+
+/** Encodes one entry as a whole `local` driver frame: length, `LogEntry`, length. */
+export function encodeLogFrame(entry: LogEntryInput): Uint8Array {
+  const message: Record<string, unknown> = {
+    source: entry.stream,
+    timeNano: {
+      low: Number(BigInt.asIntN(32, entry.timeNano)),
+      high: Number(BigInt.asIntN(32, entry.timeNano >> 32n)),
+      unsigned: false,
+    },
+    line: typeof entry.line === "string" ? encoder.encode(entry.line) : entry.line,
+  };
+  if (entry.partial) {
+    message.partial = true;
+    message.partialLogMetadata = entry.partial;
+  }
+  const body = entryType.encode(message).finish();
+  const frame = new Uint8Array(body.length + 8);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, body.length);
+  frame.set(body, 4);
+  view.setUint32(4 + body.length, body.length);
+  return frame;
 }
