@@ -96,7 +96,18 @@ export async function defaultDnsRunner(
   }
   const flags = permissionFlags(relocate(permissionSet("dns"), layout));
   return supervisedDnsRunner({
-    argv: [Deno.execPath(), "run", "--quiet", "--no-prompt", "--unstable-net", ...flags, entry, "dns"],
+    // Lazy dynamic imports: without the flag Deno would parse every other subcommand's graph too (see deno.json).
+    argv: [
+      Deno.execPath(),
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--unstable-net",
+      "--unstable-lazy-dynamic-imports",
+      ...flags,
+      entry,
+      "dns",
+    ],
     env: {
       PLOYZ_DATA_DIR: layout.dataDir,
       PLOYZ_RUN_DIR: layout.runDir,

@@ -1,4 +1,5 @@
 import { deepEqual, throws } from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate, unionOf } from "./mod.ts";
 
 Deno.test("relocate() rewrites only the default roots, in read, write and unix net scopes", () => {
@@ -22,9 +23,11 @@ Deno.test("layoutFromEnv() refuses relative paths and '..'", () => {
   throws(() => layoutFromEnv((k) => (k === "PLOYZ_DATA_DIR" ? "/a/../etc" : undefined)), /absolute path/);
 });
 
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
 Deno.test("permissionFlags() renders sets as deno flags, env ignore included", () => {
   deepEqual(permissionFlags(permissionSet("dns")), [
-    "--allow-read=/run/ployz/dns.json,/etc/resolv.conf",
+    `--allow-read=/run/ployz/dns.json,/etc/resolv.conf,${ROOT}cmd,${ROOT}lib`,
     "--allow-net=0.0.0.0/0:53,0.0.0.0:0,10.210.0.0/16",
     "--allow-env=PLOYZ_*",
     "--ignore-env",

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import config from "../../deno.json" with { type: "json" };
 
 /** A permission value as deno.json writes it: all, none, or a list of scopes. */
@@ -41,9 +43,14 @@ export function permissionSetNames(): PermissionSetName[] {
   return Object.keys(sets) as PermissionSetName[];
 }
 
+// Where deno.json lives: Deno resolves a set's relative paths ("./cmd") against it.
+const CONFIG_DIR = fileURLToPath(new URL("../../", import.meta.url));
+
 /**
- * Returns the permission set `name` exactly as deno.json defines it, which is the one source of truth for
- * launchers, compiled binaries, systemd units and tests.
+ * Returns the permission set `name` as deno.json defines it, which is the one source of truth for launchers,
+ * compiled binaries, systemd units and tests. Relative paths (`./cmd`, `./lib`: each ployzd subcommand reads its
+ * own code, because commands are imported only when they run) come back absolute, as Deno resolves them for
+ * `-P`, so flags rendered from the set mean the same wherever the program starts.
  */
 export function permissionSet(name: string): PermissionSet {
   const set = sets[name];
@@ -52,5 +59,9 @@ export function permissionSet(name: string): PermissionSet {
       `Cannot find permission set "${name}": deno.json defines ${Object.keys(sets).join(", ")}`,
     );
   }
-  return structuredClone(set);
+  const copy = structuredClone(set);
+  if (Array.isArray(copy.read)) {
+    copy.read = copy.read.map((p) => (p.startsWith("./") ? join(CONFIG_DIR, p) : p));
+  }
+  return copy;
 }

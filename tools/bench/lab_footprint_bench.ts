@@ -1,0 +1,132 @@
+// Idle resident memory of every Ployz process on a 3-Machine lab after a Deploy: `ployzd serve`, `ployzd dns` and
+// `ployzd observe` on each Machine (goals: dns <= 45 MB, observe <= 60 MB, serve <= 80 MB), plus the modules each
+// subcommand loads. Prints figures; asserts nothing.
+//
+// It builds a real lab, so it runs only when asked: `PLOYZ_BENCH_LAB=1 deno bench -A tools/bench/lab_footprint_bench.ts`
+// (root, the dev engine at PLOYZ_DOCKER_SOCKET). PLOYZ_BENCH_TREE=/path/to/checkout measures another checkout's
+// programs (for before/after figures) with this file's procedure.
+import { join } from "node:path";
+import { countByArea, loadedModules } from "../module_graph.ts";
+import { ROOT, run } from "../../tests/harness.ts";
+
+const TREE = Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT;
+const IMAGE = "ployz-test/busybox:1";
+const IDLE_MS = 15_000;
+const SUBCOMMANDS = ["serve", "dns", "observe"] as const;
+
+interface ProcessFigure {
+  pid: number;
+  rssMb: number;
+  peakMb: number;
+  /** Resident memory with pages shared with other processes (the deno binary's code) divided among them. */
+  pssMb: number;
+  /** Anonymous resident memory: this process's own heap and stacks. */
+  anonMb: number;
+}
+
+function statusField(status: string, name: string): number {
+  return Number(status.match(new RegExp(`^${name}:\\s+(\\d+) kB`, "m"))?.[1] ?? NaN) / 1024;
+}
+
+// The lab's ployzd processes of one Machine, found by the run directory in their environment.
+function machineProcesses(runDir: string): Map<string, ProcessFigure> {
+  const found = new Map<string, ProcessFigure>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      const at = argv.findIndex((a) => a.endsWith("cmd/ployzd.ts"));
+      if (at < 0) continue;
+      const env = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
+      if (!env.includes(`PLOYZ_RUN_DIR=${runDir}`)) continue;
+      const status = Deno.readTextFileSync(`/proc/${entry.name}/status`);
+      const rollup = Deno.readTextFileSync(`/proc/${entry.name}/smaps_rollup`);
+      found.set(argv[at + 1], {
+        pid: Number(entry.name),
+        rssMb: statusField(status, "VmRSS"),
+        peakMb: statusField(status, "VmHWM"),
+        pssMb: Number(rollup.match(/^Pss:\s+(\d+) kB/m)?.[1] ?? NaN) / 1024,
+        anonMb: statusField(status, "RssAnon"),
+      });
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}
+
+async function labFootprint(): Promise<void> {
+  const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
+  const dir = `/tmp/plz-fp-${tag}`;
+  const env = {
+    PLOYZ_DOCKER_SOCKET: Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock",
+    PLOYZ_CONFIG_DIR: join(dir, "operator"),
+    PLOYZ_MESH_TICK_MS: "2000",
+  };
+  const ployz = (args: string[], extra: Record<string, string> = {}) =>
+    run(join(TREE, "bin", "ployz"), args, { ...env, ...extra });
+  const must = async (args: string[], extra: Record<string, string> = {}) => {
+    const r = await ployz(args, extra);
+    if (r.code !== 0) throw new Error(`ployz ${args.join(" ")} failed: ${r.stderr}${r.stdout}`);
+  };
+  try {
+    await must(["lab", "up", "--machines", "3", "--name", `fp${tag}`, "--dir", dir]);
+    const compose = join(dir, "compose.yaml");
+    await Deno.writeTextFile(
+      compose,
+      `name: fp\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "600"]\n` +
+        `    deploy: {replicas: 3}\n    stop_signal: SIGKILL\n`,
+    );
+    await must(["deploy", "-f", compose, "-y"], { PLOYZ_RUN_DIR: join(dir, "m1", "run") });
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const figures: Record<string, ProcessFigure[]> = { serve: [], dns: [], observe: [] };
+    for (const m of ["m1", "m2", "m3"]) {
+      const processes = machineProcesses(join(dir, m, "run"));
+      for (const sub of SUBCOMMANDS) {
+        const p = processes.get(sub);
+        if (p) figures[sub].push(p);
+        else console.log(`${m}: no ployzd ${sub} process found`);
+      }
+    }
+    console.log(`idle RSS on a 3-Machine lab, ${IDLE_MS / 1000} s after a 3-replica Deploy (${TREE}):`);
+    const goals: Record<string, number> = { serve: 80, dns: 45, observe: 60 };
+    for (const sub of SUBCOMMANDS) {
+      const list = figures[sub].map((p) => `${p.rssMb.toFixed(1)}`).join(" / ");
+      const peaks = figures[sub].map((p) => `${p.peakMb.toFixed(1)}`).join(" / ");
+      const pss = figures[sub].map((p) => `${p.pssMb.toFixed(1)}`).join(" / ");
+      const anon = figures[sub].map((p) => `${p.anonMb.toFixed(1)}`).join(" / ");
+      console.log(
+        `  ployzd ${sub.padEnd(7)} RSS ${list} MB (peak ${peaks}; goal <= ${goals[sub]} MB); ` +
+          `PSS ${pss} MB; anonymous ${anon} MB`,
+      );
+    }
+  } finally {
+    const down = await ployz(["lab", "down", "--dir", dir]);
+    if (down.code !== 0) console.error(`lab down failed: ${down.stderr}`);
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function graphs(): Promise<void> {
+  for (const sub of SUBCOMMANDS) {
+    const loaded = await loadedModules("cmd/ployzd.ts", [`cmd/ployzd/${sub}.ts`]);
+    console.log(
+      `ployzd ${sub}: ${loaded.files.length} modules ${JSON.stringify(countByArea(loaded.files))}, ` +
+        `npm: ${loaded.npm.join(" ") || "-"}`,
+    );
+  }
+}
+
+if (TREE === ROOT) await graphs();
+if (Deno.env.get("PLOYZ_BENCH_LAB") === "1") await labFootprint();
+else console.log("lab_footprint: set PLOYZ_BENCH_LAB=1 to build a 3-Machine lab and measure idle RSS");
+
+// `deno bench` needs at least one case; this one times what the figures above explain.
+Deno.bench({
+  name: "module graph of ployzd dns (deno info)",
+  n: 3,
+  warmup: 0,
+  async fn() {
+    await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/dns.ts"]);
+  },
+});
