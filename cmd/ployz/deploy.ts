@@ -36,15 +36,31 @@ export function listOption(value: unknown): string[] {
   return items.flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter((v) => v !== "");
 }
 
+/** `--parallel N`: how many operations run at once, 1 to 64. */
+export function parseParallel(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== "string" || !/^[0-9]+$/.test(value) || n < 1 || n > 64) {
+    throw new UsageError(
+      `Invalid value for "--parallel": "${String(value)}" (expected a whole number from 1 to 64)`,
+    );
+  }
+  return n;
+}
+
 /** `ployz deploy`. */
 export const deployCommand: Command = {
   name: "deploy",
   summary: "Deploy a Compose file to the Cluster",
   usage:
-    "-f compose.yaml [-p PROJECT] [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...]",
+    "-f compose.yaml [-p PROJECT] [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] " +
+    "[--parallel N]",
   description:
     "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
-    "Nothing is rolled back except a replacement that fails its health check.",
+    "Nothing is rolled back except a replacement that fails its health check.\n" +
+    "--parallel N runs up to N operations at once (at most 2 per Machine): different Machines side by side,\n" +
+    "Services still in dependency order, a Service's replacements still one at a time. After a failure nothing\n" +
+    "new starts; what was running finishes and is reported. Default 1: one operation at a time.",
   options: {
     file: { type: "string", short: "f", default: "compose.yaml" },
     project: { type: "string", short: "p" },
@@ -53,6 +69,7 @@ export const deployCommand: Command = {
     "dry-run": { type: "boolean" },
     monitor: { type: "string" },
     "confirm-data-loss": { type: "string", multiple: true },
+    parallel: { type: "string" },
   },
   async run({ values, io }): Promise<number> {
     const path = String(values.file);
@@ -62,6 +79,7 @@ export const deployCommand: Command = {
       if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
       monitorMs = parsed;
     }
+    const parallel = parseParallel(values.parallel);
     let loaded;
     try {
       const env = processEnv();
@@ -88,6 +106,7 @@ export const deployCommand: Command = {
           dryRun: values["dry-run"] === true,
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "deploy",
+          parallel,
         }), { composeContext: loaded.project.context ?? undefined });
     } finally {
       config.close();

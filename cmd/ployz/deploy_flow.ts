@@ -41,6 +41,8 @@ export interface FlowOptions {
   confirmDataLoss: string[];
   /** What the command is doing, for prompts (`deploy`, `remove`). */
   verb: string;
+  /** How many operations run at once (`--parallel`); default 1, strictly in plan order. */
+  parallel?: number;
 }
 
 /** The Ingress Proxy every Deploy fills on ingress Machines. */
@@ -150,6 +152,7 @@ export async function executeAndReport(
   const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
   const image = ingressImage();
   const outcome: Outcome = await executePlan(plan, machines, {
+    parallel: options.parallel,
     onEvent: (event) => options.json ? io.out(jsonLine(eventJson(event))) : printer.event(event),
     fillIngress: (machine, request) =>
       fillIngressSlot(machine, {

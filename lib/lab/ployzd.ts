@@ -61,9 +61,12 @@ export function daemonEnv(m: MachinePlan, extra: Record<string, string> = {}): R
     const value = Deno.env.get(key);
     if (value !== undefined) inherited[key] = value;
   }
+  const observeHost = join(layout.runDir, "observe-host");
   return {
     ...inherited,
     PATH: Deno.env.get("PATH") ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+    PLOYZ_OBSERVE_PROC_ROOT: join(observeHost, "proc"),
+    PLOYZ_OBSERVE_CGROUP_ROOT: join(observeHost, "cgroup"),
     RUST_BACKTRACE: "0",
     NO_COLOR: "1",
     PLOYZ_DATA_DIR: layout.dataDir,
@@ -75,6 +78,28 @@ export function daemonEnv(m: MachinePlan, extra: Record<string, string> = {}): R
     PLOYZ_ADVERTISE_ENDPOINTS: `${m.underlayAddress}:51820`,
     ...extra,
   };
+}
+
+/**
+ * The command prefix that gives the daemon the observe host view an installed Machine's `ployz-observe` unit has:
+ * `/proc` and `/sys/fs/cgroup` bind-mounted read-only under `<run dir>/observe-host` (Deno refuses narrow reads of
+ * `/proc` itself). The mounts live in a private mount namespace of the daemon and its children, so they vanish with
+ * them and the host never sees a mount under the lab directory.
+ */
+function observeHostView(layout: Layout): string[] {
+  const dir = join(layout.runDir, "observe-host");
+  const script = [
+    "set -e",
+    'mkdir -p "$1/proc" "$1/cgroup"',
+    'mount --bind /proc "$1/proc"',
+    'mount -o remount,bind,ro "$1/proc"',
+    'mount --rbind /sys/fs/cgroup "$1/cgroup"',
+    // Each cgroup v1 hierarchy is its own mount under the bind; make every one read-only.
+    'findmnt -rn -o TARGET -R "$1/cgroup" | while read -r m; do mount -o remount,bind,ro "$m"; done',
+    "shift",
+    'exec "$@"',
+  ].join("\n");
+  return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", dir];
 }
 
 /** Starts the Machine's ployzd detached (its own session), appending to its log; does not wait for it. */
@@ -97,6 +122,7 @@ export async function startDaemonProcess(
     "nsenter",
     `--net=${netnsPath(m.namespace)}`,
     "--",
+    ...observeHostView(layout),
     Deno.execPath(),
     "run",
     "--no-prompt",

@@ -200,7 +200,9 @@ export function connectMachine(options: ConnectOptions): MachineClient {
         "unavailable",
         `Cannot reach the Machine RPC socket "${label}": ${messageOf(error)}`,
         {
-          details: { capability, socket: label },
+          // Whether the request may have gone out: anything but a failed connect. The deploy executor reports
+          // such a call as "outcome unknown", never as a clean failure.
+          details: { capability, socket: label, "no_answer": !/\(Connect\)/.test(String(causeOf(error))) },
           cause: error,
         },
       );
@@ -328,4 +330,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
   };
   TRANSPORTS.set(client, { send, label });
   return client;
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof Error && error.cause !== undefined ? error.cause : error;
 }

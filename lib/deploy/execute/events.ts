@@ -29,6 +29,13 @@ export type DeployEvent =
   | { type: "plan"; deploymentId: string; ops: Op[] }
   | { type: "step"; index: number; status: "running"; phase: Phase; detail?: string }
   | { type: "step"; index: number; status: "completed"; container?: { id: string; name: string } }
-  | { type: "step"; index: number; status: "failed"; error: { code: string; message: string } }
+  | {
+    type: "step";
+    index: number;
+    status: "failed";
+    error: { code: string; message: string };
+    /** The request went out and no answer came back. */
+    outcomeUnknown?: boolean;
+  }
   | { type: "compensation"; index: number; step: CompensationStep }
   | { type: "outcome"; outcome: Outcome };

@@ -1,6 +1,9 @@
 /**
- * The executor: runs a plan's operations strictly in order and stops at the first failure (ployz2
- * `ployz/src/deploy/exec/mod.rs`). Every new or started container passes its health gate on its Machine. Only a
+ * The executor: runs a plan's operations, at most `parallel` at once and at most `perMachine` on one Machine, each
+ * only after the operations it depends on completed (`schedule.ts`); `parallel: 1` runs them strictly in order,
+ * as ployz2 did (`ployz/src/deploy/exec/mod.rs`). After the first failure nothing new starts; operations already
+ * running finish and are reported as they ended. A request sent whose answer never came is reported as such
+ * (unknown outcome), never as failed or done. Every new or started container passes its health gate on its Machine. Only a
  * replacement that fails is compensated: the new container is stopped and kept as evidence, and for stop-first the
  * old one is started again. A failed hook container is kept too. Nothing else is undone.
  *
@@ -30,6 +33,7 @@ import type {
 import type { DeployEvent, Phase } from "./events.ts";
 import type { CompensationStep, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
 import { sleep } from "../../util/mod.ts";
+import { dependencies } from "./schedule.ts";
 
 /** Fills one Machine's Ingress Proxy slot (creates or starts, never replaces or removes); errors propagate. */
 export type IngressFiller = (
@@ -45,6 +49,10 @@ export interface ExecuteOptions {
   hookPollMs?: number;
   /** Runs `ingress` operations; a plan with one fails it without. */
   fillIngress?: IngressFiller;
+  /** How many operations run at once, across Machines; default 1 (strictly in order). */
+  parallel?: number;
+  /** How many operations run at once on one Machine; default 2. */
+  perMachine?: number;
 }
 
 /** A step failure carrying the Machine's evidence. */
@@ -354,7 +362,18 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
   }
 }
 
-/** Runs `plan` in order against the Machines by id, and reports the Outcome. Never throws for a failed step. */
+/**
+ * Whether a failed call may have acted anyway: the request went out and no answer came back (the connection
+ * dropped or the deadline passed after sending). A refused connection or an answer with an error is a failure.
+ */
+function outcomeUnknown(error: unknown): boolean {
+  if (error instanceof StepFailure) return false;
+  if (error instanceof DOMException) return error.name === "TimeoutError" || error.name === "AbortError";
+  const { code, details } = errorBody(error);
+  return code === "unavailable" && details["no_answer"] === true;
+}
+
+/** Runs `plan` against the Machines by id, and reports the Outcome. Never throws for a failed step. */
 export async function executePlan(
   plan: Plan,
   machines: ReadonlyMap<string, MachineApi>,
@@ -362,11 +381,18 @@ export async function executePlan(
 ): Promise<Outcome> {
   const emit = options.onEvent ?? (() => {});
   emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
+  const parallel = Math.max(1, Math.floor(options.parallel ?? 1));
+  const perMachine = Math.max(1, Math.floor(options.perMachine ?? 2));
+  const waitsFor = dependencies(plan.ops);
+  const state = plan.ops.map((): "pending" | "running" | "done" | "failed" => "pending");
   const completed: Op[] = [];
   const compensation: CompensationStep[] = [];
   const left: { op: Op; container: ContainerRef }[] = [];
-  let failed: OpFailure | undefined;
-  for (const op of plan.ops) {
+  const failures: OpFailure[] = [];
+  const running = new Map<number, Promise<void>>();
+  const onMachine = new Map<string, number>();
+
+  async function run(op: Op): Promise<void> {
     const api = machines.get(op.machineId);
     const ctx: Context = {
       api: api!,
@@ -387,21 +413,51 @@ export async function executePlan(
         });
       }
       const container = await runOp(ctx, op);
+      state[op.index] = "done";
       completed.push(op);
       emit({ type: "step", index: op.index, status: "completed", container });
     } catch (error) {
       const body = errorBody(error);
-      failed = { op, error: body, evidence: error instanceof StepFailure ? error.evidence : null };
+      const unknown = outcomeUnknown(error);
+      state[op.index] = "failed";
+      failures.push({
+        op,
+        error: body,
+        evidence: error instanceof StepFailure ? error.evidence : null,
+        ...(unknown ? { outcomeUnknown: true } : {}),
+      });
       emit({
         type: "step",
         index: op.index,
         status: "failed",
         error: { code: body.code, message: body.message },
+        ...(unknown ? { outcomeUnknown: true } : {}),
       });
-      break;
     }
   }
-  const notAttempted = failed === undefined ? [] : plan.ops.slice(failed.op.index + 1);
+
+  for (;;) {
+    // Start what may start, in plan order; after a failure nothing new starts.
+    for (const op of failures.length > 0 ? [] : plan.ops) {
+      if (running.size >= parallel) break;
+      if (state[op.index] !== "pending" || (onMachine.get(op.machineId) ?? 0) >= perMachine) continue;
+      if (!waitsFor[op.index].every((j) => state[j] === "done")) continue;
+      state[op.index] = "running";
+      onMachine.set(op.machineId, (onMachine.get(op.machineId) ?? 0) + 1);
+      running.set(
+        op.index,
+        run(op).finally(() => {
+          running.delete(op.index);
+          onMachine.set(op.machineId, onMachine.get(op.machineId)! - 1);
+        }),
+      );
+    }
+    if (running.size === 0) break;
+    await Promise.race(running.values());
+  }
+  completed.sort((a, b) => a.index - b.index);
+  failures.sort((a, b) => a.op.index - b.op.index);
+  const notAttempted = plan.ops.filter((op) => state[op.index] === "pending");
   const moved = new Set(
     completed.filter((op) => op.kind === "point").map((op) => `${op.project}/${op.service}`),
   );
@@ -414,9 +470,10 @@ export async function executePlan(
   const outcome: Outcome = {
     deploymentId: plan.deploymentId,
     project: plan.project,
-    status: failed === undefined ? "succeeded" : completed.length > 0 ? "partial" : "failed",
+    status: failures.length === 0 ? "succeeded" : completed.length > 0 ? "partial" : "failed",
     completed,
-    failed,
+    failed: failures[0],
+    ...(failures.length > 1 ? { alsoFailed: failures.slice(1) } : {}),
     notAttempted,
     compensation,
     retiring,

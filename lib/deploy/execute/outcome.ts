@@ -1,6 +1,6 @@
 /**
- * The Deploy Outcome: the completed prefix, the one failure with its evidence, the unexecuted suffix and the
- * compensation done (DESIGN.md bets 4 and 8). Nothing is rolled back except a replacement that failed.
+ * The Deploy Outcome: what completed, what failed with its evidence (or was sent and never answered), what was
+ * not attempted, and the compensation done (DESIGN.md bets 4 and 8). Nothing is rolled back except a replacement that failed.
  *
  * @module
  */
@@ -29,6 +29,11 @@ export interface OpFailure {
   error: { code: string; message: string; details: Record<string, unknown> };
   /** What the Machine reported (health gate evidence, hook exit and logs), when anything. */
   evidence: Record<string, unknown> | null;
+  /**
+   * True when the request went out and no answer came back: the Machine may or may not have acted. Absent when
+   * the Machine answered with the error, or the request never left.
+   */
+  outcomeUnknown?: boolean;
 }
 
 /** An old container a start-first replacement left running for its Machine's retire loop to stop. */
@@ -52,12 +57,17 @@ export interface Outcome {
   deploymentId: string;
   /** The Project. */
   project: string;
-  /** `succeeded`: every operation completed; `partial`: a prefix completed, then one failed; `failed`: the first failed. */
+  /**
+   * `succeeded`: every operation completed; `partial`: some completed, then one failed (or its outcome is
+   * unknown); `failed`: none completed.
+   */
   status: "succeeded" | "failed" | "partial";
-  /** Operations completed, in order. */
+  /** Operations completed, in plan order. */
   completed: Op[];
-  /** The operation that failed. */
+  /** The first operation (in plan order) that failed or whose outcome is unknown. */
   failed?: OpFailure;
+  /** Operations that were running beside it and failed too, or ended with an unknown outcome; in plan order. */
+  alsoFailed?: OpFailure[];
   /** Operations never attempted. */
   notAttempted: Op[];
   /** Compensation done for a failed replacement. */
@@ -105,6 +115,7 @@ export function outcomeJson(outcome: Outcome): Record<string, unknown> {
     ...outcome,
     completed: outcome.completed.map(opView),
     failed: outcome.failed === undefined ? undefined : { ...outcome.failed, op: opView(outcome.failed.op) },
+    alsoFailed: outcome.alsoFailed?.map((f) => ({ ...f, op: opView(f.op) })),
     notAttempted: outcome.notAttempted.map(opView),
   }) as Record<string, unknown>;
 }

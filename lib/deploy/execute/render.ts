@@ -56,7 +56,9 @@ export function progressPrinter(write: (text: string) => void, options: { tty: b
       } else if (event.status === "completed") {
         line = "done";
       } else {
-        line = `failed: ${event.error.message}`;
+        line = `${
+          event.outcomeUnknown ? "outcome unknown (sent, no answer)" : "failed"
+        }: ${event.error.message}`;
       }
       row.status = line;
       if (options.tty) redraw();
@@ -91,9 +93,12 @@ export function renderOutcome(outcome: Outcome): string {
     );
     for (const r of serving) lines.push(`  - ${r.container.name} on ${r.machineName}`);
   }
-  if (outcome.failed !== undefined) {
-    const f = outcome.failed;
-    lines.push(`Failed: ${describeOp(f.op)}`);
+  for (const f of outcome.failed === undefined ? [] : [outcome.failed, ...(outcome.alsoFailed ?? [])]) {
+    lines.push(
+      f.outcomeUnknown
+        ? `Outcome unknown (the request was sent and no answer came; it may have acted): ${describeOp(f.op)}`
+        : `Failed: ${describeOp(f.op)}`,
+    );
     lines.push(`  error[${f.error.code}]: ${f.error.message}`);
     const logs = f.evidence?.logs;
     if (typeof logs === "string" && logs.trim() !== "") {

@@ -1,0 +1,162 @@
+// Parallel execution on fake Machines: independent operations overlap, the orders the plan means hold, and the
+// Outcome says exactly what completed, failed, ended unknown and was never attempted.
+import assert from "node:assert/strict";
+import { deployIntent } from "../plan/intent.ts";
+import { planDeploy } from "../plan/plan.ts";
+import { FakeMachine, project, service, snapshotOfAll } from "../plan/test_fake.ts";
+import type { MachineApi } from "../plan/machine_api.ts";
+import type { Plan } from "../plan/types.ts";
+import type { NormalizedProject } from "../compose/types.ts";
+import { RpcLikeError } from "./parallel_test_support.ts";
+import type { DeployEvent } from "./events.ts";
+import { executePlan } from "./execute.ts";
+import { dependencies } from "./schedule.ts";
+import { renderOutcome } from "./render.ts";
+
+const D = "d2".padEnd(32, "0");
+
+/** Wraps a fake Machine so each container create takes `ms`, counting creates in flight across all wrappers. */
+class Slow {
+  static inFlight = 0;
+  static peak = 0;
+  /** When set, every call on this Machine fails as a request sent with no answer. */
+  cut = false;
+  constructor(readonly fake: FakeMachine, readonly ms: number) {}
+  api(): MachineApi {
+    const fake = this.fake;
+    return new Proxy(fake, {
+      get: (target, key, receiver) => {
+        const value = Reflect.get(target, key, receiver);
+        if (typeof value !== "function") return value;
+        return async (...args: unknown[]) => {
+          if (this.cut) {
+            await new Promise((r) => setTimeout(r, this.ms));
+            throw new RpcLikeError();
+          }
+          if (key !== "ensureContainer") return await value.apply(target, args);
+          Slow.inFlight++;
+          Slow.peak = Math.max(Slow.peak, Slow.inFlight);
+          try {
+            await new Promise((r) => setTimeout(r, this.ms));
+            return await value.apply(target, args);
+          } finally {
+            Slow.inFlight--;
+          }
+        };
+      },
+    }) as MachineApi;
+  }
+}
+
+async function lab3(p: NormalizedProject): Promise<{ plan: Plan; slow: Slow[] }> {
+  const fakes = [new FakeMachine("m1", "one"), new FakeMachine("m2", "two"), new FakeMachine("m3", "three")];
+  const plan = planDeploy({ intent: deployIntent(p, D), snapshot: await snapshotOfAll(fakes) });
+  return { plan, slow: fakes.map((f) => new Slow(f, 40)) };
+}
+
+function machinesOf(slow: Slow[]): Map<string, MachineApi> {
+  return new Map(slow.map((s) => [s.fake.id, s.api()]));
+}
+
+const threeByThree = (): NormalizedProject =>
+  project([
+    service("db", { replicas: 3 }),
+    service("api", { replicas: 3, dependsOn: ["db"] }),
+    service("web", { replicas: 3, dependsOn: ["api"] }),
+  ]);
+
+Deno.test("dependencies(): Services wait for the Service before them; replacements roll one at a time", async () => {
+  const { plan } = await lab3(threeByThree());
+  const deps = dependencies(plan.ops);
+  const kinds = plan.ops.map((op) => `${op.service}:${op.kind}`);
+  assert.deepEqual(kinds, [
+    ...Array(3).fill("db:create"),
+    ...Array(3).fill("api:create"),
+    ...Array(3).fill("web:create"),
+  ]);
+  assert.deepEqual(deps.slice(0, 3), [[], [], []]);
+  for (const i of [3, 4, 5]) assert.deepEqual(deps[i], [0, 1, 2]);
+  for (const i of [6, 7, 8]) assert.deepEqual(deps[i], [3, 4, 5]);
+  const replaceOps = plan.ops.map((op, i) => ({ ...op, kind: "replace" as const, index: i }));
+  const rolled = dependencies(replaceOps as unknown as Plan["ops"]);
+  assert.deepEqual(rolled[1], [0]);
+  assert.deepEqual(rolled[4], [0, 1, 2, 3]);
+});
+
+Deno.test("parallel execution runs a Service's replicas on three Machines at once and keeps Service order", async () => {
+  const { plan, slow } = await lab3(threeByThree());
+  Slow.peak = 0;
+  const events: DeployEvent[] = [];
+  const started = performance.now();
+  const outcome = await executePlan(plan, machinesOf(slow), { parallel: 8, onEvent: (e) => events.push(e) });
+  const parallelMs = performance.now() - started;
+  assert.equal(outcome.status, "succeeded");
+  assert.equal(outcome.completed.length, 9);
+  assert.equal(Slow.peak, 3, "three creates at once: one per Machine, never a later Service's");
+  // Every api create started after every db create completed.
+  const order = events.flatMap((e) =>
+    e.type === "step" && (e.status === "completed" || (e.status === "running" && e.phase === "creating"))
+      ? [`${plan.ops[e.index].service}:${e.status}`]
+      : []
+  );
+  const lastDb = order.lastIndexOf("db:completed");
+  const firstApi = order.indexOf("api:running");
+  assert.ok(lastDb < firstApi, order.join(" "));
+
+  const { plan: again, slow: slow1 } = await lab3(threeByThree());
+  Slow.peak = 0;
+  const t1 = performance.now();
+  const sequential = await executePlan(again, machinesOf(slow1), { parallel: 1 });
+  const sequentialMs = performance.now() - t1;
+  assert.equal(sequential.status, "succeeded");
+  assert.equal(Slow.peak, 1, "--parallel 1 runs one operation at a time");
+  assert.ok(parallelMs < sequentialMs * 0.6, `parallel ${parallelMs} ms vs sequential ${sequentialMs} ms`);
+});
+
+Deno.test("perMachine bounds the operations on one Machine", async () => {
+  const fake = new FakeMachine("m1", "one");
+  const plan = planDeploy({
+    intent: deployIntent(project([service("web", { replicas: 5 })]), D),
+    snapshot: await snapshotOfAll([fake]),
+  });
+  const slow = new Slow(fake, 30);
+  Slow.peak = 0;
+  const outcome = await executePlan(plan, new Map([[fake.id, slow.api()]]), { parallel: 8, perMachine: 2 });
+  assert.equal(outcome.status, "succeeded");
+  assert.equal(Slow.peak, 2);
+});
+
+Deno.test("a Machine cut mid-Deploy: the others finish, its operation is unknown, the rest not attempted", async () => {
+  const { plan, slow } = await lab3(threeByThree());
+  slow[2].cut = true;
+  const outcome = await executePlan(plan, machinesOf(slow), { parallel: 8 });
+  assert.equal(outcome.status, "partial");
+  assert.deepEqual(outcome.completed.map((op) => `${op.service}@${op.machineName}`), ["db@one", "db@two"]);
+  assert.equal(outcome.failed?.op.machineName, "three");
+  assert.equal(outcome.failed?.outcomeUnknown, true);
+  assert.equal(outcome.alsoFailed, undefined);
+  assert.deepEqual(outcome.notAttempted.map((op) => op.service), [
+    ...Array(3).fill("api"),
+    ...Array(3).fill("web"),
+  ]);
+  assert.match(
+    renderOutcome(outcome),
+    /Outcome unknown \(the request was sent and no answer came; it may have acted\)/,
+  );
+});
+
+Deno.test("a Machine that answers with an error fails its operation; one that never connected too", async () => {
+  const { plan, slow } = await lab3(project([service("db", { replicas: 3 })]));
+  slow[1].fake.failEnsure = /./;
+  const machines = machinesOf(slow);
+  machines.delete("m3");
+  const outcome = await executePlan(plan, machines, { parallel: 8 });
+  assert.equal(outcome.status, "partial");
+  assert.deepEqual(outcome.completed.map((op) => op.machineName), ["one"]);
+  assert.deepEqual(
+    [outcome.failed, ...(outcome.alsoFailed ?? [])].map((
+      f,
+    ) => [f?.op.machineName, f?.outcomeUnknown ?? false]),
+    [["two", false], ["three", false]],
+  );
+});

@@ -1,0 +1,63 @@
+/**
+ * Which operations of a plan may run at the same time. The plan is ordered; this derives, for each operation, the
+ * earlier operations it must wait for, keeping every order the plan's sequence means:
+ *
+ * - Services in dependency order: every operation of a Service waits for every operation of the Service before
+ *   it in the plan (`depends_on` is honoured, conservatively, for Services that do not depend on each other too).
+ * - Within a Service: its hook, Serving Pointer move and Ingress Proxy fill wait for everything before them and
+ *   hold back everything after; an image copy runs before the later operations on its Machine; replacements run
+ *   one after another (a rolling update, stop-first or start-first, never takes two slots down at once); creates
+ *   and starts on different slots run side by side; removals wait until the Service's changes are done.
+ *
+ * With every operation waiting for the one before it, the plan runs exactly as it did strictly in order.
+ *
+ * @module
+ */
+
+import type { Op } from "../plan/types.ts";
+
+const CHANGE = new Set<Op["kind"]>(["create", "start", "replace", "image", "hook"]);
+const SIDE_BY_SIDE = new Set<Op["kind"]>(["create", "start", "replace", "image", "stop", "remove"]);
+
+function serviceKey(op: Op): string {
+  return `${op.project}/${op.service}`;
+}
+
+/** For each operation (by index), the indices of the earlier operations it waits for. */
+export function dependencies(ops: readonly Op[]): number[][] {
+  const deps: number[][] = [];
+  let previousSegment: number[] = [];
+  let segment: number[] = [];
+  let key: string | undefined;
+  let barrier: number | undefined;
+  let lastReplace: number | undefined;
+  let changed = false;
+  const images = new Map<string, number[]>();
+  for (const [i, op] of ops.entries()) {
+    if (serviceKey(op) !== key) {
+      if (segment.length > 0) previousSegment = segment;
+      segment = [];
+      key = serviceKey(op);
+      barrier = undefined;
+      lastReplace = undefined;
+      changed = false;
+      images.clear();
+    }
+    const wait = new Set<number>(previousSegment);
+    const removal = op.kind === "stop" || op.kind === "remove";
+    if (!SIDE_BY_SIDE.has(op.kind) || (removal && changed)) {
+      for (const j of segment) wait.add(j);
+    } else {
+      if (barrier !== undefined) wait.add(barrier);
+      for (const j of images.get(op.machineId) ?? []) wait.add(j);
+      if (op.kind === "replace" && lastReplace !== undefined) wait.add(lastReplace);
+    }
+    deps.push([...wait].sort((a, b) => a - b));
+    segment.push(i);
+    if (!SIDE_BY_SIDE.has(op.kind)) barrier = i;
+    if (op.kind === "replace") lastReplace = i;
+    if (op.kind === "image") images.set(op.machineId, [...(images.get(op.machineId) ?? []), i]);
+    if (CHANGE.has(op.kind)) changed = true;
+  }
+  return deps;
+}
