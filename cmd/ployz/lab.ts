@@ -7,12 +7,15 @@
 import { CliError, type Command, type CommandContext, UsageError } from "../../lib/cli/mod.ts";
 import {
   DAEMON_ENV_PREFIXES,
+  DOCKER_NETWORKING,
+  type DockerNetworking,
   labDown,
   LabError,
   labExec,
   labHeal,
   labPartition,
   labRestart,
+  labRestartDockerd,
   type LabStatus,
   labStatus,
   labUp,
@@ -88,13 +91,16 @@ function statusText(status: LabStatus): string {
 const up: Command = {
   name: "up",
   summary: "Create N lab Machines (namespaces, dockerd, ployzd) joined into one Cluster",
-  usage:
-    "[--machines N] [--join N] [--profile clean|regional|far|flap] [--dir D] [--name NAME] [--image IMAGE]…",
+  usage: "[--machines N] [--join N] [--profile clean|regional|far|flap] [--docker-networking default|off] " +
+    "[--forwarding on|off] [--dir D] [--name NAME] [--image IMAGE]…",
   description:
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
     ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
     ` m1 founds the Cluster and m2…m<join> are added through "machine add" (--join, default all); the others run` +
-    ` ployzd uninitialized. PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
+    ` ployzd uninitialized. Each dockerd runs Docker's default networking (iptables and masquerade on);` +
+    ` --docker-networking off starts it with --iptables=false --ip-masq=false. --forwarding off leaves IP` +
+    ` forwarding off until dockerd turns it on (Docker then sets FORWARD's policy to DROP, as on a fresh host).` +
+    ` PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
     ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS and PLOYZ_DNS_UPSTREAMS pass to every ployzd.`,
   options: {
     ...dirOption,
@@ -103,6 +109,8 @@ const up: Command = {
     profile: { type: "string" },
     name: { type: "string" },
     image: { type: "string", multiple: true },
+    "docker-networking": { type: "string" },
+    forwarding: { type: "string" },
   },
   async run(ctx) {
     const machines = ctx.values.machines === undefined ? 3 : Number(ctx.values.machines);
@@ -115,8 +123,20 @@ const up: Command = {
     if (!(PROFILES as readonly string[]).includes(profile)) {
       throw new UsageError(`Option "--profile" must be one of ${PROFILES.join(", ")}: got "${profile}"`);
     }
+    const networking = (ctx.values["docker-networking"] ?? "default") as string;
+    if (!(DOCKER_NETWORKING as readonly string[]).includes(networking)) {
+      throw new UsageError(
+        `Option "--docker-networking" must be one of ${DOCKER_NETWORKING.join(", ")}: got "${networking}"`,
+      );
+    }
+    const forwarding = (ctx.values.forwarding ?? "on") as string;
+    if (forwarding !== "on" && forwarding !== "off") {
+      throw new UsageError(`Option "--forwarding" must be on or off: got "${forwarding}"`);
+    }
     const result = await guard(() =>
       labUp({
+        dockerNetworking: networking as DockerNetworking,
+        forwardingBeforeDocker: forwarding === "on",
         machines,
         dir: dirOf(ctx),
         name: typeof ctx.values.name === "string" ? ctx.values.name : undefined,
@@ -227,12 +247,20 @@ function daemonEnvFromOwn(): Record<string, string> {
 
 const restart: Command = {
   name: "restart",
-  summary: "Restart one lab Machine's ployzd (its mesh, dockerd and containers keep running)",
-  usage: "MACHINE [--dir D]",
-  options: dirOption,
+  summary: "Restart one lab Machine's ployzd (its mesh, dockerd and containers keep running), or its dockerd",
+  usage: "MACHINE [--dockerd] [--dir D]",
+  description:
+    "--dockerd restarts the Machine's dockerd instead, as `systemctl restart docker` would; ployzd keeps" +
+    " running.",
+  options: { ...dirOption, dockerd: { type: "boolean" } },
   positionals: [1, 1],
   async run(ctx) {
     const [machine] = ctx.positionals;
+    if (ctx.values.dockerd === true) {
+      const restarted = await guard(() => labRestartDockerd({ dir: dirOf(ctx), machine }));
+      ctx.io.out(`Restarted dockerd of ${machine} in ${(restarted.elapsedMs / 1000).toFixed(1)} s\n`);
+      return 0;
+    }
     const result = await guard(() => labRestart({ dir: dirOf(ctx), machine, daemonEnv: daemonEnvFromOwn() }));
     ctx.io.out(`Restarted ployzd of ${machine} in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
     return 0;

@@ -4,6 +4,10 @@
  * firewall keeping port 51000 mesh-only, the store sync listener on the Machine Gateway, and the `SyncAgent`
  * replicating with peers at their gateways.
  *
+ * The firewall (lib/mesh's) is re-checked on every tick, so a firewall reload is undone within one tick; the sync
+ * and RPC listener runs only while its INPUT rules are in place (closed when they cannot be put back), and the rules
+ * that let containers reach each other across the mesh under Docker's default networking are kept the same way.
+ *
  * Nothing here may take the daemon down: a failure (no WireGuard, no `iptables`, a gateway address not there yet)
  * is logged once, reported as `meshError`, and retried on the next tick. The tick (default 5 s) reads the
  * interface once for handshakes and steps endpoint selection; it is Machine-local networking, not a reconciler of
@@ -19,6 +23,7 @@
 import {
   type CommandRunner,
   EndpointDriver,
+  ensureContainerForwarding,
   ensureInterface,
   ensureMeshFirewall,
   hostRunner,
@@ -121,6 +126,8 @@ export class ClusterLink {
   readonly #driver: EndpointDriver | undefined;
   #interfaceUp = false;
   #server: Deno.HttpServer | undefined;
+  #serverAbort: AbortController | undefined;
+  readonly #closing: Promise<void>[] = [];
   #errors = new Map<string, string>();
   #queue: Promise<void> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -181,6 +188,7 @@ export class ClusterLink {
     await this.#watching;
     await this.#queue;
     await this.#server?.finished;
+    await Promise.all(this.#closing);
     this.#server = undefined;
   }
 
@@ -303,25 +311,63 @@ export class ClusterLink {
       this.#fail("interface", error);
       return;
     }
+    const guarded = await this.#ensureFirewall();
+    await this.#applyPeers();
+    if (guarded) this.#listen();
+  }
+
+  /** Checks (and puts back) the firewall; false, with the listener closed, when the mesh port is not guarded. */
+  async #ensureFirewall(): Promise<boolean> {
+    const settings = this.#options.settings!;
+    let guarded = false;
     try {
-      await ensureMeshFirewall(this.#runner, { interfaceName: settings.interfaceName, ports: [SYNC_PORT] });
+      const repaired = await ensureMeshFirewall(this.#runner, {
+        interfaceName: settings.interfaceName,
+        ports: [SYNC_PORT],
+      });
+      if (repaired.length > 0 && this.#server !== undefined) {
+        this.#options.log(`mesh: firewall: put back ${repaired.join(", ")}`);
+      }
+      guarded = true;
       this.#ok("firewall");
     } catch (error) {
       this.#fail("firewall", error);
+      this.#closeListener();
     }
-    await this.#applyPeers();
-    this.#listen();
+    try {
+      const repaired = await ensureContainerForwarding(this.#runner, {
+        interfaceName: settings.interfaceName,
+        subnet: this.#options.subnet,
+        clusterNetwork: settings.clusterNetwork,
+      });
+      if (repaired.length > 0 && this.#server !== undefined) {
+        this.#options.log(`mesh: container forwarding: put back ${repaired.join(", ")}`);
+      }
+      this.#ok("container forwarding");
+    } catch (error) {
+      this.#fail("container forwarding", error);
+    }
+    return guarded;
+  }
+
+  #closeListener(): void {
+    if (this.#server === undefined) return;
+    this.#serverAbort?.abort();
+    this.#closing.push(this.#server.finished);
+    this.#server = undefined;
+    this.#options.log(`mesh: listener closed: the firewall does not guard port ${SYNC_PORT}`);
   }
 
   #listen(): void {
     if (this.#server !== undefined || this.#controller.signal.aborted) return;
     const gateway = parseMachineSubnet(this.#options.subnet).gateway;
     const app = createSyncApp(this.#options.store);
+    const abort = new AbortController();
     try {
       this.#server = Deno.serve({
         hostname: gateway,
         port: SYNC_PORT,
-        signal: this.#controller.signal,
+        signal: AbortSignal.any([this.#controller.signal, abort.signal]),
         onListen: () => {},
       }, (request, info) => {
         const remote = (info.remoteAddr as Deno.NetAddr).hostname;
@@ -335,6 +381,7 @@ export class ClusterLink {
         }
         return app.fetch(request);
       });
+      this.#serverAbort = abort;
       this.#ok("listener");
       this.#options.log(
         `mesh: store sync${
@@ -351,7 +398,7 @@ export class ClusterLink {
       await this.#bringUp();
       return;
     }
-    if (this.#server === undefined) this.#listen();
+    if (await this.#ensureFirewall() && this.#server === undefined) this.#listen();
     try {
       this.#noteReceived(await readPeers(this.#runner, this.#options.settings!.interfaceName));
       await this.#driver?.tick();

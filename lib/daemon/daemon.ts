@@ -47,6 +47,7 @@ import { MutationGate } from "./mutation_gate.ts";
 import { guardMutations, MUTATING_ROUTES, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
 import { createForwarder, forwardJson, type ForwardTarget } from "./forward.ts";
 import { meshRpcHandler } from "./mesh_rpc.ts";
+import { watchMachineNetwork } from "./machine_network.ts";
 import { imageHandlers } from "./image_handlers.ts";
 import { parseMachineSubnet } from "../mesh/mod.ts";
 import { SYNC_PORT } from "./mesh_settings.ts";
@@ -146,6 +147,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let capabilities: string[] = [];
   let link: ClusterLink | undefined;
   let catchingUp: Promise<void> | undefined;
+  let networkProblem: string | undefined;
+  let networkCheck: Promise<unknown> = Promise.resolve();
   const mesh = options.mesh;
   const endpoints = mesh === undefined ? [] : mesh.advertiseEndpoints ?? defaultEndpoints(
     Deno.networkInterfaces(),
@@ -201,6 +204,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       rpc: meshRpc,
     });
     link.start();
+    networkCheck = watchMachineNetwork({
+      engine,
+      network,
+      subnet: record.subnet!,
+      log,
+      signal: stopping.signal,
+    })
+      .then((problem) => networkProblem = problem);
     startServing(opened);
     if (record.phase === "joining") catchingUp = catchUp(opened);
   }
@@ -486,7 +497,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         evidence,
         thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
         now: Date.now(),
-        meshError: link === undefined ? "this Machine is not in a Cluster" : link.meshError,
+        meshError: link === undefined
+          ? "this Machine is not in a Cluster"
+          : [link.meshError, networkProblem].filter((e) => e !== undefined).join("; ") || undefined,
       });
     },
     async admitPeer(req) {
@@ -610,6 +623,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await publisher?.stop();
       await link?.stop();
       await catchingUp;
+      await networkCheck;
       store?.close();
       // A runtime unit keeps running; a spawned child ends with the daemon.
       await observe.close();

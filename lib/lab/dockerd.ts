@@ -4,6 +4,11 @@
  * socket and pidfile under the Machine's directory. Its default bridge keeps Docker's own range (each namespace is
  * separate); the Machine Subnet is the `ployz` network ployzd creates when the Machine joins.
  *
+ * Its networking is Docker's default, as installed: iptables management (DOCKER and DOCKER-USER chains, FORWARD
+ * policy DROP when Docker turns IP forwarding on itself, DNAT for published ports) and IP masquerade. A lab made
+ * with `dockerNetworking: "off"` runs `--iptables=false --ip-masq=false` instead, for a test that wants Docker out
+ * of the host's firewall. The other flags depart from a real install as the lab module comment lists.
+ *
  * @module
  */
 
@@ -19,8 +24,17 @@ export function dockerHost(machine: MachinePlan): string[] {
   return ["-H", `unix://${machine.dockerSocket}`];
 }
 
+/** How the lab runs Docker's networking: as installed (`default`), or with iptables and masquerade off (`off`). */
+export type DockerNetworking = "default" | "off";
+
+/** The Docker networking modes. */
+export const DOCKER_NETWORKING: readonly DockerNetworking[] = ["default", "off"];
+
 /** Starts the Machine's dockerd, detached; its log goes to `<dir>/dockerd.log`. */
-export async function startDockerd(machine: MachinePlan): Promise<void> {
+export async function startDockerd(
+  machine: MachinePlan,
+  networking: DockerNetworking = "default",
+): Promise<void> {
   await Deno.mkdir(machine.dir, { recursive: true });
   const config = join(machine.dir, "daemon.json");
   await Deno.writeTextFile(config, "{}\n"); // so the host's /etc/docker/daemon.json never applies
@@ -39,8 +53,7 @@ export async function startDockerd(machine: MachinePlan): Promise<void> {
     `unix://${machine.dockerSocket}`,
     "--pidfile",
     machine.dockerPidfile,
-    "--iptables=false",
-    "--ip-masq=false",
+    ...(networking === "off" ? ["--iptables=false", "--ip-masq=false"] : []),
     "--mtu",
     "1420",
     "--storage-driver",

@@ -13,7 +13,7 @@ import { LabError } from "./errors.ts";
 import { type LabPlan, machineByName, RELAY_ADDRESS } from "./plan.ts";
 import { relayPort } from "./relay.ts";
 import { checkPrerequisites } from "./prereq.ts";
-import { type LabState, requireState, writeState } from "./state.ts";
+import { dockerNetworkingOf, type LabState, requireState, writeState } from "./state.ts";
 import { LAB_CHAIN } from "./up.ts";
 import {
   daemonClient,
@@ -259,6 +259,24 @@ export async function labRestart(
 }
 
 /**
+ * Restarts a lab Machine's dockerd alone, as `systemctl restart docker` would: dockerd stops its containers and keeps
+ * them, starts again with the lab's Docker networking, and starts again the containers whose restart policy says so.
+ * Its ployzd keeps running.
+ */
+export async function labRestartDockerd(
+  options: { dir: string; machine: string },
+): Promise<{ elapsedMs: number }> {
+  checkPrerequisites();
+  const state = await requireState(options.dir);
+  const m = machineByName(state.plan, options.machine);
+  const started = Date.now();
+  await stopDockerd(m, { keepContainers: true });
+  await startDockerd(m, dockerNetworkingOf(state));
+  await waitDockerd(m, 90_000);
+  return { elapsedMs: Date.now() - started };
+}
+
+/**
  * Stops a lab Machine as a shutdown would: its ployzd, then its dockerd, which stops the containers and keeps them.
  * Its namespace, WireGuard interface and mesh routes stay, so {@link labStartMachine} is the boot that follows.
  */
@@ -289,7 +307,7 @@ export async function labStartMachine(
   const m = machineByName(state.plan, options.machine);
   const started = Date.now();
   if (!(await dockerdAnswers(m))) {
-    await startDockerd(m);
+    await startDockerd(m, dockerNetworkingOf(state));
     await waitDockerd(m, 90_000);
   }
   if ((await daemonPids(m)).length === 0) {

@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import { writeFileAtomic } from "../util/mod.ts";
 import { LabError } from "./errors.ts";
+import type { DockerNetworking } from "./dockerd.ts";
 import type { LabPlan, Profile } from "./plan.ts";
 
 /** The lab's saved state. */
@@ -27,6 +28,15 @@ export interface LabState {
   partitions: [string[], string[]][];
   /** The extra environment every ployzd started with, so a restart or a boot starts it the same way. */
   daemonEnv?: Record<string, string>;
+  /** How each dockerd runs its networking; absent in labs made before it was recorded: `off`. */
+  dockerNetworking?: DockerNetworking;
+  /** Whether IP forwarding was on in each namespace before dockerd started; absent: on. */
+  forwardingBeforeDocker?: boolean;
+}
+
+/** The Docker networking a lab's dockerd restarts with. */
+export function dockerNetworkingOf(state: LabState): DockerNetworking {
+  return state.dockerNetworking ?? "off";
 }
 
 /** The state file of a lab directory. */

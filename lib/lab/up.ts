@@ -24,7 +24,14 @@ import {
   runChecked,
 } from "../mesh/mod.ts";
 import { openConfigStore } from "../store/mod.ts";
-import { loadImages, saveImages, startDockerd, waitDockerd } from "./dockerd.ts";
+import {
+  DOCKER_NETWORKING,
+  type DockerNetworking,
+  loadImages,
+  saveImages,
+  startDockerd,
+  waitDockerd,
+} from "./dockerd.ts";
 import { labDown } from "./down.ts";
 import { LabError } from "./errors.ts";
 import { pollUntil } from "../util/mod.ts";
@@ -69,6 +76,11 @@ export interface LabUpOptions {
   join?: number;
   /** Extra environment for every ployzd (membership thresholds, timing). */
   daemonEnv?: Record<string, string>;
+  /** Docker's networking in every dockerd; default `default` (iptables management and masquerade on). */
+  dockerNetworking?: DockerNetworking;
+  /** Whether each namespace has IP forwarding on before dockerd starts; default true. With false, Docker turns it
+   * on itself and sets FORWARD's policy to DROP, as on a fresh host. */
+  forwardingBeforeDocker?: boolean;
 }
 
 /** What {@link labUp} made. */
@@ -94,6 +106,14 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
       `Cannot use profile "${profile}": expected one of ${PROFILES.join(", ")}`,
     );
   }
+  const dockerNetworking = options.dockerNetworking ?? "default";
+  if (!DOCKER_NETWORKING.includes(dockerNetworking)) {
+    throw new LabError(
+      "invalid_argument",
+      `Cannot use Docker networking "${dockerNetworking}": expected one of ${DOCKER_NETWORKING.join(", ")}`,
+    );
+  }
+  const forwarding = options.forwardingBeforeDocker ?? true;
   const plan = planLab({
     name: options.name ?? "ployz-lab",
     machines: options.machines ?? 3,
@@ -117,19 +137,21 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     publicKeys: {},
     partitions: [],
     daemonEnv: options.daemonEnv ?? {},
+    dockerNetworking,
+    forwardingBeforeDocker: forwarding,
   };
   await writeState(plan.dir, state); // before anything exists, so down can undo a crash
   try {
     progress(`underlay namespace "${plan.underlayNamespace}"`);
     await makeUnderlay(plan);
-    for (const m of plan.machines) await makeNamespace(plan, m, profile);
+    for (const m of plan.machines) await makeNamespace(plan, m, profile, forwarding);
     if (IMPAIRMENTS[profile] !== undefined) {
       progress(`latency relay for profile "${profile}"`);
       await startLabRelay(plan, profile);
       for (const m of plan.machines) await steerThroughRelay(plan, m);
     }
     progress(`starting ${plan.machines.length} dockerd`);
-    await Promise.all(plan.machines.map(startDockerd));
+    await Promise.all(plan.machines.map((m) => startDockerd(m, dockerNetworking)));
     await Promise.all(plan.machines.map((m) => waitDockerd(m, 90_000)));
     progress("dockerd answers on every Machine");
     const wanted = options.images ?? ["ployz-test/busybox:1"];
@@ -265,7 +287,12 @@ async function steerThroughRelay(plan: LabPlan, m: MachinePlan): Promise<void> {
   }
 }
 
-async function makeNamespace(plan: LabPlan, m: MachinePlan, profile: Profile): Promise<void> {
+async function makeNamespace(
+  plan: LabPlan,
+  m: MachinePlan,
+  profile: Profile,
+  forwarding: boolean,
+): Promise<void> {
   await sh("ip", ["netns", "add", m.namespace]);
   const veth = `v${m.name}`;
   await sh("ip", [
@@ -288,7 +315,8 @@ async function makeNamespace(plan: LabPlan, m: MachinePlan, profile: Profile): P
   await runChecked(r, "ip", ["link", "set", "lo", "up"]);
   await runChecked(r, "ip", ["addr", "add", `${m.underlayAddress}/24`, "dev", "ul0"]);
   await runChecked(r, "ip", ["link", "set", "ul0", "up"]);
-  await runChecked(r, "sysctl", ["-q", "-w", "net.ipv4.ip_forward=1"]);
+  // Off is set, not left: a new namespace may start with forwarding on.
+  await runChecked(r, "sysctl", ["-q", "-w", `net.ipv4.ip_forward=${forwarding ? 1 : 0}`]);
   await runChecked(r, "iptables", ["-N", LAB_CHAIN]);
   await runChecked(r, "iptables", ["-I", "INPUT", "-j", LAB_CHAIN]);
   await runChecked(r, "iptables", ["-I", "OUTPUT", "-j", LAB_CHAIN]);

@@ -1,17 +1,50 @@
 /**
- * The mesh firewall: Machine-to-Machine HTTP (store sync, port 51000) is accepted only when it arrives on the
- * WireGuard interface, so only Machines holding a key the interface knows, from their own allowed addresses, reach
- * it. Everything else aimed at that port (the underlay, containers on the Docker bridge, other hosts) is dropped.
- * The rules live in their own iptables chain, `PLOYZ-INPUT` by default, jumped to from INPUT; rebuilding it is
- * idempotent.
+ * The mesh firewall, in its own chains so nothing else on the host is touched. Every part is checked first and
+ * rebuilt only when it differs, so the Cluster link can re-check it on every tick: a firewall reload that flushed it
+ * is undone within one tick, and a tick that finds it intact changes nothing.
+ *
+ * - **INPUT** (`PLOYZ-INPUT`, IPv4 and IPv6, jumped to first from INPUT): Machine-to-Machine HTTP (store sync and
+ *   Machine RPC, port 51000) is accepted only when it arrives on the WireGuard interface, so only Machines holding a
+ *   key the interface knows, from their own allowed addresses, reach it. Everything else aimed at that port (the
+ *   underlay, containers on the Docker bridge, other hosts) is dropped. The daemon serves that port only while this
+ *   part is in place.
+ * - **FORWARD** (`PLOYZ-FORWARD`, jumped to from `DOCKER-USER` when Docker manages iptables, from FORWARD
+ *   otherwise): admits traffic between the Cluster network and this Machine Subnet across the WireGuard interface,
+ *   both ways, and nothing wider. Docker sets FORWARD's policy to DROP on a host where it had to turn IP forwarding
+ *   on itself, and lets into a bridge only what a container publishes; a connection from another Machine's container
+ *   to a port nobody publishes is Ployz's normal case (Internal DNS names, Caddy upstreams).
+ * - **nat POSTROUTING** (`PLOYZ-POSTROUTING`, kept first in POSTROUTING): the Machine's `ployz` network is created
+ *   with Docker's masquerade off (`com.docker.network.bridge.enable_ip_masquerade=false`), and this chain masquerades
+ *   the Machine Subnet only towards destinations outside the Cluster network. Containers keep their own source
+ *   addresses across the mesh (a peer's WireGuard admits only its peers' Machine Subnets as sources, so a packet
+ *   rewritten to the host's address is dropped) and still reach the internet through the host. Mesh-bound traffic
+ *   RETURNs first, so a network made before masquerade was turned off (Docker's own
+ *   `-s <subnet> ! -o <bridge> -j MASQUERADE` below ours) works while this chain stays ahead; the daemon still
+ *   reports such a network, because that order does not hold through a dockerd restart.
+ *
+ * Why masquerade off plus our own rule, rather than only a RETURN ahead of Docker's MASQUERADE: measured on Docker
+ * 20.10, a dockerd restart that follows a firewall reload re-inserts Docker's MASQUERADE at the top of POSTROUTING,
+ * ahead of the RETURN, and every connection a container opens before the next tick stays rewritten for its whole life
+ * (conntrack keeps the mapping). With masquerade off for the network Docker never installs that rule, so nothing can
+ * get ahead of ours; and after a reload that flushed every table, this chain puts the containers' internet access
+ * back within a tick, where Docker's own rule would stay gone until dockerd restarts.
  *
  * @module
  */
 
 import { type CommandRunner, runChecked } from "./runner.ts";
 
-/** The chain holding the mesh rules. */
+/** The chain holding the mesh INPUT rules (IPv4 and IPv6). */
 export const MESH_CHAIN = "PLOYZ-INPUT";
+
+/** The filter chain admitting mesh traffic to and from the Machine's containers. */
+export const FORWARD_CHAIN = "PLOYZ-FORWARD";
+
+/** The nat chain masquerading the Machine's containers towards destinations outside the Cluster network. */
+export const NAT_CHAIN = "PLOYZ-POSTROUTING";
+
+/** Docker's chain for users' FORWARD rules, evaluated before Docker's own. */
+const DOCKER_USER = "DOCKER-USER";
 
 /** Options of {@link ensureMeshFirewall}. */
 export interface FirewallOptions {
@@ -19,30 +52,153 @@ export interface FirewallOptions {
   interfaceName: string;
   /** TCP ports served only over the mesh; default [51000]. */
   ports?: number[];
-  /** The chain name; default `PLOYZ-INPUT`. */
+  /** The INPUT chain name; default `PLOYZ-INPUT`. */
   chain?: string;
 }
 
-/** Makes the chain hold exactly the mesh rules and makes INPUT jump to it first. */
-export async function ensureMeshFirewall(runner: CommandRunner, options: FirewallOptions): Promise<void> {
-  const chain = options.chain ?? MESH_CHAIN;
-  if ((await runner.run("iptables", ["-w", "-n", "-L", chain])).code !== 0) {
-    await runChecked(runner, "iptables", ["-w", "-N", chain]);
-  }
-  await runChecked(runner, "iptables", ["-w", "-F", chain]);
-  for (const port of options.ports ?? [51000]) {
-    const tcp = ["-w", "-A", chain, "-p", "tcp", "--dport", String(port)];
-    await runChecked(runner, "iptables", [...tcp, "-i", options.interfaceName, "-j", "ACCEPT"]);
-    await runChecked(runner, "iptables", [...tcp, "-j", "DROP"]);
-  }
-  if ((await runner.run("iptables", ["-w", "-C", "INPUT", "-j", chain])).code !== 0) {
-    await runChecked(runner, "iptables", ["-w", "-I", "INPUT", "1", "-j", chain]);
-  }
+/** Options of {@link ensureContainerForwarding}. */
+export interface ContainerForwardingOptions {
+  /** The WireGuard interface. */
+  interfaceName: string;
+  /** This Machine's Machine Subnet (its `ployz` network), e.g. `10.210.1.0/24`. */
+  subnet: string;
+  /** The Cluster network every Machine Subnet lies in, e.g. `10.210.0.0/16`. */
+  clusterNetwork: string;
 }
 
-/** Removes the jump and the chain; absent rules are fine. */
+type Tool = "iptables" | "ip6tables";
+
+/** The rules of `chain` as `iptables -S` prints them; `undefined` when the chain does not exist. */
+async function listRules(
+  runner: CommandRunner,
+  tool: Tool,
+  table: string,
+  chain: string,
+): Promise<string[] | undefined> {
+  const result = await runner.run(tool, ["-w", "-t", table, "-S", chain]);
+  if (result.code !== 0) return undefined;
+  return result.stdout.split("\n").map((line) => line.trim()).filter((line) => line.startsWith("-A "));
+}
+
+/**
+ * Makes `chain` hold exactly `rules` (each written in the order `iptables -S` prints it, so an intact chain compares
+ * equal); returns whether it had to change anything.
+ */
+async function ensureChain(
+  runner: CommandRunner,
+  tool: Tool,
+  table: string,
+  chain: string,
+  rules: string[][],
+): Promise<boolean> {
+  const want = rules.map((rule) => ["-A", chain, ...rule].join(" "));
+  const have = await listRules(runner, tool, table, chain);
+  if (have !== undefined && have.length === want.length && have.every((line, i) => line === want[i])) {
+    return false;
+  }
+  if (have === undefined) await runChecked(runner, tool, ["-w", "-t", table, "-N", chain]);
+  else await runChecked(runner, tool, ["-w", "-t", table, "-F", chain]);
+  for (const rule of rules) await runChecked(runner, tool, ["-w", "-t", table, "-A", chain, ...rule]);
+  return true;
+}
+
+/**
+ * Makes `from` jump to `chain`; with `first`, the jump must be `from`'s first rule (moved there when it is not).
+ * Returns whether it had to change anything.
+ */
+async function ensureJump(
+  runner: CommandRunner,
+  tool: Tool,
+  table: string,
+  from: string,
+  chain: string,
+  first: boolean,
+): Promise<boolean> {
+  const jump = ["-j", chain];
+  if (first) {
+    const rules = await listRules(runner, tool, table, from);
+    if (rules?.[0] === `-A ${from} -j ${chain}`) return false;
+    while ((await runner.run(tool, ["-w", "-t", table, "-D", from, ...jump])).code === 0);
+  } else if ((await runner.run(tool, ["-w", "-t", table, "-C", from, ...jump])).code === 0) {
+    return false;
+  }
+  await runChecked(runner, tool, ["-w", "-t", table, "-I", from, "1", ...jump]);
+  return true;
+}
+
+/**
+ * Makes the INPUT chains (IPv4 and IPv6) hold exactly the mesh rules and INPUT jump to them. Returns what it had to
+ * put back (empty when everything was in place); throws when it cannot, and then the mesh port must not be served.
+ */
+export async function ensureMeshFirewall(runner: CommandRunner, options: FirewallOptions): Promise<string[]> {
+  const chain = options.chain ?? MESH_CHAIN;
+  const rules: string[][] = [];
+  for (const port of options.ports ?? [51000]) {
+    const tcp = ["-p", "tcp", "-m", "tcp", "--dport", String(port)];
+    rules.push(["-i", options.interfaceName, ...tcp, "-j", "ACCEPT"], [...tcp, "-j", "DROP"]);
+  }
+  const repaired: string[] = [];
+  for (const [tool, family] of [["iptables", "IPv4"], ["ip6tables", "IPv6"]] as const) {
+    if (await ensureChain(runner, tool, "filter", chain, rules)) repaired.push(`${chain} (${family})`);
+    if (await ensureJump(runner, tool, "filter", "INPUT", chain, false)) {
+      repaired.push(`INPUT jump (${family})`);
+    }
+  }
+  return repaired;
+}
+
+/**
+ * Makes the Machine's containers reach other Machines' containers with their own addresses, and everything outside
+ * the Cluster network through the host's masquerade (see the module comment). Returns what it had to put back.
+ */
+export async function ensureContainerForwarding(
+  runner: CommandRunner,
+  options: ContainerForwardingOptions,
+): Promise<string[]> {
+  const { interfaceName: wg, subnet, clusterNetwork: cluster } = options;
+  const repaired: string[] = [];
+  const forward = [
+    ["-s", cluster, "-d", subnet, "-i", wg, "-j", "ACCEPT"],
+    ["-s", subnet, "-d", cluster, "-o", wg, "-j", "ACCEPT"],
+  ];
+  if (await ensureChain(runner, "iptables", "filter", FORWARD_CHAIN, forward)) repaired.push(FORWARD_CHAIN);
+  // DOCKER-USER when Docker manages iptables (its own FORWARD rules come first otherwise); FORWARD without Docker's.
+  const from = (await listRules(runner, "iptables", "filter", DOCKER_USER)) === undefined
+    ? "FORWARD"
+    : DOCKER_USER;
+  if (await ensureJump(runner, "iptables", "filter", from, FORWARD_CHAIN, false)) {
+    repaired.push(`${from} jump`);
+  }
+  const nat = [
+    ["-s", subnet, "-d", cluster, "-j", "RETURN"],
+    ["-s", subnet, "!", "-d", cluster, "-j", "MASQUERADE"],
+  ];
+  if (await ensureChain(runner, "iptables", "nat", NAT_CHAIN, nat)) repaired.push(NAT_CHAIN);
+  if (await ensureJump(runner, "iptables", "nat", "POSTROUTING", NAT_CHAIN, true)) {
+    repaired.push("POSTROUTING jump");
+  }
+  return repaired;
+}
+
+async function removeChain(
+  runner: CommandRunner,
+  tool: Tool,
+  table: string,
+  from: string[],
+  chain: string,
+): Promise<void> {
+  for (const f of from) {
+    while ((await runner.run(tool, ["-w", "-t", table, "-D", f, "-j", chain])).code === 0);
+  }
+  await runner.run(tool, ["-w", "-t", table, "-F", chain]);
+  await runner.run(tool, ["-w", "-t", table, "-X", chain]);
+}
+
+/** Removes every jump and chain above (leaving the Cluster); absent rules are fine. */
 export async function removeMeshFirewall(runner: CommandRunner, chain: string = MESH_CHAIN): Promise<void> {
-  while ((await runner.run("iptables", ["-w", "-D", "INPUT", "-j", chain])).code === 0);
-  await runner.run("iptables", ["-w", "-F", chain]);
-  await runner.run("iptables", ["-w", "-X", chain]);
+  for (const tool of ["iptables", "ip6tables"] as const) {
+    await removeChain(runner, tool, "filter", ["INPUT"], chain);
+  }
+  await removeChain(runner, "iptables", "filter", [DOCKER_USER, "FORWARD"], FORWARD_CHAIN);
+  await removeChain(runner, "iptables", "nat", ["POSTROUTING"], NAT_CHAIN);
 }

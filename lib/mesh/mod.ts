@@ -82,8 +82,15 @@ export type {
   SetPeersOptions,
   WireGuardBackend,
 } from "./wireguard.ts";
-export { ensureMeshFirewall, MESH_CHAIN, removeMeshFirewall } from "./firewall.ts";
-export type { FirewallOptions } from "./firewall.ts";
+export {
+  ensureContainerForwarding,
+  ensureMeshFirewall,
+  FORWARD_CHAIN,
+  MESH_CHAIN,
+  NAT_CHAIN,
+  removeMeshFirewall,
+} from "./firewall.ts";
+export type { ContainerForwardingOptions, FirewallOptions } from "./firewall.ts";
 export { defaultEndpoints, parseEndpoints } from "./advertise.ts";
 export type { InterfaceAddress } from "./advertise.ts";
 export { subnetCollisions } from "./collisions.ts";

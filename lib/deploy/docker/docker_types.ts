@@ -94,6 +94,8 @@ export interface DockerNetwork {
   Driver?: string;
   Labels?: Record<string, string> | null;
   IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] | null };
+  Options?: Record<string, string> | null;
+  Containers?: Record<string, { Name?: string }> | null;
 }
 
 /** `GET /volumes/{name}`. */

@@ -46,6 +46,7 @@ export type {
   ObservedPort,
 } from "./observe.ts";
 export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.ts";
+export { MASQUERADE_OPTION } from "./network.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
 export type { LoadedImages } from "./images.ts";
 export type { LogsOptions } from "./logs.ts";

@@ -2,6 +2,12 @@
  * The Machine's Docker bridge network: created owned and labelled when absent, verified (owner, driver, subnet,
  * gateway) when present, never removed here.
  *
+ * It is created with Docker's IP masquerade off (`com.docker.network.bridge.enable_ip_masquerade=false`): with it on,
+ * Docker rewrites every packet a container sends out of the bridge to the host's address, including packets to other
+ * Machines' containers over WireGuard, which the peer then drops (it admits only Machine Subnets as sources). The
+ * mesh firewall (lib/mesh) masquerades only what leaves the Cluster network instead. A network created before that
+ * cannot be changed in place: {@link masqueradeProblem} says so, with the fix.
+ *
  * @module
  */
 
@@ -34,6 +40,31 @@ export interface NetworkInfo {
   gateway: string;
   /** Whether this call created it. */
   created: boolean;
+  /** Set when Docker masquerades the network (made the old way); the message names the fix. */
+  masqueradeProblem?: string;
+}
+
+/** The bridge option that turns Docker's masquerade for one network off. */
+export const MASQUERADE_OPTION = "com.docker.network.bridge.enable_ip_masquerade";
+
+/**
+ * Why an existing network breaks cross-Machine container traffic, with the exact fix; `undefined` when Docker does
+ * not masquerade it. Docker masquerades a bridge network unless its option says `false` (or the daemon runs with
+ * `--ip-masq=false`, which this cannot see: the message then still holds for a later daemon without it).
+ */
+export function masqueradeProblem(found: DockerNetwork): string | undefined {
+  const value = found.Options?.[MASQUERADE_OPTION];
+  if (value !== undefined && /^(false|0)$/i.test(value.trim())) return undefined;
+  const attached = Object.values(found.Containers ?? {}).map((c) => c.Name ?? "").filter((n) => n !== "");
+  const names = `${attached.slice(0, 5).join(", ")}${attached.length > 5 ? ", …" : ""}`;
+  const move = attached.length === 0
+    ? ""
+    : ` remove the ${attached.length} container(s) attached to it (${names}),`;
+  const redeploy = attached.length === 0 ? "" : `, then deploy again to put Ployz's containers back`;
+  return `Network "${found.Name}" was created with Docker's IP masquerade on, so its containers' connections to ` +
+    `other Machines can leave with this host's address and be dropped; it cannot be changed in place:${move} ` +
+    `run "docker network rm ${found.Name}" and restart ployzd (it recreates the network with ` +
+    `${MASQUERADE_OPTION}=false)${redeploy}`;
 }
 
 /** Finds a network by exact name (Docker's name filter matches substrings); `undefined` when absent. */
@@ -81,7 +112,15 @@ function verify(client: Client, spec: NetworkSpec, found: DockerNetwork): Networ
       { details: { network: spec.name, found: config.Gateway, expected: spec.gateway } },
     );
   }
-  return { id: found.Id, name: found.Name, subnet: spec.subnet, gateway: spec.gateway, created: false };
+  const info: NetworkInfo = {
+    id: found.Id,
+    name: found.Name,
+    subnet: spec.subnet,
+    gateway: spec.gateway,
+    created: false,
+  };
+  const problem = masqueradeProblem(found);
+  return problem === undefined ? info : { ...info, masqueradeProblem: problem };
 }
 
 /** Creates the network when absent; otherwise checks it is this Machine's and has the expected addressing. */
@@ -92,7 +131,7 @@ export async function ensureNetwork(
 ): Promise<NetworkInfo> {
   const found = await findNetwork(client, spec.name, signal);
   if (found !== undefined) return verify(client, spec, found);
-  const options: Record<string, string> = {};
+  const options: Record<string, string> = { [MASQUERADE_OPTION]: "false" };
   if (spec.bridgeName !== undefined) options["com.docker.network.bridge.name"] = spec.bridgeName;
   try {
     const made = await request(

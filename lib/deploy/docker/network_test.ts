@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DockerError } from "./errors.ts";
-import { LABELS } from "./labels.ts";
+import { LABELS, ownerLabels } from "./labels.ts";
+import { MASQUERADE_OPTION } from "./network.ts";
 import { dockerTest, testSubnet } from "./test_support.ts";
 
 dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch", async (s) => {
@@ -13,6 +14,9 @@ dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch"
   assert.equal(raw.Labels[LABELS.managed], "1");
   assert.equal(raw.Labels[LABELS.machine], s.machineId);
   assert.deepEqual(raw.IPAM.Config, [{ Subnet: subnet, Gateway: gateway }]);
+  // Docker must not masquerade it: containers keep their own addresses across the mesh.
+  assert.equal(raw.Options[MASQUERADE_OPTION], "false");
+  assert.equal(made.masqueradeProblem, undefined);
 
   const again = await s.engine.ensureNetwork({ name, subnet, gateway });
   assert.equal(again.created, false);
@@ -74,3 +78,34 @@ dockerTest(
     assert.ok(lateSeen?.address?.aliases.includes("late.proj.internal"));
   },
 );
+
+dockerTest("a Machine network created with Docker's masquerade on is reported with the fix", async (s) => {
+  const name = `ployz-test-${s.id}-old`;
+  const { subnet, gateway } = testSubnet();
+  // As ployzd made it before masquerade was turned off: owned, no bridge options.
+  await s.raw.createNetwork({
+    Name: name,
+    Driver: "bridge",
+    IPAM: { Config: [{ Subnet: subnet, Gateway: gateway }] },
+    Labels: { ...ownerLabels(s.machineId), "ployz.test": s.id },
+  });
+  const found = await s.engine.ensureNetwork({ name, subnet, gateway });
+  assert.equal(found.created, false);
+  assert.equal(
+    found.masqueradeProblem,
+    `Network "${name}" was created with Docker's IP masquerade on, so its containers' connections to other ` +
+      `Machines can leave with this host's address and be dropped; it cannot be changed in place: run ` +
+      `"docker network rm ${name}" and restart ployzd (it recreates the network with ` +
+      `com.docker.network.bridge.enable_ip_masquerade=false)`,
+  );
+  const c = await s.engine.createContainer(s.spec("old", { network: { name } }));
+  await s.engine.startContainer(c.id); // Docker lists only running containers' endpoints
+  const named = await s.engine.ensureNetwork({ name, subnet, gateway });
+  assert.match(
+    named.masqueradeProblem ?? "",
+    new RegExp(
+      `remove the 1 container\\(s\\) attached to it \\(${c.name}\\), run "docker network rm ${name}"`,
+    ),
+  );
+  assert.match(named.masqueradeProblem ?? "", /then deploy again to put Ployz's containers back$/);
+});

@@ -1,0 +1,65 @@
+/**
+ * The Machine's `ployz` network, checked at every start of a participating daemon: made again when it is gone (the
+ * way out of an old network is to remove it and restart ployzd), and reported when Docker masquerades it (a network
+ * made before Ployz turned Docker's masquerade off for it, which breaks cross-Machine container traffic under
+ * Docker's default networking). The report is logged and stays in the Machine's mesh error (`ployz machine ls`)
+ * until the network is fixed; nothing is changed behind the operator's back.
+ *
+ * @module
+ */
+
+import { DockerError, type Engine } from "../deploy/mod.ts";
+import { parseSubnet } from "./subnet.ts";
+
+/** What {@link watchMachineNetwork} needs. */
+export interface MachineNetworkOptions {
+  /** The Machine's engine. */
+  engine: Engine;
+  /** The network name (`ployz`). */
+  network: string;
+  /** The Machine Subnet. */
+  subnet: string;
+  /** One line per notable event. */
+  log: (line: string) => void;
+  /** Ends the retries. */
+  signal: AbortSignal;
+  /** Retry period while Docker cannot be asked; default 10 s. */
+  retryMs?: number;
+}
+
+/** Checks the network until Docker answers once; resolves to the problem to report, if any. */
+export async function watchMachineNetwork(options: MachineNetworkOptions): Promise<string | undefined> {
+  const subnet = parseSubnet(options.subnet);
+  if (subnet === undefined) return undefined;
+  let reported = "";
+  while (!options.signal.aborted) {
+    try {
+      const info = await options.engine.ensureNetwork(
+        { name: options.network, subnet: subnet.subnet, gateway: subnet.gateway },
+        options.signal,
+      );
+      if (info.created) {
+        options.log(`network "${options.network}" was missing: created it for ${subnet.subnet}`);
+      }
+      if (info.masqueradeProblem !== undefined) options.log(`error[conflict]: ${info.masqueradeProblem}`);
+      return info.masqueradeProblem;
+    } catch (error) {
+      // A network that is not the Machine's (another owner, driver or subnet) does not mend by asking again.
+      if (error instanceof DockerError && error.code === "conflict") {
+        options.log(`error[conflict]: ${error.message}`);
+        return error.message;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      if (message !== reported) options.log(`network "${options.network}": ${message}`);
+      reported = message;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, options.retryMs ?? 10_000);
+      options.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+  }
+  return undefined;
+}
