@@ -48,13 +48,13 @@ export interface Lab extends AsyncDisposable {
 }
 
 /**
- * Brings up `machines` Machines with `ployz lab up` (the first `join` of them in the Cluster, default all);
- * disposing takes the lab down and removes its directory.
+ * Brings up `machines` Machines with `ployz lab up` (the first `join` of them in the Cluster, default all; `upArgs`
+ * add to its command line); disposing takes the lab down and removes its directory.
  */
 export async function startLab(
   prefix: string,
   machines: number,
-  options: { join?: number; env?: Record<string, string> } = {},
+  options: { join?: number; env?: Record<string, string>; upArgs?: string[] } = {},
 ): Promise<Lab> {
   const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
   const dir = `/tmp/plz-${prefix}-${tag}`;
@@ -89,7 +89,17 @@ export async function startLab(
   };
   try {
     const joining = options.join === undefined ? [] : ["--join", String(options.join)];
-    await ok(["lab", "up", "--machines", String(machines), ...joining, "--name", `${prefix}${tag}`, ...at]);
+    const name = ["--name", `${prefix}${tag}`];
+    await ok([
+      "lab",
+      "up",
+      "--machines",
+      String(machines),
+      ...joining,
+      ...name,
+      ...(options.upArgs ?? []),
+      ...at,
+    ]);
   } catch (error) {
     await lab[Symbol.asyncDispose]();
     throw error;

@@ -1,0 +1,313 @@
+// Cross-Machine container traffic on a 3-Machine lab whose dockerd run Docker's default networking (iptables
+// management and masquerade on) on hosts where IP forwarding was off until Docker turned it on, so FORWARD's policy
+// is DROP: the state of a fresh Debian host with docker.io. A Service per Machine answers with its mark and the
+// caller's address; every container reaches every other Machine's container by address and by
+// `svc.project.internal` with its own source address; Caddy on each Machine reaches the replicas on the others; every
+// container reaches a listener in the lab's underlay (outside the mesh) through its host's masquerade. All of it is
+// checked again after a firewall reload on m1 (put back within one mesh tick, the sync port closed again), a dockerd
+// restart on m2 and a ployzd restart on m3. Last, a `ployz` network made the old way (masquerade on) is reported
+// with the fix, and the fix works.
+import assert from "node:assert/strict";
+import { basename, join } from "node:path";
+// deno-lint-ignore ployz/area-boundary
+import { buildCaddyImage } from "../lib/serving/test_docker.ts";
+import { run, type RunResult } from "./harness.ts";
+import { eventually, HOST_DOCKER, type Lab, labNotReady, startLab } from "./lab_support.ts";
+
+const notReady = labNotReady();
+const MACHINES = ["m1", "m2", "m3"];
+const TICK_MS = 2000;
+const UNDERLAY = { address: "192.0.2.1", port: 8099 };
+
+/** A Service per Machine: busybox httpd with a CGI answering `<mark> <caller address>`, routed by Caddy. */
+function compose(): string {
+  const script = "mkdir -p /www/cgi-bin && echo ok > /www/index.html && " +
+    "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
+    "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www";
+  const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
+    image: "ployz-test/busybox:1",
+    command: ["sh", "-c", script],
+    environment: { MARK: `w${m.slice(1)}` },
+    "stop_grace_period": "1s",
+    "x-machines": [m],
+    "x-ports": [`w${m.slice(1)}.cnet.test:80/http`],
+    healthcheck: {
+      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"],
+      interval: "1s",
+      timeout: "2s",
+      retries: 2,
+    },
+  }]));
+  // YAML is a superset of JSON.
+  return JSON.stringify({ name: "cnet", services }, null, 2) + "\n";
+}
+
+interface Replica {
+  machine: string;
+  service: string;
+  container: string;
+  address: string;
+}
+
+async function replicas(lab: Lab): Promise<Replica[]> {
+  const found: Replica[] = [];
+  for (const m of MACHINES) {
+    const ids = (await lab.docker(m, ["ps", "-q", "--filter", "label=ployz.project=cnet"])).stdout.split("\n")
+      .filter((s) => s !== "");
+    if (ids.length !== 1) throw new Error(`${m} runs ${ids.length} cnet containers`);
+    const r = await lab.docker(m, ["inspect", ...ids]);
+    // deno-lint-ignore no-explicit-any
+    const [c] = JSON.parse(r.stdout) as any[];
+    const address = c.NetworkSettings.Networks?.ployz?.IPAddress ?? "";
+    if (address === "") throw new Error(`${m}'s container has no address yet`);
+    found.push({ machine: m, service: `w${m.slice(1)}`, container: c.Id, address });
+  }
+  return found;
+}
+
+function subnetOf(address: string): string {
+  return address.split(".").slice(0, 3).join(".");
+}
+
+/** Everything the test proves about traffic, as one list of failures (empty when all holds). */
+async function trafficFailures(lab: Lab, ns: (m: string) => string): Promise<string[]> {
+  const all = await replicas(lab);
+  const failures: string[] = [];
+  const fetchIn = async (from: Replica, url: string): Promise<string> => {
+    const r = await lab.docker(from.machine, ["exec", from.container, "wget", "-q", "-T", "5", "-O-", url]);
+    return r.code === 0 ? r.stdout.trim() : `failed (${r.code}): ${r.stderr.trim()}`;
+  };
+  await Promise.all(all.flatMap((from) =>
+    all.filter((to) => to !== from).flatMap((to) => [
+      // By address and by name, with the caller's own address as the source.
+      (async () => {
+        const got = await fetchIn(from, `http://${to.address}/cgi-bin/who`);
+        const want = `${to.service} ${from.address}`;
+        if (got !== want) failures.push(`${from.machine} -> ${to.address}: "${got}", want "${want}"`);
+      })(),
+      (async () => {
+        const got = await fetchIn(from, `http://${to.service}.cnet.internal/cgi-bin/who`);
+        const want = `${to.service} ${from.address}`;
+        if (got !== want) {
+          failures.push(`${from.machine} -> ${to.service}.cnet.internal: "${got}", want "${want}"`);
+        }
+      })(),
+      // Caddy on `from`'s Machine to the replica on `to`'s; its source is on from's Machine Subnet.
+      (async () => {
+        const r = await run("nsenter", [
+          `--net=${ns(from.machine)}`,
+          "--",
+          "curl",
+          "-sS",
+          "-m",
+          "5",
+          "-H",
+          `Host: ${to.service}.cnet.test`,
+          "http://127.0.0.1/cgi-bin/who",
+        ]);
+        const [mark, source] = r.stdout.trim().split(" ");
+        if (r.code !== 0 || mark !== to.service || subnetOf(source ?? "") !== subnetOf(from.address)) {
+          failures.push(`Caddy on ${from.machine} -> ${to.service}: "${r.stdout.trim()}" ${r.stderr.trim()}`);
+        }
+      })(),
+    ])
+  ));
+  // Outside the mesh: the underlay, through the host's masquerade.
+  await Promise.all(all.map(async (from) => {
+    const got = await fetchIn(from, `http://${UNDERLAY.address}:${UNDERLAY.port}/`);
+    if (got !== "underlay") failures.push(`${from.machine} -> underlay: "${got}"`);
+  }));
+  return failures;
+}
+
+async function allTraffic(lab: Lab, ns: (m: string) => string, when: string): Promise<void> {
+  const started = Date.now();
+  let last: string[] = [];
+  await eventually(90_000, `all container traffic ${when}`, async () => {
+    last = await trafficFailures(lab, ns).catch((error) => [String(error)]);
+    return last.length === 0 ? true : undefined;
+  }, 1000).catch((error) => {
+    throw new Error(`${error}\n${last.join("\n")}`);
+  });
+  console.log(`all container traffic ${when}: settled after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** Checks each Machine's nat and filter tables: ployz's rules, and no Docker MASQUERADE for the Machine Subnet. */
+async function checkRules(lab: Lab, ns: (m: string) => string): Promise<void> {
+  for (const r of await replicas(lab)) {
+    const ipt = (args: string[]): Promise<RunResult> =>
+      run("nsenter", [`--net=${ns(r.machine)}`, "--", "iptables", "-w", ...args]);
+    const post = (await ipt(["-t", "nat", "-S", "POSTROUTING"])).stdout;
+    assert.equal(
+      post.split("\n").find((l) => l.startsWith("-A")),
+      "-A POSTROUTING -j PLOYZ-POSTROUTING",
+      post,
+    );
+    assert.doesNotMatch(post, new RegExp(`-s ${subnetOf(r.address)}\\.0/24 .*MASQUERADE`), post);
+    assert.match((await ipt(["-S", "FORWARD"])).stdout, /^-P FORWARD DROP$/m, "Docker turned forwarding on");
+    assert.match((await ipt(["-S", "DOCKER-USER"])).stdout, /-A DOCKER-USER -j PLOYZ-FORWARD/);
+  }
+}
+
+Deno.test({
+  name: "containers across 3 Machines under Docker's default networking: address, name, Caddy, outside",
+  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn(t) {
+    if (notReady !== undefined) {
+      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
+    }
+    await buildCaddyImage(HOST_DOCKER);
+    await using lab = await startLab("cnet", 3, {
+      env: { PLOYZ_MESH_TICK_MS: String(TICK_MS), PLOYZ_INGRESS_RESCAN_SECONDS: "5" },
+      upArgs: ["--forwarding", "off", "--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
+    });
+    const name = basename(lab.dir).replace(/^plz-/, "").replace("-", "");
+    const ns = (m: string): string => `/run/netns/${name}-${m.slice(1)}`;
+    const inNs = (m: string, argv: string[]): Promise<RunResult> =>
+      run("nsenter", [`--net=${ns(m)}`, "--", ...argv]);
+    const www = join(lab.dir, "underlay-www");
+    await Deno.mkdir(www, { recursive: true });
+    await Deno.writeTextFile(join(www, "index.html"), "underlay\n");
+    const underlay = new Deno.Command("nsenter", {
+      args: [
+        `--net=/run/netns/${name}-u`,
+        "--",
+        "busybox",
+        "httpd",
+        "-f",
+        "-p",
+        `${UNDERLAY.address}:${UNDERLAY.port}`,
+        "-h",
+        www,
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn();
+    try {
+      await eventually(60_000, "m1 sees 3 Machines up", async () => {
+        const r = await lab.on("m1", ["machine", "ls", "--json"]);
+        const listed = JSON.parse(r.stdout) as { machines: { membership: string }[] };
+        return listed.machines.length === 3 && listed.machines.every((m) => m.membership === "up") ||
+          undefined;
+      });
+      const file = join(lab.dir, "cnet.yaml");
+      await Deno.writeTextFile(file, compose());
+      const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);
+      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+
+      await t.step("every path works, with the callers' own addresses", async () => {
+        await allTraffic(lab, ns, "after the Deploy");
+        await checkRules(lab, ns);
+      });
+
+      await t.step(
+        "a firewall reload on m1 is undone within one tick; the sync port stays closed",
+        async () => {
+          const [r1] = await replicas(lab);
+          const gateway = `${subnetOf(r1.address)}.1`;
+          // What a reload from a saved rules file does to ployz's and Docker's jumps.
+          const flushed = Date.now();
+          for (const args of [["-F", "INPUT"], ["-F", "DOCKER-USER"], ["-t", "nat", "-F", "POSTROUTING"]]) {
+            assert.equal((await inNs("m1", ["iptables", "-w", ...args])).code, 0);
+          }
+          assert.equal((await inNs("m1", ["ip6tables", "-w", "-F", "INPUT"])).code, 0);
+          const back = await eventually(TICK_MS * 3, "the INPUT jumps back", async () => {
+            const v4 = await inNs("m1", ["iptables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
+            const v6 = await inNs("m1", ["ip6tables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
+            return v4.code === 0 && v6.code === 0 ? Date.now() - flushed : undefined;
+          }, 50);
+          console.log(`firewall reload on m1: INPUT jumps back after ${back} ms (tick ${TICK_MS} ms)`);
+          assert.ok(back <= TICK_MS + 1500, `put back after ${back} ms, more than one tick (${TICK_MS} ms)`);
+          const log = await Deno.readTextFile(join(lab.dir, "m1", "ployzd.log"));
+          assert.match(log, /mesh: firewall: put back INPUT jump \(IPv4\), INPUT jump \(IPv6\)/);
+          // A container on the Machine's own bridge is not on the mesh: the sync port drops it.
+          const probe = await lab.docker("m1", [
+            "exec",
+            r1.container,
+            "wget",
+            "-q",
+            "-T",
+            "3",
+            "-O-",
+            `http://${gateway}:51000/store/v1/vector`,
+          ]);
+          assert.notEqual(probe.code, 0, `a container reached the sync port: ${probe.stdout}`);
+          await allTraffic(lab, ns, "after a firewall reload on m1");
+          await checkRules(lab, ns);
+        },
+      );
+
+      await t.step("after a dockerd restart on m2", async () => {
+        await lab.ok(["lab", "restart", "m2", "--dockerd", "--dir", lab.dir]);
+        await allTraffic(lab, ns, "after a dockerd restart on m2");
+        await checkRules(lab, ns);
+      });
+
+      await t.step("after a ployzd restart on m3", async () => {
+        await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
+        await allTraffic(lab, ns, "after a ployzd restart on m3");
+        await checkRules(lab, ns);
+      });
+
+      await t.step(
+        "a ployz network made with masquerade on is reported with the fix, and the fix works",
+        async () => {
+          const network = JSON.parse((await lab.docker("m3", ["network", "inspect", "ployz"])).stdout)[0];
+          const ids = (await lab.docker("m3", ["ps", "-aq", "--filter", "network=ployz"])).stdout.split("\n")
+            .filter((s) => s !== "");
+          await lab.docker("m3", ["rm", "-f", ...ids]);
+          assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
+          const config = network.IPAM.Config[0];
+          const labels = Object.entries(network.Labels as Record<string, string>).flatMap(([k, v]) => [
+            "--label",
+            `${k}=${v}`,
+          ]);
+          const made = await lab.docker("m3", [
+            "network",
+            "create",
+            "--subnet",
+            config.Subnet,
+            "--gateway",
+            config.Gateway,
+            ...labels,
+            "ployz",
+          ]);
+          assert.equal(made.code, 0, made.stderr);
+          await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
+          const expected = `Network "ployz" was created with Docker's IP masquerade on, so its containers' ` +
+            `connections to other Machines can leave with this host's address and be dropped; it cannot be changed ` +
+            `in place: run "docker network rm ployz" and restart ployzd (it recreates the network with ` +
+            `com.docker.network.bridge.enable_ip_masquerade=false)`;
+          const reported = await eventually(30_000, "machine ls on m3 reports the network", async () => {
+            const r = await lab.on("m3", ["machine", "ls"]);
+            return r.stdout.includes(expected) ? r.stdout : undefined;
+          });
+          assert.match(reported, /mesh: /);
+          assert.ok(
+            (await Deno.readTextFile(join(lab.dir, "m3", "ployzd.log"))).includes(
+              `error[conflict]: ${expected}`,
+            ),
+          );
+
+          // The fix, as the message gives it.
+          assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
+          await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
+          await eventually(30_000, "m3's network made again, masquerade off, nothing reported", async () => {
+            const r = await lab.docker("m3", ["network", "inspect", "ployz"]);
+            if (r.code !== 0) return undefined;
+            const options = JSON.parse(r.stdout)[0].Options ?? {};
+            if (options["com.docker.network.bridge.enable_ip_masquerade"] !== "false") return undefined;
+            const ls = await lab.on("m3", ["machine", "ls"]);
+            return ls.stdout.includes("IP masquerade on") ? undefined : true;
+          });
+        },
+      );
+    } finally {
+      underlay.kill();
+      await underlay.status;
+    }
+  },
+});

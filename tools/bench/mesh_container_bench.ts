@@ -1,0 +1,159 @@
+// What the mesh costs a container's HTTP request: one 2-Machine lab (root, Linux, dockerd with Docker's default
+// networking, wireguard-go), a busybox httpd serving a 1 KiB file on m1 and on m2, and a client container on m1.
+// Each case runs curl inside the client container's network namespace:
+// - latency: 50 sequential requests (a new connection each, as busybox httpd closes after each answer);
+// - throughput: 400 requests, 8 at a time.
+// Baseline: the server on the same Machine (container to container over one bridge). The other case: the server on
+// m2, through both Machines' WireGuard (wireguard-go) and the underlay. Ratios print in Deno's table; per-request
+// p50/p99 (curl's time_total) and requests per second print at the end. Asserts nothing.
+import { fileURLToPath } from "node:url";
+import { daemonClient, labUp, type MachinePlan, missingCommands } from "../../lib/lab/mod.ts";
+import type { LabState } from "../../lib/lab/mod.ts";
+
+const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const IMAGE = "ployz-test/busybox:1";
+const SEQUENTIAL = 50;
+const PARALLEL = { total: 400, at: 8 };
+
+function ready(): boolean {
+  try {
+    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
+      Deno.statSync(HOST_DOCKER).isSocket === true;
+  } catch {
+    return false;
+  }
+}
+
+const READY = ready();
+const decoder = new TextDecoder();
+const perRequest = new Map<string, number[]>();
+const rates = new Map<string, number[]>();
+let state: LabState | undefined;
+let clientPid = 0;
+const servers: Record<string, string> = {};
+
+function docker(m: MachinePlan, args: string[]): string {
+  const out = new Deno.Command("docker", {
+    args: ["-H", `unix://${m.dockerSocket}`, ...args],
+    stdout: "piped",
+  })
+    .outputSync();
+  if (!out.success) throw new Error(`docker ${args[0]} on ${m.name} failed`);
+  return decoder.decode(out.stdout).trim();
+}
+
+/** `count` requests to the server on `server`'s Machine, as curl arguments. */
+function urls(server: string, count: number): string[] {
+  // `-o` applies to the URL after it: one per URL, so bodies never mix with the timings.
+  return Array.from({ length: count }, () => ["-o", "/dev/null", `http://${servers[server]}/`]).flat();
+}
+
+/** curl inside the client container's namespace; returns each request's time_total in ms. */
+function curl(args: string[]): number[] {
+  const out = new Deno.Command("nsenter", {
+    args: [`--net=/proc/${clientPid}/ns/net`, "--", "curl", "-sS", "-w", "%{time_total}\\n", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).outputSync();
+  if (!out.success) throw new Error(`curl failed: ${decoder.decode(out.stderr)}`);
+  return decoder.decode(out.stdout).trim().split("\n").map((s) => Number(s) * 1000);
+}
+
+function record(map: Map<string, number[]>, key: string, values: number[]): void {
+  map.set(key, [...(map.get(key) ?? []), ...values]);
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+async function setUp(): Promise<void> {
+  const tag = crypto.randomUUID().slice(0, 4);
+  ({ state } = await labUp({ machines: 2, dir: `/tmp/plz-bench-mesh-${tag}`, name: `bm${tag}` }));
+  const [m1, m2] = state.plan.machines;
+  const ids: Record<string, string> = {};
+  for (const m of state.plan.machines) {
+    using client = daemonClient(m);
+    ids[m.name] = (await client.status()).machine.id;
+  }
+  const script = "mkdir -p /www && head -c 1024 /dev/zero | tr '\\0' x > /www/index.html && " +
+    "exec httpd -f -p 80 -h /www";
+  for (const m of [m1, m2]) {
+    docker(m, ["run", "-d", "--name", "srv", "--network", "ployz", IMAGE, "sh", "-c", script]);
+    servers[m.name] = docker(m, ["inspect", "-f", "{{.NetworkSettings.Networks.ployz.IPAddress}}", "srv"]);
+  }
+  docker(m1, ["run", "-d", "--name", "cli", "--network", "ployz", IMAGE, "sleep", "3600"]);
+  clientPid = Number(docker(m1, ["inspect", "-f", "{{.State.Pid}}", "cli"]));
+  // Until the mesh carries the first request (peers' handshakes happen on the first packet).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      curl(["-m", "2", ...urls("m2", 1)]);
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+if (READY) {
+  await setUp();
+  globalThis.addEventListener("unload", () => {
+    for (const [series, values] of perRequest) {
+      console.log(
+        `${series}: n=${values.length} per request p50=${percentile(values, 0.5).toFixed(2)} ms p99=${
+          percentile(values, 0.99).toFixed(2)
+        } ms`,
+      );
+    }
+    for (const [series, values] of rates) {
+      const mean = values.reduce((a, b) => a + b, 0) / values.length;
+      console.log(`${series}: ${mean.toFixed(0)} requests/s (mean of ${values.length} runs)`);
+    }
+    if (state !== undefined) {
+      // Synchronous on purpose: unload does not wait for promises.
+      new Deno.Command(fileURLToPath(new URL("../../bin/ployz", import.meta.url)), {
+        args: ["lab", "down", "--dir", state.plan.dir],
+        stdout: "null",
+        stderr: "null",
+      }).outputSync();
+    }
+  });
+}
+
+const CASES = [
+  { name: "same Machine (bridge)", server: "m1", baseline: true },
+  { name: "across the mesh (wireguard-go)", server: "m2", baseline: false },
+];
+
+for (const c of CASES) {
+  Deno.bench({
+    name: `${SEQUENTIAL} sequential requests, ${c.name}`,
+    group: "container HTTP latency",
+    baseline: c.baseline,
+    ignore: !READY,
+    n: 20,
+    warmup: 2,
+    fn() {
+      record(perRequest, `latency, ${c.name}`, curl(urls(c.server, SEQUENTIAL)));
+    },
+  });
+}
+
+for (const c of CASES) {
+  Deno.bench({
+    name: `${PARALLEL.total} requests ${PARALLEL.at} at a time, ${c.name}`,
+    group: "container HTTP throughput",
+    baseline: c.baseline,
+    ignore: !READY,
+    n: 10,
+    warmup: 1,
+    fn() {
+      const started = performance.now();
+      curl(["--parallel", "--parallel-max", String(PARALLEL.at), ...urls(c.server, PARALLEL.total)]);
+      record(rates, `throughput, ${c.name}`, [PARALLEL.total / ((performance.now() - started) / 1000)]);
+    },
+  });
+}
