@@ -12,7 +12,7 @@
  */
 
 import { join } from "node:path";
-import { DockerError, type Engine, openEngine } from "../deploy/mod.ts";
+import { DockerError, type Engine, type NetworkSpec, openEngine } from "../deploy/mod.ts";
 import {
   advertisedCapabilities,
   createRpcApp,
@@ -179,6 +179,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }
   }
 
+  // Off the mesh Docker masquerades the network as usual; on it, the mesh firewall masquerades only what leaves
+  // the Cluster network (lib/mesh's firewall), so Docker must not.
+  function networkSpec(subnet: string): NetworkSpec {
+    const { gateway } = parseMachineSubnet(subnet);
+    return { name: network, subnet, gateway, dockerMasquerade: mesh === undefined };
+  }
+
   function publishMachine(): void {
     if (store === undefined || record.cluster_id === undefined) return;
     store.machines.put({
@@ -206,8 +213,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     link.start();
     networkCheck = watchMachineNetwork({
       engine,
-      network,
-      subnet: record.subnet!,
+      spec: networkSpec(record.subnet!),
       log,
       signal: stopping.signal,
     })
@@ -319,7 +325,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { details: { "cluster_id": record.cluster_id ?? "", phase: record.phase } },
       );
     }
-    await engine.ensureNetwork({ name: network, subnet: subnet.subnet, gateway: subnet.gateway });
+    await engine.ensureNetwork(networkSpec(subnet.subnet));
     const path = storePath(layout.dataDir);
     await removeStoreFiles(path);
     const opened = openStore({ path, siteId: record.id, clusterId: req.cluster_id });
@@ -429,7 +435,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { details: { field, "cluster_id": record.cluster_id ?? "" } },
       );
     }
-    await engine.ensureNetwork({ name: network, subnet: subnet.subnet, gateway: subnet.gateway });
+    await engine.ensureNetwork(networkSpec(subnet.subnet));
     const clusterId = mintId();
     const path = storePath(layout.dataDir);
     // An uninitialized Machine has never replicated anything: a store file here is left by an init that failed

@@ -8,17 +8,14 @@
  * @module
  */
 
-import { DockerError, type Engine } from "../deploy/mod.ts";
-import { parseSubnet } from "./subnet.ts";
+import { DockerError, type Engine, type NetworkSpec } from "../deploy/mod.ts";
 
 /** What {@link watchMachineNetwork} needs. */
 export interface MachineNetworkOptions {
   /** The Machine's engine. */
   engine: Engine;
-  /** The network name (`ployz`). */
-  network: string;
-  /** The Machine Subnet. */
-  subnet: string;
+  /** The Machine's network as it must be. */
+  spec: NetworkSpec;
   /** One line per notable event. */
   log: (line: string) => void;
   /** Ends the retries. */
@@ -29,18 +26,12 @@ export interface MachineNetworkOptions {
 
 /** Checks the network until Docker answers once; resolves to the problem to report, if any. */
 export async function watchMachineNetwork(options: MachineNetworkOptions): Promise<string | undefined> {
-  const subnet = parseSubnet(options.subnet);
-  if (subnet === undefined) return undefined;
+  const { spec } = options;
   let reported = "";
   while (!options.signal.aborted) {
     try {
-      const info = await options.engine.ensureNetwork(
-        { name: options.network, subnet: subnet.subnet, gateway: subnet.gateway },
-        options.signal,
-      );
-      if (info.created) {
-        options.log(`network "${options.network}" was missing: created it for ${subnet.subnet}`);
-      }
+      const info = await options.engine.ensureNetwork(spec, options.signal);
+      if (info.created) options.log(`network "${spec.name}" was missing: created it for ${spec.subnet}`);
       if (info.masqueradeProblem !== undefined) options.log(`error[conflict]: ${info.masqueradeProblem}`);
       return info.masqueradeProblem;
     } catch (error) {
@@ -50,7 +41,7 @@ export async function watchMachineNetwork(options: MachineNetworkOptions): Promi
         return error.message;
       }
       const message = error instanceof Error ? error.message : String(error);
-      if (message !== reported) options.log(`network "${options.network}": ${message}`);
+      if (message !== reported) options.log(`network "${spec.name}": ${message}`);
       reported = message;
     }
     await new Promise<void>((resolve) => {

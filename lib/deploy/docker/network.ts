@@ -26,6 +26,8 @@ export interface NetworkSpec {
   gateway: string;
   /** Name of the Linux bridge interface; Docker picks one when absent. */
   bridgeName?: string;
+  /** Leave masquerading to Docker (a Machine off the mesh); default false: ployz's mesh firewall does it. */
+  dockerMasquerade?: boolean;
 }
 
 /** The network as found or made. */
@@ -119,7 +121,7 @@ function verify(client: Client, spec: NetworkSpec, found: DockerNetwork): Networ
     gateway: spec.gateway,
     created: false,
   };
-  const problem = masqueradeProblem(found);
+  const problem = spec.dockerMasquerade === true ? undefined : masqueradeProblem(found);
   return problem === undefined ? info : { ...info, masqueradeProblem: problem };
 }
 
@@ -131,7 +133,9 @@ export async function ensureNetwork(
 ): Promise<NetworkInfo> {
   const found = await findNetwork(client, spec.name, signal);
   if (found !== undefined) return verify(client, spec, found);
-  const options: Record<string, string> = { [MASQUERADE_OPTION]: "false" };
+  const options: Record<string, string> = spec.dockerMasquerade === true
+    ? {}
+    : { [MASQUERADE_OPTION]: "false" };
   if (spec.bridgeName !== undefined) options["com.docker.network.bridge.name"] = spec.bridgeName;
   try {
     const made = await request(

@@ -98,6 +98,9 @@ dockerTest("a Machine network created with Docker's masquerade on is reported wi
       `"docker network rm ${name}" and restart ployzd (it recreates the network with ` +
       `com.docker.network.bridge.enable_ip_masquerade=false)`,
   );
+  // Off the mesh, Docker's masquerade is what the Machine wants: nothing to report.
+  const offMesh = await s.engine.ensureNetwork({ name, subnet, gateway, dockerMasquerade: true });
+  assert.equal(offMesh.masqueradeProblem, undefined);
   const c = await s.engine.createContainer(s.spec("old", { network: { name } }));
   await s.engine.startContainer(c.id); // Docker lists only running containers' endpoints
   const named = await s.engine.ensureNetwork({ name, subnet, gateway });
