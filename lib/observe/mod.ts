@@ -24,85 +24,45 @@
  * @module
  */
 
-export { decodeLogEntry } from "./log_entry.ts";
-export type { LogEntry, LogEntryInput, LogStream } from "./log_entry.ts";
-export { MAX_FRAME_BYTES, scanFrames } from "./frames.ts";
-export type { ScannedEntry, ScanOptions, ScanResult } from "./frames.ts";
-export { HEAD_BYTES, LIVE_LOG, readLogBatches } from "./log_reader.ts";
-export type { LogBatch, LogCursor, ReadOptions } from "./log_reader.ts";
-export { identityFromConfig, scanContainers } from "./containers.ts";
-export type { ContainerIdentity, ContainerScan, FoundContainer } from "./containers.ts";
-export { LogStore, openLogStore } from "./log_store.ts";
-export type { ContainerStats, LogStoreOptions, StoredContainer } from "./log_store.ts";
-export { MAX_HISTORY_LIMIT } from "./log_query.ts";
-export type { LogHistoryQuery, LogHistoryResult, LogLine, LogSelector } from "./log_query.ts";
-export { tailLogs } from "./tail.ts";
-export type { TailEvent, TailOptions, TailQuery } from "./tail.ts";
-export {
-  budgetFromEnv,
-  DEFAULT_MAX_AGE_MS,
-  DEFAULT_MAX_BYTES,
-  DEFAULT_MIN_FREE_BYTES,
-  DEFAULT_MIN_FREE_RATIO,
-  diskSpace,
-  enforceBudget,
-  freeFloor,
-} from "./budget.ts";
-export type { BudgetReport, DiskBudget, DiskSpace } from "./budget.ts";
-export { Ingester } from "./ingester.ts";
-export type { IngesterOptions, PollReport } from "./ingester.ts";
-export { createObserveApp, serveObserveSocket } from "./server.ts";
-export type { ObserveApp, ObserveAppOptions, ObserveServer } from "./server.ts";
-export { lineToWire, parseTime } from "./wire.ts";
-export type { WireLine } from "./wire.ts";
-export { ObserveError } from "./errors.ts";
-export { FORMAT_VERSION } from "./schema.ts";
+// Only what other areas and the programs use; everything else stays inside the area.
 export { runObserve } from "./run.ts";
 export type { ObserveOptions } from "./run.ts";
-export { gap, GAP_REASONS, isGap } from "./metrics/gaps.ts";
-export type { Gap, GapReason, Reading } from "./metrics/gaps.ts";
-export { CONTAINER_METRICS, isGauge, MACHINE_METRICS, METRICS } from "./metrics/metric_names.ts";
-export type { MetricName, Values } from "./metrics/metric_names.ts";
-export { CgroupReader } from "./metrics/cgroup.ts";
-export type { CgroupCounters, CgroupRoots } from "./metrics/cgroup.ts";
-export { machineCores, parseLoadavg, parseMeminfo, parseNetDev, parseProcStat } from "./metrics/procfs.ts";
-export type { CpuTimes, NetCounters } from "./metrics/procfs.ts";
-export { markersBetween, stateFromConfig, StateScanner } from "./metrics/container_state.ts";
-export type { ContainerState, Marker, StateScan } from "./metrics/container_state.ts";
+export { openLogStore } from "./log_store.ts";
+export { serveObserveSocket } from "./server.ts";
+export { budgetFromEnv } from "./budget.ts";
+export { ObserveError } from "./errors.ts";
+export { isGauge } from "./metrics/metric_names.ts";
+export type { MetricName } from "./metrics/metric_names.ts";
 export { Sampler } from "./metrics/sampler.ts";
-export type { ContainerSample, SamplerOptions, SampleRound } from "./metrics/sampler.ts";
-export { diskFreeSource, SlowTick } from "./metrics/slow_tick.ts";
-export type { SlowSource, SlowTickOptions } from "./metrics/slow_tick.ts";
-export {
-  MetricStore,
-  RAW_RETENTION_MS,
-  ROLLUP_RETENTION_MS,
-  ROLLUP_STEP_MS,
-} from "./metrics/metric_store.ts";
+export { MetricStore } from "./metrics/metric_store.ts";
+export { metricHistory } from "./metrics/history.ts";
+export { renderPlot } from "./metrics/plot.ts";
+// Types the exports above name.
+export type { DiskBudget } from "./budget.ts";
+export type { LogStore, LogStoreOptions } from "./log_store.ts";
+export type { ObserveAppOptions, ObserveServer } from "./server.ts";
+export type { SampleRound } from "./metrics/sampler.ts";
 export type { MaintainReport, StoredRollup, SubjectFilter } from "./metrics/metric_store.ts";
-export { addMarker, addRound, emptyBucket, mainGap, mergeBucket } from "./metrics/rollup.ts";
-export type { Acc, Bucket, MarkerCounts } from "./metrics/rollup.ts";
-export type { GroupLabels, RawMarker, RawSample, Scope } from "./metrics/grouping.ts";
-export { DEFAULT_POINTS, DEFAULT_SAMPLE_MS, MAX_POINTS, metricHistory } from "./metrics/history.ts";
-export type {
-  CounterValue,
-  GaugeValue,
-  MetricHistoryQuery,
-  MetricHistoryResult,
-  MetricPoint,
-  MetricSeries,
-  PointValue,
-} from "./metrics/history.ts";
-export { historyToWire, metricQueryFromWire } from "./metrics/wire.ts";
-export type {
-  MetricHistoryWireRequest,
-  WireMarker,
-  WireMetricHistory,
-  WirePoint,
-  WireSeries,
-} from "./metrics/wire.ts";
-export { fetchMetricHistory } from "./metrics/client.ts";
-export { runMetrics } from "./metrics/metrics_loop.ts";
-export type { MetricsLoopOptions } from "./metrics/metrics_loop.ts";
-export { renderPlot, sparkline } from "./metrics/plot.ts";
+export type { RawMarker, RawSample, Scope } from "./metrics/grouping.ts";
+export type { MetricHistoryQuery, MetricHistoryResult } from "./metrics/history.ts";
 export type { PlotOptions } from "./metrics/plot.ts";
+export type { ContainerIdentity } from "./containers.ts";
+export type { ContainerStats, StoredContainer } from "./log_store.ts";
+export type { LogBatch } from "./log_reader.ts";
+export type { LogHistoryQuery, LogHistoryResult } from "./log_query.ts";
+export type { ContainerSample } from "./metrics/sampler.ts";
+export type { Values } from "./metrics/metric_names.ts";
+export type { GroupLabels } from "./metrics/grouping.ts";
+export type { Bucket } from "./metrics/rollup.ts";
+export type { Marker } from "./metrics/container_state.ts";
+export type { MetricSeries } from "./metrics/history.ts";
+export type { LogCursor } from "./log_reader.ts";
+export type { ScannedEntry } from "./frames.ts";
+export type { LogLine, LogSelector } from "./log_query.ts";
+export type { GapReason, Reading } from "./metrics/gaps.ts";
+export type { Acc, MarkerCounts } from "./metrics/rollup.ts";
+export type { MetricPoint } from "./metrics/history.ts";
+export type { LogEntry, LogStream } from "./log_entry.ts";
+export type { Gap } from "./metrics/gaps.ts";
+export type { PointValue } from "./metrics/history.ts";
+export type { CounterValue, GaugeValue } from "./metrics/history.ts";
