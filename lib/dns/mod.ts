@@ -3,7 +3,7 @@
  * `/run/ployz/dns.json`, and forwards every other name to the host's resolvers.
  *
  * The spec is a frozen format ({@link DnsSpec}): the daemon renders it ({@link renderDnsSpec}) and is its only
- * writer ({@link writeDnsSpec}, atomic); the DNS process reads it tolerantly ({@link readDnsSpec}) and refuses only
+ * writer ({@link writeDnsSpec}, atomic); the DNS process reads it tolerantly (`spec.ts`) and refuses only
  * a `format` it does not know. Names follow ployz2: `svc.project.internal`, `svc.project.nearest.internal`,
  * `<id>.id.lookup.internal` and `svc.project.<machine-id>.machine.internal`, answered with TTL-0 A records;
  * unknown `.internal` names get NXDOMAIN and other record types an empty NOERROR.
@@ -17,22 +17,9 @@
  * @module
  */
 
-export { decide, type Decision, UDP_MAX } from "./answer.ts";
-export { type NameQuery, parseName } from "./names.ts";
+// Only what other areas and the programs use; the answering, the zone and the wire stay inside the area.
 export { probeDnsSpec, type ProbeResult } from "./probe.ts";
 export { type DnsReplicaInput, type DnsServiceInput, type DnsSpecInput, renderDnsSpec } from "./render.ts";
 export { DNS_EXIT_UNSUPPORTED_SPEC, type DnsExit, runDns, type RunDnsOptions } from "./run.ts";
-export {
-  DNS_SPEC_FORMAT,
-  type DnsReplica,
-  type DnsService,
-  type DnsSpec,
-  formatHostPort,
-  type HostPort,
-  parseHostPort,
-  readDnsSpec,
-  type SpecReading,
-} from "./spec.ts";
-export { chooseUpstreams, resolvConfNameservers, type UpstreamChoice } from "./upstreams.ts";
+export { type DnsReplica, type DnsService, type DnsSpec } from "./spec.ts";
 export { writeDnsSpec } from "./write.ts";
-export { buildZone, type Zone } from "./zone.ts";
