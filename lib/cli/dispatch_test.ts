@@ -1,5 +1,9 @@
 import { equal, match } from "node:assert/strict";
-import { bufferIo, type Command, dispatch, lazyCommand, notBuilt } from "./mod.ts";
+import type { Command } from "./command.ts";
+import { dispatch } from "./dispatch.ts";
+import { bufferIo } from "./io.ts";
+import { lazyCommand } from "./lazy.ts";
+import { notBuilt } from "./not_built.ts";
 
 const program: Command = {
   name: "p",

@@ -7,11 +7,8 @@
 
 export type { Command, CommandContext, Io } from "./command.ts";
 export { CliError, UsageError } from "./errors.ts";
-export { dispatch, resolveCommand } from "./dispatch.ts";
+export { dispatch } from "./dispatch.ts";
 export { lazyCommand } from "./lazy.ts";
-export type { Resolved } from "./dispatch.ts";
-export { usageText } from "./usage.ts";
-export { bufferIo, processIo } from "./io.ts";
-export { notBuilt } from "./not_built.ts";
+export { processIo } from "./io.ts";
 export { PLOYZ_VERSION, versionInfo } from "./version.ts";
 export type { VersionInfo } from "./version.ts";
