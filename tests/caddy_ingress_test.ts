@@ -2,10 +2,9 @@
 // address, a bad x-caddy fragment skipped, a stopping backend dropped before it stops, a pointer switch under a
 // request loop with zero failures, and bet 10's start of an Ingress Proxy whose first start failed.
 import assert from "node:assert/strict";
-// deno-lint-ignore ployz/area-boundary
-import { dockerTest, eventually, freePort, SOCKET, testSubnet } from "../lib/deploy/docker/test_support.ts";
-// deno-lint-ignore ployz/area-boundary
-import { backendSpec, buildCaddyImage, emptyCloses, get, publishAll } from "../lib/serving/test_docker.ts";
+import { backendSpec, buildCaddyImage, emptyCloses, get, publishAll } from "./support/caddy.ts";
+import { DOCKER_SOCKET, dockerTest, freePort, testSubnet } from "./support/docker.ts";
+import { eventually } from "./support/poll.ts";
 import {
   configDials,
   ingressContainerSpec,
@@ -30,7 +29,7 @@ const INGRESS = JSON.stringify([{
 dockerTest(
   "Caddy ingress: routes, bad fragments, stopping marks, a pointer switch and bet 10 starts",
   async (s) => {
-    await buildCaddyImage(SOCKET);
+    await buildCaddyImage(DOCKER_SOCKET);
     const network = `ployz-test-${s.id}`;
     await s.engine.ensureNetwork({ name: network, ...testSubnet() });
     const runDir = await Deno.makeTempDir({ prefix: "ployz-serving-" });
@@ -74,6 +73,7 @@ dockerTest(
       await publishAll(s.engine, store);
       await eventually(
         20_000,
+        "the Caddy admin socket",
         async () => (await Deno.stat(`${runDir}/caddy/admin.sock`).catch(() => undefined)),
       );
 
@@ -187,7 +187,7 @@ dockerTest(
         .spawn();
       holder.push(nc);
       // Wait until nc holds the port, without connecting (nc -l serves one connection, then exits).
-      await eventually(5_000, () => {
+      await eventually(5_000, "nc holding the port", () => {
         try {
           Deno.listen({ hostname: "0.0.0.0", port: held }).close();
           return Promise.resolve(undefined);

@@ -2,7 +2,7 @@
 // permission set each launcher picks.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, run } from "./harness.ts";
+import { ROOT, run } from "./support/spawn.ts";
 
 const PLOYZD = join(ROOT, "bin", "ployzd");
 const PLOYZ = join(ROOT, "bin", "ployz");

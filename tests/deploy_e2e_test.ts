@@ -3,104 +3,15 @@
 import { equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { type Layout, permissionFlags } from "../lib/permissions/mod.ts";
-import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
-import { relocatedSet } from "./deploy_support.ts";
-import { ROOT } from "./harness.ts";
+import { connectMachine, type MachineClient } from "../lib/rpc/mod.ts";
+import { type MachineEnv, machineEnv, outcomeOf, ployz, spawnProgram, startServe } from "./support/daemon.ts";
+import { DOCKER_SOCKET, freePort, IMAGE, removeByLabel } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
 const IMAGE2 = "ployz-test/busybox:2";
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const NETWORK = `ployz-deploy-${RUN}`;
 const SUBNET = `10.212.${1 + Math.floor(Math.random() * 254)}.0/24`;
-
-function dockerPresent(): boolean {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-interface Env {
-  root: string;
-  layout: Layout;
-  vars: Record<string, string>;
-}
-
-function baseEnv(layout: Layout, root: string): Record<string, string> {
-  return {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    NO_COLOR: "1",
-    RUST_BACKTRACE: "0",
-    HOME: root,
-    PLOYZ_CONFIG_DIR: join(root, "config"),
-    PLOYZ_DATA_DIR: layout.dataDir,
-    PLOYZ_RUN_DIR: layout.runDir,
-    PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-    PLOYZ_DOCKER_ROOT: layout.dockerRoot,
-    PLOYZ_DOCKER_NETWORK: NETWORK,
-    PLOYZ_DOCKER_LABELS: `ployz.test=${RUN}`,
-  };
-}
-
-function spawnProgram(env: Env, program: "ployzd" | "ployz", set: string, args: string[]): Deno.ChildProcess {
-  const flags = permissionFlags(relocatedSet(set, env.layout));
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", `${program}.ts`), ...args],
-    cwd: env.root,
-    env: env.vars,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function ployz(env: Env, ...args: string[]): Promise<Result> {
-  const child = spawnProgram(env, "ployz", "cli", args);
-  const [status, stdout, stderr] = await Promise.all([
-    child.status,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code: status.code, stdout, stderr };
-}
-
-async function startServe(env: Env): Promise<{ child: Deno.ChildProcess; stderr: Promise<string> }> {
-  const child = spawnProgram(env, "ployzd", "serve", ["serve", "--rescan-seconds", "5"]);
-  void child.stdout.cancel();
-  const stderr = new Response(child.stderr).text();
-  const until = Date.now() + 60_000;
-  for (;;) {
-    using client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
-    try {
-      await client.describeContract();
-      return { child, stderr };
-    } catch (error) {
-      if (!(error instanceof RpcError) || error.code !== "unavailable" || Date.now() > until) {
-        child.kill("SIGKILL");
-        await child.status;
-        throw new Error(`ployzd serve did not answer: ${await stderr}`, { cause: error });
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 async function http(port: number): Promise<string> {
   const response = await fetch(`http://127.0.0.1:${port}/`);
@@ -142,7 +53,7 @@ function serviceYaml(name: string, s: ServiceText): string {
 }
 
 async function writeCompose(
-  env: Env,
+  env: MachineEnv,
   project: string,
   services: Record<string, ServiceText>,
 ): Promise<string> {
@@ -156,43 +67,25 @@ async function containers(client: MachineClient, project: string) {
   return (await client.listContainers({ project })).containers;
 }
 
-async function cleanup(raw: Docker): Promise<void> {
-  const filters = { label: [`ployz.test=${RUN}`] };
-  for (const c of await raw.listContainers({ all: true, filters })) {
-    await raw.getContainer(c.Id).remove({ force: true }).catch(() => {});
-  }
-  for (const n of await raw.listNetworks({ filters })) await raw.getNetwork(n.Id).remove().catch(() => {});
-}
-
 function deployArgs(path: string, ...more: string[]): string[] {
   return ["deploy", "-f", path, "-y", "--monitor", "1s", ...more];
 }
 
-function outcomeOf(result: Result): Record<string, unknown> {
-  const line = result.stdout.trim().split("\n").map((l) => JSON.parse(l)).find((e) => e.type === "outcome");
-  ok(line !== undefined, `no outcome line in ${result.stdout}\n${result.stderr}`);
-  return line.outcome;
-}
-
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "ployz deploys through ployzd serve: health-gated, compensated, resumable, partial",
-  ignore: !dockerPresent() && Deno.env.get("CI") === undefined,
   sanitizeResources: true,
   async fn(t) {
-    if (!dockerPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
     const root = await Deno.makeTempDir({ prefix: "ployz-deploy-" });
-    const layout: Layout = {
-      dataDir: join(root, "data"),
-      runDir: join(root, "run"),
-      dockerSocket: SOCKET,
+    const env = await machineEnv(root, {
+      dockerSocket: DOCKER_SOCKET,
       dockerRoot: join(root, "docker"),
-    };
-    await Deno.mkdir(layout.runDir, { recursive: true });
-    const env: Env = { root, layout, vars: baseEnv(layout, root) };
-    const raw = new Docker({ socketPath: SOCKET });
+      network: NETWORK,
+      run: RUN,
+    });
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
     await raw.getImage(IMAGE).tag({ repo: "ployz-test/busybox", tag: "2" });
     const serving = await startServe(env);
-    const client = connectMachine({ socketPath: join(layout.runDir, "ployz.sock") });
+    const client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
     const project = `dep${RUN}`;
     const port = freePort();
     try {
@@ -231,7 +124,7 @@ Deno.test({
         const path = await writeCompose(env, project, { ...base, web: { port, image: IMAGE2 } });
         const r = await ployz(env, ...deployArgs(path, "--json"));
         equal(r.code, 0, r.stdout + r.stderr);
-        const outcome = outcomeOf(r);
+        const outcome = outcomeOf(r, { onlyJson: true });
         equal(outcome.status, "succeeded");
         const done = outcome.completed as {
           kind: string;
@@ -263,7 +156,7 @@ Deno.test({
           });
           const r = await ployz(env, ...deployArgs(path, "--json"));
           equal(r.code, 1, r.stdout + r.stderr);
-          const outcome = outcomeOf(r);
+          const outcome = outcomeOf(r, { onlyJson: true });
           equal(outcome.status, "failed");
           const steps = (outcome.compensation as { action: string; ok: boolean }[]).map((s) =>
             `${s.action}:${s.ok}`
@@ -283,7 +176,7 @@ Deno.test({
         });
         const r = await ployz(env, ...deployArgs(path, "--json"));
         equal(r.code, 0, r.stdout + r.stderr);
-        const kinds = (outcomeOf(r).completed as { kind: string }[]).map((op) => op.kind);
+        const kinds = (outcomeOf(r, { onlyJson: true }).completed as { kind: string }[]).map((op) => op.kind);
         equal(kinds[0], "hook");
         ok(kinds.includes("replace"));
       });
@@ -414,11 +307,9 @@ Deno.test({
       });
     } finally {
       client.close();
-      serving.child.kill("SIGTERM");
-      await serving.child.status;
-      await serving.stderr;
-      await cleanup(raw);
+      await serving.stop();
+      await removeByLabel(raw, `ployz.test=${RUN}`);
       await Deno.remove(root, { recursive: true });
     }
   },
-});
+}));

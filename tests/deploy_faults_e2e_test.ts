@@ -10,20 +10,11 @@ import {
   PROTOCOL_MAJOR,
   type RpcHandlers,
 } from "../lib/rpc/mod.ts";
-import {
-  canStartEngine,
-  DEV_SOCKET,
-  IMAGE,
-  isSocket,
-  machineEnv,
-  outcomeOf,
-  ployz,
-  randomSubnet,
-  type Result,
-  spawnProgram,
-  startEngine,
-  startServe,
-} from "./deploy_support.ts";
+import { machineEnv, outcomeOf, ployz, spawnProgram, startServe } from "./support/daemon.ts";
+import { DOCKER_SOCKET, IMAGE, randomSubnet } from "./support/docker.ts";
+import { startEngine } from "./support/engine.ts";
+import { type RunResult } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 /** What `GET /containers/json` lists, as far as these tests read it. */
@@ -33,8 +24,6 @@ interface Listed {
   State: string;
   Labels: Record<string, string>;
 }
-
-const IN_CI = Deno.env.get("CI") !== undefined;
 
 function service(replicas: number): string {
   return [
@@ -51,15 +40,13 @@ function service(replicas: number): string {
   ].join("\n");
 }
 
-function noStackTrace(r: Result): void {
+function noStackTrace(r: RunResult): void {
   ok(!/^\s+at /m.test(r.stderr + r.stdout), `a stack trace was printed:\n${r.stderr}`);
 }
 
-Deno.test({
+Deno.test(needs(["engine"], {
   name: "Docker stopped mid-deploy: the Outcome names the failed step and what never ran; a re-run finishes",
-  ignore: !canStartEngine() && !IN_CI,
   async fn() {
-    if (!canStartEngine()) throw new Error("CI is set but this process cannot start its own dockerd");
     await using engine = await startEngine("ployz-faults-engine-");
     const root = await Deno.makeTempDir({ prefix: "ployz-faults-" });
     try {
@@ -139,7 +126,7 @@ Deno.test({
       await Deno.remove(root, { recursive: true });
     }
   },
-});
+}));
 
 Deno.test("a Machine without a capability the Deploy needs is refused by name before anything runs", async () => {
   const root = await Deno.makeTempDir({ prefix: "ployz-faults-cap-" });
@@ -199,16 +186,19 @@ Deno.test("a Machine without a capability the Deploy needs is refused by name be
   }
 });
 
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "bad Compose through the real CLI: one readable message naming file, line and key; nothing changes",
-  ignore: !isSocket(DEV_SOCKET) && !IN_CI,
   async fn(t) {
-    if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
     const root = await Deno.makeTempDir({ prefix: "ployz-faults-compose-" });
     const network = `ployz-faults-${RUN}`;
-    const raw = new Docker({ socketPath: DEV_SOCKET });
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
     try {
-      const env = await machineEnv(root, { dockerSocket: DEV_SOCKET, dockerRoot: root, network, run: RUN });
+      const env = await machineEnv(root, {
+        dockerSocket: DOCKER_SOCKET,
+        dockerRoot: root,
+        network,
+        run: RUN,
+      });
       await using _serve = await startServe(env);
       let r = await ployz(env, "machine", "init", "--name", "m1", "--subnet", randomSubnet("10.215"));
       equal(r.code, 0, r.stderr);
@@ -283,4 +273,4 @@ Deno.test({
       await Deno.remove(root, { recursive: true });
     }
   },
-});
+}));

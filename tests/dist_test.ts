@@ -2,7 +2,7 @@
 // why no compiled binary was made when denort is missing.
 import { equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, run } from "./harness.ts";
+import { ROOT, run } from "./support/spawn.ts";
 
 Deno.test("dist builds a checksummed offline tree and says plainly why nothing was compiled", async () => {
   const out = await Deno.makeTempDir({ prefix: "ployz-dist-" });

@@ -3,18 +3,18 @@
 import { deepEqual, equal, match, notEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { ROOT, run, tempLayout } from "./harness.ts";
 import {
   dnsTestFlags,
   fakeUpstream,
-  freePort,
+  freeDnsPort,
   type QueryOutcome,
   startDns,
   tcpFree,
   tcpQuery,
   udpFree,
   udpQuery,
-} from "./dns_support.ts";
+} from "./support/dns.ts";
+import { ROOT, run, tempLayout } from "./support/spawn.ts";
 
 function spec(port: number, replicas: string[], upstreams?: string[]) {
   return renderDnsSpec({
@@ -47,7 +47,7 @@ Deno.test("ployzd dns answers nothing before its first load, then serves and rel
   await using layout = await tempLayout();
   const specPath = join(layout.runDir, "dns.json");
   await Deno.remove(specPath);
-  const port = await freePort();
+  const port = await freeDnsPort();
   await using dns = startDns(layout, dnsTestFlags(layout));
   await dns.waitFor(/Waiting for the spec/);
   deepEqual(await udpQuery(port, "web.shop.internal", 500), { error: "timeout" });
@@ -83,7 +83,7 @@ Deno.test("ployzd dns answers nothing before its first load, then serves and rel
 Deno.test("ployzd dns forwards names outside .internal to its upstream and never to itself", async () => {
   await using layout = await tempLayout();
   await using upstream = await fakeUpstream("192.0.2.44");
-  const port = await freePort();
+  const port = await freeDnsPort();
   await writeDnsSpec(
     join(layout.runDir, "dns.json"),
     spec(port, ["10.210.1.5"], [`127.0.0.1:${port}`, `127.0.0.1:${upstream.port}`]),
@@ -142,7 +142,7 @@ Deno.test("ployzd dns --probe exits 0 only when this binary can serve the curren
 Deno.test("ployzd dns hands its port back and exits when the spec's format is unknown", async () => {
   await using layout = await tempLayout();
   const specPath = join(layout.runDir, "dns.json");
-  const port = await freePort();
+  const port = await freeDnsPort();
   await writeDnsSpec(specPath, spec(port, ["10.210.1.5"]));
   await using dns = startDns(layout, dnsTestFlags(layout));
   await dns.waitFor(/Serving spec format 1/);

@@ -5,8 +5,8 @@
 import { equal, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { tempLayout } from "./harness.ts";
-import { type DnsProcess, dnsTestFlags, freePort, startDns, tcpQuery, udpClient } from "./dns_support.ts";
+import { type DnsProcess, dnsTestFlags, freeDnsPort, startDns, tcpQuery, udpClient } from "./support/dns.ts";
+import { tempLayout } from "./support/spawn.ts";
 
 const CLIENTS = 4;
 const RESTARTS = 3;
@@ -47,7 +47,7 @@ function queryLoop(port: number): { stop(): Promise<Tally> } {
 
 async function restartCycles(overlap: boolean, restarts: number): Promise<Tally> {
   await using layout = await tempLayout();
-  const port = await freePort();
+  const port = await freeDnsPort();
   await writeDnsSpec(
     join(layout.runDir, "dns.json"),
     renderDnsSpec({

@@ -4,8 +4,9 @@
 import { equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { DEV_SOCKET, isSocket, randomSubnet } from "./deploy_support.ts";
-import { ROOT, run } from "./harness.ts";
+import { DOCKER_SOCKET, isSocket, randomSubnet } from "./support/docker.ts";
+import { alive, ROOT, run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 
@@ -43,31 +44,21 @@ function cmdline(pid: number): string {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    return Deno.statSync(`/proc/${pid}`).isDirectory;
-  } catch {
-    return false;
-  }
-}
-
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "examples/hello: up.sh serves the page on port 8080 and down.sh removes everything",
-  ignore: !isSocket(DEV_SOCKET) && Deno.env.get("CI") === undefined,
   async fn() {
-    if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
     ok(portFree(8080), "port 8080 is taken on this host: the example publishes it");
     ok(portFree(80), "port 80 is taken on this host: the example's Ingress Proxy publishes it");
     const state = join(await Deno.makeTempDir({ prefix: "ployz-hello-" }), "state");
     const network = `ployz-hello-${RUN}`;
     const env = {
-      PLOYZ_DOCKER_SOCKET: DEV_SOCKET,
+      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
       PLOYZ_HELLO_DIR: state,
       PLOYZ_DOCKER_NETWORK: network,
       PLOYZ_DOCKER_LABELS: `ployz.test=${RUN}`,
       PLOYZ_HELLO_SUBNET: randomSubnet("10.218"),
     };
-    const raw = new Docker({ socketPath: DEV_SOCKET });
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
     const labelled = () => raw.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } });
     let pid: number | undefined;
     let dns: number[] = [];
@@ -108,4 +99,4 @@ Deno.test({
       await Deno.remove(join(state, ".."), { recursive: true });
     }
   },
-});
+}));

@@ -2,13 +2,11 @@
 // Machine, answering on each.
 import { equal, match } from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, run } from "./harness.ts";
+import { ROOT, run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
-const NEEDS_ROOT = Deno.uid() !== 0 || !Deno.env.get("PLOYZ_DOCKER_SOCKET");
-
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "examples/hello/lab.sh brings up 3 Machines, deploys hello through m1 onto each, and each answers",
-  ignore: NEEDS_ROOT && !Deno.env.get("CI"),
   async fn() {
     const env = {
       PLOYZ_DOCKER_SOCKET: Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "",
@@ -42,4 +40,4 @@ Deno.test({
       equal(down.code, 0, down.stderr);
     }
   },
-});
+}));

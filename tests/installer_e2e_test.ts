@@ -4,11 +4,12 @@
 // worker, and identity/data bytes unchanged. Needs Docker and the image from .ci/images_systemd.sh.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, run } from "./harness.ts";
-import { DOCKER_ENV, haveImages, sh, SYSTEMD_IMAGE, SystemdMachine } from "./installer_support.ts";
+import { DOCKER_ENV } from "./support/docker.ts";
+import { sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import { ROOT, run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const TRIPLE = Deno.build.target;
-const HAVE = await haveImages([SYSTEMD_IMAGE]);
 
 interface Release {
   version: string;
@@ -123,14 +124,12 @@ const PRESERVED = [
   "/etc/ployz/config.yaml",
 ];
 
-Deno.test({
+Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`], {
   name:
     "installer: install, refuse, upgrade across a killed client and a daemon restart, fail without rollback",
-  ignore: !HAVE && !Deno.env.get("CI"),
   sanitizeResources: true,
   sanitizeOps: true,
   async fn(t) {
-    ok(HAVE, `image "${SYSTEMD_IMAGE}" is missing: run .ci/images_systemd.sh`);
     const work = await Deno.makeTempDir({ prefix: "ployz-installer-e2e-" });
     const name = `ployz-installer-${crypto.randomUUID().slice(0, 8)}`;
     try {
@@ -309,4 +308,4 @@ Deno.test({
       await Deno.remove(work, { recursive: true }).catch(() => {});
     }
   },
-});
+}));

@@ -18,22 +18,12 @@ import { join } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch } from "../lib/rpc/mod.ts";
-import { randomSubnet } from "./deploy_support.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import {
-  buildReleaseSource,
-  DOCKER_ENV,
-  DOCKER_SOCKET,
-  haveImages,
-  sh,
-  SYSTEMD_IMAGE,
-  SystemdMachine,
-} from "./installer_support.ts";
+import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
+import { buildReleaseSource, sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import { ROOT, run, type RunResult } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const TRIPLE = Deno.build.target;
-const HAVE_SSH = await run("ssh", ["-V"]).then((r) => r.code === 0, () => false);
-const HAVE_TUN = await Deno.stat("/dev/net/tun").then(() => true, () => false);
-const HAVE = HAVE_SSH && HAVE_TUN && await haveImages([SYSTEMD_IMAGE]);
 const RUN = crypto.randomUUID().slice(0, 8);
 const HTTP_PORT = 8787;
 const HTTP = `http://127.0.0.1:${HTTP_PORT}`;
@@ -95,16 +85,12 @@ function refusalLine(r: RunResult): string {
   return r.stderr.trim().split("\n").at(-1) ?? "";
 }
 
-Deno.test({
+Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_IMAGE}`], {
   name:
     "machine add --ssh provisions a fresh host through install.sh and joins over dial-stdio; http sources",
-  ignore: !HAVE && !Deno.env.get("CI"),
   sanitizeResources: true,
   sanitizeOps: true,
   async fn(t) {
-    ok(HAVE_SSH, "the ssh client is missing: run .ci/images_systemd.sh (it installs openssh-client)");
-    ok(HAVE_TUN, "/dev/net/tun is missing");
-    ok(HAVE, `image "${SYSTEMD_IMAGE}" is missing: run .ci/images_systemd.sh`);
     const work = await Deno.makeTempDir({ prefix: "ployz-installer-ssh-" });
     const hostRun = join(work, "run");
     await Deno.mkdir(hostRun, { mode: 0o755 });
@@ -415,7 +401,7 @@ Deno.test({
       await Deno.remove(work, { recursive: true }).catch(() => {});
     }
   },
-});
+}));
 
 Deno.test("machine add: provisioning flags are checked before anything is contacted", async () => {
   const work = await Deno.makeTempDir({ prefix: "ployz-installer-ssh-cli-" });

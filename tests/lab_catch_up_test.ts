@@ -3,23 +3,19 @@
 // first), leaves the replicated Service where it runs, and says what it did; adding m3 again finds nothing to do.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { eventually, labNotReady, startLab } from "./lab_support.ts";
+import { startLab } from "./support/lab.ts";
+import { eventually } from "./support/poll.ts";
+import { IMAGE } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const IMAGE = "ployz-test/busybox:1";
 const ONLY_M1 = "ployz-test/agent-only-m1:1";
-const notReady = labNotReady();
-
 interface Listed {
   machines: { "machine_name": string; containers: { project: string; service: string; slot: string }[] }[];
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "machine add places the Global Services of the operator's Saved States on the new Machine, once",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn() {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     await using lab = await startLab("cu", 3, { join: 2 });
     const tagged = await lab.docker("m1", ["tag", IMAGE, ONLY_M1]);
     assert.equal(tagged.code, 0, tagged.stderr);
@@ -73,4 +69,4 @@ services:
     assert.equal(again.code, 0, again.stderr + again.stdout);
     assert.match(again.stdout, /Global catch-up of "fleet": nothing: nothing to place on "m3"/);
   },
-});
+}));

@@ -7,13 +7,13 @@
 // after the heal both sides list everything.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT } from "./harness.ts";
-import { eventually, labNotReady, startLab } from "./lab_support.ts";
+import { startLab } from "./support/lab.ts";
+import { eventually } from "./support/poll.ts";
+import { ROOT } from "./support/spawn.ts";
+import { IMAGE } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const IMAGE = "ployz-test/busybox:1";
 const ONLY_M1 = "ployz-test/only-m1:1";
-const notReady = labNotReady();
-
 interface Listed {
   machines: { machine_name: string; containers: { project: string; service: string; slot: string }[] }[];
   failures: unknown[];
@@ -77,14 +77,10 @@ function placement(listed: Listed, project: string): string[] {
   ).sort();
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name:
     "Deploy across a 3-Machine lab: spread, global, x-machines, image from a peer, Machine cut mid-deploy",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     await using lab = await startLab("dp", 3);
     await eventually(60_000, "m1 sees 3 Machines up", async () => {
       const listed = await lab.on("m1", ["machine", "ls", "--json"]);
@@ -251,7 +247,7 @@ Deno.test({
       }
     });
   },
-});
+}));
 
 function lastOutcome(ndjson: string): OutcomeJson {
   const lines = ndjson.trim().split("\n").map((l) => JSON.parse(l));

@@ -7,10 +7,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readRows, storeDigest, wgInterfaceName } from "../lib/lab/mod.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import { eventually, HOST_DOCKER, labNotReady } from "./lab_support.ts";
-
-const IMAGE = "ployz-test/busybox:1";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { eventually } from "./support/poll.ts";
+import { run, type RunResult } from "./support/spawn.ts";
+import { ployzCli } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
 
 // Short membership thresholds so a partition shows within the test. Handshakes alone stop proving "up" after 15 s;
 // traffic (store sync both ways, WireGuard keepalives every 25 s) keeps a reachable peer up for 30 s after its last
@@ -21,8 +22,6 @@ const THRESHOLDS = {
   PLOYZ_MEMBERSHIP_DOWN_AFTER_MS: "45000",
   PLOYZ_MESH_TICK_MS: "2000",
 };
-
-const notReady = labNotReady();
 
 interface Listed {
   observer: { "machine_id": string; "machine_name": string };
@@ -45,28 +44,18 @@ function wireguardGo(iface: string): number[] {
   return pids;
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "ployz lab with ployzd per Machine: join, membership, sync, partition, collision, heal, restart, rm",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
     const name = `k${tag}`;
     const dir = `/tmp/plz-lab-${tag}`;
     const at = ["--dir", dir];
-    const env = { PLOYZ_DOCKER_SOCKET: HOST_DOCKER, PLOYZ_CONFIG_DIR: join(dir, "nobody"), ...THRESHOLDS };
+    const env = { PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET, PLOYZ_CONFIG_DIR: join(dir, "nobody"), ...THRESHOLDS };
     const sock = (m: string): string => join(dir, m, "run", "ployz.sock");
     const db = (m: string): string => join(dir, m, "ployz", "store.db");
 
-    const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
-      run(join(ROOT, "bin", "ployz"), args, { ...env, ...extra });
-    const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
-      const result = await ployz(args, extra);
-      assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
-      return result;
-    };
+    const { ployz, ok } = ployzCli(env);
     // `machine ls` as the given Machine observes it, through `lab exec` (the CLI inside its namespace).
     const ls = async (m: string): Promise<Listed> =>
       JSON.parse((await ok(["lab", "exec", m, ...at, "--", "ployz", "machine", "ls", "--json"])).stdout);
@@ -346,4 +335,4 @@ Deno.test({
     const namespaces = (await run("ip", ["netns", "list"])).stdout;
     assert.equal(namespaces.split("\n").some((l) => l.startsWith(`${name}-`)), false, `namespaces left`);
   },
-});
+}));

@@ -8,40 +8,29 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/rpc/mod.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import { eventually, HOST_DOCKER, labNotReady, sleep } from "./lab_support.ts";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { eventually, sleep } from "./support/poll.ts";
+import type { RunResult } from "./support/spawn.ts";
+import { labDocker, ployzCli } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
 
-const IMAGE = "ployz-test/busybox:1";
 const MACHINES = ["m1", "m2", "m3"];
 
-const notReady = labNotReady();
-
-Deno.test({
+Deno.test(needs(["lab"], {
   name:
     "Entry Machine routing on a lab: forward, fan-out logs and ps, mesh allow-list, image copy, partition",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
     const dir = `/tmp/plz-rt-${tag}`;
     const at = ["--dir", dir];
     const env = {
-      PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
+      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
       PLOYZ_CONFIG_DIR: join(dir, "nobody"),
       PLOYZ_MESH_TICK_MS: "2000",
     };
     const runDir = (m: string): string => join(dir, m, "run");
-    const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
-      run(join(ROOT, "bin", "ployz"), args, { ...env, ...extra });
-    const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
-      const result = await ployz(args, extra);
-      assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
-      return result;
-    };
-    const docker = (m: string, args: string[]): Promise<RunResult> =>
-      run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
+    const { ployz, ok } = ployzCli(env);
+    const docker = (m: string, args: string[]): Promise<RunResult> => labDocker(dir, m, args);
     // The CLI attached to m1 (its socket), as an operator on m1 would run it.
     const fromM1 = (args: string[]): Promise<RunResult> => ployz(args, { PLOYZ_RUN_DIR: runDir("m1") });
     let entry: MachineClient | undefined;
@@ -215,4 +204,4 @@ Deno.test({
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
-});
+}));

@@ -11,11 +11,13 @@ import { join } from "node:path";
 import { labStartMachine, labStopMachine } from "../lib/lab/mod.ts";
 import { connectMachine, type MachineClient } from "../lib/rpc/mod.ts";
 import { configDials, openCaddyAdmin } from "../lib/serving/mod.ts";
-// deno-lint-ignore ployz/area-boundary
-import { buildCaddyImage } from "../lib/serving/test_docker.ts";
-import { outcomeOf } from "./deploy_support.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import { eventually, HOST_DOCKER, labNotReady, sleep } from "./lab_support.ts";
+import { buildCaddyImage } from "./support/caddy.ts";
+import { outcomeOf } from "./support/daemon.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
+import { eventually, sleep } from "./support/poll.ts";
+import { run, type RunResult } from "./support/spawn.ts";
+import { labDocker, ployzCli } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 /** The retire bound the lab's ployzd run with (PLOYZ_RETIRE_AFTER_SECONDS). */
@@ -25,8 +27,6 @@ const RESCAN_S = 10;
 /** The lab's upstream resolver: dnsmasq on the lab bridge, in the underlay namespace. */
 const UPSTREAM = "192.0.2.1";
 const FORWARDED = { name: "fwd.upstream.test", address: "192.0.2.99" };
-
-const notReady = labNotReady();
 
 /** A busybox httpd Service answering `<mark>-<hostname>`, pinned to `machine`, routed from `host` by Caddy. */
 function httpService(
@@ -78,7 +78,7 @@ interface LoadFigures {
 
 // One request after another from inside a Machine's namespace to its port 80, until the stop file appears. A
 // connection Caddy closed before any byte (curl exit 52) is retried once, as user agents retry an idempotent
-// request (see lib/serving/test_docker.ts `get`), and counted.
+// request (see tests/support/caddy.ts `get`), and counted.
 const LOAD_SCRIPT = `
 host=$1; stop=$2
 req() { curl -sS -m 5 -H "Host: $host" -w '|%{http_code}' http://127.0.0.1/ 2>&1; }
@@ -90,23 +90,19 @@ while [ ! -e "$stop" ]; do
 done
 `;
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name:
     "Serving on a 3-Machine lab: names, ingress on every Machine, retire on acks and after the bound, boot",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
-    await buildCaddyImage(HOST_DOCKER);
+    await buildCaddyImage(DOCKER_SOCKET);
     const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
     const name = `lsv${tag}`;
     const dir = `/tmp/plz-lsv-${tag}`;
     const at = ["--dir", dir];
     const env = {
-      PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
+      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
       PLOYZ_CONFIG_DIR: join(dir, "nobody"),
       PLOYZ_MESH_TICK_MS: "2000",
       PLOYZ_RETIRE_AFTER_SECONDS: String(BOUND_S),
@@ -115,9 +111,8 @@ Deno.test({
       HOME: Deno.env.get("HOME") ?? "/root",
     };
     const netns = (m: string): string => `/run/netns/${name}-${m.slice(1)}`;
-    const ployz = (args: string[]): Promise<RunResult> => run(join(ROOT, "bin", "ployz"), args, env);
-    const docker = (m: string, args: string[]): Promise<RunResult> =>
-      run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
+    const { ployz } = ployzCli(env);
+    const docker = (m: string, args: string[]): Promise<RunResult> => labDocker(dir, m, args);
     const inNs = (m: string, argv: string[]): Promise<RunResult> =>
       run("nsenter", [`--net=${netns(m)}`, "--", ...argv]);
     const socketOf = (m: string): string => join(dir, m, "run", "ployz.sock");
@@ -599,4 +594,4 @@ Deno.test({
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
-});
+}));

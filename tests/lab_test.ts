@@ -3,37 +3,17 @@
 // container on m3 by its address on the Machine network, a partition m1,m2 / m3 and its healing, and a `lab down`
 // that leaves nothing behind.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { wgInterfaceName } from "../lib/lab/mod.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import { HOST_DOCKER, labNotReady } from "./lab_support.ts";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { exists, run } from "./support/spawn.ts";
+import { ployzCli } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
 
-const IMAGE = "ployz-test/busybox:1";
-
-const notReady = labNotReady();
-
-function ployz(args: string[]): Promise<RunResult> {
-  return run(join(ROOT, "bin", "ployz"), args, { PLOYZ_DOCKER_SOCKET: HOST_DOCKER });
-}
-
-async function ok(args: string[]): Promise<RunResult> {
-  const result = await ployz(args);
-  assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}`);
-  return result;
-}
+const { ployz, ok } = ployzCli({ PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET });
 
 // busybox wget's -T crashes in this image, so bound the fetch with a shell timer; prints the body, then rc=<code>.
 function fetchScript(url: string): string {
   return `wget -q -O - ${url} & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Live (non-zombie) processes whose command line mentions `needle`. */
@@ -53,13 +33,9 @@ function liveProcessesMentioning(needle: string): string[] {
   return found;
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "ployz lab: 3 Machines, cross-Machine container traffic, partition and heal, clean teardown",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn() {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
     const name = `t${tag}`;
     const dir = `/tmp/plz-lab-${tag}`;
@@ -177,15 +153,11 @@ Deno.test({
     const again = await ok(["lab", "down", ...at]);
     assert.match(again.stdout, /No lab in/);
   },
-});
+}));
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "ployz lab --profile regional: mesh traffic crosses the latency relay",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn() {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
     const name = `r${tag}`;
     const dir = `/tmp/plz-lab-${tag}`;
@@ -231,7 +203,7 @@ Deno.test({
     assert.deepEqual(liveProcessesMentioning(dir), [], "relay or dockerd left");
     assert.equal(exists(dir), false, "lab directory left");
   },
-});
+}));
 
 Deno.test("ployz lab refuses clearly: unknown lab, bad name, bad profile", async () => {
   const missing = await ployz(["lab", "status", "--dir", "/nonexistent/ployz-lab"]);

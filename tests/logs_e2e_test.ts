@@ -9,33 +9,24 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { connectMachine, readTailFrame, RpcError } from "../lib/rpc/mod.ts";
-import {
-  DEV_SOCKET,
-  IMAGE,
-  isSocket,
-  type MachineEnv,
-  machineEnv,
-  ployz,
-  spawnProgram,
-  startServe,
-} from "./deploy_support.ts";
-import { eventually } from "./harness.ts";
+import { type MachineEnv, machineEnv, ployz, spawnProgram, startServe } from "./support/daemon.ts";
+import { DOCKER_SOCKET, IMAGE, isSocket } from "./support/docker.ts";
+import { eventually } from "./support/poll.ts";
+import { needs } from "./support/needs.ts";
 
 const RUN = crypto.randomUUID().slice(0, 8);
 const PROJECT = `logs-${RUN}`;
 const LINES = ["hello 1", "hello 2", "special 3", "hello 4", "err 5"];
 
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "ployz logs reads a removed container's output through ployzd serve and the ployzd observe it starts",
-  ignore: !isSocket(DEV_SOCKET) && Deno.env.get("CI") === undefined,
   async fn(): Promise<void> {
-    if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
-    const docker = new Docker({ socketPath: DEV_SOCKET });
+    const docker = new Docker({ socketPath: DOCKER_SOCKET });
     const info = await docker.info();
     const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
     const root = await Deno.makeTempDir({ prefix: "ployz-logs-e2e-" });
     const env = await machineEnv(root, {
-      dockerSocket: DEV_SOCKET,
+      dockerSocket: DOCKER_SOCKET,
       dockerRoot,
       network: `ployz-logs-${RUN}`,
       run: RUN,
@@ -46,7 +37,7 @@ Deno.test({
       await Deno.remove(root, { recursive: true }).catch(() => {});
     }
   },
-});
+}));
 
 /** The `ployzd observe` processes whose command line names this run dir. */
 async function observePids(runDir: string): Promise<number[]> {

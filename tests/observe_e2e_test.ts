@@ -5,20 +5,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
-import { ROOT } from "./harness.ts";
+import { ROOT } from "./support/spawn.ts";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
 const BURSTS = 6;
 const PER_BURST = 50;
-
-function socketPresent(): boolean {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-}
 
 interface WireLine {
   stream: string;
@@ -95,12 +87,10 @@ function expected(stream: "out" | "err"): string[] {
   return lines;
 }
 
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "ployzd observe stores a real container's local logs exactly once, across kill -9 and removal",
-  ignore: !socketPresent() && Deno.env.get("CI") === undefined,
   async fn(): Promise<void> {
-    if (!socketPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
-    const docker = new Docker({ socketPath: SOCKET });
+    const docker = new Docker({ socketPath: DOCKER_SOCKET });
     const info = await docker.info();
     const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
     const root = await Deno.makeTempDir({ prefix: "ployz-observe-e2e-" });
@@ -108,7 +98,7 @@ Deno.test({
       PLOYZ_DATA_DIR: join(root, "data"),
       PLOYZ_RUN_DIR: join(root, "run"),
       PLOYZ_DOCKER_ROOT: dockerRoot,
-      PLOYZ_DOCKER_SOCKET: SOCKET,
+      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
     };
     await Deno.mkdir(join(env.PLOYZ_DATA_DIR, "observe"), { recursive: true });
     await Deno.mkdir(env.PLOYZ_RUN_DIR, { recursive: true });
@@ -191,4 +181,4 @@ Deno.test({
       await Deno.remove(root, { recursive: true });
     }
   },
-});
+}));

@@ -6,24 +6,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { metricHistory, MetricStore, openLogStore, Sampler } from "../lib/observe/mod.ts";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
-
-function socketPresent(): boolean {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "the sampler reads a busy and an idle real container, and a removed one becomes container_gone",
-  ignore: !socketPresent() && Deno.env.get("CI") === undefined,
   async fn(): Promise<void> {
-    if (!socketPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
-    const docker = new Docker({ socketPath: SOCKET });
+    const docker = new Docker({ socketPath: DOCKER_SOCKET });
     const info = await docker.info();
     const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
     const run = crypto.randomUUID().slice(0, 8);
@@ -105,4 +94,4 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
-});
+}));

@@ -10,7 +10,7 @@ import {
   relocate,
   unionOf,
 } from "../lib/permissions/mod.ts";
-import { fixture, ROOT, run, type TempLayout, tempLayout } from "./harness.ts";
+import { fixture, ROOT, run, type TempLayout, tempLayout } from "./support/spawn.ts";
 import type { Probe, ProbeResult } from "./fixtures/permission_probe.ts";
 
 interface Case {

@@ -4,102 +4,19 @@ import { deepEqual, equal, match, notEqual, ok, rejects } from "node:assert/stri
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import Docker from "dockerode";
-import { type Layout, permissionFlags } from "../lib/permissions/mod.ts";
 import { CAPABILITIES, connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
-import { relocatedSet } from "./deploy_support.ts";
-import { ROOT } from "./harness.ts";
+import { type MachineEnv, machineEnv, type Serving, spawnProgram, startServe } from "./support/daemon.ts";
+import { DOCKER_SOCKET, IMAGE, removeByLabel } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-e2e-${RUN}`;
 const OCTET = 1 + Math.floor(Math.random() * 254);
 const SUBNET = `10.211.${OCTET}.0/24`;
 
-function dockerPresent(): boolean {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-interface Serving {
-  child: Deno.ChildProcess;
-  stderr: Promise<string>;
-}
-
-function env(layout: Layout): Record<string, string> {
-  return {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    NO_COLOR: "1",
-    RUST_BACKTRACE: "0",
-    PLOYZ_DATA_DIR: layout.dataDir,
-    PLOYZ_RUN_DIR: layout.runDir,
-    PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-    PLOYZ_DOCKER_ROOT: layout.dockerRoot,
-    PLOYZ_DOCKER_NETWORK: NETWORK,
-    PLOYZ_DOCKER_LABELS: `ployz.test=${RUN}`,
-  };
-}
-
-function spawn(layout: Layout, set: string, args: string[], stdin: "piped" | "null"): Deno.ChildProcess {
-  const flags = permissionFlags(relocatedSet(set, layout));
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", "ployzd.ts"), ...args],
-    cwd: ROOT,
-    env: env(layout),
-    clearEnv: true,
-    stdin,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
-
 async function text(stream: ReadableStream<Uint8Array>): Promise<string> {
   return await new Response(stream).text();
-}
-
-async function startServe(layout: Layout): Promise<Serving> {
-  const child = spawn(layout, "serve", ["serve", "--rescan-seconds", "3"], "null");
-  void child.stdout.cancel();
-  const stderr = text(child.stderr);
-  const socket = join(layout.runDir, "ployz.sock");
-  const until = Date.now() + 60_000;
-  for (;;) {
-    using client = connectMachine({ socketPath: socket });
-    try {
-      await client.describeContract();
-      return { child, stderr };
-    } catch (error) {
-      if (!(error instanceof RpcError) || error.code !== "unavailable" || Date.now() > until) {
-        child.kill("SIGKILL");
-        await child.status;
-        throw new Error(`ployzd serve did not answer: ${await stderr}`, { cause: error });
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-async function stopServe(serving: Serving): Promise<{ code: number; stderr: string }> {
-  try {
-    serving.child.kill("SIGTERM");
-  } catch {
-    // Already gone.
-  }
-  const status = await serving.child.status;
-  return { code: status.code, stderr: await serving.stderr };
-}
-
-async function eventually<T>(ms: number, check: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`Condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 async function refused(call: Promise<unknown>, code: string): Promise<RpcError> {
@@ -138,16 +55,6 @@ function storeText(dataDir: string): string {
   }
 }
 
-async function cleanup(raw: Docker): Promise<void> {
-  const filters = { label: [`ployz.test=${RUN}`] };
-  for (const c of await raw.listContainers({ all: true, filters })) {
-    await raw.getContainer(c.Id).remove({ force: true }).catch(() => {});
-  }
-  for (const n of await raw.listNetworks({ filters })) {
-    await raw.getNetwork(n.Id).remove().catch(() => {});
-  }
-}
-
 /** Reads one HTTP/1.1 answer with a Content-Length body, and stops reading there. */
 async function readAnswer(stream: ReadableStream<Uint8Array>): Promise<string> {
   const reader = stream.getReader();
@@ -171,8 +78,8 @@ async function readAnswer(stream: ReadableStream<Uint8Array>): Promise<string> {
 }
 
 /** One HTTP/1.1 exchange written to `ployzd dial-stdio`'s stdin and read from its stdout. */
-async function viaDialStdio(layout: Layout, capability: string, body: unknown): Promise<[number, unknown]> {
-  const child = spawn(layout, "dial-stdio", ["dial-stdio"], "piped");
+async function viaDialStdio(env: MachineEnv, capability: string, body: unknown): Promise<[number, unknown]> {
+  const child = spawnProgram(env, "ployzd", "dial-stdio", ["dial-stdio"], "piped");
   const stderr = text(child.stderr);
   try {
     const payload = new TextEncoder().encode(JSON.stringify(body));
@@ -200,22 +107,20 @@ async function viaDialStdio(layout: Layout, capability: string, body: unknown): 
   }
 }
 
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "ployzd serve answers Machine RPC over its socket, owns only its containers and publishes them",
-  ignore: !dockerPresent() && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (!dockerPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
     const root = await Deno.makeTempDir({ prefix: "ployz-serve-" });
-    const layout: Layout = {
-      dataDir: join(root, "data"),
-      runDir: join(root, "run"),
-      dockerSocket: SOCKET,
+    const env = await machineEnv(root, {
+      dockerSocket: DOCKER_SOCKET,
       dockerRoot: join(root, "docker"),
-    };
-    await Deno.mkdir(layout.runDir, { recursive: true });
+      network: NETWORK,
+      run: RUN,
+    });
+    const layout = env.layout;
     const socketPath = join(layout.runDir, "ployz.sock");
-    const raw = new Docker({ socketPath: SOCKET });
-    let serving: Serving | undefined = await startServe(layout);
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
+    let serving: Serving | undefined = await startServe(env, { rescanSeconds: 3 });
     let client: MachineClient = connectMachine({ socketPath });
     try {
       const contract = await client.describeContract();
@@ -267,7 +172,7 @@ Deno.test({
       });
 
       await t.step("a restart keeps the identity and reopens the store", async () => {
-        const stopped = await stopServe(serving!);
+        const stopped = await serving!.stop();
         serving = undefined;
         equal(stopped.code, 0, stopped.stderr);
         match(
@@ -276,7 +181,7 @@ Deno.test({
         );
         await rejects(Deno.stat(socketPath), Deno.errors.NotFound);
         client.close();
-        serving = await startServe(layout);
+        serving = await startServe(env, { rescanSeconds: 3 });
         client = connectMachine({ socketPath });
         const status = await client.status();
         equal(status.machine.phase, "participating");
@@ -324,7 +229,7 @@ Deno.test({
           ok(found);
           deepEqual(found.env_names.filter((n) => n === "SECRET_TOKEN"), ["SECRET_TOKEN"]);
           ok(!JSON.stringify(list).includes("hunter2"), "an environment value left the Machine");
-          const row = await eventually(30_000, () => {
+          const row = await eventually(30_000, "the container row", () => {
             const r = storeRow(layout.dataDir, id);
             return r !== undefined && r.deleted === 0 && r.body?.includes('"running"') ? r : undefined;
           });
@@ -396,7 +301,11 @@ Deno.test({
         deepEqual(await client.removeContainer({ id: absent }), { id: absent, removed: false });
         deepEqual(await client.removeContainer({ id }), { id, removed: true });
         deepEqual(await client.removeContainer({ id }), { id, removed: false });
-        await eventually(30_000, () => storeRow(layout.dataDir, id)?.deleted === 1 ? true : undefined);
+        await eventually(
+          30_000,
+          "the deleted row",
+          () => storeRow(layout.dataDir, id)?.deleted === 1 ? true : undefined,
+        );
       });
 
       await t.step("refusals: unknown capability, another major, an unknown field", async () => {
@@ -430,12 +339,12 @@ Deno.test({
       });
 
       await t.step("dial-stdio carries a request to the daemon and its answer back", async () => {
-        const [status, body] = await viaDialStdio(layout, CAPABILITIES.describeContract, {
+        const [status, body] = await viaDialStdio(env, CAPABILITIES.describeContract, {
           protocol_major: 1,
         });
         equal(status, 200);
         equal((body as { machine_id: string }).machine_id, machineId);
-        const [refusedStatus, refusal] = await viaDialStdio(layout, CAPABILITIES.status, {
+        const [refusedStatus, refusal] = await viaDialStdio(env, CAPABILITIES.status, {
           protocol_major: 7,
         });
         notEqual(refusedStatus, 200);
@@ -444,12 +353,12 @@ Deno.test({
     } finally {
       client.close();
       if (serving !== undefined) {
-        const stopped = await stopServe(serving);
+        const stopped = await serving.stop();
         equal(stopped.code, 0, stopped.stderr);
         ok(!stopped.stderr.includes("hunter2"), "an environment value reached the daemon's log");
       }
-      await cleanup(raw);
+      await removeByLabel(raw, `ployz.test=${RUN}`);
       await Deno.remove(root, { recursive: true });
     }
   },
-});
+}));

@@ -8,11 +8,12 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
-// deno-lint-ignore ployz/area-boundary
-import { buildCaddyImage, get } from "../lib/serving/test_docker.ts";
-import { DEV_SOCKET, isSocket, type MachineEnv, machineEnv, outcomeOf, ployz } from "./deploy_support.ts";
-import { eventually, ROOT, run } from "./harness.ts";
-import { sleep } from "./lab_support.ts";
+import { buildCaddyImage, get } from "./support/caddy.ts";
+import { type MachineEnv, machineEnv, outcomeOf, ployz } from "./support/daemon.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
+import { eventually, sleep } from "./support/poll.ts";
+import { alive, ROOT, run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const PROJECT = `srv${RUN}`;
@@ -121,26 +122,16 @@ async function observeProcesses(root: string): Promise<number[]> {
   return out;
 }
 
-function alive(pid: number): boolean {
-  try {
-    return Deno.statSync(`/proc/${pid}`).isDirectory;
-  } catch {
-    return false;
-  }
-}
-
-Deno.test({
+Deno.test(needs(["docker"], {
   name: "Serving on one Machine: ingress fill, Caddy HTTP, gateway DNS, zero-failure redeploy, serve killed",
-  ignore: !isSocket(DEV_SOCKET) && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (!isSocket(DEV_SOCKET)) throw new Error(`Docker socket "${DEV_SOCKET}" is absent and CI is set`);
-    await buildCaddyImage(DEV_SOCKET);
-    const raw = new Docker({ socketPath: DEV_SOCKET });
+    await buildCaddyImage(DOCKER_SOCKET);
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
     await raw.getImage("ployz-test/busybox:1").tag({ repo: "ployz-test/busybox", tag: "2" });
     const root = await Deno.makeTempDir({ prefix: "ployz-serving-e2e-" });
     const network = `ployz-srv-${RUN}`;
     const env = await machineEnv(root, {
-      dockerSocket: DEV_SOCKET,
+      dockerSocket: DOCKER_SOCKET,
       dockerRoot: join(root, "docker"),
       network,
       run: RUN,
@@ -175,8 +166,8 @@ Deno.test({
         )[0] ?? "",
       }));
     const exec = (id: string, ...cmd: string[]) =>
-      run("docker", ["-H", `unix://${DEV_SOCKET}`, "exec", id, ...cmd], {
-        DOCKER_HOST: `unix://${DEV_SOCKET}`,
+      run("docker", ["-H", `unix://${DOCKER_SOCKET}`, "exec", id, ...cmd], {
+        DOCKER_HOST: `unix://${DOCKER_SOCKET}`,
       });
     try {
       await eventually(60_000, "ployzd serve answers", async () => {
@@ -350,4 +341,4 @@ Deno.test({
       await Deno.remove(root, { recursive: true }).catch(() => {});
     }
   },
-});
+}));

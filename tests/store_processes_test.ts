@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { StoreNode, waitConverged } from "./fixtures/store_cluster.ts";
+import { StoreNode, waitConverged } from "./support/store_cluster.ts";
 
 // Real store processes replicate over HTTP on loopback. One is killed with SIGKILL while it applies a large
 // pulled batch; after a restart its file is sound, the batch is absent as a whole, and all replicas converge.

@@ -8,19 +8,12 @@ import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
-import { randomSubnet } from "./deploy_support.ts";
-import { ROOT, run } from "./harness.ts";
-import {
-  buildReleaseSource,
-  DOCKER_ENV,
-  DOCKER_SOCKET,
-  haveImages,
-  SYSTEMD_IMAGE,
-  SystemdMachine,
-} from "./installer_support.ts";
+import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
+import { buildReleaseSource, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import { ROOT, run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 
 const APP_IMAGE = "ployz-test/busybox:1";
-const HAVE = await haveImages([SYSTEMD_IMAGE, APP_IMAGE]);
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-upg-${RUN}`;
 
@@ -85,16 +78,11 @@ interface ProbeStats {
   longestOutageMs: number;
 }
 
-Deno.test({
+Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
   name: "machine upgrade over RPC: severed client, same attempt, busy interlock, app serving throughout",
-  ignore: !HAVE && !Deno.env.get("CI"),
   sanitizeResources: true,
   sanitizeOps: true,
   async fn(t) {
-    ok(
-      HAVE,
-      `images "${SYSTEMD_IMAGE}" and "${APP_IMAGE}" are needed: run .ci/images.sh and .ci/images_systemd.sh`,
-    );
     const work = await Deno.makeTempDir({ prefix: "ployz-upgrade-rpc-e2e-" });
     const hostRun = join(work, "run");
     await Deno.mkdir(hostRun, { mode: 0o755 });
@@ -315,4 +303,4 @@ Deno.test({
       await Deno.remove(work, { recursive: true }).catch(() => {});
     }
   },
-});
+}));

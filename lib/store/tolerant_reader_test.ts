@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { openStore } from "./store.ts";
 
-const FIXTURE = new URL("../../tests/fixtures/store_newer_rows.json", import.meta.url);
+const FIXTURE = new URL("./testdata/newer_rows.json", import.meta.url);
 
 function unknownFields(text: string, known: string[]): Record<string, string> {
   const body = JSON.parse(text) as Record<string, unknown>;

@@ -2,8 +2,9 @@
 // and `ployz version` cold start against `deno run` of an empty script with the same flags. Prints figures;
 // asserts nothing. The RSS part needs the dev engine (PLOYZ_DOCKER_SOCKET).
 import { join } from "node:path";
-import { IMAGE, isSocket, machineEnv, ployz, randomSubnet, startServe } from "../../tests/deploy_support.ts";
-import { ROOT } from "../../tests/harness.ts";
+import { machineEnv, ployz, startServe } from "../../tests/support/daemon.ts";
+import { IMAGE, isSocket, randomSubnet } from "../../tests/support/docker.ts";
+import { ROOT } from "../../tests/support/spawn.ts";
 
 const RUNS = 10;
 const ployzLauncher = join(ROOT, "bin", "ployz");

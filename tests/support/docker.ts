@@ -1,29 +1,16 @@
-/**
- * Shared setup of the tests that run against a real dockerd: the socket from `PLOYZ_DOCKER_SOCKET`, ignored when
- * it is absent unless `CI` is set (then they fail), and a scope per test whose objects carry `ployz.test=<id>` and
- * are removed by that label afterwards.
- *
- * @module
- */
-
+// Tests against the real dockerd: the socket and the test image, a scope per test whose objects carry
+// `ployz.test=<id>` and are removed by that label afterwards, and free ports and subnets for test networks.
 import Docker from "dockerode";
-import { type Engine, type EngineOptions, openEngine } from "./engine.ts";
-import type { ContainerSpec } from "./spec.ts";
-import { pollUntil } from "../../util/mod.ts";
+import { type ContainerSpec, type Engine, type EngineOptions, openEngine } from "../../lib/deploy/mod.ts";
+import { DOCKER_SOCKET, needs } from "./needs.ts";
 
-/** The Docker socket the tests use. */
-export const SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+export { DOCKER_SOCKET, isSocket } from "./needs.ts";
+
+/** `DOCKER_HOST` for {@link DOCKER_SOCKET}, for the docker CLI. */
+export const DOCKER_ENV: Record<string, string> = { DOCKER_HOST: `unix://${DOCKER_SOCKET}` };
 
 /** The image every test container runs; it is on the test machine and never pulled. */
 export const IMAGE = "ployz-test/busybox:1";
-
-function socketPresent(): boolean {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-}
 
 const RUN = crypto.randomUUID().slice(0, 8);
 let counter = 0;
@@ -42,7 +29,8 @@ export interface Scope {
   spec(suffix: string, overrides?: Partial<ContainerSpec>): ContainerSpec;
 }
 
-async function removeByLabel(raw: Scope["raw"], label: string): Promise<void> {
+/** Removes every container, network and volume carrying `label` (`key=value`). */
+export async function removeByLabel(raw: Docker, label: string): Promise<void> {
   const filters = { label: [label] };
   for (const c of await raw.listContainers({ all: true, filters })) {
     await raw.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
@@ -56,18 +44,16 @@ async function removeByLabel(raw: Scope["raw"], label: string): Promise<void> {
   }
 }
 
-/** Registers a test that needs Docker. */
+/** Registers a test that needs Docker, run inside a fresh {@link Scope}. */
 export function dockerTest(name: string, fn: (scope: Scope) => Promise<void>): void {
-  Deno.test({
+  Deno.test(needs(["docker"], {
     name,
-    ignore: !socketPresent() && Deno.env.get("CI") === undefined,
     async fn(): Promise<void> {
-      if (!socketPresent()) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
       const id = `${RUN}-${++counter}`;
       const machineId = `test-machine-${id}`;
-      const raw = new Docker({ socketPath: SOCKET });
+      const raw = new Docker({ socketPath: DOCKER_SOCKET });
       const base: EngineOptions = {
-        socketPath: SOCKET,
+        socketPath: DOCKER_SOCKET,
         machineId,
         network: `ployz-test-${id}`,
         extraLabels: { "ployz.test": id },
@@ -97,7 +83,7 @@ export function dockerTest(name: string, fn: (scope: Scope) => Promise<void>): v
         await removeByLabel(raw, `ployz.test=${id}`);
       }
     },
-  });
+  }));
 }
 
 /** A host port nothing listens on right now. */
@@ -115,9 +101,7 @@ export function testSubnet(): { subnet: string; gateway: string } {
   return { subnet: `10.${a}.${b}.0/24`, gateway: `10.${a}.${b}.1` };
 }
 
-/** Polls `check` until it returns a value or `ms` passes. */
-export async function eventually<T>(ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const value = await pollUntil(check, { timeoutMs: ms, intervalMs: 100 });
-  if (value === undefined) throw new Error(`Condition not met within ${ms} ms`);
-  return value;
+/** A random /24 under `prefix` (e.g. `10.214`), for a Machine subnet unlikely to collide with another test's. */
+export function randomSubnet(prefix: string): string {
+  return `${prefix}.${1 + Math.floor(Math.random() * 254)}.0/24`;
 }

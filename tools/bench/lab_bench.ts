@@ -9,21 +9,21 @@
 // p50/p99 of every series are printed at the end, next to Deno's own table.
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { configHistory, enrollMachine } from "../mesh/mod.ts";
-import { openConfigStore } from "../store/mod.ts";
 import {
   daemonClient,
   labHeal,
   labPartition,
+  type LabState,
   labUp,
   missingCommands,
   type Profile,
   readRows,
   storeDigest,
   storeFile,
-} from "./mod.ts";
-import type { LabState } from "./state.ts";
-import { sleep } from "../util/mod.ts";
+} from "../../lib/lab/mod.ts";
+import { configHistory, enrollMachine } from "../../lib/mesh/mod.ts";
+import { openConfigStore } from "../../lib/store/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";

@@ -5,10 +5,9 @@
 //   path (`ployz.image.export.v1` read in full), so the ratio shows what the mesh and the load add.
 // p50/p99 of every series and the transfer throughput are printed at the end, next to Deno's own table.
 import { fileURLToPath } from "node:url";
-import { type MachineClient, viaEntry } from "../rpc/mod.ts";
-import { daemonClient, labUp, missingCommands } from "./mod.ts";
-import type { LabState } from "./state.ts";
-import { sleep } from "../util/mod.ts";
+import { daemonClient, type LabState, labUp, missingCommands } from "../../lib/lab/mod.ts";
+import { type MachineClient, viaEntry } from "../../lib/rpc/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";

@@ -1,4 +1,4 @@
-import { StoreNode } from "../../tests/fixtures/store_cluster.ts";
+import { StoreNode } from "../../tests/support/store_cluster.ts";
 
 // Separate store processes on loopback; 200 writes spread over them; time until every replica holds all 200.
 // Push fan-out 3 with one relay, anti-entropy every ~500 ms. Prints bytes sent per change.

@@ -9,10 +9,9 @@ import type { Buffer } from "node:buffer";
 import dgram from "node:dgram";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
-import { renderDnsSpec } from "./render.ts";
-import { writeDnsSpec } from "./write.ts";
-import { sleep } from "../util/mod.ts";
+import { renderDnsSpec, writeDnsSpec } from "../../lib/dns/mod.ts";
+import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const NAMES = ["web.shop.internal", "api.shop.internal", "db.shop.internal", "cache.blog.internal"];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { DockerError } from "./errors.ts";
-import { dockerTest, IMAGE } from "./test_support.ts";
+import { DockerError } from "../lib/deploy/mod.ts";
+import { dockerTest, IMAGE } from "./support/docker.ts";
 
 dockerTest("an image saved and loaded comes back", async (s) => {
   const ref = `ployz-test/roundtrip:${s.id}`;

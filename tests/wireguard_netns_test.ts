@@ -3,33 +3,22 @@
 // Addresses, and endpoint selection moving off a dead candidate.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { managementAddress, peerAllowedIps } from "./addressing.ts";
-import { EndpointDriver } from "./endpoint_driver.ts";
-import { ensurePrivateKeyFile } from "./keys.ts";
-import { hostRunner, netnsRunner, runChecked } from "./runner.ts";
 import {
+  EndpointDriver,
   ensureInterface,
+  ensurePrivateKeyFile,
+  hostRunner,
+  managementAddress,
+  netnsRunner,
+  peerAllowedIps,
   readHandshakes,
   readPeers,
   removeInterface,
+  runChecked,
   setPeers,
   syncRoutes,
-} from "./wireguard.ts";
-
-function haveTools(): boolean {
-  if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
-  return ["ip", "wg", "wireguard-go", "nsenter", "ping"].every((cmd) =>
-    ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"].some((dir) => {
-      try {
-        return Deno.statSync(join(dir, cmd)).isFile;
-      } catch {
-        return false;
-      }
-    })
-  );
-}
-
-const available = haveTools();
+} from "../lib/mesh/mod.ts";
+import { needs } from "./support/needs.ts";
 
 async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
   const until = Date.now() + deadlineMs;
@@ -40,13 +29,9 @@ async function waitFor(what: string, deadlineMs: number, check: () => Promise<bo
   throw new Error(`Timed out waiting for ${what}`);
 }
 
-Deno.test({
+Deno.test(needs(["wireguard"], {
   name: "two namespaces handshake over wireguard-go and route Machine Subnets and Management Addresses",
-  ignore: !available && Deno.env.get("CI") === undefined,
   async fn() {
-    if (!available) {
-      throw new Error("Root and ip, wg, wireguard-go, nsenter, ping are required when CI is set");
-    }
     const tag = crypto.randomUUID().slice(0, 6);
     const host = hostRunner();
     const dir = await Deno.makeTempDir({ prefix: "ployz-mesh-" });
@@ -169,4 +154,4 @@ Deno.test({
       });
     }
   },
-});
+}));

@@ -6,10 +6,9 @@
  * @module
  */
 
-import type { ContainerSpec, Engine, ObservedContainer } from "../deploy/mod.ts";
-import { LABELS } from "../deploy/mod.ts";
-import type { Container, Store } from "../store/mod.ts";
-import { INGRESS_PROJECT } from "./ingress_spec.ts";
+import { type ContainerSpec, type Engine, LABELS, type ObservedContainer } from "../../lib/deploy/mod.ts";
+import { INGRESS_PROJECT } from "../../lib/serving/mod.ts";
+import type { Container, Store } from "../../lib/store/mod.ts";
 
 /** Builds the Ingress Proxy image when absent (idempotent script). */
 export async function buildCaddyImage(socket: string): Promise<void> {

@@ -1,10 +1,11 @@
-// Helpers for end-to-end tests: temp Machine layouts and spawning the real programs under explicit grants.
+// Running programs from end-to-end tests: the repository root, a program run to completion with a clean
+// environment, a temp Machine layout, and fixtures.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Layout } from "../lib/permissions/mod.ts";
+import type { Layout } from "../../lib/permissions/mod.ts";
 
 /** The repository root. */
-export const ROOT: string = dirname(dirname(fileURLToPath(import.meta.url)));
+export const ROOT: string = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
 /** The result of running a program to completion. */
 export interface RunResult {
@@ -73,28 +74,24 @@ export async function tempLayout(): Promise<TempLayout> {
 
 /** The path of a fixture under tests/fixtures. */
 export function fixture(name: string): string {
-  return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+  return fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 }
 
-/** Polls `check` every `everyMs` until it returns a value other than undefined; throws with the last error after `ms`. */
-export async function eventually<T>(
-  ms: number,
-  what: string,
-  check: () => Promise<T | undefined>,
-  everyMs = 500,
-): Promise<T> {
-  const until = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) {
-      throw new Error(`${what}: not within ${ms / 1000} s${last === undefined ? "" : `: ${last}`}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
+/** True while process `pid` exists (a zombie counts). */
+export function alive(pid: number): boolean {
+  try {
+    return Deno.statSync(`/proc/${pid}`).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `path` exists (any kind of file). */
+export function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
   }
 }

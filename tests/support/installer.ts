@@ -1,28 +1,14 @@
-// Helpers for tests that install Ployz into a container running real systemd (ployz-test/systemd:2, from
+// Tests that install Ployz into a container running real systemd (ployz-test/systemd:2, from
 // .ci/images_systemd.sh): release sources built from one `tools/dist.ts` tree, and the container itself.
 import { equal } from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, run, type RunResult } from "./harness.ts";
+import { DOCKER_ENV } from "./docker.ts";
+import { sleep } from "./poll.ts";
+import { ROOT, run, type RunResult } from "./spawn.ts";
 
-/** The dev dockerd's socket, and the environment the docker CLI needs for it. */
-export const DOCKER_SOCKET: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-/** `DOCKER_HOST` for {@link DOCKER_SOCKET}. */
-export const DOCKER_ENV: Record<string, string> = { DOCKER_HOST: `unix://${DOCKER_SOCKET}` };
 /** The systemd image. */
 export const SYSTEMD_IMAGE = "ployz-test/systemd:2";
 const TRIPLE = Deno.build.target;
-
-/** Whether Docker answers and holds every image in `images`. */
-export async function haveImages(images: string[]): Promise<boolean> {
-  for (const image of images) {
-    const ok = await run("docker", ["image", "inspect", image], DOCKER_ENV).then(
-      (r) => r.code === 0,
-      () => false,
-    );
-    if (!ok) return false;
-  }
-  return true;
-}
 
 /** Runs `script` with sh on this host; throws with its stderr when it fails. */
 export async function sh(script: string, cwd?: string): Promise<string> {
@@ -119,7 +105,7 @@ export class SystemdMachine {
     const deadline = Date.now() + 90_000;
     while (!/^(running|degraded)/.test((await m.exec("systemctl is-system-running")).stdout)) {
       if (Date.now() > deadline) throw new Error("systemd did not finish booting");
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
     return m;
   }

@@ -1,4 +1,4 @@
-// Helpers for the Internal DNS end-to-end tests: spawn `ployzd dns` under the dns permission set, query it with a
+// Internal DNS end-to-end tests: spawn `ployzd dns` under the dns permission set, query it with a
 // real UDP/TCP client, and run a tiny upstream resolver on loopback.
 // @ts-types="npm:@types/dns-packet@5.6.5"
 import * as dnsPacket from "dns-packet";
@@ -6,8 +6,8 @@ import { Buffer } from "node:buffer";
 import dgram from "node:dgram";
 import net from "node:net";
 import { join } from "node:path";
-import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
-import { ROOT, type TempLayout } from "./harness.ts";
+import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
+import { ROOT, type TempLayout } from "./spawn.ts";
 
 /**
  * The dns set relocated to `layout`, plus loopback (tests listen on 127.0.0.1:<high port> and reply to clients on
@@ -245,7 +245,7 @@ export async function fakeUpstream(address: string): Promise<FakeUpstream> {
 }
 
 /** A loopback port that is free for both UDP and TCP right now. */
-export async function freePort(): Promise<number> {
+export async function freeDnsPort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20000 + Math.floor(Math.random() * 20000);
     if (await udpFree(port) && await tcpFree(port)) return port;

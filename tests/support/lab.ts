@@ -1,32 +1,32 @@
-// Shared by the lab tests: whether this host can run a lab, waiting for an observation, and a lab fixture that
-// brings Machines up through the real `ployz lab` and always takes them down.
+// A lab fixture for the lab tests: Machines brought up through the real `ployz lab`, always taken down.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { missingCommands } from "../lib/lab/mod.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
+import { DOCKER_SOCKET } from "./needs.ts";
+import { ROOT, run, type RunResult } from "./spawn.ts";
 
-export { eventually } from "./harness.ts";
-
-/** The host's Docker socket the lab copies test images from. */
-export const HOST_DOCKER: string = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-
-/** Why this host cannot run a lab, or undefined when it can. */
-export function labNotReady(): string | undefined {
-  if (Deno.build.os !== "linux") return "not Linux";
-  if (Deno.uid() !== 0) return "not root";
-  const missing = missingCommands();
-  if (missing.length > 0) return `missing ${missing.map((m) => m.command).join(", ")}`;
-  try {
-    if (!Deno.statSync(HOST_DOCKER).isSocket) return `"${HOST_DOCKER}" is not a socket`;
-  } catch {
-    return `no Docker socket at "${HOST_DOCKER}"`;
-  }
-  return undefined;
+/** The real `ployz` CLI (bin/ployz) run with `env`. */
+export interface Cli {
+  /** Runs `ployz args` with `env` plus `extra`. */
+  ployz(args: string[], extra?: Record<string, string>): Promise<RunResult>;
+  /** Like {@linkcode Cli.ployz}, failing the test on a non-zero exit. */
+  ok(args: string[], extra?: Record<string, string>): Promise<RunResult>;
 }
 
-/** Resolves after `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** The `ployz` CLI of {@link Cli} with `env`. */
+export function ployzCli(env: Record<string, string>): Cli {
+  const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
+    run(join(ROOT, "bin", "ployz"), args, { ...env, ...extra });
+  const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
+    const result = await ployz(args, extra);
+    assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
+    return result;
+  };
+  return { ployz, ok };
+}
+
+/** `docker` against Machine `m`'s own dockerd in the lab at `dir`. */
+export function labDocker(dir: string, m: string, args: string[]): Promise<RunResult> {
+  return run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
 }
 
 /** A lab brought up for one test, with the ways the test acts on it. */
@@ -60,18 +60,12 @@ export async function startLab(
   const dir = `/tmp/plz-${prefix}-${tag}`;
   const at = ["--dir", dir];
   const base = {
-    PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
+    PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
     PLOYZ_CONFIG_DIR: join(dir, "operator"),
     PLOYZ_MESH_TICK_MS: "2000",
     ...options.env,
   };
-  const ployz = (args: string[], extra: Record<string, string> = {}): Promise<RunResult> =>
-    run(join(ROOT, "bin", "ployz"), args, { ...base, ...extra });
-  const ok = async (args: string[], extra: Record<string, string> = {}): Promise<RunResult> => {
-    const result = await ployz(args, extra);
-    assert.equal(result.code, 0, `ployz ${args.join(" ")} failed: ${result.stderr}${result.stdout}`);
-    return result;
-  };
+  const { ployz, ok } = ployzCli(base);
   const envOn = (m: string): Record<string, string> => ({ ...base, PLOYZ_RUN_DIR: join(dir, m, "run") });
   const lab: Lab = {
     dir,
@@ -79,7 +73,7 @@ export async function startLab(
     ok,
     envOn,
     on: (m, args) => ployz(args, { PLOYZ_RUN_DIR: join(dir, m, "run") }),
-    docker: (m, args) => run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]),
+    docker: (m, args) => labDocker(dir, m, args),
     lab: (args) => ployz(["lab", ...args, ...at]),
     async [Symbol.asyncDispose](): Promise<void> {
       const down = await ployz(["lab", "down", ...at]);

@@ -3,22 +3,20 @@
 // never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
-import { loadCompose } from "../compose/mod.ts";
-import { executePlan } from "../execute/mod.ts";
-import { connectMachine } from "../../rpc/mod.ts";
 import {
-  canStartEngine,
-  IMAGE,
-  machineEnv,
-  randomSubnet,
-  startEngine,
-  startServe,
-} from "../../../tests/deploy_support.ts";
-import { deployIntent } from "./intent.ts";
-import { newDeploymentId } from "./keys.ts";
-import { planDeploy } from "./plan.ts";
-import { takeSnapshot } from "./snapshot.ts";
-import { sleep } from "../../util/mod.ts";
+  deployIntent,
+  executePlan,
+  loadCompose,
+  newDeploymentId,
+  planDeploy,
+  takeSnapshot,
+} from "../../lib/deploy/mod.ts";
+import { connectMachine } from "../../lib/rpc/mod.ts";
+import { machineEnv, startServe } from "../../tests/support/daemon.ts";
+import { IMAGE, randomSubnet } from "../../tests/support/docker.ts";
+import { startEngine } from "../../tests/support/engine.ts";
+import { lacking } from "../../tests/support/needs.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const NETWORK = `ployz-swarm-bench-${RUN}`;
@@ -28,7 +26,7 @@ async function drained(docker: Docker): Promise<void> {
   while ((await docker.listContainers({ all: true })).length > 0) await sleep(100);
 }
 
-if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || !canStartEngine()) {
+if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== undefined) {
   console.log("swarm_bench: needs root, dockerd and PLOYZ_DOCKER_SOCKET (the dev engine); skipping");
 } else {
   const engine = await startEngine("ployz-swarm-bench-");

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { dockerTest, IMAGE, SOCKET } from "./test_support.ts";
+import { DOCKER_SOCKET, dockerTest, IMAGE } from "./support/docker.ts";
 
 // The daemon runs with read, write and net on the socket alone, and --ignore-env; the adapter must work there.
 dockerTest("the adapter works under the minimal Docker grant", async (s) => {
@@ -28,13 +28,13 @@ console.log(JSON.stringify({ state: seen?.state, owned: seen?.owned }));
         "run",
         "--config",
         new URL("../../../deno.json", import.meta.url).pathname,
-        `--allow-read=${SOCKET}`,
-        `--allow-write=${SOCKET}`,
-        `--allow-net=unix:${SOCKET}`,
+        `--allow-read=${DOCKER_SOCKET}`,
+        `--allow-write=${DOCKER_SOCKET}`,
+        `--allow-net=unix:${DOCKER_SOCKET}`,
         "--allow-env=PLOYZ_*",
         "--ignore-env",
         script,
-        SOCKET,
+        DOCKER_SOCKET,
         s.machineId,
         s.id,
         IMAGE,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { ContainerEvent } from "./observe.ts";
-import { dockerTest } from "./test_support.ts";
+import type { ContainerEvent } from "../lib/deploy/mod.ts";
+import { dockerTest } from "./support/docker.ts";
 
 dockerTest("events follow start and die of owned containers only", async (s) => {
   const controller = new AbortController();

@@ -2,15 +2,17 @@
 // Docker API creating and starting the same three containers. Needs a running dockerd: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
-import { executePlan } from "../execute/mod.ts";
-import { permissionFlags, permissionSet, relocate } from "../../permissions/mod.ts";
-import { connectMachine, type MachineClient } from "../../rpc/mod.ts";
-import { deployIntent } from "./intent.ts";
-import { newDeploymentId } from "./keys.ts";
-import { planDeploy } from "./plan.ts";
-import { takeSnapshot } from "./snapshot.ts";
-import type { NormalizedProject } from "../compose/types.ts";
-import { sleep } from "../../util/mod.ts";
+import {
+  deployIntent,
+  executePlan,
+  newDeploymentId,
+  type NormalizedProject,
+  planDeploy,
+  takeSnapshot,
+} from "../../lib/deploy/mod.ts";
+import { permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
+import { connectMachine, type MachineClient } from "../../lib/rpc/mod.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET");
 const IMAGE = "ployz-test/busybox:1";
@@ -75,7 +77,7 @@ async function startDaemon(
     dockerRoot: root,
   };
   await Deno.mkdir(layout.runDir, { recursive: true });
-  const entry = new URL("../../../cmd/ployzd.ts", import.meta.url).pathname;
+  const entry = new URL("../../cmd/ployzd.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--quiet", ...permissionFlags(relocate(permissionSet("serve"), layout)), entry, "serve"],
     env: {

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { DockerError } from "./errors.ts";
-import { LABELS, ownerLabels } from "./labels.ts";
-import { MASQUERADE_OPTION } from "./network.ts";
-import { dockerTest, testSubnet } from "./test_support.ts";
+import { DockerError, LABELS, MASQUERADE_OPTION } from "../lib/deploy/mod.ts";
+import { dockerTest, testSubnet } from "./support/docker.ts";
 
 dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch", async (s) => {
   const name = `ployz-test-${s.id}`;
@@ -87,7 +85,7 @@ dockerTest("a Machine network created with Docker's masquerade on is reported wi
     Name: name,
     Driver: "bridge",
     IPAM: { Config: [{ Subnet: subnet, Gateway: gateway }] },
-    Labels: { ...ownerLabels(s.machineId), "ployz.test": s.id },
+    Labels: { [LABELS.managed]: "1", [LABELS.machine]: s.machineId, "ployz.test": s.id },
   });
   const found = await s.engine.ensureNetwork({ name, subnet, gateway });
   assert.equal(found.created, false);

@@ -2,14 +2,16 @@
 // from one Deployment to the next and the old containers retire, against the same load with no redeploy.
 // Needs the dev dockerd (PLOYZ_DOCKER_SOCKET); figures print as lines, time ratios come from Deno.bench.
 import Docker from "dockerode";
-import { openEngine } from "../deploy/mod.ts";
-import { openStore } from "../store/mod.ts";
-import { ingressContainerSpec } from "./ingress_spec.ts";
-import { SERVING_LABELS } from "./labels.ts";
-import { setServingPointer } from "./pointer.ts";
-import { startServingLoop } from "./serving_loop.ts";
-import { backendSpec, buildCaddyImage, get, publishAll } from "./test_docker.ts";
-import { sleep } from "../util/mod.ts";
+import { openEngine } from "../../lib/deploy/mod.ts";
+import {
+  ingressContainerSpec,
+  SERVING_LABELS,
+  setServingPointer,
+  startServingLoop,
+} from "../../lib/serving/mod.ts";
+import { openStore } from "../../lib/store/mod.ts";
+import { backendSpec, buildCaddyImage, get, publishAll } from "../../tests/support/caddy.ts";
+import { sleep } from "../../lib/util/mod.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const present = (() => {

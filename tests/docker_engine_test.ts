@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { DockerError } from "./errors.ts";
-import { localLogPath } from "./engine.ts";
-import { LABELS } from "./labels.ts";
-import { dockerTest, eventually, freePort } from "./test_support.ts";
+import { DockerError, LABELS, localLogPath } from "../lib/deploy/mod.ts";
+import { dockerTest, freePort } from "./support/docker.ts";
+import { eventually } from "./support/poll.ts";
 
 dockerTest("create, start, observe, stop and remove an owned container with local logs", async (s) => {
   const spec = s.spec("life", {
@@ -37,11 +36,15 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
 
   const info = await s.engine.info();
   const log = localLogPath(info.dataRoot, made.id);
-  const first = await eventually(5_000, async () => {
+  const first = await eventually(5_000, "the local log file", async () => {
     const size = (await Deno.stat(log)).size;
     return size > 0 ? size : undefined;
   });
-  await eventually(5_000, async () => (await Deno.stat(log)).size > first ? true : undefined);
+  await eventually(
+    5_000,
+    "the local log file growing",
+    async () => (await Deno.stat(log)).size > first ? true : undefined,
+  );
 
   await s.engine.stopContainer(made.id, { graceSeconds: 1 });
   const stopped = await s.engine.inspectContainer(made.id);
@@ -151,7 +154,7 @@ dockerTest("a published host port serves HTTP", async (s) => {
     hostIp: "127.0.0.1",
     hostPort: port,
   }]);
-  const body = await eventually(10_000, async () => {
+  const body = await eventually(10_000, "the published port answering", async () => {
     try {
       const response = await fetch(`http://127.0.0.1:${port}/`);
       const text = await response.text();
