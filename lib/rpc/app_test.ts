@@ -71,7 +71,8 @@ Deno.test("createRpcApp names the field of a malformed request", async () => {
     stopContainer: () => Promise.reject(new Error("not reached")),
   };
   const cases: [string, unknown, string][] = [
-    [CAPABILITIES.listContainers, { "protocol_major": 1, projct: "x" }, "projct"],
+    [CAPABILITIES.listContainers, { "protocol_major": 1, project: 7 }, "project"],
+    [CAPABILITIES.listContainers, { "protocol_major": 1, projct: "x", service: ["web"] }, "service"],
     [CAPABILITIES.listContainers, { project: "x" }, "protocol_major"],
     [CAPABILITIES.stopContainer, { "protocol_major": 1, id: "c", "grace_seconds": "soon" }, "grace_seconds"],
     [CAPABILITIES.stopContainer, { "protocol_major": 1 }, "id"],

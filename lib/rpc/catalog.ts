@@ -1,242 +1,45 @@
 /**
- * The Machine RPC catalog: every route's capability name, its strict request schema and its tolerant response
- * schema. A capability name never changes meaning; changed semantics get a new `.vN` row (DESIGN.md Stable
- * promise, rules 1 and 4).
+ * The Machine RPC catalog, assembled from the route groups (`machine_`, `container_`, `image_`, `observe_`,
+ * `upgrade_`, `routing_`, `serving_routes.ts`). A capability name never changes meaning; changed semantics get a
+ * new `.vN` row (DESIGN.md Stable promise, rules 1 and 4; docs/rpc.md).
  *
  * @module
  */
 
-import type { z } from "zod";
-import {
-  type ContainerLogsRequest,
-  ContainerLogsRequestSchema,
-  type ContainerRefRequest,
-  ContainerRefRequestSchema,
-  type ContainerResponse,
-  ContainerResponseSchema,
-  type DescribeContractResponse,
-  DescribeContractResponseSchema,
-  type EmptyRequest,
-  EmptyRequestSchema,
-  type EnsureContainerRequest,
-  EnsureContainerRequestSchema,
-  type EnsureContainerResponse,
-  EnsureContainerResponseSchema,
-  type InitRequest,
-  InitRequestSchema,
-  type InitResponse,
-  InitResponseSchema,
-  type InspectImageRequest,
-  InspectImageRequestSchema,
-  type InspectImageResponse,
-  InspectImageResponseSchema,
-  type ListContainersRequest,
-  ListContainersRequestSchema,
-  type ListContainersResponse,
-  ListContainersResponseSchema,
-  type RemoveContainerResponse,
-  RemoveContainerResponseSchema,
-  type StatusResponse,
-  StatusResponseSchema,
-  type StopContainerRequest,
-  StopContainerRequestSchema,
-  type WaitHealthyRequest,
-  WaitHealthyRequestSchema,
-  type WaitHealthyResponse,
-  WaitHealthyResponseSchema,
-} from "./wire.ts";
-import {
-  type AdmitPeerRequest,
-  AdmitPeerRequestSchema,
-  type AdmitPeerResponse,
-  AdmitPeerResponseSchema,
-  type JoinRequest,
-  JoinRequestSchema,
-  type JoinResponse,
-  JoinResponseSchema,
-  type LeaveRequest,
-  LeaveRequestSchema,
-  type LeaveResponse,
-  LeaveResponseSchema,
-  type ListMachinesResponse,
-  ListMachinesResponseSchema,
-} from "./wire_machines.ts";
-import {
-  UPGRADE_ROUTES,
-  type UpgradeMachineRequest,
-  type UpgradeMachineResponse,
-  type UpgradeStatusRequest,
-  type UpgradeStatusResponse,
-} from "./upgrade_routes.ts";
-import {
-  type LogHistoryRequest,
-  type LogHistoryResponse,
-  type MetricHistoryRequest,
-  type MetricHistoryResponse,
-  OBSERVE_ROUTES,
-  type TailLogsRequest,
-} from "./observe_routes.ts";
-import {
-  type ExportImageRequest,
-  type ForwardRequest,
-  type PullFromPeerRequest,
-  type PullFromPeerResponse,
-  ROUTING_ROUTES,
-} from "./routing_routes.ts";
-import {
-  type PointerStatusRequest,
-  type PointerStatusResponse,
-  SERVING_ROUTES,
-  type SetPointerRequest,
-  type SetPointerResponse,
-} from "./serving_routes.ts";
+import { CONTAINER_ROUTES } from "./container_routes.ts";
+import { IMAGE_ROUTES } from "./image_routes.ts";
+import { MACHINE_ROUTES } from "./machine_routes.ts";
+import { OBSERVE_ROUTES } from "./observe_routes.ts";
+import type { Route } from "./route.ts";
+import { ROUTING_ROUTES } from "./routing_routes.ts";
+import { SERVING_ROUTES } from "./serving_routes.ts";
+import { UPGRADE_ROUTES } from "./upgrade_routes.ts";
 
-/** The Machine RPC major this release speaks. */
-export const PROTOCOL_MAJOR = 1;
-
-/** One catalog row: a JSON answer, or a `text/plain` stream when `response` is `"stream"`. */
-export interface Route<Req, Res> {
-  /** `ployz.<area>.<verb>.v<N>`. */
-  readonly capability: string;
-  /** Strict: unknown fields are refused. `protocol_major` is checked before and not part of it. */
-  readonly request: z.ZodType<Req>;
-  /** Tolerant reader of the answer, or `"stream"`. */
-  readonly response: z.ZodType<Res> | "stream";
-}
-
-/** Request and response types of every route, by method name. */
-export interface RouteTypes {
-  /** `ployz.machine.describe_contract.v1`. */
-  describeContract: [EmptyRequest, DescribeContractResponse];
-  /** `ployz.machine.init.v1`. */
-  init: [InitRequest, InitResponse];
-  /** `ployz.machine.status.v1`. */
-  status: [EmptyRequest, StatusResponse];
-  /** `ployz.container.list.v1`. */
-  listContainers: [ListContainersRequest, ListContainersResponse];
-  /** `ployz.container.ensure.v1`. */
-  ensureContainer: [EnsureContainerRequest, EnsureContainerResponse];
-  /** `ployz.container.start.v1`. */
-  startContainer: [ContainerRefRequest, ContainerResponse];
-  /** `ployz.container.stop.v1`. */
-  stopContainer: [StopContainerRequest, ContainerResponse];
-  /** `ployz.container.remove.v1`. */
-  removeContainer: [ContainerRefRequest, RemoveContainerResponse];
-  /** `ployz.container.wait_healthy.v1`. */
-  waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
-  /** `ployz.container.logs.v1` (a `text/plain` stream). */
-  containerLogs: [ContainerLogsRequest, ReadableStream<Uint8Array>];
-  /** `ployz.image.inspect.v1`. */
-  inspectImage: [InspectImageRequest, InspectImageResponse];
-  /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
-  listMachines: [EmptyRequest, ListMachinesResponse];
-  /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */
-  joinMachine: [JoinRequest, JoinResponse];
-  /** `ployz.machine.admit_peer.v1`: the Entry Machine accepts a joiner's handshakes before its row arrives. */
-  admitPeer: [AdmitPeerRequest, AdmitPeerResponse];
-  /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
-  leaveMachine: [LeaveRequest, LeaveResponse];
-  /** `ployz.observe.log_history.v1`: this Machine's stored container output. */
-  logHistory: [LogHistoryRequest, LogHistoryResponse];
-  /** `ployz.observe.tail_logs.v1` (an NDJSON stream of frames). */
-  tailLogs: [TailLogsRequest, ReadableStream<Uint8Array>];
-  /** `ployz.observe.metric_history.v1`: this Machine's metric samples and Rollups. */
-  metricHistory: [MetricHistoryRequest, MetricHistoryResponse];
-  /** `ployz.machine.upgrade.v1`: start (or find by request key) an upgrade attempt on the Machine. */
-  upgradeMachine: [UpgradeMachineRequest, UpgradeMachineResponse];
-  /** `ployz.machine.upgrade_status.v1`: read an upgrade attempt. */
-  upgradeStatus: [UpgradeStatusRequest, UpgradeStatusResponse];
-  /** `ployz.machine.forward.v1`: the Entry Machine relays one call to another Machine (the target's answer). */
-  forward: [ForwardRequest, ReadableStream<Uint8Array>];
-  /** `ployz.image.export.v1`: `docker save` of an image the Machine has (a tar stream). */
-  exportImage: [ExportImageRequest, ReadableStream<Uint8Array>];
-  /** `ployz.image.pull_from_peer.v1`: the Machine fetches an image from a peer over the mesh and loads it. */
-  pullImageFromPeer: [PullFromPeerRequest, PullFromPeerResponse];
-  /** `ployz.serving.set_pointer.v1`: moves a Service's Serving Pointer to a Deployment. */
-  setPointer: [SetPointerRequest, SetPointerResponse];
-  /** `ployz.serving.pointer_status.v1`: a pointer and this Machine's view of its acks. */
-  pointerStatus: [PointerStatusRequest, PointerStatusResponse];
-}
-
-/** A route's method name. */
-export type RouteName = keyof RouteTypes;
+export { PROTOCOL_MAJOR, type Route } from "./route.ts";
 
 /** The catalog, by method name. */
-export type Catalog = { readonly [K in RouteName]: Route<RouteTypes[K][0], RouteTypes[K][1]> };
+export type Catalog =
+  & typeof MACHINE_ROUTES
+  & typeof CONTAINER_ROUTES
+  & typeof IMAGE_ROUTES
+  & typeof OBSERVE_ROUTES
+  & typeof UPGRADE_ROUTES
+  & typeof ROUTING_ROUTES
+  & typeof SERVING_ROUTES;
+
+/** A route's method name. */
+export type RouteName = keyof Catalog;
+
+/** Request and response types of every route, by method name. */
+export type RouteTypes = {
+  [K in RouteName]: Catalog[K] extends Route<infer Req, infer Res> ? [Req, Res] : never;
+};
 
 /** Every route this release knows. */
 export const CATALOG: Catalog = Object.freeze({
-  describeContract: {
-    capability: "ployz.machine.describe_contract.v1",
-    request: EmptyRequestSchema,
-    response: DescribeContractResponseSchema,
-  },
-  init: { capability: "ployz.machine.init.v1", request: InitRequestSchema, response: InitResponseSchema },
-  status: {
-    capability: "ployz.machine.status.v1",
-    request: EmptyRequestSchema,
-    response: StatusResponseSchema,
-  },
-  listContainers: {
-    capability: "ployz.container.list.v1",
-    request: ListContainersRequestSchema,
-    response: ListContainersResponseSchema,
-  },
-  ensureContainer: {
-    capability: "ployz.container.ensure.v1",
-    request: EnsureContainerRequestSchema,
-    response: EnsureContainerResponseSchema,
-  },
-  startContainer: {
-    capability: "ployz.container.start.v1",
-    request: ContainerRefRequestSchema,
-    response: ContainerResponseSchema,
-  },
-  stopContainer: {
-    capability: "ployz.container.stop.v1",
-    request: StopContainerRequestSchema,
-    response: ContainerResponseSchema,
-  },
-  removeContainer: {
-    capability: "ployz.container.remove.v1",
-    request: ContainerRefRequestSchema,
-    response: RemoveContainerResponseSchema,
-  },
-  waitHealthy: {
-    capability: "ployz.container.wait_healthy.v1",
-    request: WaitHealthyRequestSchema,
-    response: WaitHealthyResponseSchema,
-  },
-  containerLogs: {
-    capability: "ployz.container.logs.v1",
-    request: ContainerLogsRequestSchema,
-    response: "stream",
-  },
-  inspectImage: {
-    capability: "ployz.image.inspect.v1",
-    request: InspectImageRequestSchema,
-    response: InspectImageResponseSchema,
-  },
-  listMachines: {
-    capability: "ployz.machine.list.v1",
-    request: EmptyRequestSchema,
-    response: ListMachinesResponseSchema,
-  },
-  joinMachine: {
-    capability: "ployz.machine.join.v1",
-    request: JoinRequestSchema,
-    response: JoinResponseSchema,
-  },
-  admitPeer: {
-    capability: "ployz.machine.admit_peer.v1",
-    request: AdmitPeerRequestSchema,
-    response: AdmitPeerResponseSchema,
-  },
-  leaveMachine: {
-    capability: "ployz.machine.leave.v1",
-    request: LeaveRequestSchema,
-    response: LeaveResponseSchema,
-  },
+  ...MACHINE_ROUTES,
+  ...CONTAINER_ROUTES,
+  ...IMAGE_ROUTES,
   ...OBSERVE_ROUTES,
   ...UPGRADE_ROUTES,
   ...ROUTING_ROUTES,

@@ -5,38 +5,36 @@
  */
 
 import { CATALOG, type RouteName, type RouteTypes } from "./catalog.ts";
-import { envelope } from "./envelope.ts";
+import type {
+  ContainerLogsRequest,
+  ContainerRefRequest,
+  ContainerResponse,
+  ContainerSpecDocument,
+  EnsureContainerRequest,
+  EnsureContainerResponse,
+  ListContainersRequest,
+  ListContainersResponse,
+  RemoveContainerResponse,
+  StopContainerRequest,
+  WaitHealthyRequest,
+  WaitHealthyResponse,
+} from "./container_routes.ts";
+import { envelope, ErrorBodySchema } from "./envelope.ts";
 import { isRpcErrorCode, RpcError } from "./errors.ts";
-import {
-  type ContainerLogsRequest,
-  type ContainerRefRequest,
-  type ContainerResponse,
-  type ContainerSpecDocument,
-  type DescribeContractResponse,
-  type EnsureContainerRequest,
-  type EnsureContainerResponse,
-  ErrorBodySchema,
-  type InitRequest,
-  type InitResponse,
-  type InspectImageRequest,
-  type InspectImageResponse,
-  type ListContainersRequest,
-  type ListContainersResponse,
-  type RemoveContainerResponse,
-  type StatusResponse,
-  type StopContainerRequest,
-  type WaitHealthyRequest,
-  type WaitHealthyResponse,
-} from "./wire.ts";
+import type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
 import type {
   AdmitPeerRequest,
   AdmitPeerResponse,
+  DescribeContractResponse,
+  InitRequest,
+  InitResponse,
   JoinRequest,
   JoinResponse,
   LeaveRequest,
   LeaveResponse,
   ListMachinesResponse,
-} from "./wire_machines.ts";
+  StatusResponse,
+} from "./machine_routes.ts";
 import type {
   UpgradeMachineRequest,
   UpgradeMachineResponse,

@@ -5,10 +5,9 @@
  * @module
  */
 
-import type { z } from "zod";
-import { PROTOCOL_MAJOR } from "./catalog.ts";
+import { z } from "zod";
+import { PROTOCOL_MAJOR } from "./route.ts";
 import { RpcError } from "./errors.ts";
-import type { ErrorBody } from "./wire.ts";
 
 /** Wraps request fields in the envelope. */
 export function envelope(fields: object): Record<string, unknown> {
@@ -16,7 +15,7 @@ export function envelope(fields: object): Record<string, unknown> {
 }
 
 /**
- * Checks the envelope of a parsed request body and its fields against the route's strict schema. Throws
+ * Checks the envelope of a parsed request body and its fields against the route's request reader. Throws
  * `unsupported` (with `details.protocol_major`) for another major and `invalid_argument` naming the field for
  * anything malformed.
  */
@@ -76,3 +75,18 @@ function lowerFirst(text: string): string {
 export function errorBody(error: RpcError): ErrorBody {
   return { error: { code: error.code, message: error.message, details: error.details } };
 }
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  /** The error. */
+  error: { code: string; message: string; details: Record<string, unknown> };
+}
+
+/** Tolerant reader of {@link ErrorBody}. */
+export const ErrorBodySchema: z.ZodType<ErrorBody> = z.looseObject({
+  error: z.looseObject({
+    code: z.string().max(64),
+    message: z.string().max(16384),
+    details: z.record(z.string(), z.unknown()).default({}),
+  }),
+});

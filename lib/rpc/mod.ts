@@ -5,10 +5,12 @@
  * `POST /rpc/<capability>` with `{ "protocol_major": 1, ...fields }`; another major is refused `unsupported` with
  * `details.protocol_major`. Errors are non-2xx with `{ "error": { code, message, details } }`.
  *
- * Evolution (DESIGN.md Stable promise). Request schemas are strict, so an unknown field is refused with
- * `invalid_argument` naming it; response schemas are tolerant, so fields a newer daemon adds are kept and an
- * absent optional field means unknown. A daemon advertises in DescribeContract the capabilities it has handlers
- * for and refuses any other with `unsupported` and `details.capability`; clients branch on capability names
+ * Evolution (DESIGN.md Stable promise; docs/rpc.md). A request reader ignores fields it does not know, so a newer
+ * client's optional field reaches an older daemon harmlessly (rule 3), and refuses a known field of the wrong type
+ * with `invalid_argument` naming it; `ployz.machine.upgrade.v1` alone refuses unknown fields, failing closed.
+ * Response readers are tolerant, so fields a newer daemon adds are kept and an absent optional field means
+ * unknown. A daemon advertises in DescribeContract the capabilities it has handlers for and refuses any other
+ * with `unsupported` and `details.capability`; clients branch on capability names
  * ({@linkcode MachineClient.requireCapability}), never on versions.
  *
  * @module
@@ -21,34 +23,27 @@ export type {
   ContainerRefRequest,
   ContainerResponse,
   ContainerSpecDocument,
-  DescribeContractResponse,
-  DockerStatus,
-  EmptyRequest,
   EnsureContainerRequest,
   EnsureContainerResponse,
-  ErrorBody,
   HealthEvidenceWire,
   HealthProbeWire,
-  InitRequest,
-  InitResponse,
-  InspectImageRequest,
-  InspectImageResponse,
   ListContainersRequest,
   ListContainersResponse,
-  MachinePhase,
-  MachineRecord,
   ObservedContainerWire,
   ObservedPortWire,
-  ObserveStatus,
   RemoveContainerResponse,
-  StatusResponse,
   StopContainerRequest,
   WaitHealthyRequest,
   WaitHealthyResponse,
-} from "./wire.ts";
+} from "./container_routes.ts";
+export type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
 export type {
   AdmitPeerRequest,
   AdmitPeerResponse,
+  DescribeContractResponse,
+  DockerStatus,
+  InitRequest,
+  InitResponse,
   JoinPeer,
   JoinRequest,
   JoinResponse,
@@ -56,8 +51,14 @@ export type {
   LeaveResponse,
   ListedMachine,
   ListMachinesResponse,
+  MachinePhase,
+  MachineRecord,
   MembershipWire,
-} from "./wire_machines.ts";
+  ObserveStatus,
+  StatusResponse,
+} from "./machine_routes.ts";
+export type { EmptyRequest } from "./route.ts";
+export type { ErrorBody } from "./envelope.ts";
 export type {
   UpgradeAttemptWire,
   UpgradeMachineRequest,

@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./catalog.ts";
+import type { Route } from "./route.ts";
 
 const label = z.string().min(1).max(256);
 /** Nanoseconds since the epoch as a decimal string, or an RFC 3339 time. */
@@ -28,7 +28,7 @@ export interface LogSelectorWire {
   container?: string;
 }
 
-const LogSelectorSchema: z.ZodType<LogSelectorWire> = z.strictObject({
+const LogSelectorSchema: z.ZodType<LogSelectorWire> = z.object({
   project: label.optional(),
   service: label.optional(),
   deployment: label.optional(),
@@ -52,8 +52,8 @@ export interface LogHistoryRequest {
   limit: number;
 }
 
-/** Strict reader of {@link LogHistoryRequest}. */
-export const LogHistoryRequestSchema: z.ZodType<LogHistoryRequest> = z.strictObject({
+/** Reader of {@link LogHistoryRequest}; fields it does not know are ignored. */
+export const LogHistoryRequestSchema: z.ZodType<LogHistoryRequest> = z.object({
   selector: LogSelectorSchema,
   since: time,
   until: time.optional(),
@@ -138,8 +138,8 @@ export interface TailLogsRequest {
   heartbeat?: boolean;
 }
 
-/** Strict reader of {@link TailLogsRequest}. */
-export const TailLogsRequestSchema: z.ZodType<TailLogsRequest> = z.strictObject({
+/** Reader of {@link TailLogsRequest}; fields it does not know are ignored. */
+export const TailLogsRequestSchema: z.ZodType<TailLogsRequest> = z.object({
   selector: LogSelectorSchema,
   since: time.optional(),
   backlog: z.number().int().min(0).max(MAX_LOG_LINES).optional(),
@@ -187,8 +187,8 @@ export interface MetricHistoryRequest {
   step?: number;
 }
 
-/** Strict reader of {@link MetricHistoryRequest}. */
-export const MetricHistoryRequestSchema: z.ZodType<MetricHistoryRequest> = z.strictObject({
+/** Reader of {@link MetricHistoryRequest}; fields it does not know are ignored. */
+export const MetricHistoryRequestSchema: z.ZodType<MetricHistoryRequest> = z.object({
   project: label.optional(),
   service: label.optional(),
   deployment: label.optional(),

@@ -20,7 +20,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./catalog.ts";
+import type { Route } from "./route.ts";
 
 const id = z.string().min(1).max(256);
 const ref = z.string().min(1).max(512);
@@ -55,8 +55,8 @@ export interface ForwardRequest {
   body?: Record<string, unknown>;
 }
 
-/** Strict reader of {@link ForwardRequest}. */
-export const ForwardRequestSchema: z.ZodType<ForwardRequest> = z.strictObject({
+/** Reader of {@link ForwardRequest}; fields it does not know are ignored. */
+export const ForwardRequestSchema: z.ZodType<ForwardRequest> = z.object({
   "machine_id": id,
   capability: z.string().min(1).max(256),
   body: z.record(z.string(), z.unknown()).optional(),
@@ -68,8 +68,8 @@ export interface ExportImageRequest {
   ref: string;
 }
 
-/** Strict reader of {@link ExportImageRequest}. */
-export const ExportImageRequestSchema: z.ZodType<ExportImageRequest> = z.strictObject({ ref });
+/** Reader of {@link ExportImageRequest}; fields it does not know are ignored. */
+export const ExportImageRequestSchema: z.ZodType<ExportImageRequest> = z.object({ ref });
 
 /** The longest a pull from a peer may take, and its default. */
 export const PEER_PULL_MAX_MS = 30 * 60_000;
@@ -86,8 +86,8 @@ export interface PullFromPeerRequest {
   "timeout_ms"?: number;
 }
 
-/** Strict reader of {@link PullFromPeerRequest}. */
-export const PullFromPeerRequestSchema: z.ZodType<PullFromPeerRequest> = z.strictObject({
+/** Reader of {@link PullFromPeerRequest}; fields it does not know are ignored. */
+export const PullFromPeerRequestSchema: z.ZodType<PullFromPeerRequest> = z.object({
   ref,
   "from_machine_id": id,
   "timeout_ms": z.number().int().min(1_000).max(PEER_PULL_MAX_MS).optional(),

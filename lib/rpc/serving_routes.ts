@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./catalog.ts";
+import type { Route } from "./route.ts";
 
 const name = z.string().min(1).max(256);
 const id = z.string().min(1).max(128);
@@ -21,8 +21,8 @@ export interface SetPointerRequest {
   deployment: string;
 }
 
-/** Strict reader of {@link SetPointerRequest}. */
-export const SetPointerRequestSchema: z.ZodType<SetPointerRequest> = z.strictObject({
+/** Reader of {@link SetPointerRequest}; fields it does not know are ignored. */
+export const SetPointerRequestSchema: z.ZodType<SetPointerRequest> = z.object({
   project: name,
   service: name,
   deployment: id,
@@ -69,8 +69,8 @@ export interface PointerStatusRequest {
   service: string;
 }
 
-/** Strict reader of {@link PointerStatusRequest}. */
-export const PointerStatusRequestSchema: z.ZodType<PointerStatusRequest> = z.strictObject({
+/** Reader of {@link PointerStatusRequest}; fields it does not know are ignored. */
+export const PointerStatusRequestSchema: z.ZodType<PointerStatusRequest> = z.object({
   project: name,
   service: name,
 });

@@ -2,13 +2,13 @@
  * Upgrade routes of Machine RPC, merged into the catalog: ask a Machine to upgrade its own Ployz software to an
  * exact version (or a channel it resolves once), and read that attempt back. The Machine always uses the release
  * source it was installed from: a remote caller never names where a privileged installer downloads from, so the
- * request schema has no such field (and, being strict, refuses one).
+ * request schema has no such field and, as the one strict request, refuses one.
  *
  * @module
  */
 
 import { z } from "zod";
-import type { Route } from "./catalog.ts";
+import type { Route } from "./route.ts";
 
 const VERSION = z.string().min(1).max(64);
 const CHANNEL = z.string().min(1).max(32);
@@ -23,7 +23,11 @@ export interface UpgradeMachineRequest {
   "request_key": string;
 }
 
-/** Strict reader of {@link UpgradeMachineRequest}. */
+/**
+ * Strict reader of {@link UpgradeMachineRequest}: the one request that refuses fields it does not know, because it
+ * starts a privileged install and must fail closed rather than ignore what a caller meant (for example a download
+ * source), as the Stable promise allows for explicit security refusals.
+ */
 export const UpgradeMachineRequestSchema: z.ZodType<UpgradeMachineRequest> = z.strictObject({
   version: VERSION.optional(),
   channel: CHANNEL.optional(),
@@ -130,8 +134,8 @@ export interface UpgradeStatusRequest {
   id: string;
 }
 
-/** Strict reader of {@link UpgradeStatusRequest}. */
-export const UpgradeStatusRequestSchema: z.ZodType<UpgradeStatusRequest> = z.strictObject({
+/** Reader of {@link UpgradeStatusRequest}; fields it does not know are ignored. */
+export const UpgradeStatusRequestSchema: z.ZodType<UpgradeStatusRequest> = z.object({
   id: z.string().min(1).max(64),
 });
 

@@ -1,148 +1,17 @@
 /**
- * Wire shapes of the Machine RPC catalog, snake_case as they travel. Requests are strict: an unknown field is
- * refused with `invalid_argument` naming it. Responses are tolerant: unknown fields are kept, and an absent
- * optional field means unknown (DESIGN.md Stable promise, rules 2 and 3).
+ * Container routes of Machine RPC: listing the Machine's Ployz-owned containers, ensuring one from a spec,
+ * starting, stopping and removing it, and the health gate. Requests ignore fields they do not know and are strict
+ * on the types of those they do; responses are tolerant (DESIGN.md Stable promise, rules 2 and 3; docs/rpc.md).
  *
  * @module
  */
 
 import { z } from "zod";
+import type { Route } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
 const maybeText = z.string().max(4096).nullable();
-
-/** The empty request of the describe and status routes. */
-export type EmptyRequest = Record<string, never>;
-
-/** Strict empty request. */
-export const EmptyRequestSchema: z.ZodType<EmptyRequest> = z.strictObject({});
-
-/** What `ployz.machine.describe_contract.v1` answers. */
-export interface DescribeContractResponse {
-  /** The Machine's durable id. */
-  "machine_id": string;
-  /** Its Machine Name; names may collide. */
-  "machine_name": string;
-  /** The Machine RPC major the daemon speaks. */
-  "protocol_major": number;
-  /** The daemon's release; informative only, never compared. */
-  "daemon_version": string;
-  /** Capability names the daemon serves; clients branch on these. */
-  capabilities: string[];
-}
-
-/** Tolerant reader of {@link DescribeContractResponse}. */
-export const DescribeContractResponseSchema: z.ZodType<DescribeContractResponse> = z.looseObject({
-  "machine_id": id,
-  "machine_name": text,
-  "protocol_major": z.number().int(),
-  "daemon_version": text,
-  capabilities: z.array(z.string().max(256)).max(4096),
-});
-
-/** A Machine's lifecycle phase: `uninitialized` or `participating` today; newer daemons may add phases. */
-export type MachinePhase = "uninitialized" | "participating" | (string & Record<never, never>);
-
-/** The local Machine record as the daemon reports it; the private key never appears. */
-export interface MachineRecord {
-  /** Durable id, minted by the Machine itself. */
-  id: string;
-  /** Machine Name. */
-  name: string;
-  /** Lifecycle phase. */
-  phase: MachinePhase;
-  /** The Cluster this Machine belongs to, once initialized. */
-  "cluster_id"?: string;
-  /** The Cluster's name, once initialized. */
-  "cluster_name"?: string;
-  /** The container subnet this Machine owns (a /24), once initialized. */
-  subnet?: string;
-  /** WireGuard public key, base64. */
-  "public_key"?: string;
-  /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
-  "accepts_ingress"?: boolean;
-}
-
-/** Tolerant reader of {@link MachineRecord}. */
-export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
-  id,
-  name: text,
-  phase: z.string().max(64),
-  "cluster_id": id.optional(),
-  "cluster_name": text.optional(),
-  subnet: z.string().max(64).optional(),
-  "public_key": z.string().max(128).optional(),
-  "accepts_ingress": z.boolean().optional(),
-});
-
-/** What `ployz.machine.init.v1` asks. */
-export interface InitRequest {
-  /** Name of the Cluster being founded; default `default`. */
-  "cluster_name"?: string;
-  /** Machine Name to take; default the current one (the hostname at first start). */
-  "machine_name"?: string;
-  /** The Machine's container subnet, an IPv4 /24; default `10.210.1.0/24`. */
-  subnet?: string;
-}
-
-/** Strict reader of {@link InitRequest}. */
-export const InitRequestSchema: z.ZodType<InitRequest> = z.strictObject({
-  "cluster_name": z.string().min(1).max(128).optional(),
-  "machine_name": z.string().min(1).max(128).optional(),
-  subnet: z.string().min(1).max(64).optional(),
-});
-
-/** What `ployz.machine.init.v1` answers. */
-export interface InitResponse {
-  /** The Machine record after the call. */
-  machine: MachineRecord;
-}
-
-/** Tolerant reader of {@link InitResponse}. */
-export const InitResponseSchema: z.ZodType<InitResponse> = z.looseObject({ machine: MachineRecordSchema });
-
-/** Whether the Machine's Docker answered. */
-export interface DockerStatus {
-  /** True when Docker answered this call. */
-  reachable: boolean;
-  /** Docker's release, when it answered. */
-  "server_version"?: string;
-  /** Why it did not answer. */
-  error?: string;
-}
-
-/** What `ployz.machine.status.v1` answers. */
-export interface StatusResponse {
-  /** The local Machine record. */
-  machine: MachineRecord;
-  /** The local Docker, as observed during this call. */
-  docker: DockerStatus;
-  /** When this observation was made, ISO 8601. */
-  "observed_at": string;
-  /** The Observe Store, as observed during this call; absent from daemons that predate it. */
-  observe?: ObserveStatus;
-}
-
-/** Whether the Machine's Observe Store answered. */
-export interface ObserveStatus {
-  /** True when observe.sock accepted a connection during this call. */
-  running: boolean;
-  /** Why it is not running. */
-  error?: string;
-}
-
-/** Tolerant reader of {@link StatusResponse}. */
-export const StatusResponseSchema: z.ZodType<StatusResponse> = z.looseObject({
-  machine: MachineRecordSchema,
-  docker: z.looseObject({
-    reachable: z.boolean(),
-    "server_version": text.optional(),
-    error: text.optional(),
-  }),
-  "observed_at": text,
-  observe: z.looseObject({ running: z.boolean(), error: text.optional() }).optional(),
-});
 
 /** A published port of an observed container. */
 export interface ObservedPortWire {
@@ -236,8 +105,8 @@ export interface ListContainersRequest {
   deployment?: string;
 }
 
-/** Strict reader of {@link ListContainersRequest}. */
-export const ListContainersRequestSchema: z.ZodType<ListContainersRequest> = z.strictObject({
+/** Reader of {@link ListContainersRequest}; fields it does not know are ignored. */
+export const ListContainersRequestSchema: z.ZodType<ListContainersRequest> = z.object({
   project: z.string().min(1).max(256).optional(),
   service: z.string().min(1).max(256).optional(),
   deployment: z.string().min(1).max(256).optional(),
@@ -281,8 +150,8 @@ export interface EnsureContainerRequest<S extends ContainerSpecDocument = Contai
   start: boolean;
 }
 
-/** Strict envelope, tolerant spec: the spec is a Ployz document validated by the daemon. */
-export const EnsureContainerRequestSchema: z.ZodType<EnsureContainerRequest> = z.strictObject({
+/** Reader of {@link EnsureContainerRequest}; the spec is a Ployz document validated by the daemon. */
+export const EnsureContainerRequestSchema: z.ZodType<EnsureContainerRequest> = z.object({
   spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
   start: z.boolean(),
 });
@@ -310,8 +179,8 @@ export interface ContainerRefRequest {
   id: string;
 }
 
-/** Strict reader of {@link ContainerRefRequest}. */
-export const ContainerRefRequestSchema: z.ZodType<ContainerRefRequest> = z.strictObject({ id });
+/** Reader of {@link ContainerRefRequest}; fields it does not know are ignored. */
+export const ContainerRefRequestSchema: z.ZodType<ContainerRefRequest> = z.object({ id });
 
 /** What `ployz.container.stop.v1` asks. */
 export interface StopContainerRequest {
@@ -321,8 +190,8 @@ export interface StopContainerRequest {
   "grace_seconds"?: number;
 }
 
-/** Strict reader of {@link StopContainerRequest}. */
-export const StopContainerRequestSchema: z.ZodType<StopContainerRequest> = z.strictObject({
+/** Reader of {@link StopContainerRequest}; fields it does not know are ignored. */
+export const StopContainerRequestSchema: z.ZodType<StopContainerRequest> = z.object({
   id,
   "grace_seconds": z.number().int().min(0).max(3600).optional(),
 });
@@ -362,8 +231,8 @@ export interface WaitHealthyRequest {
   "monitor_ms": number;
 }
 
-/** Strict reader of {@link WaitHealthyRequest}. */
-export const WaitHealthyRequestSchema: z.ZodType<WaitHealthyRequest> = z.strictObject({
+/** Reader of {@link WaitHealthyRequest}; fields it does not know are ignored. */
+export const WaitHealthyRequestSchema: z.ZodType<WaitHealthyRequest> = z.object({
   id,
   "deadline_ms": z.number().int().min(1).max(3_600_000),
   "monitor_ms": z.number().int().min(0).max(3_600_000),
@@ -448,49 +317,63 @@ export interface ContainerLogsRequest {
   follow?: boolean;
 }
 
-/** Strict reader of {@link ContainerLogsRequest}. */
-export const ContainerLogsRequestSchema: z.ZodType<ContainerLogsRequest> = z.strictObject({
+/** Reader of {@link ContainerLogsRequest}; fields it does not know are ignored. */
+export const ContainerLogsRequestSchema: z.ZodType<ContainerLogsRequest> = z.object({
   id,
   tail: z.number().int().min(0).max(1_000_000).optional(),
   follow: z.boolean().optional(),
 });
 
-/** What `ployz.image.inspect.v1` asks. */
-export interface InspectImageRequest {
-  /** Image reference or id. */
-  ref: string;
-}
-
-/** Strict reader of {@link InspectImageRequest}. */
-export const InspectImageRequestSchema: z.ZodType<InspectImageRequest> = z.strictObject({
-  ref: z.string().min(1).max(1024),
-});
-
-/** What `ployz.image.inspect.v1` answers. */
-export interface InspectImageResponse {
-  /** Whether the image is on the Machine. */
-  present: boolean;
-  /** Its id, when present. */
-  id?: string;
-}
-
-/** Tolerant reader of {@link InspectImageResponse}. */
-export const InspectImageResponseSchema: z.ZodType<InspectImageResponse> = z.looseObject({
-  present: z.boolean(),
-  id: text.optional(),
-});
-
-/** The body of every error answer. */
-export interface ErrorBody {
-  /** The error. */
-  error: { code: string; message: string; details: Record<string, unknown> };
-}
-
-/** Tolerant reader of {@link ErrorBody}. */
-export const ErrorBodySchema: z.ZodType<ErrorBody> = z.looseObject({
-  error: z.looseObject({
-    code: z.string().max(64),
-    message: z.string().max(16384),
-    details: z.record(z.string(), z.unknown()).default({}),
-  }),
+/** The container routes, by method name. */
+export const CONTAINER_ROUTES: {
+  /** `ployz.container.list.v1`. */
+  readonly listContainers: Route<ListContainersRequest, ListContainersResponse>;
+  /** `ployz.container.ensure.v1`. */
+  readonly ensureContainer: Route<EnsureContainerRequest, EnsureContainerResponse>;
+  /** `ployz.container.start.v1`. */
+  readonly startContainer: Route<ContainerRefRequest, ContainerResponse>;
+  /** `ployz.container.stop.v1`. */
+  readonly stopContainer: Route<StopContainerRequest, ContainerResponse>;
+  /** `ployz.container.remove.v1`. */
+  readonly removeContainer: Route<ContainerRefRequest, RemoveContainerResponse>;
+  /** `ployz.container.wait_healthy.v1`. */
+  readonly waitHealthy: Route<WaitHealthyRequest, WaitHealthyResponse>;
+  /** `ployz.container.logs.v1` (a `text/plain` stream). */
+  readonly containerLogs: Route<ContainerLogsRequest, ReadableStream<Uint8Array>>;
+} = Object.freeze({
+  listContainers: {
+    capability: "ployz.container.list.v1",
+    request: ListContainersRequestSchema,
+    response: ListContainersResponseSchema,
+  },
+  ensureContainer: {
+    capability: "ployz.container.ensure.v1",
+    request: EnsureContainerRequestSchema,
+    response: EnsureContainerResponseSchema,
+  },
+  startContainer: {
+    capability: "ployz.container.start.v1",
+    request: ContainerRefRequestSchema,
+    response: ContainerResponseSchema,
+  },
+  stopContainer: {
+    capability: "ployz.container.stop.v1",
+    request: StopContainerRequestSchema,
+    response: ContainerResponseSchema,
+  },
+  removeContainer: {
+    capability: "ployz.container.remove.v1",
+    request: ContainerRefRequestSchema,
+    response: RemoveContainerResponseSchema,
+  },
+  waitHealthy: {
+    capability: "ployz.container.wait_healthy.v1",
+    request: WaitHealthyRequestSchema,
+    response: WaitHealthyResponseSchema,
+  },
+  containerLogs: {
+    capability: "ployz.container.logs.v1",
+    request: ContainerLogsRequestSchema,
+    response: "stream",
+  },
 });

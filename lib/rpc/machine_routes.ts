@@ -1,0 +1,382 @@
+/**
+ * Machine routes of Machine RPC: what the daemon is (DescribeContract), founding a Cluster (init), its status, and
+ * mesh membership (listing Machines as one Machine observes them, joining a Cluster, admitting a joiner's key on
+ * the Entry Machine, leaving). Requests ignore fields they do not know and are strict on the types of those they
+ * do; responses are tolerant (DESIGN.md Stable promise, rules 2 and 3; docs/rpc.md).
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
+
+const text = z.string().max(4096);
+const id = z.string().min(1).max(256);
+const key = z.string().min(1).max(128);
+const subnet = z.string().min(1).max(64);
+const endpoint = z.string().min(1).max(256);
+
+/** What `ployz.machine.describe_contract.v1` answers. */
+export interface DescribeContractResponse {
+  /** The Machine's durable id. */
+  "machine_id": string;
+  /** Its Machine Name; names may collide. */
+  "machine_name": string;
+  /** The Machine RPC major the daemon speaks. */
+  "protocol_major": number;
+  /** The daemon's release; informative only, never compared. */
+  "daemon_version": string;
+  /** Capability names the daemon serves; clients branch on these. */
+  capabilities: string[];
+}
+
+/** Tolerant reader of {@link DescribeContractResponse}. */
+export const DescribeContractResponseSchema: z.ZodType<DescribeContractResponse> = z.looseObject({
+  "machine_id": id,
+  "machine_name": text,
+  "protocol_major": z.number().int(),
+  "daemon_version": text,
+  capabilities: z.array(z.string().max(256)).max(4096),
+});
+
+/** A Machine's lifecycle phase: `uninitialized` or `participating` today; newer daemons may add phases. */
+export type MachinePhase = "uninitialized" | "participating" | (string & Record<never, never>);
+
+/** The local Machine record as the daemon reports it; the private key never appears. */
+export interface MachineRecord {
+  /** Durable id, minted by the Machine itself. */
+  id: string;
+  /** Machine Name. */
+  name: string;
+  /** Lifecycle phase. */
+  phase: MachinePhase;
+  /** The Cluster this Machine belongs to, once initialized. */
+  "cluster_id"?: string;
+  /** The Cluster's name, once initialized. */
+  "cluster_name"?: string;
+  /** The container subnet this Machine owns (a /24), once initialized. */
+  subnet?: string;
+  /** WireGuard public key, base64. */
+  "public_key"?: string;
+  /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
+  "accepts_ingress"?: boolean;
+}
+
+/** Tolerant reader of {@link MachineRecord}. */
+export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
+  id,
+  name: text,
+  phase: z.string().max(64),
+  "cluster_id": id.optional(),
+  "cluster_name": text.optional(),
+  subnet: z.string().max(64).optional(),
+  "public_key": z.string().max(128).optional(),
+  "accepts_ingress": z.boolean().optional(),
+});
+
+/** What `ployz.machine.init.v1` asks. */
+export interface InitRequest {
+  /** Name of the Cluster being founded; default `default`. */
+  "cluster_name"?: string;
+  /** Machine Name to take; default the current one (the hostname at first start). */
+  "machine_name"?: string;
+  /** The Machine's container subnet, an IPv4 /24; default `10.210.1.0/24`. */
+  subnet?: string;
+}
+
+/** Reader of {@link InitRequest}; fields it does not know are ignored. */
+export const InitRequestSchema: z.ZodType<InitRequest> = z.object({
+  "cluster_name": z.string().min(1).max(128).optional(),
+  "machine_name": z.string().min(1).max(128).optional(),
+  subnet: z.string().min(1).max(64).optional(),
+});
+
+/** What `ployz.machine.init.v1` answers. */
+export interface InitResponse {
+  /** The Machine record after the call. */
+  machine: MachineRecord;
+}
+
+/** Tolerant reader of {@link InitResponse}. */
+export const InitResponseSchema: z.ZodType<InitResponse> = z.looseObject({ machine: MachineRecordSchema });
+
+/** Whether the Machine's Docker answered. */
+export interface DockerStatus {
+  /** True when Docker answered this call. */
+  reachable: boolean;
+  /** Docker's release, when it answered. */
+  "server_version"?: string;
+  /** Why it did not answer. */
+  error?: string;
+}
+
+/** What `ployz.machine.status.v1` answers. */
+export interface StatusResponse {
+  /** The local Machine record. */
+  machine: MachineRecord;
+  /** The local Docker, as observed during this call. */
+  docker: DockerStatus;
+  /** When this observation was made, ISO 8601. */
+  "observed_at": string;
+  /** The Observe Store, as observed during this call; absent from daemons that predate it. */
+  observe?: ObserveStatus;
+}
+
+/** Whether the Machine's Observe Store answered. */
+export interface ObserveStatus {
+  /** True when observe.sock accepted a connection during this call. */
+  running: boolean;
+  /** Why it is not running. */
+  error?: string;
+}
+
+/** Tolerant reader of {@link StatusResponse}. */
+export const StatusResponseSchema: z.ZodType<StatusResponse> = z.looseObject({
+  machine: MachineRecordSchema,
+  docker: z.looseObject({
+    reachable: z.boolean(),
+    "server_version": text.optional(),
+    error: text.optional(),
+  }),
+  "observed_at": text,
+  observe: z.looseObject({ running: z.boolean(), error: text.optional() }).optional(),
+});
+
+/** A Machine's membership as one observer judges it. */
+export type MembershipWire = "unknown" | "up" | "suspect" | "down" | (string & Record<never, never>);
+
+/** One Machine of `ployz.machine.list.v1`: its replicated row plus the observer's judgement of it. */
+export interface ListedMachine {
+  /** Durable id. */
+  id: string;
+  /** Machine Name; names may collide. */
+  name: string;
+  /** Its Machine Subnet, if its row names one. */
+  subnet?: string;
+  /** Its Advertised Endpoints (`host:port`). */
+  endpoints: string[];
+  /** Its lifecycle phase as its own row says. */
+  phase?: string;
+  /** WireGuard public key. */
+  "public_key"?: string;
+  /** The observer's judgement; the observer itself is `up`. */
+  membership: MembershipWire;
+  /** True for the observer's own row. */
+  self?: boolean;
+  /** The latest WireGuard handshake the observer saw with it (ISO 8601). */
+  "last_handshake_at"?: string;
+  /** When the observer last received store traffic from it (ISO 8601). */
+  "last_store_traffic_at"?: string;
+  /** When the observer's WireGuard interface last counted bytes from it, keepalives included (ISO 8601). */
+  "last_received_at"?: string;
+}
+
+/** What `ployz.machine.list.v1` answers: one Machine's observation, never the Cluster's truth. */
+export interface ListMachinesResponse {
+  /** Whose observation this is. */
+  observer: { "machine_id": string; "machine_name": string };
+  /** When it was made (ISO 8601). */
+  "observed_at": string;
+  /** Every Machine row the observer holds (tombstones excluded), with its membership judgement. */
+  machines: ListedMachine[];
+  /** Why the observer's mesh is not working, when it is not (WireGuard or the sync listener failed). */
+  "mesh_error"?: string;
+}
+
+/** Tolerant reader of {@link ListMachinesResponse}. */
+export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.looseObject({
+  observer: z.looseObject({ "machine_id": id, "machine_name": text }),
+  "observed_at": text,
+  machines: z.array(z.looseObject({
+    id,
+    name: text,
+    subnet: z.string().max(64).optional(),
+    endpoints: z.array(z.string().max(256)).max(64).default([]),
+    phase: z.string().max(64).optional(),
+    "public_key": z.string().max(128).optional(),
+    membership: z.string().max(32),
+    self: z.boolean().optional(),
+    "last_handshake_at": text.optional(),
+    "last_store_traffic_at": text.optional(),
+    "last_received_at": text.optional(),
+  })).max(65536),
+  "mesh_error": text.optional(),
+});
+
+/** One peer a joiner starts from: the Entry Machine's own row. */
+export interface JoinPeer {
+  /** Its Machine id. */
+  id: string;
+  /** Its Machine Name. */
+  name?: string;
+  /** Its WireGuard public key. */
+  "public_key": string;
+  /** Its Advertised Endpoints. */
+  endpoints: string[];
+  /** Its Machine Subnet. */
+  subnet: string;
+}
+
+/** What `ployz.machine.join.v1` asks of an uninitialized Machine. */
+export interface JoinRequest {
+  /** The Cluster to join. */
+  "cluster_id": string;
+  /** The Cluster's name. */
+  "cluster_name": string;
+  /** The Machine Subnet the operator allocated for this Machine. */
+  subnet: string;
+  /** Machine Name to take; default the current one. */
+  "machine_name"?: string;
+  /** Machines to sync with first (the Entry Machine); at least one. */
+  peers: JoinPeer[];
+}
+
+/** Reader of {@link JoinRequest}; fields it does not know are ignored. */
+export const JoinRequestSchema: z.ZodType<JoinRequest> = z.object({
+  "cluster_id": z.string().min(1).max(128),
+  "cluster_name": z.string().min(1).max(128),
+  subnet,
+  "machine_name": z.string().min(1).max(128).optional(),
+  peers: z.array(z.object({
+    id,
+    name: z.string().min(1).max(256).optional(),
+    "public_key": key,
+    endpoints: z.array(endpoint).max(64),
+    subnet,
+  })).min(1).max(16),
+});
+
+/** What `ployz.machine.join.v1` answers: the record now (phase `joining` until caught up) and its endpoints. */
+export interface JoinResponse {
+  /** The Machine record after the call. */
+  machine: MachineRecord;
+  /** The endpoints it advertises in its row. */
+  endpoints: string[];
+}
+
+/** Tolerant reader of {@link JoinResponse}. */
+export const JoinResponseSchema: z.ZodType<JoinResponse> = z.looseObject({
+  machine: MachineRecordSchema,
+  endpoints: z.array(z.string().max(256)).max(64).default([]),
+});
+
+/** What `ployz.machine.admit_peer.v1` asks of the Entry Machine: accept a joiner's handshakes before its row arrives. */
+export interface AdmitPeerRequest {
+  /** The joiner's Machine id. */
+  "machine_id": string;
+  /** The joiner's WireGuard public key. */
+  "public_key": string;
+  /** The Machine Subnet allocated to the joiner. */
+  subnet: string;
+  /** Endpoints to reach it at, when known; without them the Entry Machine learns its endpoint from its handshake. */
+  endpoints?: string[];
+}
+
+/** Reader of {@link AdmitPeerRequest}; fields it does not know are ignored. */
+export const AdmitPeerRequestSchema: z.ZodType<AdmitPeerRequest> = z.object({
+  "machine_id": id,
+  "public_key": key,
+  subnet,
+  endpoints: z.array(endpoint).max(64).optional(),
+});
+
+/** What `ployz.machine.admit_peer.v1` answers. */
+export interface AdmitPeerResponse {
+  /** The admitting Machine. */
+  "machine_id": string;
+  /** Whether the peer is configured on its WireGuard interface now (false when the mesh is not working). */
+  configured: boolean;
+  /** Why not, when not. */
+  error?: string;
+}
+
+/** Tolerant reader of {@link AdmitPeerResponse}. */
+export const AdmitPeerResponseSchema: z.ZodType<AdmitPeerResponse> = z.looseObject({
+  "machine_id": id,
+  configured: z.boolean(),
+  error: text.optional(),
+});
+
+/** What `ployz.machine.leave.v1` asks: this Machine leaves its Cluster. */
+export interface LeaveRequest {
+  /** The Machine's own name, confirming that its Ployz containers are removed (Data Loss). */
+  "confirm_data_loss"?: string;
+}
+
+/** Reader of {@link LeaveRequest}; fields it does not know are ignored. */
+export const LeaveRequestSchema: z.ZodType<LeaveRequest> = z.object({
+  "confirm_data_loss": z.string().min(1).max(256).optional(),
+});
+
+/** What `ployz.machine.leave.v1` answers: what was done, and which peers confirmed they hold the tombstone. */
+export interface LeaveResponse {
+  /** The Machine that left. */
+  "machine_id": string;
+  /** Ployz containers removed. */
+  "removed_containers": string[];
+  /** Peers (Machine ids) that received the tombstone of its row before it left. */
+  "tombstone_delivered_to": string[];
+  /** Peers the tombstone could not be delivered to directly; it spreads from the others. */
+  "tombstone_not_delivered_to": string[];
+  /** Whether its WireGuard interface was removed. */
+  "interface_removed": boolean;
+}
+
+/** Tolerant reader of {@link LeaveResponse}. */
+export const LeaveResponseSchema: z.ZodType<LeaveResponse> = z.looseObject({
+  "machine_id": id,
+  "removed_containers": z.array(text).default([]),
+  "tombstone_delivered_to": z.array(id).default([]),
+  "tombstone_not_delivered_to": z.array(id).default([]),
+  "interface_removed": z.boolean().default(false),
+});
+
+/** The Machine routes, by method name. */
+export const MACHINE_ROUTES: {
+  /** `ployz.machine.describe_contract.v1`. */
+  readonly describeContract: Route<EmptyRequest, DescribeContractResponse>;
+  /** `ployz.machine.init.v1`. */
+  readonly init: Route<InitRequest, InitResponse>;
+  /** `ployz.machine.status.v1`. */
+  readonly status: Route<EmptyRequest, StatusResponse>;
+  /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
+  readonly listMachines: Route<EmptyRequest, ListMachinesResponse>;
+  /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */
+  readonly joinMachine: Route<JoinRequest, JoinResponse>;
+  /** `ployz.machine.admit_peer.v1`: the Entry Machine accepts a joiner's handshakes before its row arrives. */
+  readonly admitPeer: Route<AdmitPeerRequest, AdmitPeerResponse>;
+  /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
+  readonly leaveMachine: Route<LeaveRequest, LeaveResponse>;
+} = Object.freeze({
+  describeContract: {
+    capability: "ployz.machine.describe_contract.v1",
+    request: EmptyRequestSchema,
+    response: DescribeContractResponseSchema,
+  },
+  init: { capability: "ployz.machine.init.v1", request: InitRequestSchema, response: InitResponseSchema },
+  status: {
+    capability: "ployz.machine.status.v1",
+    request: EmptyRequestSchema,
+    response: StatusResponseSchema,
+  },
+  listMachines: {
+    capability: "ployz.machine.list.v1",
+    request: EmptyRequestSchema,
+    response: ListMachinesResponseSchema,
+  },
+  joinMachine: {
+    capability: "ployz.machine.join.v1",
+    request: JoinRequestSchema,
+    response: JoinResponseSchema,
+  },
+  admitPeer: {
+    capability: "ployz.machine.admit_peer.v1",
+    request: AdmitPeerRequestSchema,
+    response: AdmitPeerResponseSchema,
+  },
+  leaveMachine: {
+    capability: "ployz.machine.leave.v1",
+    request: LeaveRequestSchema,
+    response: LeaveResponseSchema,
+  },
+});
