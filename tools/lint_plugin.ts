@@ -1,19 +1,39 @@
 /**
  * Local lint rules for Ployz.
  *
- * `ployz/area-boundary`: a module under `lib/<area>/` may import another area only through that area's
- * `mod.ts`, so each area keeps one small public surface. `lib/util` is the leaf every area may import (through
- * its `mod.ts`) and it imports no other area, so it can never close a cycle.
+ * `ployz/area-boundary`: a module outside `lib/<area>/` (another area, `cmd/`, `tests/`, `tools/`) reaches
+ * `lib/<area>/` only through that area's `mod.ts`, so each area keeps one small public surface. It holds for
+ * every way one module names another: `import … from`, `export … from`, `export * from` and `import("…")`
+ * with a literal specifier. `lib/util` is the leaf every area may import (through its `mod.ts`) and it imports no
+ * other area, so it can never close a cycle.
  *
  * @module
  */
 
-function areaOf(path: string): string | undefined {
+/** The area of `path` (`lib/<area>/…`), or undefined outside `lib/`. */
+export function areaOf(path: string): string | undefined {
   return path.match(/\/lib\/([^/]+)\//)?.[1];
 }
 
 /** The leaf area: importable from everywhere, importing nothing of ours. */
 const LEAF = "util";
+
+/**
+ * Why `from` may not name `spec`, or undefined when it may: a relative specifier resolving into another area than
+ * `from`'s, at a file other than that area's `mod.ts`.
+ */
+export function boundaryViolation(from: string, spec: string): string | undefined {
+  if (!spec.startsWith(".")) return undefined;
+  const target = new URL(spec, `file://${from}`).pathname;
+  const targetArea = areaOf(target);
+  const fromArea = areaOf(from);
+  if (targetArea === undefined || targetArea === fromArea) return undefined;
+  if (fromArea === LEAF) {
+    return `Import "${spec}" reaches into lib/${targetArea}: lib/${LEAF} imports no other area`;
+  }
+  if (target.endsWith(`/lib/${targetArea}/mod.ts`)) return undefined;
+  return `Import "${spec}" reaches into lib/${targetArea}: import "lib/${targetArea}/mod.ts" instead`;
+}
 
 const plugin: Deno.lint.Plugin = {
   name: "ployz",
@@ -21,27 +41,23 @@ const plugin: Deno.lint.Plugin = {
     "area-boundary": {
       create(context) {
         const from = context.filename;
+        function check(source: Deno.lint.Node | null | undefined): void {
+          if (source?.type !== "Literal" || typeof source.value !== "string") return;
+          const message = boundaryViolation(from, source.value);
+          if (message !== undefined) context.report({ node: source, message });
+        }
         return {
-          ImportDeclaration(node) {
-            const spec = node.source.value;
-            if (!spec.startsWith(".")) return;
-            const target = new URL(spec, `file://${from}`).pathname;
-            const targetArea = areaOf(target);
-            const fromArea = areaOf(from);
-            if (targetArea === undefined || targetArea === fromArea) return;
-            if (fromArea === LEAF) {
-              context.report({
-                node: node.source,
-                message: `Import "${spec}" reaches into lib/${targetArea}: lib/${LEAF} imports no other area`,
-              });
-              return;
-            }
-            if (target.endsWith(`/lib/${targetArea}/mod.ts`)) return;
-            context.report({
-              node: node.source,
-              message:
-                `Import "${spec}" reaches into lib/${targetArea}: import "lib/${targetArea}/mod.ts" instead`,
-            });
+          ImportDeclaration(node): void {
+            check(node.source);
+          },
+          ExportNamedDeclaration(node): void {
+            check(node.source);
+          },
+          ExportAllDeclaration(node): void {
+            check(node.source);
+          },
+          ImportExpression(node): void {
+            check(node.source);
           },
         };
       },
