@@ -8,7 +8,9 @@ dockerTest("the adapter works under the minimal Docker grant", async (s) => {
     const script = `${dir}/probe.ts`;
     await Deno.writeTextFile(
       script,
-      `import { openEngine } from ${JSON.stringify(new URL("./mod.ts", import.meta.url).href)};
+      `import { openEngine } from ${
+        JSON.stringify(new URL("../lib/deploy/docker/mod.ts", import.meta.url).href)
+      };
 const [socketPath, machineId, testId, image] = Deno.args;
 const engine = openEngine({ socketPath, machineId, extraLabels: { "ployz.test": testId } });
 await engine.ping();
@@ -27,7 +29,7 @@ console.log(JSON.stringify({ state: seen?.state, owned: seen?.owned }));
       args: [
         "run",
         "--config",
-        new URL("../../../deno.json", import.meta.url).pathname,
+        new URL("../deno.json", import.meta.url).pathname,
         `--allow-read=${DOCKER_SOCKET}`,
         `--allow-write=${DOCKER_SOCKET}`,
         `--allow-net=unix:${DOCKER_SOCKET}`,

@@ -6,11 +6,12 @@
 // restarting a ployzd keeps the mesh and the containers serving; `machine rm` asks a Machine to leave.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readRows, storeDigest, wgInterfaceName } from "../lib/lab/mod.ts";
+import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { ployzCli } from "./support/lab.ts";
+import { readRows, storeDigest } from "./support/lab_store.ts";
 import { needs } from "./support/needs.ts";
 
 // Short membership thresholds so a partition shows within the test. Handshakes alone stop proving "up" after 15 s;

@@ -91,8 +91,3 @@ export const ployz: Command = {
     versionCommand("ployz"),
   ],
 };
-
-/** The permission set a `ployz` command runs under. */
-export function commandSet(command: string | undefined): string {
-  return command === "lab" ? "lab" : "cli";
-}

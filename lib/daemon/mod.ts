@@ -36,7 +36,11 @@ export { type LocalMachine, machineFilePath, readMachineFile } from "./machine_f
  * Where no systemd runs, the daemon keeps `ployzd dns` as a child it respawns with a bounded backoff; exported
  * for the end-to-end test that kills real children.
  */
-export { type SupervisedDnsRunner, supervisedDnsRunner } from "./serving_runtime.ts";
+export {
+  type SupervisedDnsOptions,
+  type SupervisedDnsRunner,
+  supervisedDnsRunner,
+} from "./serving_runtime.ts";
 export { keyPath } from "./keys.ts";
 export { isMintedId, mintId } from "./ids.ts";
 export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";

@@ -68,4 +68,3 @@ export { DOCKER_NETWORKING } from "./dockerd.ts";
 export type { DockerNetworking } from "./dockerd.ts";
 export { DAEMON_ENV_PREFIXES, daemonClient, daemonSocket } from "./ployzd.ts";
 export type { LabMachineStatus, LabPeerStatus, LabStatus } from "./ops.ts";
-export { DIGEST_TABLES, readRows, storeDigest, storeFile } from "./store_reader.ts";

@@ -18,16 +18,7 @@ export {
   parseIpv4Network,
 } from "./cidr.ts";
 export type { Ipv4Network } from "./cidr.ts";
-export {
-  decodeKey,
-  ensurePrivateKeyFile,
-  generatePrivateKey,
-  isWireGuardKey,
-  parsePublicKey,
-  publicKeyOf,
-  readPrivateKeyFile,
-  writePrivateKeyFile,
-} from "./keys.ts";
+export { ensurePrivateKeyFile, generatePrivateKey, parsePublicKey, publicKeyOf } from "./keys.ts";
 export {
   DEFAULT_CLUSTER_NETWORK,
   machineSubnets,

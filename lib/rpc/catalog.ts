@@ -16,24 +16,119 @@ import { SERVING_ROUTES } from "./serving_routes.ts";
 import { UPGRADE_ROUTES } from "./upgrade_routes.ts";
 
 export { PROTOCOL_MAJOR, type Route } from "./route.ts";
-
-/** The catalog, by method name. */
-export type Catalog =
-  & typeof MACHINE_ROUTES
-  & typeof CONTAINER_ROUTES
-  & typeof IMAGE_ROUTES
-  & typeof OBSERVE_ROUTES
-  & typeof UPGRADE_ROUTES
-  & typeof ROUTING_ROUTES
-  & typeof SERVING_ROUTES;
-
-/** A route's method name. */
-export type RouteName = keyof Catalog;
+import type {
+  ContainerLogsRequest,
+  ContainerRefRequest,
+  ContainerResponse,
+  EnsureContainerRequest,
+  EnsureContainerResponse,
+  ListContainersRequest,
+  ListContainersResponse,
+  RemoveContainerResponse,
+  StopContainerRequest,
+  WaitHealthyRequest,
+  WaitHealthyResponse,
+} from "./container_routes.ts";
+import type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
+import type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
+  DescribeContractResponse,
+  InitRequest,
+  InitResponse,
+  JoinRequest,
+  JoinResponse,
+  LeaveRequest,
+  LeaveResponse,
+  ListMachinesResponse,
+  StatusResponse,
+} from "./machine_routes.ts";
+import type {
+  LogHistoryRequest,
+  LogHistoryResponse,
+  MetricHistoryRequest,
+  MetricHistoryResponse,
+  TailLogsRequest,
+} from "./observe_routes.ts";
+import type { EmptyRequest } from "./route.ts";
+import type {
+  ExportImageRequest,
+  ForwardRequest,
+  PullFromPeerRequest,
+  PullFromPeerResponse,
+} from "./routing_routes.ts";
+import type {
+  PointerStatusRequest,
+  PointerStatusResponse,
+  SetPointerRequest,
+  SetPointerResponse,
+} from "./serving_routes.ts";
+import type {
+  UpgradeMachineRequest,
+  UpgradeMachineResponse,
+  UpgradeStatusRequest,
+  UpgradeStatusResponse,
+} from "./upgrade_routes.ts";
 
 /** Request and response types of every route, by method name. */
-export type RouteTypes = {
-  [K in RouteName]: Catalog[K] extends Route<infer Req, infer Res> ? [Req, Res] : never;
-};
+export interface RouteTypes {
+  /** `ployz.machine.describe_contract.v1`. */
+  describeContract: [EmptyRequest, DescribeContractResponse];
+  /** `ployz.machine.init.v1`. */
+  init: [InitRequest, InitResponse];
+  /** `ployz.machine.status.v1`. */
+  status: [EmptyRequest, StatusResponse];
+  /** `ployz.container.list.v1`. */
+  listContainers: [ListContainersRequest, ListContainersResponse];
+  /** `ployz.container.ensure.v1`. */
+  ensureContainer: [EnsureContainerRequest, EnsureContainerResponse];
+  /** `ployz.container.start.v1`. */
+  startContainer: [ContainerRefRequest, ContainerResponse];
+  /** `ployz.container.stop.v1`. */
+  stopContainer: [StopContainerRequest, ContainerResponse];
+  /** `ployz.container.remove.v1`. */
+  removeContainer: [ContainerRefRequest, RemoveContainerResponse];
+  /** `ployz.container.wait_healthy.v1`. */
+  waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
+  /** `ployz.container.logs.v1` (a `text/plain` stream). */
+  containerLogs: [ContainerLogsRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.inspect.v1`. */
+  inspectImage: [InspectImageRequest, InspectImageResponse];
+  /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
+  listMachines: [EmptyRequest, ListMachinesResponse];
+  /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */
+  joinMachine: [JoinRequest, JoinResponse];
+  /** `ployz.machine.admit_peer.v1`: the Entry Machine accepts a joiner's handshakes before its row arrives. */
+  admitPeer: [AdmitPeerRequest, AdmitPeerResponse];
+  /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
+  leaveMachine: [LeaveRequest, LeaveResponse];
+  /** `ployz.observe.log_history.v1`: this Machine's stored container output. */
+  logHistory: [LogHistoryRequest, LogHistoryResponse];
+  /** `ployz.observe.tail_logs.v1` (an NDJSON stream of frames). */
+  tailLogs: [TailLogsRequest, ReadableStream<Uint8Array>];
+  /** `ployz.observe.metric_history.v1`: this Machine's metric samples and Rollups. */
+  metricHistory: [MetricHistoryRequest, MetricHistoryResponse];
+  /** `ployz.machine.upgrade.v1`: start (or find by request key) an upgrade attempt on the Machine. */
+  upgradeMachine: [UpgradeMachineRequest, UpgradeMachineResponse];
+  /** `ployz.machine.upgrade_status.v1`: read an upgrade attempt. */
+  upgradeStatus: [UpgradeStatusRequest, UpgradeStatusResponse];
+  /** `ployz.machine.forward.v1`: the Entry Machine relays one call to another Machine (the target's answer). */
+  forward: [ForwardRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.export.v1`: `docker save` of an image the Machine has (a tar stream). */
+  exportImage: [ExportImageRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.pull_from_peer.v1`: the Machine fetches an image from a peer over the mesh and loads it. */
+  pullImageFromPeer: [PullFromPeerRequest, PullFromPeerResponse];
+  /** `ployz.serving.set_pointer.v1`: moves a Service's Serving Pointer to a Deployment. */
+  setPointer: [SetPointerRequest, SetPointerResponse];
+  /** `ployz.serving.pointer_status.v1`: a pointer and this Machine's view of its acks. */
+  pointerStatus: [PointerStatusRequest, PointerStatusResponse];
+}
+
+/** A route's method name. */
+export type RouteName = keyof RouteTypes;
+
+/** The catalog, by method name: the route groups must add up to exactly {@link RouteTypes}. */
+export type Catalog = { readonly [K in RouteName]: Route<RouteTypes[K][0], RouteTypes[K][1]> };
 
 /** Every route this release knows. */
 export const CATALOG: Catalog = Object.freeze({

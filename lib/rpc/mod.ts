@@ -123,7 +123,6 @@ export {
   type PullFromPeerRequest,
   type PullFromPeerResponse,
   VIA_PREFIX,
-  viaPath,
 } from "./routing_routes.ts";
 export { type BytePipe, exchange, muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { MAX_FRAME, MUX_HELLO, type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";

@@ -28,11 +28,6 @@ const ref = z.string().min(1).max(512);
 /** The path prefix of the forwarding spelling clients use. */
 export const VIA_PREFIX = "/rpc/via/";
 
-/** `/rpc/via/<machine_id>/<capability>`. */
-export function viaPath(machineId: string, capability: string): string {
-  return `${VIA_PREFIX}${encodeURIComponent(machineId)}/${encodeURIComponent(capability)}`;
-}
-
 /** The Machine id and capability of a forwarding path, or `undefined` when `pathname` is not one. */
 export function parseViaPath(pathname: string): { machineId: string; capability: string } | undefined {
   if (!pathname.startsWith(VIA_PREFIX)) return undefined;

@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { renderUnit, type UnitFile, type UnitOptions } from "../installer/mod.ts";
-import { stopChild, writeFileAtomic } from "../util/mod.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 
 /** Where runtime units live; gone at reboot, as dns.json is. */
 export const RUNTIME_UNIT_DIR = "/run/systemd/system";
@@ -66,28 +66,4 @@ async function systemctl(args: string[]): Promise<void> {
   if (!out.success) {
     throw new Error(`systemctl ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
   }
-}
-
-/** Spawns `argv` (e.g. `deno run -P=dns cmd/ployzd.ts dns`) once and keeps it until {@link DnsRunner.close}. */
-export function processDnsRunner(argv: string[], env?: Record<string, string>): DnsRunner {
-  let child: Deno.ChildProcess | undefined;
-  return {
-    ensure(): Promise<void> {
-      if (child === undefined) {
-        child = new Deno.Command(argv[0], {
-          args: argv.slice(1),
-          env,
-          stdin: "null",
-          stdout: "null",
-          stderr: "inherit",
-        }).spawn();
-        child.status.then(() => child = undefined);
-      }
-      return Promise.resolve();
-    },
-    async close(): Promise<void> {
-      const running = child;
-      if (running !== undefined) await stopChild(running);
-    },
-  };
 }

@@ -47,7 +47,6 @@ export {
 export { type DnsProjectionOptions, dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 export {
   type DnsRunner,
-  processDnsRunner,
   renderDnsRuntimeUnit,
   RUNTIME_UNIT_DIR,
   systemdDnsRunner,

@@ -17,13 +17,11 @@ import {
   labUp,
   missingCommands,
   type Profile,
-  readRows,
-  storeDigest,
-  storeFile,
 } from "../../lib/lab/mod.ts";
 import { configHistory, enrollMachine } from "../../lib/mesh/mod.ts";
 import { openConfigStore } from "../../lib/store/mod.ts";
 import { sleep } from "../../lib/util/mod.ts";
+import { readRows, storeDigest, storeFile } from "../../tests/support/lab_store.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";

@@ -8,8 +8,7 @@
 
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { MachinePlan } from "./plan.ts";
-import { daemonLayout } from "./ployzd.ts";
+import type { MachinePlan } from "../../lib/lab/mod.ts";
 
 /** The tables a digest covers. */
 export const DIGEST_TABLES = [
@@ -24,7 +23,7 @@ export const DIGEST_TABLES = [
 
 /** The store file of a lab Machine's ployzd. */
 export function storeFile(m: MachinePlan): string {
-  return join(daemonLayout(m).dataDir, "store.db");
+  return join(m.ployzDataDir ?? join(m.dir, "ployz"), "store.db");
 }
 
 function open(path: string): DatabaseSync {
