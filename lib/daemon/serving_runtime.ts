@@ -12,7 +12,7 @@
 
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ContainerSpec, DnsSpec, Engine } from "../deploy/mod.ts";
+import type { ContainerDns, ContainerSpec, Engine } from "../deploy/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
 import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import {
@@ -66,7 +66,7 @@ export interface ServingHooks {
   /** Requested and in-flight stops of Ingress Proxies. */
   readonly holds: IngressHoldBook;
   /** The resolver a new container of `project` gets when its spec names none; undefined while DNS is down. */
-  dns(project: string): DnsSpec | undefined;
+  dns(project: string): ContainerDns | undefined;
   /** An Ingress Proxy spec with this Machine's admin socket directory and HTTP port; other specs unchanged. */
   localize(spec: ContainerSpec): ContainerSpec;
 }
@@ -218,7 +218,7 @@ export function supervisedDnsRunner(options: SupervisedDnsOptions): SupervisedDn
 }
 
 /** The resolver every container of `project` gets: the Machine Gateway, searching its Project (ployz2's). */
-export function containerDns(gateway: string, project: string): DnsSpec {
+export function containerDns(gateway: string, project: string): ContainerDns {
   return { servers: [gateway], search: [`${project}.internal`], options: ["ndots:1"] };
 }
 

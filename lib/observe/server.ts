@@ -16,7 +16,7 @@ import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
 import { metricHistory } from "./metrics/history.ts";
 import type { MetricStore } from "./metrics/metric_store.ts";
-import { historyToWire, MetricHistoryRequest, metricQueryFromWire } from "./metrics/wire.ts";
+import { historyToWire, MetricHistoryWireRequestSchema, metricQueryFromWire } from "./metrics/wire.ts";
 import { type TailEvent, tailLogs } from "./tail.ts";
 import { historyFromWire, lineToWire, LogHistoryRequest, tailFromWire, TailLogsRequest } from "./wire.ts";
 
@@ -53,7 +53,7 @@ export function createObserveApp(
 ): ObserveApp {
   const app = new Hono();
   app.post("/observe/v1/metric_history", async (c) => {
-    const query = metricQueryFromWire(await parseBody(c, MetricHistoryRequest));
+    const query = metricQueryFromWire(await parseBody(c, MetricHistoryWireRequestSchema));
     if (options.metrics === undefined) {
       throw new ObserveError(
         "unavailable",

@@ -15,7 +15,7 @@ import { createCipheriv, createDecipheriv } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 
 /** A Project's last saved state. */
 export interface SavedState {

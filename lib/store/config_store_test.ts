@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { openConfigStore, STATE_KEY_FILE } from "./config_store.ts";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 
 Deno.test("config store keeps saved state, deployments, allocations and receipts across reopen", async () => {
   const dir = await Deno.makeTempDir({ prefix: "config_store_" });

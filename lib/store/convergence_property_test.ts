@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type Change, supersedes } from "./change.ts";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import { openStore, type Store } from "./store.ts";
 
 // Replicas write, overwrite and delete both kinds of rows; messages are delivered late, twice, out of order or

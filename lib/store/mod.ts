@@ -24,7 +24,7 @@
  */
 
 export type { Change } from "./change.ts";
-export { StoreError } from "./error.ts";
+export { StoreError } from "./errors.ts";
 export {
   type Ack,
   type Certificate,

@@ -6,7 +6,7 @@
 
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { type Change, checkChange, MAX_BODY_CHARS, parseBodyText, SITE_ID_PATTERN } from "./change.ts";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import { HybridClock } from "./hlc.ts";
 import type {
   Ack,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Change } from "./change.ts";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import { openStore, type Store } from "./store.ts";
 
 function memory(siteId: string, now?: () => number): Store {

@@ -6,7 +6,7 @@
  */
 
 import type { Change } from "./change.ts";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import {
   CLUSTER_HEADER,
   type ErrorBody,

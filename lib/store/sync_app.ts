@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import {
   CaughtUpRequestSchema,
   CLUSTER_HEADER,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { StoreError } from "./error.ts";
+import { StoreError } from "./errors.ts";
 import { CLUSTER_HEADER } from "./protocol.ts";
 import { openStore, type Store } from "./store.ts";
 import { SyncAgent } from "./sync_agent.ts";

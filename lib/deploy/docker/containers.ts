@@ -13,8 +13,8 @@ import { assertOwned, isOwned, LABELS, ownershipProblem } from "./labels.ts";
 import { findNetwork } from "./network.ts";
 import { observeContainer, type ObservedContainer } from "./observe.ts";
 import {
+  type ContainerDns,
   type ContainerSpec,
-  type DnsSpec,
   specDigest,
   specFromContainer,
   toCreateBody,
@@ -26,7 +26,7 @@ import { imageExists } from "./images.ts";
 /** Machine-local settings of a creation that are not part of the spec, so not of its digest. */
 export interface CreateOptions {
   /** The resolver a container gets when its spec names none (the Machine Gateway and its Project's domain). */
-  dns?: DnsSpec;
+  dns?: ContainerDns;
 }
 
 /** What `createContainer` found or made. */

@@ -23,9 +23,9 @@ export { DockerError } from "./errors.ts";
 export { type Deadlines, DEFAULT_DEADLINES } from "./deadline.ts";
 export { type LabelKeys, LABELS } from "./labels.ts";
 export {
+  type ContainerDns,
   type ContainerSpec,
   DEFAULT_LOG_POLICY,
-  type DnsSpec,
   type HealthcheckSpec,
   type LogPolicy,
   type MountSpec,

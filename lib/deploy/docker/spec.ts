@@ -66,7 +66,7 @@ export interface NetworkAttachment {
 }
 
 /** The resolver a container asks, and its search domains. Servers are addresses, never names. */
-export interface DnsSpec {
+export interface ContainerDns {
   /** Resolver addresses. */
   servers: string[];
   /** Search domains. */
@@ -118,7 +118,7 @@ export interface ContainerSpec {
   /** The network joined at creation; Docker's default bridge when absent. */
   network?: NetworkAttachment;
   /** Resolvers and search domains. */
-  dns?: DnsSpec;
+  dns?: ContainerDns;
   /** Run with every capability and device (Compose `privileged`, `x-pre_deploy.privileged`). */
   privileged?: boolean;
   /**
@@ -312,7 +312,7 @@ function portKey(p: PortSpec): string {
 export function toCreateBody(
   spec: ContainerSpec,
   machineId: string,
-  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: DnsSpec } = {},
+  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: ContainerDns } = {},
 ): Record<string, unknown> {
   const dns = spec.dns ?? options.dns;
   const log = options.log ?? DEFAULT_LOG_POLICY;

@@ -13,8 +13,8 @@ import type { MetricName } from "./metric_names.ts";
 
 const label = z.string().min(1).max(256);
 
-/** `POST /observe/v1/metric_history` request. */
-export const MetricHistoryRequest = z.strictObject({
+/** Strict reader of a {@link MetricHistoryWireRequest} on observe.sock (only this release's daemon asks it). */
+export const MetricHistoryWireRequestSchema: z.ZodType<MetricHistoryWireRequest> = z.strictObject({
   project: label.optional(),
   service: label.optional(),
   deployment: label.optional(),
