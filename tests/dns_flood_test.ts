@@ -6,8 +6,8 @@ import { equal, ok } from "node:assert/strict";
 import dgram from "node:dgram";
 import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { run, tempLayout } from "./harness.ts";
-import { dnsTestFlags, freePort, startDns, udpQuery } from "./dns_support.ts";
+import { dnsTestFlags, freeDnsPort, startDns, udpQuery } from "./support/dns.ts";
+import { run, tempLayout } from "./support/spawn.ts";
 
 const QUERIES = 10_000;
 
@@ -19,7 +19,7 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
   const silent = dgram.createSocket("udp4");
   await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve));
   try {
-    const port = await freePort();
+    const port = await freeDnsPort();
     await writeDnsSpec(
       join(layout.runDir, "dns.json"),
       renderDnsSpec({

@@ -3,7 +3,7 @@
 import { deepEqual, ok } from "node:assert/strict";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ROOT } from "./harness.ts";
+import { ROOT } from "./support/spawn.ts";
 
 Deno.test("a release's files are fsynced before current switches to it", async () => {
   const root = await Deno.makeTempDir({ prefix: "ployz-fsync-" });
