@@ -1,5 +1,5 @@
 // The Machines a Deploy observes and acts on: every Machine the Entry Machine (the local daemon) lists, each
-// reached through it over the mesh, or kept as an omission with the reason it is not asked (DESIGN.md bet 4).
+// reached through it over the mesh, or kept as an omission with the reason it is not asked (docs/bets.md, bet 4).
 import type { MachineHandle, ObservationOmission } from "../../lib/deploy/mod.ts";
 import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";

@@ -1,7 +1,7 @@
 // Global catch-up after `ployz machine add`: one bounded pass over this operator's Saved States that places each
 // Global Service (and the Ingress Proxy, itself Global) on the Machine that just joined. It only creates on that
 // Machine (copying images from peers first), never replaces, moves or removes anything, never retries, and says per
-// Project what it placed, what failed and where it could not tell whether the Machine is eligible (DESIGN.md:
+// Project what it placed, what failed and where it could not tell whether the Machine is eligible (docs/bets.md, bet 3:
 // no background reconciler; the operator's next Deploy finishes whatever this pass left).
 import type { Io } from "../../lib/cli/mod.ts";
 import {

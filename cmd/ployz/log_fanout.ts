@@ -99,7 +99,7 @@ export function parseWhen(option: string, text: string, nowMs: number): string {
 
 /**
  * Reads a TailLogs NDJSON stream frame by frame. A frame this reader does not know ends the stream with an error,
- * since variants are opt-in (Stable promise rule 5) and this reader opted into none but heartbeats.
+ * since variants are opt-in (docs/rpc.md, rule 5) and this reader opted into none but heartbeats.
  */
 export async function* readFrames(stream: ReadableStream<Uint8Array>): AsyncGenerator<TailFrame> {
   let pending = "";

@@ -3,7 +3,7 @@
  * mesh address (its Machine Gateway, port 51000) and its answer is relayed back as it comes: status, content type
  * and body, streams included, errors with the target's own `{code, message, details}`.
  *
- * The Entry Machine decides nothing for the target (DESIGN.md bet 6). It refuses only what it cannot relay: a
+ * The Entry Machine decides nothing for the target (docs/bets.md, bet 6). It refuses only what it cannot relay: a
  * Machine it holds no row for (`not_found`), or one it cannot connect to within the connect deadline
  * (`unavailable`, naming the Machine and what this Machine observes of it: membership and last handshake). The
  * connection is probed alongside the request, so a reachable target pays no extra round trip, while an

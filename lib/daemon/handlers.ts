@@ -1,6 +1,6 @@
 /**
  * The daemon's Machine RPC handlers: each one acts on this Machine's own Docker and record only, and re-checks
- * ownership and admission against fresh local evidence before any mutation (DESIGN.md bet 10).
+ * ownership and admission against fresh local evidence before any mutation (docs/bets.md, bet 10).
  *
  * @module
  */
@@ -202,7 +202,7 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       return { container, created: made.created, started };
     },
     async startContainer(req, ctx) {
-      // A requested start releases an Ingress Proxy a requested stop held down (DESIGN.md bet 10).
+      // A requested start releases an Ingress Proxy a requested stop held down (docs/bets.md, bet 10).
       const proxy = await ingressProxy(req.id, ctx.signal);
       proxy?.hooks.holds.requestStart(proxy.id);
       await engine.startContainer(req.id, ctx.signal);

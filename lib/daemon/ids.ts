@@ -1,5 +1,5 @@
 /**
- * Ids a Machine mints on its own (DESIGN.md bet 5): no registry, no coordination, 130 bits of randomness.
+ * Ids a Machine mints on its own (docs/bets.md, bet 5): no registry, no coordination, 130 bits of randomness.
  *
  * @module
  */

@@ -16,7 +16,7 @@
  * private key, never logged or sent. `<dataDir>/store.db` is the replicated store, opened once the Machine
  * participates, with site id = Machine id.
  *
- * Authority (DESIGN.md bet 6). The daemon writes only its own rows (its `machines` row and its containers), acts
+ * Authority (docs/bets.md, bet 6). The daemon writes only its own rows (its `machines` row and its containers), acts
  * only on containers its labels say it owns, and admits each create against its own Docker (image present,
  * network present, name not held by a container Ployz does not own).
  *

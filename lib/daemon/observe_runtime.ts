@@ -1,5 +1,5 @@
 /**
- * The Observe Store runs beside the daemon, not inside it (DESIGN.md bet 10): `ployzd serve` starts it on every
+ * The Observe Store runs beside the daemon, not inside it (docs/bets.md, bet 10): `ployzd serve` starts it on every
  * start, whatever the Machine's phase, and restarts it when it runs other software; only uninstall stops it, since
  * it holds no Membership state. Where systemd runs, it is the runtime unit `/run/systemd/system/ployz-observe.service`
  * (written only when its text changed); elsewhere (tests, the lab) the daemon spawns `ployzd observe` as a child,

@@ -1,5 +1,5 @@
 /**
- * The Machine-local serving infrastructure the daemon owns but does not host (DESIGN.md bets 3, 9, 10): once the
+ * The Machine-local serving infrastructure the daemon owns but does not host (docs/bets.md, bets 3, 9, 10): once the
  * Machine participates, the daemon keeps `ployzd dns` running (a runtime unit where systemd runs, else a child
  * process), runs the serving loop (dns.json, the local Caddy config, acks, the retire loop) and the ingress driver
  * (bet 10's start of an Ingress Proxy whose last start failed), and holds requested stops of Ingress Proxies.
@@ -217,7 +217,7 @@ export function supervisedDnsRunner(options: SupervisedDnsOptions): SupervisedDn
   };
 }
 
-/** The resolver every container of `project` gets: the Machine Gateway, searching its Project (ployz2's). */
+/** The resolver every container of `project` gets: the Machine Gateway, searching its Project. */
 export function containerDns(gateway: string, project: string): ContainerDns {
   return { servers: [gateway], search: [`${project}.internal`], options: ["ndots:1"] };
 }

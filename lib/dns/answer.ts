@@ -21,7 +21,7 @@ export type Decision =
 export const UDP_MAX = 512;
 
 /**
- * Decides the answer to one DNS message from the loaded zone, as ployz2 does: names under `.internal` are
+ * Decides the answer to one DNS message from the loaded zone: names under `.internal` are
  * answered here with TTL-0 A records or NXDOMAIN, other record types get an empty NOERROR, names outside
  * `.internal` are forwarded. Responses are dropped, unreadable queries get FORMERR, opcodes other than QUERY get
  * NOTIMP.

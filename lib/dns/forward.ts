@@ -1,6 +1,6 @@
 import type { HostPort } from "./spec.ts";
 
-/** How long one upstream gets to answer before the next is tried (ployz2 uses 3 s). */
+/** How long one upstream gets to answer before the next is tried. */
 export const FORWARD_TIMEOUT_MS = 3000;
 
 /**

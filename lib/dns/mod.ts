@@ -4,7 +4,7 @@
  *
  * The spec is a frozen format ({@link DnsSpec}): the daemon renders it ({@link renderDnsSpec}) and is its only
  * writer ({@link writeDnsSpec}, atomic); the DNS process reads it tolerantly (`spec.ts`) and refuses only
- * a `format` it does not know. Names follow ployz2: `svc.project.internal`, `svc.project.nearest.internal`,
+ * a `format` it does not know. Names: `svc.project.internal`, `svc.project.nearest.internal`,
  * `<id>.id.lookup.internal` and `svc.project.<machine-id>.machine.internal`, answered with TTL-0 A records;
  * unknown `.internal` names get NXDOMAIN and other record types an empty NOERROR.
  *

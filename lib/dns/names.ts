@@ -1,5 +1,5 @@
 /**
- * What an Internal DNS name asks for (ployz2's grammar, lowercased, trailing dot optional):
+ * What an Internal DNS name asks for (lowercased, trailing dot optional):
  *
  * - `svc.project.internal`: every serving replica, rotated per query;
  * - `svc.project.nearest.internal`: the same, this Machine's replicas first;

@@ -1,7 +1,7 @@
 import { deepEqual } from "node:assert/strict";
 import { parseName } from "./names.ts";
 
-Deno.test("parseName() reads every variant of ployz2's grammar", () => {
+Deno.test("parseName() reads every variant of the name grammar", () => {
   deepEqual(parseName("web.shop.internal."), { kind: "service", key: "web.shop", nearest: false });
   deepEqual(parseName("Web.Shop.Nearest.Internal"), { kind: "service", key: "web.shop", nearest: true });
   deepEqual(parseName("ABC123.id.lookup.internal"), { kind: "id", id: "abc123" });

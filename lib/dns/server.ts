@@ -6,7 +6,7 @@ import { buildError, RCODE, readQuestion } from "./wire.ts";
 import type { Zone } from "./zone.ts";
 import { sleep } from "../util/mod.ts";
 
-/** An idle TCP client is closed after this long (ployz2 uses 10 s). */
+/** An idle TCP client is closed after this long (bounded, so idle clients cannot hold sockets). */
 const TCP_IDLE_MS = 10_000;
 
 /** Receives kept pending per UDP socket. */
@@ -156,7 +156,7 @@ export function createDnsServer(log: (line: string) => void): DnsServer {
     try {
       tcp = Deno.listen({ transport: "tcp", ...address, reusePort: true });
     } catch (error) {
-      // ployz2 treats TCP as best effort too: UDP carries almost every query.
+      // TCP is best effort: UDP carries almost every query.
       log(`Cannot listen on TCP "${formatHostPort(address)}", serving UDP only: ${messageOf(error)}`);
     }
     const udpLoops = Array.from({ length: UDP_RECEIVERS }, () => udpLoop(udp));

@@ -1,5 +1,5 @@
 /**
- * Cluster addressing (ployz2's rules): a Cluster network (default `10.210.0.0/16`) split into one `/24` Machine
+ * Cluster addressing: a Cluster network (default `10.210.0.0/16`) split into one `/24` Machine
  * Subnet per Machine, whose `.1` is the Machine Gateway (the Machine's Docker bridge), and a Management Address per
  * Machine: `fdcc:` followed by the first 14 bytes of its WireGuard public key, so any Machine can derive a peer's
  * address from its key alone and a key change always changes the address.

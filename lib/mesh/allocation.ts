@@ -1,5 +1,5 @@
 /**
- * Optimistic Machine Subnet allocation on the operator's side (DESIGN.md bet 6). There is no allocator Machine: the
+ * Optimistic Machine Subnet allocation on the operator's side (docs/bets.md, bet 6). There is no allocator Machine: the
  * operator picks the lowest `/24` of the Cluster network that overlaps nothing it can see, where "see" is the union
  * of one observation (the `machines` rows an Entry Machine returned) and the operator's own durable allocation
  * history, which includes picks not yet visible in any observation.

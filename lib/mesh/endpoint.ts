@@ -1,5 +1,5 @@
 /**
- * Endpoint selection for one peer, as ployz2 does it: cycle through the peer's Advertised Endpoints until a
+ * Endpoint selection for one peer: cycle through the peer's Advertised Endpoints until a
  * handshake holds. Pure: the caller passes the time and the handshake evidence and applies the endpoint it gets
  * back (see `EndpointDriver`).
  *
@@ -22,7 +22,7 @@ export interface EndpointTiming {
   peerDownMs: number;
 }
 
-/** ployz2's timing. */
+/** The timing of endpoint selection. */
 export const DEFAULT_ENDPOINT_TIMING: Readonly<EndpointTiming> = Object.freeze({
   connectionTimeoutMs: 15_000,
   peerDownMs: 275_000,

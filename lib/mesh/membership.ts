@@ -8,7 +8,7 @@
  *   peer; a session's keys are rejected 180 s after its handshake. So a handshake younger than 185 s
  *   (REJECT_AFTER_TIME + REKEY_TIMEOUT) means a working session now: **up**.
  * - Store traffic (sync, gossip) received within 30 s also proves the peer is **up**.
- * - Past that, until 275 s (ployz2's PEER_DOWN_INTERVAL = 180 + 5 + 90 s of rekey attempts): **suspect**.
+ * - Past that, until 275 s (180 s, plus 5, plus 90 s of rekey attempts): **suspect**.
  * - Beyond 275 s with no evidence: **down**.
  * - No handshake and no store traffic ever seen: **unknown**; absence of evidence is not evidence of absence.
  *

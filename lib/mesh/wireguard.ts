@@ -144,7 +144,7 @@ export interface MeshPeer {
 
 /** Options of {@link setPeers}. */
 export interface SetPeersOptions {
-  /** Persistent keepalive in seconds; default 25 (ployz2's). */
+  /** Persistent keepalive in seconds; default 25. */
   keepaliveSeconds?: number;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The Machine RPC catalog, assembled from the route groups (`machine_`, `container_`, `image_`, `observe_`,
  * `upgrade_`, `routing_`, `serving_routes.ts`). A capability name never changes meaning; changed semantics get a
- * new `.vN` row (DESIGN.md Stable promise, rules 1 and 4; docs/rpc.md).
+ * new `.vN` row (docs/rpc.md, rules 1 and 4).
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * Container routes of Machine RPC: listing the Machine's Ployz-owned containers, ensuring one from a spec,
  * starting, stopping and removing it, and the health gate. Requests ignore fields they do not know and are strict
- * on the types of those they do; responses are tolerant (DESIGN.md Stable promise, rules 2 and 3; docs/rpc.md).
+ * on the types of those they do; responses are tolerant (docs/rpc.md, rules 2 and 3).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * `fanOut`: one call to many Machines, folded into a Partial Result (DESIGN.md bet 4). Every Machine given ends in
+ * `fanOut`: one call to many Machines, folded into a Partial Result (docs/bets.md, bet 4). Every Machine given ends in
  * exactly one list: `successes` (it answered), `failures` (it was asked and refused, failed or did not answer
  * within the deadline) or `omissions` (it was not asked, with the reason). Nothing collapses into one boolean.
  *

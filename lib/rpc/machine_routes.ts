@@ -2,7 +2,7 @@
  * Machine routes of Machine RPC: what the daemon is (DescribeContract), founding a Cluster (init), its status, and
  * mesh membership (listing Machines as one Machine observes them, joining a Cluster, admitting a joiner's key on
  * the Entry Machine, leaving). Requests ignore fields they do not know and are strict on the types of those they
- * do; responses are tolerant (DESIGN.md Stable promise, rules 2 and 3; docs/rpc.md).
+ * do; responses are tolerant (docs/rpc.md, rules 2 and 3).
  *
  * @module
  */

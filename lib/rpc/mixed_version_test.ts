@@ -1,4 +1,4 @@
-// Machine RPC across releases (DESIGN.md Stable promise, rules 2, 3 and 6; docs/rpc.md), over real unix sockets:
+// Machine RPC across releases (docs/rpc.md, rules 2, 3 and 6), over real unix sockets:
 // a newer client adds an optional request field this daemon does not know, and a newer daemon adds answer fields
 // this client does not know; both sides keep working. Unknown routes are still refused by capability, and a known
 // field of the wrong type is still refused naming it.

@@ -5,7 +5,7 @@
  * `POST /rpc/<capability>` with `{ "protocol_major": 1, ...fields }`; another major is refused `unsupported` with
  * `details.protocol_major`. Errors are non-2xx with `{ "error": { code, message, details } }`.
  *
- * Evolution (DESIGN.md Stable promise; docs/rpc.md). A request reader ignores fields it does not know, so a newer
+ * Evolution (docs/rpc.md). A request reader ignores fields it does not know, so a newer
  * client's optional field reaches an older daemon harmlessly (rule 3), and refuses a known field of the wrong type
  * with `invalid_argument` naming it; `ployz.machine.upgrade.v1` alone refuses unknown fields, failing closed.
  * Response readers are tolerant, so fields a newer daemon adds are kept and an absent optional field means

@@ -1,5 +1,5 @@
 /**
- * Observe routes of Machine RPC: the log contract (DESIGN.md Stable promise: LogHistory and TailLogs) and metric
+ * Observe routes of Machine RPC: the log contract (LogHistory and TailLogs, which every release keeps serving; docs/rpc.md) and metric
  * history. Each Machine answers from its own Observe Store only; a client fans the call out and merges.
  *
  * TailLogs streams NDJSON frames. The variants every reader knows are `line` and `note`; `heartbeat` is sent only

@@ -3,7 +3,7 @@
  *
  * Forwarding (`ployz.machine.forward.v1`). The Entry Machine relays one call to another Machine of its Cluster over
  * the mesh and relays the answer back unchanged: JSON or a stream, success or the target's own error body. It never
- * decides for the target (DESIGN.md bet 6); it refuses only what it cannot relay (a Machine it holds no row for,
+ * decides for the target (docs/bets.md, bet 6); it refuses only what it cannot relay (a Machine it holds no row for,
  * one it cannot connect to). Two spellings reach the same relay:
  * - `POST /rpc/via/<machine_id>/<capability>` with the target's own envelope as the body. Clients use this one: the
  *   body is never re-encoded, and the answer (status, content type, error body naming the target's capability) is

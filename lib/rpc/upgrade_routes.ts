@@ -26,7 +26,7 @@ export interface UpgradeMachineRequest {
 /**
  * Strict reader of {@link UpgradeMachineRequest}: the one request that refuses fields it does not know, because it
  * starts a privileged install and must fail closed rather than ignore what a caller meant (for example a download
- * source), as the Stable promise allows for explicit security refusals.
+ * source), as the Stable promise allows for explicit security refusals (docs/rpc.md).
  */
 export const UpgradeMachineRequestSchema: z.ZodType<UpgradeMachineRequest> = z.strictObject({
   version: VERSION.optional(),

@@ -1,7 +1,7 @@
 /**
  * Loads a {@link CaddyProjection} into one Ingress Proxy and confirms it: each `x-caddy` fragment is validated by
  * adapting the base plus the fragments accepted so far plus it, so a bad fragment is skipped and reported and
- * never breaks the others (ployz2's rule; `/adapt` is the validation, as there). The result is adapted to JSON,
+ * never breaks the others (`/adapt` is the validation). The result is adapted to JSON,
  * keeps the admin block, is loaded with `/load`, and is read back with `/config/`: it counts as loaded only when
  * the read-back equals what was sent. A failed attempt is retried with backoff and reported.
  *

@@ -1,5 +1,5 @@
 /**
- * The Caddy projection: replicated rows → a Caddyfile (ployz2's projection). Pure and deterministic, with no
+ * The Caddy projection: replicated rows → a Caddyfile. Pure and deterministic, with no
  * timestamp, so an unchanged Cluster projects the same text and the loader can skip a reload.
  *
  * - One site per explicit ingress hostname and protocol (`http://host:port`), reverse-proxying to the serving
@@ -8,7 +8,7 @@
  *   `project/service` and the other claim is reported. Routes without an explicit hostname, and `https` routes
  *   (no certificate material in this release), are reported and skipped.
  * - A catch-all `http://` site answers `/.ployz/machine` with this Machine's id and 404 otherwise.
- * - Each Service's `x-caddy` fragment (from its newest serving container) is rendered with ployz2's template
+ * - Each Service's `x-caddy` fragment (from its newest serving container) is rendered with the template
  *   helpers `{{.Name}}`, `{{upstreams}}`, `{{upstreams PORT}}`, `{{upstreams SERVICE}}` and
  *   `{{upstreams SERVICE PORT}}`; the loader validates each one and skips the bad ones.
  *
@@ -173,7 +173,7 @@ function newestFirst(rows: readonly Container[]): Container[] {
   return [...rows].sort((a, b) => compare(created(b), created(a)) || compare(b.id, a.id));
 }
 
-/** Renders ployz2's `x-caddy` template helpers; throws on an unknown helper or Service. */
+/** Renders the `x-caddy` template helpers; throws on an unknown helper or Service. */
 export function renderTemplate(
   template: string,
   current: ServiceGroup,

@@ -60,8 +60,8 @@ export function lookupId(containerId: string): string {
 }
 
 /**
- * `PLOYZ_DNS_UPSTREAMS`: comma-separated `ip[:port]` servers Internal DNS forwards names outside `.internal` to
- * (ployz2's `--dns-upstream`); undefined when unset or empty, which leaves the choice to the host's resolv.conf.
+ * `PLOYZ_DNS_UPSTREAMS`: comma-separated `ip[:port]` servers Internal DNS forwards names outside `.internal` to;
+ * undefined when unset or empty, which leaves the choice to the host's resolv.conf.
  */
 export function dnsUpstreamsFromEnv(
   env: (name: string) => string | undefined = (n) => Deno.env.get(n),

@@ -1,5 +1,5 @@
 /**
- * The Internal DNS process, kept running by the daemon but not hosted by it (DESIGN.md bet 10): where systemd
+ * The Internal DNS process, kept running by the daemon but not hosted by it (docs/bets.md, bet 10): where systemd
  * runs, a runtime unit in `/run/systemd/system/ployz-dns.service` (written only when its text changed, then
  * started); elsewhere (tests, the lab) the daemon spawns `ployzd dns` itself.
  *

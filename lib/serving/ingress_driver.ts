@@ -69,7 +69,7 @@ export interface IngressDriver {
   stop(): Promise<void>;
 }
 
-/** The rescan period of DESIGN.md bet 10: 30 s. */
+/** The rescan period (docs/bets.md, bet 10): 30 s. */
 export const DEFAULT_INGRESS_RESCAN_MS = 30_000;
 
 /** `PLOYZ_INGRESS_RESCAN_SECONDS` (above 0) in milliseconds, else {@link DEFAULT_INGRESS_RESCAN_MS}; for tests. */

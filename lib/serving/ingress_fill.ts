@@ -1,5 +1,5 @@
 /**
- * Client side of "any Deploy fills missing or stopped ingress slots" (DESIGN.md bet 3): for one Machine, start
+ * Client side of "any Deploy fills missing or stopped ingress slots" (docs/bets.md, bet 3): for one Machine, start
  * the newest existing Ingress Proxy when none runs, or create and start one when there is none. It never
  * replaces, upgrades or removes one. Creation goes through `ployz.container.ensure.v1` with a creation key
  * derived from the Machine and slot, so a retried or concurrent fill finds the first container.

@@ -1,5 +1,5 @@
 /**
- * "Ingress the Machine already holds starts" (DESIGN.md bet 10), as a pure decision. On each local container scan
+ * "Ingress the Machine already holds starts" (docs/bets.md, bet 10), as a pure decision. On each local container scan
  * the daemon starts the newest local Ingress Proxy when Docker recorded its failed last start and no other local
  * one is running or restarting — only while the Machine participates and its record accepts ingress, only after
  * a scan that inspected every local container with no container created since that scan began, and never one

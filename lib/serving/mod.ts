@@ -1,13 +1,13 @@
 /**
  * Serving: what each Machine projects from the replicated rows onto its Internal DNS and its Ingress Proxy, the
- * Serving Pointer and its acks, the retire loop, and the Ingress Proxy's lifecycle (DESIGN.md bets 3, 9, 10).
+ * Serving Pointer and its acks, the retire loop, and the Ingress Proxy's lifecycle (docs/bets.md, bets 3, 9, 10).
  *
  * - **What serves.** A Service with a Serving Pointer is served only by containers of the pointed Deployment; one
  *   without a pointer by all its containers; either way only running, healthy (or probe-less), addressed
  *   containers not marked stopping ({@link servingGroups}).
  * - **DNS.** {@link projectDns} feeds lib/dns's `renderDnsSpec`; {@link DnsSpecWriter} is the single writer of
  *   dns.json; {@link renderDnsRuntimeUnit} and the {@link DnsRunner} strategies keep `ployzd dns` running.
- * - **Caddy.** {@link projectCaddy} renders ployz2's projection from `x-ports` (carried as the `ployz.ingress`
+ * - **Caddy.** {@link projectCaddy} renders the projection from `x-ports` (carried as the `ployz.ingress`
  *   label, {@link servingLabels}) and `x-caddy` fragments; {@link loadCaddy} validates each fragment with
  *   `/adapt` (a bad one is skipped and reported), loads with `/load` and confirms with `/config/`.
  * - **Acks and retire.** A Machine acks a pointer once its DNS spec and its Caddy config loaded it

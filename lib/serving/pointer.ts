@@ -1,7 +1,7 @@
 /**
  * Serving Pointers: the Machine-side handlers of `ployz.serving.set_pointer.v1` and
  * `ployz.serving.pointer_status.v1`, over this Machine's copy of the store. Setting a pointer is a name-keyed
- * write: concurrent writers converge to one last-writer-wins winner, and losing is silent (DESIGN.md bet 5).
+ * write: concurrent writers converge to one last-writer-wins winner, and losing is silent (docs/bets.md, bet 5).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The retire loop's decision (DESIGN.md bet 3), pure: which of this Machine's own containers a Serving Pointer
+ * The retire loop's decision (docs/bets.md, bet 3), pure: which of this Machine's own containers a Serving Pointer
  * superseded may stop now. A container is superseded when its Service has a pointer naming another Deployment
  * that the pointer lists as superseded (see `supersededOf`; a pointer without the list supersedes every other).
  * It may stop once every Machine not Down has acked the pointer (same Deployment, and same version when the

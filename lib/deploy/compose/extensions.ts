@@ -1,5 +1,5 @@
 /**
- * The ployz2 `x-` extensions on a service: `x-ports` (see ports.ts), `x-machines`, `x-caddy` and
+ * The Ployz `x-` extensions on a service: `x-ports` (see ports.ts), `x-machines`, `x-caddy` and
  * `x-pre_deploy` (`ployz/src/compose/extensions.rs`).
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Which Compose keys are honoured, warned about (ignored) or refused, following ployz2's Compose adapter
+ * Which Compose keys are honoured, warned about (ignored) or refused
  * (`ployz/src/compose/convert.rs` `classify`). Keys that are not Compose keys at all are refused, as
  * `docker compose config` refuses them; `x-` keys are always allowed.
  *
@@ -83,9 +83,9 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "x-caddy",
     "x-pre_deploy",
   ]),
-  // ployz2 refuses these outright.
+  // Refused outright.
   "security_opt": { refuse: "is not supported" },
-  // ployz2 warns about these and ignores them.
+  // Warned about and ignored.
   ...warned([
     "dns",
     "dns_opt",
@@ -106,7 +106,7 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
   "x-port": { warn: `${IGNORED}: did you mean "x-ports"` },
   "x-machine": { warn: `${IGNORED}: did you mean "x-machines"` },
   "container_name": { warn: "is ignored: Ployz names containers itself" },
-  // Compose keys ployz2 drops without a word; warning is more honest.
+  // Compose keys that have no effect here; a warning says so rather than dropping them silently.
   ...warned([
     "annotations",
     "attach",
@@ -139,7 +139,7 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "pull_refresh_after",
     "use_api_socket",
   ]),
-  // ployz2 supports these; this loader does not yet, and ignoring them would run a different container.
+  // Not supported yet, and ignoring them would run a different container, so they are refused.
   ...refused(["configs", "devices", "gpus", "pid"], NOT_YET),
   extends: { refuse: "is not supported: copy the base service's keys into this one" },
 };
@@ -229,7 +229,7 @@ export const ENV_FILE_KEYS: Record<string, KeyRule> = {
   format: { refuse: NOT_YET },
 };
 
-/** `x-pre_deploy` keys: ployz2 refuses every other key, `x-` ones included. */
+/** `x-pre_deploy` keys: every other key is refused, `x-` ones included. */
 export const PRE_DEPLOY_KEYS: Record<string, KeyRule> = read([
   "command",
   "environment",

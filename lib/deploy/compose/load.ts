@@ -1,6 +1,6 @@
 /**
  * Loads a Compose file into a {@linkcode NormalizedProject}: YAML syntax, interpolation, key checks, every
- * service, volumes and the ployz2 extensions. Every problem in the file is collected before failing.
+ * service, volumes and the Ployz `x-` extensions. Every problem in the file is collected before failing.
  *
  * @module
  */

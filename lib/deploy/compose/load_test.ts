@@ -144,7 +144,7 @@ Deno.test("loadCompose() refuses replicas written as a word", () => {
   );
 });
 
-Deno.test("loadCompose() refuses zero replicas, as ployz2 does", () => {
+Deno.test("loadCompose() refuses zero replicas", () => {
   onlyIssue(problems("services:\n  web:\n    image: nginx\n    deploy: {replicas: 0}\n"), {
     line: 4,
     path: "services.web.deploy.replicas",
@@ -195,7 +195,7 @@ Deno.test("loadCompose() refuses an unknown top-level key but allows x- keys", (
   );
 });
 
-Deno.test("loadCompose() refuses the keys ployz2 refuses", () => {
+Deno.test("loadCompose() refuses the keys it does not support", () => {
   const text = [
     "services:",
     "  web:",
@@ -214,7 +214,7 @@ Deno.test("loadCompose() refuses the keys ployz2 refuses", () => {
   assert.match(list[2].message, /use x-machines/);
 });
 
-Deno.test("loadCompose() warns about the keys ployz2 warns about and still loads", () => {
+Deno.test("loadCompose() warns about the keys it ignores and still loads", () => {
   const text = [
     "services:",
     "  web:",
@@ -254,7 +254,7 @@ Deno.test("loadCompose() refuses a short-syntax port with a non-numeric containe
   });
 });
 
-Deno.test("loadCompose() refuses port ranges, as ployz2 does", () => {
+Deno.test("loadCompose() refuses port ranges", () => {
   onlyIssue(problems("services:\n  web:\n    image: nginx\n    ports:\n      - 8000-8010:8000\n"), {
     line: 5,
     path: "services.web.ports[0]",
@@ -270,7 +270,7 @@ Deno.test("loadCompose() refuses an unknown port protocol", () => {
   });
 });
 
-Deno.test("loadCompose() refuses short-syntax ports in ingress mode with a hint, as ployz2 does", () => {
+Deno.test("loadCompose() refuses short-syntax ports in ingress mode with a hint", () => {
   onlyIssue(problems("services:\n  web:\n    image: nginx\n    ports: ['8080:80/udp']\n"), {
     line: 4,
     path: "services.web.ports[0]",
@@ -394,7 +394,7 @@ Deno.test("loadCompose() refuses names with .., / or uppercase", () => {
   assert.match(list[3].message, /invalid volume name "..\/etc"/);
 });
 
-Deno.test("loadCompose() refuses a project name with an underscore, as ployz2 does", () => {
+Deno.test("loadCompose() refuses a project name with an underscore", () => {
   onlyIssue(problems("name: my_app\nservices:\n  web: {image: nginx}\n"), {
     line: 1,
     column: 7,
@@ -547,7 +547,7 @@ Deno.test("loadCompose() checks depends_on targets, cycles and conditions", () =
   assert.match(list[2].message, /use x-pre_deploy/);
 });
 
-Deno.test("loadCompose() refuses unknown x-pre_deploy keys, as ployz2 does", () => {
+Deno.test("loadCompose() refuses unknown x-pre_deploy keys", () => {
   const text =
     "services:\n  db:\n    image: x\n    x-pre_deploy:\n      command: [migrate]\n      user: root\n";
   onlyIssue(problems(text), {

@@ -3,7 +3,7 @@
  * {@linkcode NormalizedProject}, the plain JSON saved as a Project's Saved State, and compares Service specs
  * to decide whether a container is UpToDate, NeedsUpdate or NeedsRecreate.
  *
- * Semantics follow ployz2's Compose adapter: the supported key subset, `x-ports` / `x-machines` /
+ * Semantics: the supported key subset, `x-ports` / `x-machines` /
  * `x-caddy` / `x-pre_deploy`, the keys it refuses (`security_opt`, `read_only: true`, `deploy.placement`,
  * port ranges, `service_completed_successfully`) and those it warns about (`networks`, `dns`, `tmpfs`, …,
  * the typos `x-port` and `x-machine`). Where this loader differs (no image builder, so `build` without

@@ -1,6 +1,6 @@
 /**
  * Service `volumes`: named volumes (declared at top level), bind mounts of absolute Machine paths, and tmpfs,
- * in the short (`SRC:DST[:OPTS]`) and long syntax. Relative bind sources are refused as ployz2 refuses them:
+ * in the short (`SRC:DST[:OPTS]`) and long syntax. Relative bind sources are refused:
  * a Machine has no copy of the directory the compose file sits in.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Port publications, as ployz2 reads them (`ployz/src/compose/ports.rs`):
+ * Port publications:
  *
  * - `x-ports: "[hostname:][lb_port:]port/http|https"` routes HTTP(S) through Caddy;
  * - `x-ports: "[ip:]published:port[/tcp|udp]@host"` publishes on the Machine's own address;
@@ -173,7 +173,7 @@ export function parseShortPort(value: string): Parsed<ShortPort> {
   return ok({ hostIp: hostIp.value, published, target: target.value, protocol: proto.value });
 }
 
-/** Turns a standard `ports` entry into a host publication, refusing ingress mode as ployz2 does. */
+/** Turns a standard `ports` entry into a host publication, refusing ingress mode. */
 export function standardPort(port: ShortPort, mode: string, original: string): Parsed<NormalizedPort> {
   if (mode === "ingress") return err(`port "${original}" uses ingress mode: ${TRANSPORT_INGRESS}`);
   if (mode !== "host") return err(`invalid port mode "${mode}": expected "host" or "ingress"`);

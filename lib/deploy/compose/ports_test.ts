@@ -9,7 +9,7 @@ function parsed(text: string): NormalizedPort {
   return result.value;
 }
 
-Deno.test("parseExtensionPort() reads ingress forms with ployz2's defaults", () => {
+Deno.test("parseExtensionPort() reads ingress forms with their defaults", () => {
   assert.deepEqual(parsed("80/http"), {
     kind: "ingress",
     hostname: null,
@@ -46,7 +46,7 @@ Deno.test("parseExtensionPort() reads host forms, IPv4 and IPv6", () => {
   assert.equal((parsed("::1:53:53/udp@host") as { hostIp: string }).hostIp, "::1");
 });
 
-Deno.test("parseExtensionPort() refuses what ployz2 refuses", () => {
+Deno.test("parseExtensionPort() refuses what it cannot publish", () => {
   const cases: [string, RegExp][] = [
     ["80/tcp", /TCP\/UDP ingress is not supported/],
     ["80:80/http@host", /unsupported protocol "http"/],

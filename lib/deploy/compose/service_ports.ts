@@ -10,7 +10,7 @@ import { parseExtensionPort, parseHostIp, parsePortNumber, parseShortPort, stand
 import { child, entries, type Entry, fail, isMapping, items, type Reader, text } from "./reader.ts";
 import type { NormalizedPort } from "./types.ts";
 
-/** Reads `ports` or `x-ports` (never both, as ployz2 requires). */
+/** Reads `ports` or `x-ports` (never both). */
 export function readPorts(
   reader: Reader,
   ports: Entry | undefined,

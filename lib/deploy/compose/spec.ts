@@ -1,6 +1,5 @@
 /**
- * What a container reads at creation, its digest, and how two specs of one Service differ, following
- * ployz2's `compare_specs` (`ployz-core/src/domain/spec.rs`).
+ * What a container reads at creation, its digest, and how two specs of one Service differ.
  *
  * @module
  */
@@ -86,13 +85,13 @@ export function serviceSpecDigest(service: NormalizedService, project?: Normaliz
 }
 
 /**
- * Classifies how an existing container built from `current` relates to `requested`, as ployz2 does:
+ * Classifies how an existing container built from `current` relates to `requested`:
  * a changed pull policy of `always` always recreates; any change to what a container reads at creation
  * (including `x-machines` placement and `x-caddy`) recreates; a change only to CPU or memory limits is
  * NeedsUpdate; planner-only changes (replicas, update order, hooks, dependencies) leave the container
  * UpToDate, because adding or removing replicas is placement, not a change to this container. Switching
- * between replicated and global recreates. Unlike
- * ployz2, a changed `shm_size` recreates, because Docker cannot update it in place.
+ * between replicated and global recreates. A changed `shm_size` recreates, because Docker cannot update it in
+ * place.
  */
 export function compareServiceSpecs(
   current: NormalizedService,

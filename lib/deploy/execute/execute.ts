@@ -1,11 +1,11 @@
 /**
  * The executor: runs a plan's operations, at most `parallel` at once and at most `perMachine` on one Machine, each
- * only after the operations it depends on completed (`schedule.ts`); `parallel: 1` runs them strictly in order,
- * as ployz2 did (`ployz/src/deploy/exec/mod.rs`). After the first failure nothing new starts; operations already
- * running finish and are reported as they ended. A request sent whose answer never came is reported as such
- * (unknown outcome), never as failed or done. Every new or started container passes its health gate on its Machine. Only a
- * replacement that fails is compensated: the new container is stopped and kept as evidence, and for stop-first the
- * old one is started again. A failed hook container is kept too. Nothing else is undone.
+ * only after the operations it depends on completed (`schedule.ts`); `parallel: 1` runs them strictly in order.
+ * After the first failure nothing new starts; operations already running finish and are reported as they ended. A
+ * request sent whose answer never came is reported as such (unknown outcome), never as failed or done. Every new or
+ * started container passes its health gate on its Machine. Only a replacement that fails is compensated: the new
+ * container is stopped and kept as evidence, and for stop-first the old one is started again. A failed hook
+ * container is kept too. Nothing else is undone.
  *
  * Under a Serving Pointer, a start-first replacement leaves the old container running: once the Service's new
  * containers all passed health, the `point` operation moves the pointer, and the old container's Machine stops it

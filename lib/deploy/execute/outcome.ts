@@ -1,6 +1,7 @@
 /**
  * The Deploy Outcome: what completed, what failed with its evidence (or was sent and never answered), what was
- * not attempted, and the compensation done (DESIGN.md bets 4 and 8). Nothing is rolled back except a replacement that failed.
+ * not attempted, and the compensation done (docs/bets.md, bets 4 and 8). Nothing is rolled back except a
+ * replacement that failed.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The health gate of a new container, as ployz2 bounds it: wait the monitor period, then allow a configured
+ * The health gate of a new container, bounded: wait the monitor period, then allow a configured
  * check start_period + (interval + timeout) × retries + 5 s (Docker's defaults 0, 30 s, 30 s, 3).
  *
  * @module
@@ -8,7 +8,7 @@
 import type { NormalizedHealthcheck } from "../compose/types.ts";
 import type { HealthGate } from "./types.ts";
 
-/** Default monitor period (ployz2 `PLOYZ_HEALTH_MONITOR_PERIOD`'s default). */
+/** Default monitor period. */
 export const DEFAULT_MONITOR_MS = 5_000;
 
 const MARGIN_MS = 5_000;

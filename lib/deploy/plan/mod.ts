@@ -1,5 +1,5 @@
 /**
- * Client-side Deploy planning (DESIGN.md bets 3, 4, 8, 10): a Deploy Intent from the Project's Saved State, a
+ * Client-side Deploy planning (docs/bets.md, bets 3, 4, 8, 10): a Deploy Intent from the Project's Saved State, a
  * Snapshot of each Machine's Live Observation with failures and omissions kept, and a Plan of ordered operations
  * with its Preview (warnings and Data Loss). Pure logic; Machines are reached only through {@linkcode MachineApi}.
  *

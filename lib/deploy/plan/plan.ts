@@ -1,5 +1,5 @@
 /**
- * The planner: from a Deploy Intent and a Snapshot to an ordered list of operations, following ployz2's rules
+ * The planner: from a Deploy Intent and a Snapshot to an ordered list of operations, by these rules
  * (`ployz/src/deploy/planning*.rs`): Services in dependency order; per Service its `x-pre_deploy` hook, then its
  * slots 1..replicas (create a missing one, keep an UpToDate one, replace a changed one, start a stopped one), then
  * removals of extra slots; obsolete Services are removed last, and only from a complete Snapshot. A replacement is
@@ -8,7 +8,7 @@
  * With {@linkcode ServingPlanOptions}, each Service whose containers change gets a `point` operation after its
  * changes (its Serving Pointer moves once they passed health), a start-first replacement leaves the old container
  * to its Machine's retire loop, and each observed Machine that accepts ingress and runs no Ingress Proxy gets an
- * `ingress` fill at the very end (DESIGN.md bets 3 and 9).
+ * `ingress` fill at the very end (docs/bets.md, bets 3 and 9).
  *
  * Placement across Machines: a replicated Service's slot stays on the Machine that already holds it, and an empty
  * slot goes to the eligible Machine with the fewest of the Service's slots (spread); a Global Service gets one slot
@@ -62,7 +62,7 @@ export interface ServingPlanOptions {
   ingress?: { project: string; service: string; image?: string };
 }
 
-/** ployz2's hook timeout. */
+/** The default timeout of a pre-deploy hook. */
 export const DEFAULT_HOOK_TIMEOUT_MS = 300_000;
 
 /** An op before its index is known. */

@@ -1,6 +1,6 @@
 /**
  * The Deploy Snapshot: each Machine's Live Observation of one Project, taken through the Entry Machine, with
- * per-Machine failures and omissions kept beside the successes (DESIGN.md bet 4), never folded into a boolean.
+ * per-Machine failures and omissions kept beside the successes (docs/bets.md, bet 4), never folded into a boolean.
  *
  * @module
  */

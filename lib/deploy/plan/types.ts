@@ -18,7 +18,7 @@ export interface ContainerRef {
 
 /** The health gate a new or started container must pass. */
 export interface HealthGate {
-  /** Give up after this long (ployz2: start_period + (interval + timeout) × retries + 5 s). */
+  /** Give up after this long (start_period + (interval + timeout) × retries + 5 s). */
   deadlineMs: number;
   /** The container must stay up this long first. */
   monitorMs: number;
