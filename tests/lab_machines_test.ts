@@ -10,7 +10,7 @@ import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
-import { ployzCli } from "./support/lab.ts";
+import { fetchInLab, ployzCli } from "./support/lab.ts";
 import { readRows, storeDigest } from "./support/lab_store.ts";
 import { needs } from "./support/needs.ts";
 
@@ -165,23 +165,7 @@ Deno.test(needs(["lab"], {
         "web3",
       ])).stdout.trim();
       assert.match(address, /^10\.210\.2\.\d+$/);
-      const fetchFromM1 = (): Promise<RunResult> =>
-        ployz([
-          "lab",
-          "exec",
-          "m1",
-          ...at,
-          "--",
-          "docker",
-          "run",
-          "--rm",
-          "--network",
-          "ployz",
-          IMAGE,
-          "sh",
-          "-c",
-          `wget -q -O - http://${address}/ & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`,
-        ]);
+      const fetchFromM1 = (): Promise<RunResult> => ployz(fetchInLab(dir, "m1", `http://${address}/`));
       assert.match((await fetchFromM1()).stdout, /hello-from-web3\s+rc=0/, "m1's container reaches m3's");
 
       await t.step("partition m1,m2 / m3: each side answers, writes, and judges the other side", async () => {

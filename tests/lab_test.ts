@@ -6,15 +6,10 @@ import assert from "node:assert/strict";
 import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { exists, run } from "./support/spawn.ts";
-import { ployzCli } from "./support/lab.ts";
+import { fetchInLab, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const { ployz, ok } = ployzCli({ PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET });
-
-// busybox wget's -T crashes in this image, so bound the fetch with a shell timer; prints the body, then rc=<code>.
-function fetchScript(url: string): string {
-  return `wget -q -O - ${url} & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`;
-}
 
 /** Live (non-zombie) processes whose command line mentions `needle`. */
 function liveProcessesMentioning(needle: string): string[] {
@@ -83,22 +78,7 @@ Deno.test(needs(["lab"], {
         "web",
       ])).stdout.trim();
       assert.match(address, /^10\.210\.2\.\d+$/, "the container is on m3's Machine Subnet");
-      const fetch = [
-        "lab",
-        "exec",
-        "m1",
-        ...at,
-        "--",
-        "docker",
-        "run",
-        "--rm",
-        "--network",
-        "ployz",
-        IMAGE,
-        "sh",
-        "-c",
-        fetchScript(`http://${address}/`),
-      ];
+      const fetch = fetchInLab(dir, "m1", `http://${address}/`);
 
       const before = await ok(fetch);
       assert.match(before.stdout, /hello-from-m3\s+rc=0/, `m1 reaches m3: ${before.stdout}`);

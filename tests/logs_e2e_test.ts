@@ -10,7 +10,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { connectMachine, readTailFrame, RpcError } from "../lib/rpc/mod.ts";
 import { type MachineEnv, machineEnv, ployz, spawnProgram, startServe } from "./support/daemon.ts";
-import { DOCKER_SOCKET, IMAGE, isSocket } from "./support/docker.ts";
+import { DOCKER_SOCKET, dockerRootOf, IMAGE, isSocket } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { needs } from "./support/needs.ts";
 
@@ -22,8 +22,7 @@ Deno.test(needs(["docker"], {
   name: "ployz logs reads a removed container's output through ployzd serve and the ployzd observe it starts",
   async fn(): Promise<void> {
     const docker = new Docker({ socketPath: DOCKER_SOCKET });
-    const info = await docker.info();
-    const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
+    const dockerRoot = await dockerRootOf(docker);
     const root = await Deno.makeTempDir({ prefix: "ployz-logs-e2e-" });
     const env = await machineEnv(root, {
       dockerSocket: DOCKER_SOCKET,

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { ROOT } from "./support/spawn.ts";
-import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { DOCKER_SOCKET, dockerRootOf, IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
 
 const BURSTS = 6;
@@ -91,8 +91,7 @@ Deno.test(needs(["docker"], {
   name: "ployzd observe stores a real container's local logs exactly once, across kill -9 and removal",
   async fn(): Promise<void> {
     const docker = new Docker({ socketPath: DOCKER_SOCKET });
-    const info = await docker.info();
-    const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
+    const dockerRoot = await dockerRootOf(docker);
     const root = await Deno.makeTempDir({ prefix: "ployz-observe-e2e-" });
     const env = {
       PLOYZ_DATA_DIR: join(root, "data"),

@@ -6,15 +6,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { metricHistory, MetricStore, openLogStore, Sampler } from "../lib/observe/mod.ts";
-import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { DOCKER_SOCKET, dockerRootOf, IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
 
 Deno.test(needs(["docker"], {
   name: "the sampler reads a busy and an idle real container, and a removed one becomes container_gone",
   async fn(): Promise<void> {
     const docker = new Docker({ socketPath: DOCKER_SOCKET });
-    const info = await docker.info();
-    const dockerRoot = Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String(info.DockerRootDir);
+    const dockerRoot = await dockerRootOf(docker);
     const run = crypto.randomUUID().slice(0, 8);
     const dir = await Deno.makeTempDir({ prefix: "ployz-metrics-e2e-" });
     const store = openLogStore({ path: join(dir, "observe.db") });

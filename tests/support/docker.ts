@@ -86,6 +86,11 @@ export function dockerTest(name: string, fn: (scope: Scope) => Promise<void>): v
   }));
 }
 
+/** Where the engine keeps container data (its log files among them): `PLOYZ_DOCKER_ROOT`, else what it reports. */
+export async function dockerRootOf(raw: Docker): Promise<string> {
+  return Deno.env.get("PLOYZ_DOCKER_ROOT") ?? String((await raw.info()).DockerRootDir);
+}
+
 /** A host port nothing listens on right now. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -1,6 +1,7 @@
 // A lab fixture for the lab tests: Machines brought up through the real `ployz lab`, always taken down.
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { IMAGE } from "./docker.ts";
 import { DOCKER_SOCKET } from "./needs.ts";
 import { ROOT, run, type RunResult } from "./spawn.ts";
 
@@ -27,6 +28,32 @@ export function ployzCli(env: Record<string, string>): Cli {
 /** `docker` against Machine `m`'s own dockerd in the lab at `dir`. */
 export function labDocker(dir: string, m: string, args: string[]): Promise<RunResult> {
   return run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
+}
+
+/**
+ * `ployz lab exec <m> --dir <dir> -- docker run` of a throwaway container on Machine `m`'s `ployz` network that
+ * fetches `url` and prints the body, then `rc=<wget's exit code>`. busybox wget's `-T` crashes in the test image,
+ * so a shell timer bounds the fetch to 5 s.
+ */
+export function fetchInLab(dir: string, m: string, url: string): string[] {
+  const script = `wget -q -O - ${url} & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`;
+  return [
+    "lab",
+    "exec",
+    m,
+    "--dir",
+    dir,
+    "--",
+    "docker",
+    "run",
+    "--rm",
+    "--network",
+    "ployz",
+    IMAGE,
+    "sh",
+    "-c",
+    script,
+  ];
 }
 
 /** A lab brought up for one test, with the ways the test acts on it. */
