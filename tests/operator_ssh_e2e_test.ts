@@ -16,12 +16,12 @@ import { sshArgs } from "../lib/installer/mod.ts";
 import { chooseConnection, openConnection } from "../lib/operator/mod.ts";
 import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch, viaEntry } from "../lib/rpc/mod.ts";
-import { ROOT, run, type RunResult } from "./harness.ts";
-import { eventually, labNotReady, startLab } from "./lab_support.ts";
+import { IMAGE } from "./support/docker.ts";
+import { startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+import { ROOT, run, type RunResult } from "./support/spawn.ts";
 
-const IMAGE = "ployz-test/busybox:1";
-const notReady = labNotReady();
-const HAVE_SSHD = await Deno.stat("/usr/sbin/sshd").then(() => true, () => false);
 const OPERATOR_ADDRESS = "192.0.2.50";
 const SSH_PORT = 2222;
 /** A port of the same sshd whose sessions find no ployzd on their PATH. */
@@ -67,17 +67,12 @@ async function sh(cmd: string, args: string[]): Promise<RunResult> {
   return result;
 }
 
-Deno.test({
+Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
   name:
     "operator namespace drives a 3-Machine lab over SSH: contexts, refusals, deploy, reads, a cut connection",
-  ignore: (notReady !== undefined || !HAVE_SSHD) && Deno.env.get("CI") === undefined,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The operator SSH test needs a lab host when CI is set: ${notReady}`);
-    }
-    if (!HAVE_SSHD) throw new Error("The operator SSH test needs /usr/sbin/sshd (Debian openssh-server)");
     await using lab = await startLab("os", 4, { join: 3 });
     const state = JSON.parse(await Deno.readTextFile(join(lab.dir, "lab.json"))) as LabJson;
     const plan = state.plan;
@@ -658,4 +653,4 @@ Deno.test({
       await run("ip", ["netns", "del", opNs]);
     }
   },
-});
+}));

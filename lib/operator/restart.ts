@@ -1,7 +1,7 @@
 // `ployz restart`: every slot of a Service, one at a time, each stopped, started and put through the Machine's
 // health gate before the next is touched. The Serving Pointer is never moved (the same containers keep serving the
 // same Deployment); the first slot that does not come back healthy stops the run, and the Outcome names what was
-// restarted, what failed and what was never attempted (DESIGN.md bet 4: no rollback).
+// restarted, what failed and what was never attempted (docs/bets.md, bet 4: no rollback).
 import type {
   CallOptions,
   ContainerRefRequest,
