@@ -67,6 +67,11 @@ export const AREAS: Readonly<Record<string, Area>> = {
       "Serving: DNS and Ingress Proxy projections of the rows, Serving Pointers and acks, the retire loop.",
     uses: ["deploy", "dns", "installer", "store", "util"],
   },
+  operator: {
+    about:
+      "The operator's side: contexts naming a Cluster's Entry Machine, and reaching it by socket or SSH.",
+    uses: ["installer", "rpc", "util"],
+  },
   lab: {
     about:
       "The local multi-Machine lab: namespaces with their own dockerd and ployzd, partitions and profiles.",

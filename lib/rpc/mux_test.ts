@@ -108,6 +108,7 @@ Deno.test("`dial-stdio --mux` with no daemon exits before greeting, and the call
     ok(error.message.includes("Cannot connect to the Machine RPC socket"), error.message);
   } finally {
     client.close();
+    await session.close();
     await child.status;
     await Deno.remove(dir, { recursive: true });
   }
