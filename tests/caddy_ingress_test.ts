@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { backendSpec, buildCaddyImage, emptyCloses, get, publishAll } from "./support/caddy.ts";
 import { DOCKER_SOCKET, dockerTest, freePort, testSubnet } from "./support/docker.ts";
-import { eventually } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 import {
   configDials,
   ingressContainerSpec,
@@ -147,7 +147,7 @@ dockerTest(
         const second = await loop.pass();
         assert.deepEqual(second.retire.retire.map((r) => r.reason), ["acked"]);
         assert.deepEqual(second.stopped, [backends.a1]);
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await sleep(500);
       } finally {
         running = false;
         await Promise.all(clients);

@@ -7,6 +7,7 @@ import { connectMachine, type MachineClient } from "../lib/rpc/mod.ts";
 import { type MachineEnv, machineEnv, outcomeOf, ployz, spawnProgram, startServe } from "./support/daemon.ts";
 import { DOCKER_SOCKET, freePort, IMAGE, removeByLabel } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const IMAGE2 = "ployz-test/busybox:2";
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
@@ -245,7 +246,7 @@ Deno.test(needs(["docker"], {
         // Scaled to 1 before: a second container means the first run is past its first create.
         while ((await apis()).length < 2) {
           ok(Date.now() < until, "the first run never created a container");
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          await sleep(100);
         }
         child.kill("SIGKILL");
         await child.status;
@@ -268,7 +269,7 @@ Deno.test(needs(["docker"], {
         const until2 = Date.now() + 60_000;
         while ((await apis()).some((c) => c.id === old[0].id && c.state === "running")) {
           ok(Date.now() < until2, `the retire loop never stopped "${old[0].name}"`);
-          await new Promise((resolve) => setTimeout(resolve, 500));
+          await sleep(500);
         }
       });
 

@@ -15,6 +15,7 @@ import { DOCKER_SOCKET, IMAGE, randomSubnet } from "./support/docker.ts";
 import { startEngine } from "./support/engine.ts";
 import { type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 /** What `GET /containers/json` lists, as far as these tests read it. */
@@ -88,7 +89,7 @@ Deno.test(needs(["engine"], {
         (await raw.listContainers({ filters: { label: [`ployz.project=${project}`] } })).length;
       while (await running() < 2) {
         ok(Date.now() < until, "the deploy never started its second replica");
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(100);
       }
       // A crash, not a shutdown: a stopping dockerd first stops the containers, and the gate would report
       // their exit (code 137) rather than the engine going away.

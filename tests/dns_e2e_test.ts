@@ -15,6 +15,7 @@ import {
   udpQuery,
 } from "./support/dns.ts";
 import { ROOT, run, tempLayout } from "./support/spawn.ts";
+import { sleep } from "./support/poll.ts";
 
 function spec(port: number, replicas: string[], upstreams?: string[]) {
   return renderDnsSpec({
@@ -39,7 +40,7 @@ async function until(what: string, check: () => Promise<boolean>, ms = 10_000): 
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
 import { dnsTestFlags, freeDnsPort, startDns, udpQuery } from "./support/dns.ts";
 import { run, tempLayout } from "./support/spawn.ts";
+import { sleep } from "./support/poll.ts";
 
 const QUERIES = 10_000;
 
@@ -62,7 +63,7 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
       "8",
     ]);
     // While the flood is outstanding, a name under .internal is still answered at once.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     const during = await udpQuery(port, "web.shop.internal", 2000);
     const perf = await flood;
     const seconds = (performance.now() - started) / 1000;

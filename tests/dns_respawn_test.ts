@@ -7,6 +7,7 @@ import { type SupervisedDnsRunner, supervisedDnsRunner } from "../lib/daemon/mod
 import { type DnsSpec, renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
 import { dnsTestFlags, freeDnsPort, udpFree, udpQuery } from "./support/dns.ts";
 import { ROOT, type TempLayout, tempLayout } from "./support/spawn.ts";
+import { sleep } from "./support/poll.ts";
 
 /** A respawned child must answer again within this bound: a 1 s or 2 s backoff plus a deno start. */
 const ANSWER_AGAIN_MS = 10_000;
@@ -47,7 +48,7 @@ async function answered(port: number, ms = ANSWER_AGAIN_MS): Promise<number> {
     if (Date.now() - start > ms) {
       throw new Error(`No answer on ${port} within ${ms} ms: ${JSON.stringify(outcome)}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 
@@ -55,7 +56,7 @@ async function until(what: string, check: () => boolean, ms = 10_000): Promise<v
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 
@@ -86,7 +87,7 @@ Deno.test("a ployzd dns child killed with SIGKILL is respawned with a growing de
   }
   assert.equal(dns.pid(), undefined);
   assert.ok(await udpFree(port), "the stopped child released its port");
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sleep(1500);
   assert.equal(dns.pid(), undefined, "a requested stop is not undone by a respawn");
   assert.ok(await udpFree(port));
 });
@@ -104,7 +105,7 @@ Deno.test("a ployzd dns child that cannot serve the spec (exit 3) stays down and
     await Deno.writeTextFile(specPath, JSON.stringify({ ...spec(port), format: 2 }));
     await until("the exit-3 report", () => lines.some((l) => /exited with code 3/.test(l)));
     assert.match(lines.at(-1) ?? "", /cannot serve the current DNS spec, not restarting it/);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await sleep(2500);
     assert.equal(dns.pid(), undefined, "not respawned");
     assert.equal(lines.length, 1, lines.join("\n"));
     assert.ok(await udpFree(port), "the port stays handed back");

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
 import { type DnsProcess, dnsTestFlags, freeDnsPort, startDns, tcpQuery, udpClient } from "./support/dns.ts";
 import { tempLayout } from "./support/spawn.ts";
+import { sleep } from "./support/poll.ts";
 
 const CLIENTS = 4;
 const RESTARTS = 3;
@@ -65,7 +66,7 @@ async function restartCycles(overlap: boolean, restarts: number): Promise<Tally>
     processes.push(current);
     await current.waitFor(/Serving spec/);
     const loop = queryLoop(port);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     for (let i = 0; i < restarts; i++) {
       let next: DnsProcess;
       if (overlap) {
@@ -84,7 +85,7 @@ async function restartCycles(overlap: boolean, restarts: number): Promise<Tally>
       current = next;
       // TCP keeps working on the successor too.
       ok("addresses" in await tcpQuery(port, "web.shop.internal"));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
     }
     return await loop.stop();
   } finally {

@@ -7,6 +7,7 @@ import Docker from "dockerode";
 import { DOCKER_SOCKET, isSocket, randomSubnet } from "./support/docker.ts";
 import { alive, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 
@@ -79,7 +80,7 @@ Deno.test(needs(["docker"], {
       const until = Date.now() + 30_000;
       while ((dns = childrenOf(pid).filter((c) => / dns$/.test(cmdline(c).trim()))).length === 0) {
         ok(Date.now() < until, `ployzd serve (pid ${pid}) runs no ployzd dns child`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await sleep(200);
       }
 
       const down = await run(join(ROOT, "examples", "hello", "down.sh"), [], env);

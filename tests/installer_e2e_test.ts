@@ -8,6 +8,7 @@ import { DOCKER_ENV } from "./support/docker.ts";
 import { sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const TRIPLE = Deno.build.target;
 
@@ -108,7 +109,7 @@ class Machine extends SystemdMachine {
     while (true) {
       const record = await this.status(id);
       if (record.outcome !== undefined || Date.now() > deadline) return record;
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await sleep(1000);
     }
   }
 
@@ -242,7 +243,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`], {
           let line = "";
           while (!(line = await m.ok("cat /tmp/a.out")).includes("Accepted upgrade attempt")) {
             ok(Date.now() < deadline, `no acceptance: ${line}`);
-            await new Promise((resolve) => setTimeout(resolve, 200));
+            await sleep(200);
           }
           upgradeId = line.match(/Accepted upgrade attempt ([a-z0-9]+)/)![1];
           const busy = await m.exec("ployzd install --upgrade --version 0.2.0 --request-key k2");

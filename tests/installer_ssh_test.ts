@@ -22,6 +22,7 @@ import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
 import { buildReleaseSource, sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const TRIPLE = Deno.build.target;
 const RUN = crypto.randomUUID().slice(0, 8);
@@ -180,7 +181,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
         const deadline = Date.now() + 30_000;
         while ((await entry.exec(`curl -fsS ${HTTP}/v0/stable`)).stdout.trim() !== CLI) {
           ok(Date.now() < deadline, `the http source did not answer: ${await entry.ok("cat /tmp/http.log")}`);
-          await new Promise((resolve) => setTimeout(resolve, 300));
+          await sleep(300);
         }
         // The production bootstrap line, against this source.
         const r = await entry.exec(

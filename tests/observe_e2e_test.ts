@@ -8,6 +8,7 @@ import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/
 import { ROOT } from "./support/spawn.ts";
 import { DOCKER_SOCKET, dockerRootOf, IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const BURSTS = 6;
 const PER_BURST = 50;
@@ -76,7 +77,7 @@ async function waitFor<T>(what: string, deadlineMs: number, probe: () => Promise
     } catch (error) {
       last = error;
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
 }
@@ -166,7 +167,7 @@ Deno.test(needs(["docker"], {
       // Removed: Docker deletes its files, the Observe Store keeps the lines.
       await container.remove({ force: true });
       container = undefined;
-      await new Promise((r) => setTimeout(r, 4000));
+      await sleep(4000);
       const after = await history(client, selector);
       assert.equal(after.length, all);
 

@@ -8,6 +8,7 @@ import Docker from "dockerode";
 import { metricHistory, MetricStore, openLogStore, Sampler } from "../lib/observe/mod.ts";
 import { DOCKER_SOCKET, dockerRootOf, IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 Deno.test(needs(["docker"], {
   name: "the sampler reads a busy and an idle real container, and a removed one becomes container_gone",
@@ -48,7 +49,7 @@ Deno.test(needs(["docker"], {
       const sampler = new Sampler({ dockerRoot });
       const t0 = Date.now();
       metrics.record(sampler.sample(t0));
-      await new Promise((r) => setTimeout(r, 4000));
+      await sleep(4000);
       const t1 = Date.now();
       const round = sampler.sample(t1);
       metrics.record(round);

@@ -12,6 +12,7 @@ import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
 import { buildReleaseSource, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
@@ -35,7 +36,7 @@ async function refusal(call: () => Promise<unknown>, deadlineMs: number): Promis
       if (!(error instanceof RpcError)) throw error;
       // The daemon may be restarting: ask again.
       if (error.code !== "unavailable" || Date.now() > deadline) return error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
   }
 }
@@ -180,7 +181,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
           );
           if (answer.length > 0) break;
           ok(Date.now() < deadline, "the app did not answer");
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          await sleep(200);
         }
       });
 

@@ -19,12 +19,13 @@ import {
   syncRoutes,
 } from "../lib/mesh/mod.ts";
 import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
 
 async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
   const until = Date.now() + deadlineMs;
   while (Date.now() < until) {
     if (await check()) return;
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
   }
   throw new Error(`Timed out waiting for ${what}`);
 }
