@@ -9,12 +9,12 @@
 // with the fix, and the fix works.
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
-// deno-lint-ignore ployz/area-boundary
-import { buildCaddyImage } from "../lib/serving/test_docker.ts";
-import { run, type RunResult } from "./harness.ts";
-import { eventually, HOST_DOCKER, type Lab, labNotReady, startLab } from "./lab_support.ts";
-
-const notReady = labNotReady();
+import { buildCaddyImage } from "./support/caddy.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
+import { type Lab, startLab } from "./support/lab.ts";
+import { eventually } from "./support/poll.ts";
+import { run, type RunResult } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
 const MACHINES = ["m1", "m2", "m3"];
 const TICK_MS = 2000;
 const UNDERLAY = { address: "192.0.2.1", port: 8099 };
@@ -166,16 +166,12 @@ async function checkRules(lab: Lab, ns: (m: string) => string): Promise<void> {
   }
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "containers across 3 Machines under Docker's default networking: address, name, Caddy, outside",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
-    await buildCaddyImage(HOST_DOCKER);
+    await buildCaddyImage(DOCKER_SOCKET);
     await using lab = await startLab("cnet", 3, {
       env: { PLOYZ_MESH_TICK_MS: String(TICK_MS), PLOYZ_INGRESS_RESCAN_SECONDS: "5" },
       upArgs: ["--forwarding", "off", "--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
@@ -328,4 +324,4 @@ Deno.test({
       await underlay.status;
     }
   },
-});
+}));

@@ -3,11 +3,11 @@
 // memory, network and disk numbers for a busy container, never `gap: not_permitted`.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { eventually, labNotReady, startLab } from "./lab_support.ts";
+import { startLab } from "./support/lab.ts";
+import { eventually } from "./support/poll.ts";
+import { needs } from "./support/needs.ts";
 
 const IMAGE = "ployz-test/busybox:1";
-const notReady = labNotReady();
-
 type Value = { avg: number } | { sum: number } | { gap: string };
 
 interface TopJson {
@@ -23,13 +23,9 @@ function numberOf(value: Value | undefined): number | undefined {
   return "avg" in value ? value.avg : value.sum;
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name: "ployz top on a lab Machine shows real CPU, memory, network and disk figures for a busy container",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn() {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     await using lab = await startLab("mt", 1);
     const compose = join(lab.dir, "busy.yaml");
     // Busy in a bounded way: a short CPU burst every second, so the sampler sees CPU time grow.
@@ -66,4 +62,4 @@ services:
     assert.equal(table.code, 0, table.stderr);
     assert.doesNotMatch(table.stdout, /not_permitted/, table.stdout);
   },
-});
+}));

@@ -7,7 +7,7 @@
 // programs (for before/after figures) with this file's procedure.
 import { join } from "node:path";
 import { countByArea, loadedModules } from "../module_graph.ts";
-import { ROOT, run } from "../../tests/harness.ts";
+import { ROOT, run } from "../../tests/support/spawn.ts";
 
 const TREE = Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT;
 const IMAGE = "ployz-test/busybox:1";
