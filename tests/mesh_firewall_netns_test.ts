@@ -1,39 +1,25 @@
 // The mesh firewall in a real network namespace with real iptables and ip6tables: installed once, a second pass
 // changes nothing; each part a reload can remove is put back by the next pass, and only that part.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import {
   ensureContainerForwarding,
   ensureMeshFirewall,
   FORWARD_CHAIN,
+  hostRunner,
   MESH_CHAIN,
   NAT_CHAIN,
+  netnsRunner,
   removeMeshFirewall,
-} from "./firewall.ts";
-import { hostRunner, netnsRunner, runChecked } from "./runner.ts";
+  runChecked,
+} from "../lib/mesh/mod.ts";
+import { needs } from "./support/needs.ts";
 
-function haveTools(): boolean {
-  if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
-  return ["ip", "iptables", "ip6tables", "nsenter"].every((cmd) =>
-    ["/usr/bin", "/usr/sbin", "/bin", "/sbin"].some((dir) => {
-      try {
-        return Deno.statSync(join(dir, cmd)).isFile;
-      } catch {
-        return false;
-      }
-    })
-  );
-}
-
-const available = haveTools();
 const WG = "wgfw0";
 const containers = { interfaceName: WG, subnet: "10.210.3.0/24", clusterNetwork: "10.210.0.0/16" };
 
-Deno.test({
+Deno.test(needs(["root", "command:ip", "command:iptables", "command:ip6tables", "command:nsenter"], {
   name: "mesh firewall: idempotent, every removed part put back by the next pass, IPv6 too",
-  ignore: !available && Deno.env.get("CI") === undefined,
   async fn() {
-    if (!available) throw new Error("Root and ip, iptables, ip6tables, nsenter are required when CI is set");
     const ns = `pzfw-${crypto.randomUUID().slice(0, 6)}`;
     const host = hostRunner();
     await runChecked(host, "ip", ["netns", "add", ns]);
@@ -122,4 +108,4 @@ Deno.test({
       await host.run("ip", ["netns", "del", ns]);
     }
   },
-});
+}));
