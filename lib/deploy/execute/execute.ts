@@ -53,6 +53,11 @@ export interface ExecuteOptions {
   parallel?: number;
   /** How many operations run at once on one Machine; default 2. */
   perMachine?: number;
+  /**
+   * How long one call to a Machine may go unanswered, beyond the wait the call itself asks for (a health gate's
+   * deadline, an image copy's timeout); default 120 s. A call past it ends as an unknown outcome.
+   */
+  callTimeoutMs?: number;
 }
 
 /** A step failure carrying the Machine's evidence. */
@@ -362,6 +367,43 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
   }
 }
 
+/** Image copies without their own timeout get this long. */
+const IMAGE_COPY_MS = 30 * 60_000;
+/** A stop waits for the container's own stop grace period, which a Compose file may set to minutes. */
+const STOP_MS = 15 * 60_000;
+
+/**
+ * `api` with every call bounded in time: a Machine cut off after it took a request never answers, and the Deploy
+ * must end anyway. The call's own wait (health gate deadline, image copy timeout) is added to `callMs`.
+ */
+function bounded(api: MachineApi, callMs: number): MachineApi {
+  return new Proxy(api, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function" || key === "containerLogs") return value;
+      return async (request: Record<string, unknown>): Promise<unknown> => {
+        const own = key === "waitHealthy"
+          ? Number(request["deadline_ms"] ?? 0)
+          : key === "pullImageFromPeer"
+          ? Number(request["timeout_ms"] ?? IMAGE_COPY_MS)
+          : key === "stopContainer"
+          ? STOP_MS
+          : 0;
+        const abort = new AbortController();
+        const timer = setTimeout(
+          () => abort.abort(new DOMException(`no answer within ${own + callMs} ms`, "TimeoutError")),
+          own + callMs,
+        );
+        try {
+          return await value.call(target, request, { signal: abort.signal });
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+    },
+  });
+}
+
 /**
  * Whether a failed call may have acted anyway: the request went out and no answer came back (the connection
  * dropped or the deadline passed after sending). A refused connection or an answer with an error is a failure.
@@ -393,7 +435,8 @@ export async function executePlan(
   const onMachine = new Map<string, number>();
 
   async function run(op: Op): Promise<void> {
-    const api = machines.get(op.machineId);
+    const found = machines.get(op.machineId);
+    const api = found === undefined ? undefined : bounded(found, options.callTimeoutMs ?? 120_000);
     const ctx: Context = {
       api: api!,
       op,
@@ -417,7 +460,13 @@ export async function executePlan(
       completed.push(op);
       emit({ type: "step", index: op.index, status: "completed", container });
     } catch (error) {
-      const body = errorBody(error);
+      const body = error instanceof DOMException && error.name === "TimeoutError"
+        ? {
+          code: "unavailable",
+          message: `Machine "${op.machineName}" took the request and sent no answer: ${error.message}`,
+          details: { machine: op.machineName },
+        }
+        : errorBody(error);
       const unknown = outcomeUnknown(error);
       state[op.index] = "failed";
       failures.push({

@@ -160,3 +160,26 @@ Deno.test("a Machine that answers with an error fails its operation; one that ne
     [["two", false], ["three", false]],
   );
 });
+
+Deno.test("a call that never gets an answer ends at its bound as an unknown outcome; the others finish", async () => {
+  const { plan, slow } = await lab3(project([service("db", { replicas: 3 })]));
+  const machines = machinesOf(slow);
+  const m3 = machines.get("m3")!;
+  // m3 takes the create and never answers, until the caller gives up.
+  machines.set("m3", {
+    ...m3,
+    status: () => m3.status(),
+    listContainers: (r) => m3.listContainers(r),
+    ensureContainer: (_r, options?: { signal?: AbortSignal }) =>
+      new Promise((_, reject) =>
+        options?.signal?.addEventListener("abort", () => reject(options.signal!.reason))
+      ),
+  } as MachineApi);
+  const started = performance.now();
+  const outcome = await executePlan(plan, machines, { parallel: 8, callTimeoutMs: 200 });
+  assert.ok(performance.now() - started < 5_000);
+  assert.deepEqual(outcome.completed.map((op) => op.machineName).sort(), ["one", "two"]);
+  assert.equal(outcome.failed?.op.machineName, "three");
+  assert.equal(outcome.failed?.outcomeUnknown, true);
+  assert.match(outcome.failed!.error.message, /took the request and sent no answer: no answer within 200 ms/);
+});
