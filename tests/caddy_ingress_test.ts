@@ -75,6 +75,7 @@ dockerTest(
         20_000,
         "the Caddy admin socket",
         async () => (await Deno.stat(`${runDir}/caddy/admin.sock`).catch(() => undefined)),
+        100,
       );
 
       // 1. Both backends of app.test serve through Caddy; the bad fragment is skipped, the good one serves.
@@ -194,7 +195,7 @@ dockerTest(
         } catch {
           return Promise.resolve(true);
         }
-      });
+      }, 100);
       const second = await s.engine.createContainer({
         ...ingressContainerSpec({
           machineId: s.machineId,

@@ -39,11 +39,12 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
   const first = await eventually(5_000, "the local log file", async () => {
     const size = (await Deno.stat(log)).size;
     return size > 0 ? size : undefined;
-  });
+  }, 100);
   await eventually(
     5_000,
     "the local log file growing",
     async () => (await Deno.stat(log)).size > first ? true : undefined,
+    100,
   );
 
   await s.engine.stopContainer(made.id, { graceSeconds: 1 });
@@ -162,7 +163,7 @@ dockerTest("a published host port serves HTTP", async (s) => {
     } catch {
       return undefined;
     }
-  });
+  }, 100);
   assert.ok(body.length > 0);
 });
 

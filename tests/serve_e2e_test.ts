@@ -232,7 +232,7 @@ Deno.test(needs(["docker"], {
           const row = await eventually(30_000, "the container row", () => {
             const r = storeRow(layout.dataDir, id);
             return r !== undefined && r.deleted === 0 && r.body?.includes('"running"') ? r : undefined;
-          });
+          }, 200);
           const body = JSON.parse(row.body!);
           equal(body.machine_id, machineId);
           equal(body.service, "web");
@@ -305,6 +305,7 @@ Deno.test(needs(["docker"], {
           30_000,
           "the deleted row",
           () => storeRow(layout.dataDir, id)?.deleted === 1 ? true : undefined,
+          200,
         );
       });
 

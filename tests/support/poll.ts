@@ -12,7 +12,7 @@ export async function eventually<T>(
   ms: number,
   what: string,
   check: () => T | undefined | Promise<T | undefined>,
-  everyMs = 200,
+  everyMs = 500,
 ): Promise<T> {
   let last: unknown;
   // Boxed, so that `false` is an answer like any other value.
