@@ -7,6 +7,7 @@
 
 import { z } from "zod";
 import { HLC_PATTERN } from "./hlc.ts";
+import { SIGNATURE_PATTERN } from "./signing.ts";
 import { TABLE_NAME_PATTERN, TABLES } from "./tables.ts";
 
 /** Site ids are Machine ids. */
@@ -36,6 +37,8 @@ export interface Change {
   deleted: boolean;
   /** JSON text of the body, or null for a tombstone. */
   body: string | null;
+  /** Ed25519 signature by the writing site's key (base64); added when the change first leaves its Machine. */
+  sig?: string;
 }
 
 /** Wire shape of a change, checked before any table rule. */
@@ -48,6 +51,7 @@ export const ChangeSchema: z.ZodType<Change> = z.object({
   owner: z.string().max(64),
   deleted: z.boolean(),
   body: z.string().max(MAX_BODY_CHARS).nullable(),
+  sig: z.string().regex(SIGNATURE_PATTERN).optional(),
 });
 
 /** True when change `a` beats the row state `b` under last-writer-wins: higher HLC, then higher site id. */

@@ -9,9 +9,18 @@
  * (cluster, certificates, serving_pointers) accept writes from every site. Entity-keyed tables (machines,
  * containers, volumes, acks) accept a change only when its `owner` is its `site` and its body or key names that
  * owner; a local write to another Machine's row is refused with `conflict`. The verdict depends only on the
- * change, so every replica reaches the same one. A change's origin is asserted by its `(site, version)`, not
- * signed: peers are authenticated as Cluster members by the WireGuard mesh and the Cluster id, and members are
- * trusted not to forge another site's id (a signature would be an additive field).
+ * change, so every replica reaches the same one.
+ *
+ * Authenticated origin. Every Machine signs its own changes with its Ed25519 key (field `sig`, added when a change
+ * first leaves its Machine) and every receiver verifies a change against its site's admitted key before merging,
+ * so before relaying it. A Machine is admitted by a `members` row (name-keyed, written by the Machine that ran
+ * its join, itself admitted) or, on a joiner, by the anchors its join handed over; the founder admits itself. So
+ * an entity row is accepted only with its owner's signature and a name-keyed fact from any admitted Machine's.
+ * A change whose clock is more than {@linkcode MAX_CLOCK_SKEW_MS} (5 minutes) ahead of the receiver's is refused.
+ *
+ * Durability. The log runs with `synchronous=NORMAL`; before this Machine's changes leave it, a version
+ * high-water mark (`<store>.version`) is synced to disk, and numbering resumes above it after a crash, so a
+ * version a peer holds is never reused for a different change.
  *
  * Bodies are JSON kept verbatim; readers tolerate unknown fields and rewrites keep them. Tables and columns are
  * only added, with defaults; changes for a table this release does not know are stored and relayed unread.
@@ -31,6 +40,7 @@ export {
   type ClusterSetting,
   type Container,
   type Machine,
+  type Member,
   type ServingPointer,
   type Volume,
 } from "./schemas.ts";
@@ -47,6 +57,8 @@ export {
   Table,
 } from "./store.ts";
 export type { SiteVersions, VersionVector } from "./vector.ts";
+export { generateSigningSecret, SIGNING_KEY_PATTERN, signingPublicKey } from "./signing.ts";
+export { MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
 export type { ErrorBody, PushResponse, SyncResponse, VectorResponse } from "./protocol.ts";
 export {

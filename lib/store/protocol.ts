@@ -19,14 +19,23 @@ export const SYNC_PREFIX = "/store/v1";
 /** Largest request body a peer accepts, in bytes. */
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 
+/** Largest reply a peer's answer may be, in bytes: a sync page is capped near 8 MiB of changes. */
+export const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
 /** Most changes one push may carry. */
 export const MAX_PUSH_CHANGES = 20_000;
 
-/** `POST /store/v1/push`: changes, each checked alone. */
+/** Most distinct sites one push, or one version vector, may name: four times the /24s a /16 network holds. */
+export const MAX_SITES = 1024;
+
+/** `POST /store/v1/push`: changes, each checked alone, from at most {@linkcode MAX_SITES} sites. */
 export const PushRequestSchema = z.object({
   site: z.string().regex(SITE_ID_PATTERN),
   changes: z.array(z.unknown()).max(MAX_PUSH_CHANGES),
-});
+}).refine(
+  (push) => new Set(push.changes.map((c) => (c as { site?: unknown } | null)?.site)).size <= MAX_SITES,
+  { message: `changes name more than ${MAX_SITES} sites`, path: ["changes"] },
+);
 
 /** Reply to a push. */
 export interface PushResponse {
@@ -76,4 +85,39 @@ export interface ErrorBody {
   code: string;
   /** Sentence-case message. */
   message: string;
+}
+
+/**
+ * Reads a body as text, stopping (and cancelling the stream) as soon as it passes `maxBytes`: a huge or endless
+ * body never sits in memory whole. Returns `undefined` when the body was too large.
+ */
+export async function readTextCapped(
+  body: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+): Promise<string | undefined> {
+  if (body === null) return "";
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(all);
 }

@@ -6,9 +6,23 @@
  */
 
 import { z } from "zod";
+import { SIGNING_KEY_PATTERN } from "./signing.ts";
 
 const id = z.string().min(1).max(128);
 const name = z.string().min(1).max(256);
+// Shapes only; what a consumer needs beyond the shape (inside the Cluster network, no overlap) it checks on read.
+const wireguardKey = z.string().regex(
+  /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/,
+  "expected a base64 32-byte key",
+);
+const ipv4Network = z.string().regex(
+  /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/,
+  "expected an IPv4 network a.b.c.d/n",
+);
+const hostPort = z.string().max(256).regex(
+  /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/,
+  "expected host:port",
+);
 
 /** A Cluster setting, keyed by its name. */
 export const ClusterSettingSchema: z.ZodType<ClusterSetting> = z.looseObject({
@@ -30,9 +44,10 @@ export const MachineSchema: z.ZodType<Machine> = z.looseObject({
   id,
   name,
   phase: z.string().max(64).optional(),
-  "public_key": z.string().max(128).optional(),
-  subnet: z.string().max(64).optional(),
-  endpoints: z.array(z.string().max(256)).max(64).optional(),
+  "public_key": wireguardKey.optional(),
+  "signing_key": z.string().regex(SIGNING_KEY_PATTERN).optional(),
+  subnet: ipv4Network.optional(),
+  endpoints: z.array(hostPort).max(64).optional(),
   capabilities: z.array(z.string().max(128)).max(1024).optional(),
 });
 /** A Machine body Unknown fields are kept. */
@@ -45,6 +60,8 @@ export interface Machine {
   phase?: string;
   /** WireGuard public key. */
   "public_key"?: string;
+  /** Ed25519 key its changes are signed with (base64); equal to its admitted key in `members`. */
+  "signing_key"?: string;
   /** Container subnet the Machine owns. */
   subnet?: string;
   /** WireGuard endpoints, "host:port". */
@@ -189,6 +206,24 @@ export interface Ack {
   version?: number;
   /** ISO 8601. */
   "acked_at"?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** A Machine's admitted signing key, keyed by its id: written by the Machine that admitted it (its join). */
+export const MemberSchema: z.ZodType<Member> = z.looseObject({
+  "machine_id": id,
+  "signing_key": z.string().regex(SIGNING_KEY_PATTERN),
+  "admitted_by": id.optional(),
+});
+/** A member body. Unknown fields are kept. */
+export interface Member {
+  /** The admitted Machine, the key. */
+  "machine_id": string;
+  /** Its Ed25519 public key, base64. */
+  "signing_key": string;
+  /** The Machine that admitted it. */
+  "admitted_by"?: string;
   /** Fields from newer releases, kept as read. */
   [field: string]: unknown;
 }

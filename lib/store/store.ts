@@ -7,16 +7,18 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { type Change, checkChange, MAX_BODY_CHARS, parseBodyText, SITE_ID_PATTERN } from "./change.ts";
 import { StoreError } from "./errors.ts";
-import { HybridClock } from "./hlc.ts";
+import { HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 import type {
   Ack,
   Certificate,
   ClusterSetting,
   Container,
   Machine,
+  Member,
   ServingPointer,
   Volume,
 } from "./schemas.ts";
+import { changeMessage, ChangeSigner, SignatureVerifier, SIGNING_KEY_PATTERN } from "./signing.ts";
 import { TABLES, type TableSpec } from "./tables.ts";
 import { holds, type SiteVersions, type VersionVector } from "./vector.ts";
 
@@ -32,6 +34,12 @@ export interface StoreOptions {
   busyTimeoutMs?: number;
   /** Wall clock in milliseconds, for simulations. Defaults to `Date.now`. */
   now?: () => number;
+  /**
+   * This Machine's Ed25519 secret (32 bytes). With it the store is authenticated: its changes are signed before
+   * they leave, and a remote change is merged (and so relayed) only when signed by its site's admitted key. The
+   * daemon always passes one; without it (simulations, benchmarks) signatures are neither made nor checked.
+   */
+  signingSecret?: Uint8Array;
 }
 
 /** Why one change of a batch was refused. */
@@ -65,6 +73,8 @@ export interface CommitEvent {
   changes: Change[];
   /** Whether the changes were written here or arrived from a peer. */
   origin: "local" | "remote";
+  /** True when this Machine pulled them itself (anti-entropy): they are not relayed. */
+  pulled?: boolean;
 }
 
 /** A changed key since some local sequence number; tombstones included. */
@@ -107,6 +117,14 @@ interface ChangeRow {
   owner: string;
   deleted: number;
   body: string | null;
+  sig?: string | null;
+}
+
+// A change that passed the shape and table rules, with its position in the batch.
+interface Screened {
+  index: number;
+  change: Change;
+  body?: Record<string, unknown>;
 }
 
 // A row names the change that won it by (site, version); its body is read from the log, so each body is stored
@@ -140,7 +158,7 @@ function parseStoredBody(text: string | null): Record<string, unknown> | undefin
 }
 
 function toChange(row: ChangeRow): Change {
-  return {
+  const change: Change = {
     site: row.site,
     version: row.version,
     table: row.tbl,
@@ -150,6 +168,12 @@ function toChange(row: ChangeRow): Change {
     deleted: row.deleted === 1,
     body: row.body,
   };
+  if (typeof row.sig === "string") change.sig = row.sig;
+  return change;
+}
+
+function rejection(index: number, change: Change, reason: string): Rejection {
+  return { index, site: change.site, version: change.version, reason };
 }
 
 /** Typed access to one replicated table. Reads are local; writes become changes. */
@@ -215,12 +239,19 @@ export class Store {
   readonly servingPointers: Table<ServingPointer>;
   /** Acks of Serving Pointers (entity-keyed by "machine_id/project/service"). */
   readonly acks: Table<Ack>;
+  /** Admitted signing keys (name-keyed by Machine id). */
+  readonly members: Table<Member>;
 
   readonly #db: DatabaseSync;
   readonly #clock: HybridClock;
   readonly #statements = new Map<string, StatementSync>();
   readonly #writers = new Map<string, RowWriters>();
   readonly #listeners = new Set<(event: CommitEvent) => void>();
+  readonly #signer: ChangeSigner | undefined;
+  readonly #verifier = new SignatureVerifier();
+  readonly #hwmPath: string | undefined;
+  #anchors: Record<string, string> = {};
+  #durableVersion = 0;
   #ownVersion = 0;
   #ownContiguous = 0;
   #seq = 0;
@@ -232,6 +263,10 @@ export class Store {
     this.siteId = options.siteId;
     this.clusterId = options.clusterId;
     this.#clock = new HybridClock(options.now);
+    this.#signer = options.signingSecret === undefined ? undefined : new ChangeSigner(options.signingSecret);
+    this.#hwmPath = options.path === ":memory:" || options.path === ""
+      ? undefined
+      : `${options.path}.version`;
     this.cluster = new Table(this, TABLES.cluster);
     this.machines = new Table(this, TABLES.machines);
     this.containers = new Table(this, TABLES.containers);
@@ -239,6 +274,7 @@ export class Store {
     this.certificates = new Table(this, TABLES.certificates);
     this.servingPointers = new Table(this, TABLES.serving_pointers);
     this.acks = new Table(this, TABLES.acks);
+    this.members = new Table(this, TABLES.members);
     this.#init();
   }
 
@@ -270,8 +306,12 @@ export class Store {
       PRIMARY KEY (site, version)) WITHOUT ROWID`);
     db.exec(`CREATE TABLE IF NOT EXISTS sites (
       site TEXT PRIMARY KEY NOT NULL, contiguous INTEGER NOT NULL DEFAULT 0, max INTEGER NOT NULL DEFAULT 0)`);
+    if (!db.prepare(`PRAGMA table_info(changes)`).all().some((c) => c.name === "sig")) {
+      db.exec(`ALTER TABLE changes ADD COLUMN sig TEXT`);
+    }
     this.#checkIdentity("cluster_id", this.clusterId);
     this.#checkIdentity("site_id", this.siteId);
+    this.#anchors = this.#readAnchors();
     db.exec("BEGIN IMMEDIATE");
     try {
       for (const spec of Object.values(TABLES)) this.#ensureTable(spec);
@@ -282,7 +322,10 @@ export class Store {
     }
     // The own site's entry in `sites` is refreshed here, not on each local write: the log is the truth.
     const own = db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(this.siteId);
-    this.#ownVersion = Number(own?.v ?? 0);
+    // A version that left this Machine is never reused, even when a crash lost it from the log: the high-water
+    // mark was made durable before it left (see outbound), and numbering resumes above it.
+    this.#durableVersion = this.#readHighWater();
+    this.#ownVersion = Math.max(Number(own?.v ?? 0), this.#durableVersion);
     if (this.#ownVersion > 0) this.#advance(this.siteId, this.#ownVersion);
     const last = db.prepare(`SELECT max(hlc) AS h FROM changes`).get();
     if (typeof last?.h === "string") this.#clock.observe(last.h);
@@ -290,6 +333,174 @@ export class Store {
       const row = db.prepare(`SELECT max(seq) AS s FROM ${spec.name}`).get();
       this.#seq = Math.max(this.#seq, Number(row?.s ?? 0));
     }
+  }
+
+  /** True when this store signs its changes and verifies everyone else's. */
+  get authenticated(): boolean {
+    return this.#signer !== undefined;
+  }
+
+  /** This Machine's signing public key (base64), when the store is authenticated. */
+  get signingKey(): string | undefined {
+    return this.#signer?.publicKey;
+  }
+
+  /** The key a site's changes must be signed with: its own, an anchor the join brought, or its admission. */
+  trustedKey(site: string): string | undefined {
+    if (site === this.siteId && this.#signer !== undefined) return this.#signer.publicKey;
+    const anchor = this.#anchors[site];
+    if (anchor !== undefined) return anchor;
+    const text = this.#closed ? undefined : this.readBody("members", site);
+    if (text === undefined) return undefined;
+    const member = parseBodyText(text);
+    const key = typeof member === "string" ? undefined : member.signing_key;
+    return typeof key === "string" && SIGNING_KEY_PATTERN.test(key) ? key : undefined;
+  }
+
+  /**
+   * Trusts the given Machines' keys without an admission in the store: a joiner's starting point, handed over by
+   * the join the operator ran (the Entry Machine's view of the members). Kept in this file only, not replicated.
+   */
+  addAnchors(members: readonly { id: string; signingKey: string }[]): void {
+    this.#assertOpen();
+    const next = { ...this.#anchors };
+    for (const m of members) {
+      if (!SITE_ID_PATTERN.test(m.id) || !SIGNING_KEY_PATTERN.test(m.signingKey)) {
+        throw new StoreError(
+          "invalid_argument",
+          `Invalid member "${m.id.slice(0, 64)}": bad id or signing key`,
+        );
+      }
+      next[m.id] = m.signingKey;
+    }
+    this.#db.prepare(`INSERT INTO meta (name, value) VALUES ('anchors', ?)
+      ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(JSON.stringify(next));
+    this.#anchors = next;
+  }
+
+  /**
+   * Admits a Machine: records its signing key, signed by this Machine, so every member accepts its changes. A
+   * Machine's key never changes: admitting an id again with another key is refused.
+   */
+  admit(machineId: string, signingKey: string): Change | undefined {
+    if (!SIGNING_KEY_PATTERN.test(signingKey)) {
+      throw new StoreError(
+        "invalid_argument",
+        `Invalid signing key for Machine "${machineId}": expected base64 of 32 bytes`,
+      );
+    }
+    const known = this.trustedKey(machineId);
+    if (known === signingKey && this.members.get(machineId) !== undefined) return undefined;
+    if (known !== undefined && known !== signingKey) {
+      throw new StoreError(
+        "conflict",
+        `Cannot admit Machine "${machineId}": it is admitted with another signing key`,
+      );
+    }
+    return this.members.put({
+      "machine_id": machineId,
+      "signing_key": signingKey,
+      "admitted_by": this.siteId,
+    });
+  }
+
+  #readAnchors(): Record<string, string> {
+    const row = this.#db.prepare(`SELECT value FROM meta WHERE name = 'anchors'`).get();
+    if (row === undefined) return {};
+    try {
+      const value = JSON.parse(String(row.value)) as Record<string, unknown>;
+      return Object.fromEntries(
+        Object.entries(value).filter(([, v]) => typeof v === "string" && SIGNING_KEY_PATTERN.test(v)),
+      ) as Record<string, string>;
+    } catch {
+      return {};
+    }
+  }
+
+  #readHighWater(): number {
+    if (this.#hwmPath === undefined) return 0;
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(this.#hwmPath);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return 0;
+      throw new StoreError("unavailable", `Cannot read "${this.#hwmPath}": ${String(error)}`, {
+        cause: error,
+      });
+    }
+    const match = /^(\d{1,15})\n?$/.exec(text);
+    if (match === null) {
+      throw new StoreError("unavailable", `Cannot read "${this.#hwmPath}": expected a version number`);
+    }
+    return Number(match[1]);
+  }
+
+  // Written to a temporary file, synced and renamed, then the directory synced: once this returns, the mark
+  // survives power loss.
+  #writeHighWater(version: number): void {
+    if (this.#hwmPath === undefined) return;
+    const temp = `${this.#hwmPath}.tmp`;
+    const file = Deno.openSync(temp, { write: true, create: true, truncate: true, mode: 0o600 });
+    try {
+      file.writeSync(new TextEncoder().encode(`${version}\n`));
+      file.syncSync();
+    } finally {
+      file.close();
+    }
+    Deno.renameSync(temp, this.#hwmPath);
+    const slash = this.#hwmPath.lastIndexOf("/");
+    const dir = Deno.openSync(slash <= 0 ? "." : this.#hwmPath.slice(0, slash), { read: true });
+    try {
+      dir.syncSync();
+    } finally {
+      dir.close();
+    }
+  }
+
+  /**
+   * Prepares changes to leave this Machine: signs this Machine's own changes not signed yet (keeping the
+   * signatures in the log) and makes the version high-water mark durable past them, so a crash that loses the
+   * log's tail can never make this Machine reuse a version a peer already holds. Call before sending.
+   */
+  async outbound(changes: readonly Change[]): Promise<Change[]> {
+    this.#assertOpen();
+    let highest = 0;
+    const out: Change[] = [];
+    const signed: Change[] = [];
+    for (const change of changes) {
+      if (change.site !== this.siteId) {
+        out.push(change);
+        continue;
+      }
+      highest = Math.max(highest, change.version);
+      if (this.#signer === undefined || change.sig !== undefined) {
+        out.push(change);
+        continue;
+      }
+      const copy = { ...change, sig: await this.#signer.sign(changeMessage(this.clusterId, change)) };
+      signed.push(copy);
+      out.push(copy);
+    }
+    if (this.#closed) throw new StoreError("unavailable", `Store is closed: site "${this.siteId}"`);
+    if (highest > this.#durableVersion) {
+      try {
+        this.#writeHighWater(highest);
+      } catch (error) {
+        throw new StoreError("unavailable", `Cannot record the version high-water mark: ${String(error)}`, {
+          cause: error,
+        });
+      }
+      this.#durableVersion = highest;
+    }
+    if (signed.length > 0) {
+      this.#transaction(() => {
+        const update = this.#statement(
+          `UPDATE changes SET sig = ? WHERE site = ? AND version = ? AND sig IS NULL`,
+        );
+        for (const c of signed) update.run(c.sig!, c.site, c.version);
+      });
+    }
+    return out;
   }
 
   #checkIdentity(name: string, value: string): void {
@@ -549,7 +760,8 @@ export class Store {
 
   #insertChange(change: Change): void {
     this.#statement(
-      `INSERT INTO changes (site, version, tbl, key, hlc, owner, deleted, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO changes (site, version, tbl, key, hlc, owner, deleted, body, sig)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       change.site,
       change.version,
@@ -559,6 +771,7 @@ export class Store {
       change.owner,
       change.deleted ? 1 : 0,
       change.body,
+      change.sig ?? null,
     );
   }
 
@@ -572,11 +785,37 @@ export class Store {
 
   /**
    * Applies remote changes in one transaction. Re-applying a change is a no-op; a malformed or refused change
-   * is listed in `rejected` and the rest still apply.
+   * is listed in `rejected` and the rest still apply. An authenticated store verifies signatures here
+   * synchronously; {@linkcode Store.receive} does the same faster and is what the sync protocol uses.
    */
   applyChanges(inputs: readonly unknown[]): ApplyResult {
+    const { result, valid } = this.#screen(inputs);
+    return this.#commitRemote(result, valid, new Map(), false);
+  }
+
+  /** {@linkcode Store.applyChanges}, verifying signatures off the event loop's critical path first. */
+  async receive(inputs: readonly unknown[], options: { pulled?: boolean } = {}): Promise<ApplyResult> {
+    const { result, valid } = this.#screen(inputs);
+    const verified = new Map<number, string>();
+    if (this.#signer !== undefined) {
+      await Promise.all(valid.map(async ({ index, change }) => {
+        const key = this.trustedKey(change.site);
+        if (key === undefined || change.sig === undefined) return;
+        if (await this.#verifier.verify(key, change.sig, changeMessage(this.clusterId, change))) {
+          verified.set(index, key);
+        }
+      }));
+      this.#assertOpen();
+    }
+    return this.#commitRemote(result, valid, verified, options.pulled === true);
+  }
+
+  // Shape, table rules, clock bound and duplicates: everything decided without a signature.
+  #screen(inputs: readonly unknown[]): { result: ApplyResult; valid: Screened[] } {
+    this.#assertOpen();
     const result: ApplyResult = { applied: 0, duplicates: 0, rejected: [] };
-    const valid: { change: Change; body?: Record<string, unknown> }[] = [];
+    const valid: Screened[] = [];
+    const exists = this.#statement(`SELECT 1 FROM changes WHERE site = ? AND version = ?`);
     inputs.forEach((input, index) => {
       const checked = checkChange(input);
       if ("reason" in checked) {
@@ -587,10 +826,110 @@ export class Store {
           version: typeof raw.version === "number" ? raw.version : undefined,
           reason: checked.reason,
         });
-      } else {
-        valid.push(checked);
+        return;
       }
+      const { change } = checked;
+      const ahead = this.#clock.aheadMs(change.hlc);
+      if (ahead > MAX_CLOCK_SKEW_MS) {
+        result.rejected.push(rejection(
+          index,
+          change,
+          `Refused change ${change.site}:${change.version}: its clock is ${
+            Math.round(ahead / 1000)
+          } s ahead of this Machine's (limit ${MAX_CLOCK_SKEW_MS / 1000} s)`,
+        ));
+        return;
+      }
+      if (exists.get(change.site, change.version) !== undefined) {
+        result.duplicates += 1;
+        return;
+      }
+      valid.push({ index, ...checked });
     });
+    return { result, valid };
+  }
+
+  // Keeps the changes signed by their site's admitted key. An admission in the batch admits its Machine for the
+  // rest of the batch, so a joiner's first changes may travel with the admission that vouches for them.
+  #authenticate(result: ApplyResult, valid: Screened[], verified: Map<number, string>): Screened[] {
+    if (this.#signer === undefined) return valid;
+    const admitted = new Map<string, string>();
+    const keyOf = (site: string): string | undefined => admitted.get(site) ?? this.trustedKey(site);
+    const accepted: Screened[] = [];
+    let pending = valid;
+    for (;;) {
+      const waiting: Screened[] = [];
+      for (const item of pending) {
+        const { change, body, index } = item;
+        const key = keyOf(change.site);
+        if (key === undefined) {
+          waiting.push(item);
+          continue;
+        }
+        const good = change.sig !== undefined && (verified.get(index) === key ||
+          this.#verifier.verifySync(key, change.sig, changeMessage(this.clusterId, change)));
+        if (!good) {
+          const what = change.sig === undefined ? "it is not signed" : "its signature does not match";
+          result.rejected.push(
+            rejection(index, change, `Refused change ${change.site}:${change.version}: ${what}`),
+          );
+          continue;
+        }
+        const refusal = this.#trustRule(change, body, key, keyOf);
+        if (refusal !== undefined) {
+          result.rejected.push(rejection(index, change, refusal));
+          continue;
+        }
+        if (change.table === "members" && body !== undefined) {
+          admitted.set(String(body.machine_id), String(body.signing_key));
+        }
+        accepted.push(item);
+      }
+      if (waiting.length === pending.length || waiting.length === 0) {
+        for (const { index, change } of waiting) {
+          result.rejected.push(rejection(
+            index,
+            change,
+            `Refused change ${change.site}:${change.version}: Machine "${change.site}" is not admitted here`,
+          ));
+        }
+        return accepted;
+      }
+      pending = waiting;
+    }
+  }
+
+  // Rules that depend on who is admitted: keys never change, admissions are never withdrawn, and a Machine row
+  // names the key that signed it.
+  #trustRule(
+    change: Change,
+    body: Record<string, unknown> | undefined,
+    key: string,
+    keyOf: (site: string) => string | undefined,
+  ): string | undefined {
+    if (change.table === "members") {
+      if (body === undefined) {
+        return `Refused change ${change.site}:${change.version}: admissions are never deleted`;
+      }
+      const held = keyOf(String(body.machine_id));
+      if (held !== undefined && held !== body.signing_key) {
+        return `Refused change ${change.site}:${change.version}: Machine "${body.machine_id}" is admitted with another key`;
+      }
+    }
+    if (change.table === "machines" && body?.signing_key !== undefined && body.signing_key !== key) {
+      return `Refused change ${change.site}:${change.version}: its signing_key is not the key it is signed with`;
+    }
+    return undefined;
+  }
+
+  #commitRemote(
+    result: ApplyResult,
+    screened: Screened[],
+    verified: Map<number, string>,
+    pulled: boolean,
+  ): ApplyResult {
+    const valid = this.#authenticate(result, screened, verified);
+    result.rejected.sort((a, b) => a.index - b.index);
     if (valid.length === 0) return result;
     const fresh: Change[] = [];
     const seqBefore = this.#seq;
@@ -622,7 +961,7 @@ export class Store {
     const own = fresh.filter((c) => c.site === this.siteId);
     // Our own changes coming back (a restored file) must not let us reuse their versions.
     for (const change of own) this.#ownVersion = Math.max(this.#ownVersion, change.version);
-    if (fresh.length > 0) this.#emit({ seq: this.#seq, changes: fresh, origin: "remote" });
+    if (fresh.length > 0) this.#emit({ seq: this.#seq, changes: fresh, origin: "remote", pulled });
     return result;
   }
 

@@ -11,7 +11,9 @@ import {
   CLUSTER_HEADER,
   type ErrorBody,
   MAX_PUSH_CHANGES,
+  MAX_REPLY_BYTES,
   type PushResponse,
+  readTextCapped,
   SYNC_PREFIX,
   type SyncResponse,
   type VectorResponse,
@@ -24,7 +26,8 @@ export type SyncEvent =
   | { type: "apply_start"; peer: string; changes: number }
   | { type: "apply_done"; peer: string; applied: number; rejected: number }
   | { type: "push_failed"; peer: string; error: string }
-  | { type: "sync_failed"; peer: string; error: string };
+  | { type: "sync_failed"; peer: string; error: string }
+  | { type: "round_failed"; error: string };
 
 /** How a {@linkcode SyncAgent} finds peers and paces itself. */
 export interface SyncAgentOptions {
@@ -87,7 +90,6 @@ export class SyncAgent {
   #pushTimer: ReturnType<typeof setTimeout> | undefined;
   #roundTimer: ReturnType<typeof setTimeout> | undefined;
   #unsubscribe: (() => void) | undefined;
-  #pulling = false;
   #running = false;
 
   /** Creates a stopped agent for `store`. */
@@ -109,7 +111,7 @@ export class SyncAgent {
     this.#running = true;
     this.#unsubscribe = this.#store.onCommit((event) => {
       // Pulled changes are not relayed: the puller asked for them, and anti-entropy spreads them further.
-      if (this.#pulling || event.changes.length === 0) return;
+      if (event.pulled === true || event.changes.length === 0) return;
       this.#queue.push(...event.changes);
       this.#schedulePush();
     });
@@ -147,7 +149,13 @@ export class SyncAgent {
     const changes = this.#queue;
     this.#queue = [];
     if (changes.length === 0) return;
-    const peers = sample(await this.#options.peers(), this.#options.fanout);
+    let peers: string[];
+    try {
+      peers = sample(await this.#options.peers(), this.#options.fanout);
+    } catch (error) {
+      this.#options.onEvent?.({ type: "round_failed", error: String(error) });
+      return;
+    }
     await Promise.all(peers.map(async (peer) => {
       try {
         for (let i = 0; i < changes.length; i += MAX_PUSH_CHANGES) {
@@ -168,8 +176,16 @@ export class SyncAgent {
     }, delay);
   }
 
+  // Never rejects: a round that fails for any reason (a peer, a row the peer list cannot use, the store) is
+  // reported and the next round is scheduled as usual.
   async #round(): Promise<void> {
-    const [peer] = sample(await this.#options.peers(), 1);
+    let peer: string | undefined;
+    try {
+      [peer] = sample(await this.#options.peers(), 1);
+    } catch (error) {
+      this.#options.onEvent?.({ type: "round_failed", error: String(error) });
+      return;
+    }
     if (peer === undefined) return;
     try {
       await this.syncOnce(peer);
@@ -191,7 +207,13 @@ export class SyncAgent {
         body: text,
         signal: controller.signal,
       });
-      const reply = await response.text();
+      const reply = await readTextCapped(response.body, MAX_REPLY_BYTES);
+      if (reply === undefined) {
+        throw new StoreError(
+          "unavailable",
+          `Peer "${peer}" answered ${path} with more than ${MAX_REPLY_BYTES} bytes`,
+        );
+      }
       this.stats.bytesReceived += reply.length;
       if (!response.ok) {
         let error: ErrorBody = { code: "unavailable", message: reply.slice(0, 200) };
@@ -207,7 +229,7 @@ export class SyncAgent {
       }
       const cluster = response.headers.get(CLUSTER_HEADER);
       if (cluster !== this.#store.clusterId) {
-        throw new StoreError("conflict", `Refused peer "${peer}": it is in cluster "${cluster ?? ""}"`);
+        throw new StoreError("conflict", `Refused peer "${peer}": it belongs to another Cluster`);
       }
       return JSON.parse(reply) as T;
     } catch (error) {
@@ -221,9 +243,10 @@ export class SyncAgent {
   }
 
   /** Pushes changes to one peer and returns its verdict. */
-  push(peer: string, changes: Change[]): Promise<PushResponse> {
+  async push(peer: string, changes: Change[]): Promise<PushResponse> {
+    const signed = await this.#store.outbound(changes);
     this.stats.changesPushed += changes.length;
-    return this.#request<PushResponse>(peer, "/push", { site: this.#store.siteId, changes });
+    return this.#request<PushResponse>(peer, "/push", { site: this.#store.siteId, changes: signed });
   }
 
   /** The peer's version vector, e.g. for a joiner to wait on with `Store.caughtUpWith`. */
@@ -244,13 +267,10 @@ export class SyncAgent {
       theirs = reply.vector;
       if (reply.changes.length === 0) break;
       this.#options.onEvent?.({ type: "apply_start", peer, changes: reply.changes.length });
-      this.#pulling = true;
-      let applied;
-      try {
-        applied = this.#store.applyChanges(reply.changes);
-      } finally {
-        this.#pulling = false;
+      if (!Array.isArray(reply.changes)) {
+        throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
       }
+      const applied = await this.#store.receive(reply.changes, { pulled: true });
       this.#options.onEvent?.({
         type: "apply_done",
         peer,

@@ -15,6 +15,7 @@ import {
   MAX_REQUEST_BYTES,
   PushRequestSchema,
   type PushResponse,
+  readTextCapped,
   SYNC_PREFIX,
   SyncRequestSchema,
   type SyncResponse,
@@ -42,10 +43,8 @@ async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T | 
   if (declared > MAX_REQUEST_BYTES) {
     return refuse("too_large", `Request too large: ${declared} bytes, limit ${MAX_REQUEST_BYTES}`);
   }
-  const text = await request.text();
-  if (text.length > MAX_REQUEST_BYTES) {
-    return refuse("too_large", `Request too large: ${text.length} chars, limit ${MAX_REQUEST_BYTES}`);
-  }
+  const text = await readTextCapped(request.body, MAX_REQUEST_BYTES);
+  if (text === undefined) return refuse("too_large", `Request too large: limit ${MAX_REQUEST_BYTES} bytes`);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -69,7 +68,10 @@ export interface SyncApp {
   fetch(request: Request): Response | Promise<Response>;
 }
 
-/** Serves the sync protocol for `store`. Mount it on the mesh address; every route checks the Cluster id. */
+/**
+ * Serves the sync protocol for `store`. Mount it on the mesh address behind a check that the caller is a mesh
+ * peer; every route checks the Cluster id, and a refusal never names this Cluster's id.
+ */
 export function createSyncApp(store: Store): SyncApp {
   const app = new Hono();
   app.use(`${SYNC_PREFIX}/*`, async (c, next) => {
@@ -78,10 +80,7 @@ export function createSyncApp(store: Store): SyncApp {
       return refuse("unauthenticated", `Missing header "${CLUSTER_HEADER}"`);
     }
     if (cluster !== store.clusterId) {
-      return refuse(
-        "conflict",
-        `Refused peer from cluster "${cluster.slice(0, 128)}": this is "${store.clusterId}"`,
-      );
+      return refuse("conflict", "Refused peer: it belongs to another Cluster");
     }
     if (store.closed) return refuse("unavailable", "Store is closed");
     await next();
@@ -100,7 +99,7 @@ export function createSyncApp(store: Store): SyncApp {
   app.post(`${SYNC_PREFIX}/push`, async (c) => {
     const request = await readJson(c.req.raw, PushRequestSchema);
     if (request instanceof Response) return request;
-    const result = store.applyChanges(request.changes);
+    const result = await store.receive(request.changes);
     const body: PushResponse = { site: store.siteId, ...result };
     return c.json(body);
   });
@@ -109,7 +108,8 @@ export function createSyncApp(store: Store): SyncApp {
     const request = await readJson(c.req.raw, SyncRequestSchema);
     if (request instanceof Response) return request;
     const page = store.changesMissingFrom(request.vector, request.limit);
-    const body: SyncResponse = { site: store.siteId, vector: store.vector(), ...page };
+    const changes = await store.outbound(page.changes);
+    const body: SyncResponse = { site: store.siteId, vector: store.vector(), changes, more: page.more };
     return c.json(body);
   });
 

@@ -87,10 +87,16 @@ Deno.test("a peer from another cluster, or naming none, is refused", async () =>
     const wrong = await post(`${a.url}/store/v1/push`, body, "cluster-2");
     assert.equal(wrong.status, 409);
     assert.equal((wrong.json as { code: string }).code, "conflict");
+    // The Cluster id is what a peer needs to push: a refusal never tells it.
+    assert.doesNotMatch(JSON.stringify(wrong.json), /cluster-1/);
+    const probe = await fetch(`${a.url}/store/v1/vector`, { headers: { [CLUSTER_HEADER]: "guess" } });
+    assert.equal(probe.status, 409);
+    assert.equal(probe.headers.get(CLUSTER_HEADER), null);
+    assert.doesNotMatch(await probe.text(), /cluster-1/);
     const agent = new SyncAgent(other.store, { peers: () => [a.url] });
     await assert.rejects(
       agent.syncOnce(a.url),
-      (e) => e instanceof StoreError && e.code === "conflict" && /cluster "cluster-2"/.test(e.message),
+      (e) => e instanceof StoreError && e.code === "conflict" && !/cluster-1/.test(e.message),
     );
   } finally {
     await a.close();

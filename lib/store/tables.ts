@@ -11,6 +11,7 @@ import {
   ClusterSettingSchema,
   ContainerSchema,
   MachineSchema,
+  MemberSchema,
   ServingPointerSchema,
   VolumeSchema,
 } from "./schemas.ts";
@@ -102,6 +103,15 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     ownerOfBody: (b) => field(b, "machine_id"),
     ownerOfKey: beforeSlash,
     filters: ["pointer"],
+  },
+  // Admissions: name-keyed because the admitting Machine writes another Machine's entry. A Machine's key never
+  // changes and its entry is never deleted, so its old changes stay verifiable after it leaves.
+  members: {
+    name: "members",
+    kind: "name",
+    schema: MemberSchema,
+    keyOf: (b) => field(b, "machine_id"),
+    filters: [],
   },
 };
 

@@ -26,7 +26,7 @@ const version = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const VersionVectorSchema: z.ZodType<VersionVector> = z.record(
   z.string().regex(SITE_ID_PATTERN),
   z.object({ c: version, r: z.array(z.tuple([version, version])).max(10_000).optional() }),
-);
+).refine((vector) => Object.keys(vector).length <= 1024, { message: "more than 1024 sites" });
 
 /** True when `held` includes `v`. */
 export function holds(held: SiteVersions | undefined, v: number): boolean {

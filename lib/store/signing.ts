@@ -1,0 +1,147 @@
+/**
+ * Change signatures. Every Machine signs its own changes with its Ed25519 key; every receiver verifies a change
+ * against the key admitted for its site before merging or relaying it.
+ *
+ * Keys are minted and their public halves derived with `@noble/curves` (synchronous, no key material leaves
+ * memory as anything but the 32-byte seed). Signing and verifying run on the platform's WebCrypto Ed25519, which
+ * measured ten times faster than the pure-JavaScript path here (about 50 µs against 500 µs a verification), and
+ * verification sits on every replica's receive path. Both produce and accept the same RFC 8032 signatures.
+ *
+ * The signed message is the change's fields in a fixed order plus the Cluster id, so a change cannot be replayed
+ * into another Cluster or have any field altered.
+ *
+ * @module
+ */
+
+import { ed25519 } from "@noble/curves/ed25519.js";
+import type { Change } from "./change.ts";
+
+/** A signing public key: 32 bytes in standard base64 (44 characters). */
+export const SIGNING_KEY_PATTERN: RegExp = /^[A-Za-z0-9+/]{43}=$/;
+
+/** A signature: 64 bytes in standard base64 (88 characters). */
+export const SIGNATURE_PATTERN: RegExp = /^[A-Za-z0-9+/]{86}==$/;
+
+const encoder = new TextEncoder();
+
+// PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410), the form WebCrypto imports private keys in.
+const PKCS8_PREFIX = [
+  0x30,
+  0x2e,
+  0x02,
+  0x01,
+  0x00,
+  0x30,
+  0x05,
+  0x06,
+  0x03,
+  0x2b,
+  0x65,
+  0x70,
+  0x04,
+  0x22,
+  0x04,
+  0x20,
+];
+
+/** Standard base64 of bytes. */
+export function toBase64(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes));
+}
+
+/** Bytes of standard base64; throws on malformed text. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}
+
+/** A fresh Ed25519 secret (32-byte seed). */
+export function generateSigningSecret(): Uint8Array {
+  return ed25519.utils.randomSecretKey();
+}
+
+/** The base64 public key of an Ed25519 secret. */
+export function signingPublicKey(secret: Uint8Array): string {
+  return toBase64(ed25519.getPublicKey(secret));
+}
+
+/** The bytes a change's signature covers. */
+export function changeMessage(clusterId: string, change: Change): Uint8Array<ArrayBuffer> {
+  return encoder.encode(JSON.stringify([
+    "ployz-change-v1",
+    clusterId,
+    change.site,
+    change.version,
+    change.table,
+    change.key,
+    change.hlc,
+    change.owner,
+    change.deleted,
+    change.body,
+  ]));
+}
+
+/** Signs changes with one Machine's secret. */
+export class ChangeSigner {
+  /** The base64 public key. */
+  readonly publicKey: string;
+  readonly #secret: Uint8Array;
+  #key: Promise<CryptoKey> | undefined;
+
+  /** A signer for `secret` (32-byte Ed25519 seed). */
+  constructor(secret: Uint8Array) {
+    if (secret.length !== 32) throw new RangeError("An Ed25519 secret is 32 bytes");
+    this.#secret = secret;
+    this.publicKey = signingPublicKey(secret);
+  }
+
+  /** The base64 signature of `message`. */
+  async sign(message: Uint8Array<ArrayBuffer>): Promise<string> {
+    this.#key ??= crypto.subtle.importKey(
+      "pkcs8",
+      new Uint8Array([...PKCS8_PREFIX, ...this.#secret]),
+      { name: "Ed25519" },
+      false,
+      ["sign"],
+    );
+    return toBase64(new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, await this.#key, message)));
+  }
+
+  /** The base64 signature of `message`, computed synchronously (slower; for paths that cannot wait). */
+  signSync(message: Uint8Array): string {
+    return toBase64(ed25519.sign(message, this.#secret));
+  }
+}
+
+/** Verifies signatures, caching each public key's import. */
+export class SignatureVerifier {
+  readonly #keys = new Map<string, Promise<CryptoKey | undefined>>();
+
+  /** True when `signature` (base64) is `publicKey`'s (base64) signature of `message`. Never throws. */
+  async verify(publicKey: string, signature: string, message: Uint8Array<ArrayBuffer>): Promise<boolean> {
+    if (!SIGNING_KEY_PATTERN.test(publicKey) || !SIGNATURE_PATTERN.test(signature)) return false;
+    let key = this.#keys.get(publicKey);
+    if (key === undefined) {
+      key = crypto.subtle.importKey("raw", fromBase64(publicKey), { name: "Ed25519" }, false, ["verify"])
+        .catch(() => undefined);
+      if (this.#keys.size > 4096) this.#keys.clear();
+      this.#keys.set(publicKey, key);
+    }
+    const imported = await key;
+    if (imported === undefined) return false;
+    try {
+      return await crypto.subtle.verify({ name: "Ed25519" }, imported, fromBase64(signature), message);
+    } catch {
+      return false;
+    }
+  }
+
+  /** {@linkcode SignatureVerifier.verify}, synchronously (slower). */
+  verifySync(publicKey: string, signature: string, message: Uint8Array): boolean {
+    if (!SIGNING_KEY_PATTERN.test(publicKey) || !SIGNATURE_PATTERN.test(signature)) return false;
+    try {
+      return ed25519.verify(fromBase64(signature), message, fromBase64(publicKey));
+    } catch {
+      return false;
+    }
+  }
+}
