@@ -20,6 +20,7 @@ import type {
 } from "./schemas.ts";
 import { changeMessage, ChangeSigner, SignatureVerifier, SIGNING_KEY_PATTERN } from "./signing.ts";
 import { TABLES, type TableSpec } from "./tables.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 import { holds, type SiteVersions, type VersionVector } from "./vector.ts";
 
 /** How to open a store. */
@@ -252,6 +253,8 @@ export class Store {
   readonly #hwmPath: string | undefined;
   #anchors: Record<string, string> = {};
   #durableVersion = 0;
+  #hwmTarget = 0;
+  #hwmWrites: Promise<void> = Promise.resolve();
   #ownVersion = 0;
   #ownContiguous = 0;
   #seq = 0;
@@ -435,25 +438,25 @@ export class Store {
     return Number(match[1]);
   }
 
-  // Written to a temporary file, synced and renamed, then the directory synced: once this returns, the mark
-  // survives power loss.
-  #writeHighWater(version: number): void {
-    if (this.#hwmPath === undefined) return;
-    const temp = `${this.#hwmPath}.tmp`;
-    const file = Deno.openSync(temp, { write: true, create: true, truncate: true, mode: 0o600 });
+  // One write at a time, each of the highest version asked for so far, so a slower write of a lower mark can
+  // never land after a higher one.
+  async #ensureDurable(version: number): Promise<void> {
+    if (version <= this.#durableVersion || this.#hwmPath === undefined) return;
+    const path = this.#hwmPath;
+    this.#hwmTarget = Math.max(this.#hwmTarget, version);
+    const run = this.#hwmWrites.then(async () => {
+      const target = this.#hwmTarget;
+      if (target <= this.#durableVersion) return;
+      await writeFileAtomic(path, `${target}\n`, { mode: 0o600 });
+      this.#durableVersion = target;
+    });
+    this.#hwmWrites = run.catch(() => {});
     try {
-      file.writeSync(new TextEncoder().encode(`${version}\n`));
-      file.syncSync();
-    } finally {
-      file.close();
-    }
-    Deno.renameSync(temp, this.#hwmPath);
-    const slash = this.#hwmPath.lastIndexOf("/");
-    const dir = Deno.openSync(slash <= 0 ? "." : this.#hwmPath.slice(0, slash), { read: true });
-    try {
-      dir.syncSync();
-    } finally {
-      dir.close();
+      await run;
+    } catch (error) {
+      throw new StoreError("unavailable", `Cannot record the version high-water mark: ${String(error)}`, {
+        cause: error,
+      });
     }
   }
 
@@ -481,17 +484,8 @@ export class Store {
       signed.push(copy);
       out.push(copy);
     }
+    await this.#ensureDurable(highest);
     if (this.#closed) throw new StoreError("unavailable", `Store is closed: site "${this.siteId}"`);
-    if (highest > this.#durableVersion) {
-      try {
-        this.#writeHighWater(highest);
-      } catch (error) {
-        throw new StoreError("unavailable", `Cannot record the version high-water mark: ${String(error)}`, {
-          cause: error,
-        });
-      }
-      this.#durableVersion = highest;
-    }
     if (signed.length > 0) {
       this.#transaction(() => {
         const update = this.#statement(
