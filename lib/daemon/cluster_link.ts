@@ -22,15 +22,16 @@
 
 import {
   type CommandRunner,
+  DEFAULT_CLUSTER_NETWORK,
   EndpointDriver,
   ensureContainerForwarding,
   ensureInterface,
   ensureMeshFirewall,
+  formatIpv4Network,
   hostRunner,
   managementAddress,
   type MeshPeer,
   networkContains,
-  networksOverlap,
   parseIpv4,
   parseIpv4Network,
   parseMachineSubnet,
@@ -41,10 +42,13 @@ import {
   removeMeshFirewall,
   setPeerEndpoint,
   setPeers,
+  subnetInNetwork,
   syncRoutes,
+  usablePeers,
 } from "../mesh/mod.ts";
 import { createSyncApp, type Machine, type Store, SyncAgent } from "../store/mod.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
+import { meshCaller } from "./mesh_rpc.ts";
 
 /** A peer known before its row arrives: the Entry Machine to a joiner, a joiner admitted on the Entry Machine. */
 export interface PeerHint {
@@ -105,11 +109,15 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function overlaps(a: string, b: string): boolean {
+// The Cluster network peers' subnets must lie in: the configured one when it holds this Machine's own subnet,
+// else (a Cluster founded on another network) the /16 around this Machine's subnet.
+function clusterNetworkOf(ownSubnet: string, configured: string): string {
   try {
-    return networksOverlap(parseIpv4Network(a), parseIpv4Network(b));
+    if (subnetInNetwork(ownSubnet, configured)) return configured;
+    const own = parseIpv4Network(ownSubnet);
+    return formatIpv4Network({ address: (own.address & 0xffff0000) >>> 0, prefix: 16 });
   } catch {
-    return false;
+    return configured;
   }
 }
 
@@ -135,6 +143,7 @@ export class ClusterLink {
   #peers: Peer[] = [];
   readonly #departed = new Map<string, { peer: Peer; until: number }>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  readonly #skipped = new Map<string, string>();
 
   /** A stopped link; {@link ClusterLink.start} runs it. */
   constructor(options: ClusterLinkOptions) {
@@ -151,6 +160,7 @@ export class ClusterLink {
         timeoutMs: 3_000,
         onEvent: (event) => {
           if (event.type === "apply_done") this.#noteUrl(event.peer);
+          if (event.type === "round_failed") this.#fail("sync", new Error(event.error));
         },
       });
     }
@@ -373,7 +383,15 @@ export class ClusterLink {
         const remote = (info.remoteAddr as Deno.NetAddr).hostname;
         this.#noteAddress(remote);
         const rpc = this.#options.rpc;
-        if (rpc !== undefined && new URL(request.url).pathname.startsWith("/rpc/")) {
+        const path = new URL(request.url).pathname;
+        // Store sync is answered only to the Cluster's Machines, by the same caller check as Machine RPC.
+        if (!path.startsWith("/rpc/") && !this.#isPeerAddress(remote)) {
+          return Response.json({
+            code: "unauthenticated",
+            message: `Store sync is served only to this Cluster's Machines: "${remote}" is not one`,
+          }, { status: 401 });
+        }
+        if (rpc !== undefined && path.startsWith("/rpc/")) {
           // Ends follows and relays once the answer is delivered or the caller went away.
           const call = new AbortController();
           info.completed.then(() => call.abort(), () => call.abort());
@@ -420,34 +438,47 @@ export class ClusterLink {
     }
   }
 
+  // Rows (then hints not yet replaced by a row) this Machine can use as peers. A row it cannot use (no key, a
+  // subnet that is not a /24 inside the Cluster network, or overlapping its own or another's) is skipped and
+  // reported once per reason: it never takes over a route or stops the others from being configured.
   #currentPeers(): Peer[] {
-    const own = this.#options.subnet;
     const rows: Machine[] = this.#options.store.closed ? [] : this.#options.store.machines.list();
-    const peers: Peer[] = [];
-    const keys = new Set<string>();
-    for (const row of rows) {
-      if (row.id === this.#options.selfId || row.public_key === undefined || row.subnet === undefined) {
-        continue;
-      }
-      // A peer claiming this Machine's own subnet (a collision) must never take over the local bridge's route.
-      if (overlaps(row.subnet, own)) continue;
-      keys.add(row.public_key);
-      peers.push({
-        machineId: row.id,
-        publicKey: row.public_key,
-        subnet: row.subnet,
-        endpoints: row.endpoints ?? [],
-      });
+    const keys = new Set(rows.filter((r) => r.id !== this.#options.selfId).map((r) => r.public_key));
+    for (const key of this.#hints.keys()) if (keys.has(key)) this.#hints.delete(key);
+    const verdict = usablePeers([
+      ...rows.map((r) => ({
+        machineId: r.id,
+        publicKey: r.public_key,
+        subnet: r.subnet,
+        endpoints: r.endpoints,
+      })),
+      ...this.#hints.values(),
+    ], {
+      selfId: this.#options.selfId,
+      ownSubnet: this.#options.subnet,
+      clusterNetwork: clusterNetworkOf(
+        this.#options.subnet,
+        this.#options.settings?.clusterNetwork ?? DEFAULT_CLUSTER_NETWORK,
+      ),
+    });
+    const seen = new Set<string>();
+    for (const { machineId, reason } of verdict.skipped) {
+      seen.add(machineId);
+      if (this.#skipped.get(machineId) === reason) continue;
+      this.#skipped.set(machineId, reason);
+      this.#options.log(`mesh: skipping Machine "${machineId}" as a peer: ${reason}`);
     }
-    for (const [key, hint] of this.#hints) {
-      if (keys.has(key)) {
-        this.#hints.delete(key);
-        continue;
-      }
-      if (hint.machineId === this.#options.selfId || overlaps(hint.subnet, own)) continue;
-      peers.push({ ...hint });
-    }
-    return peers;
+    for (const id of this.#skipped.keys()) if (!seen.has(id)) this.#skipped.delete(id);
+    return verdict.peers;
+  }
+
+  #isPeerAddress(address: string): boolean {
+    const rows = this.#currentPeers().map((p) => ({
+      id: p.machineId,
+      subnet: p.subnet,
+      "public_key": p.publicKey,
+    }));
+    return meshCaller(address, rows, this.#options.selfId) !== undefined;
   }
 
   async #applyPeers(): Promise<void> {

@@ -25,13 +25,13 @@ import {
   type SocketServer,
   VIA_PREFIX,
 } from "../rpc/mod.ts";
-import { openStore, type Store, StoreError } from "../store/mod.ts";
+import { openStore, signingPublicKey, type Store, StoreError } from "../store/mod.ts";
 import { defaultEndpoints } from "../mesh/mod.ts";
 import { ClusterLink, type PeerHint } from "./cluster_link.ts";
 import { buildHandlers, machineToWire } from "./handlers.ts";
 import { mintId } from "./ids.ts";
 import { observeHandlers } from "./observe_proxy.ts";
-import { ensureKeyPair, keyPath } from "./keys.ts";
+import { ensureKeyPair, ensureSigningSecret, keyPath } from "./keys.ts";
 import { listMachines } from "./membership.ts";
 import { type MeshSettings } from "./mesh_settings.ts";
 import { DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/mod.ts";
@@ -127,8 +127,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   await Deno.mkdir(layout.dataDir, { recursive: true });
   let { record } = await loadOrCreateMachine(layout.dataDir, options.defaultName);
   const key = await ensureKeyPair(layout.dataDir);
-  if (record.public_key !== key.publicKey) {
-    record = { ...record, "public_key": key.publicKey };
+  const signingSecret = await ensureSigningSecret(layout.dataDir);
+  const signingKey = signingPublicKey(signingSecret);
+  if (record.public_key !== key.publicKey || record.signing_key !== signingKey) {
+    record = { ...record, "public_key": key.publicKey, "signing_key": signingKey };
     await writeMachineFile(layout.dataDir, record);
   }
   const engine: Engine = openEngine({
@@ -328,7 +330,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     await engine.ensureNetwork(networkSpec(subnet.subnet));
     const path = storePath(layout.dataDir);
     await removeStoreFiles(path);
-    const opened = openStore({ path, siteId: record.id, clusterId: req.cluster_id });
+    const opened = openStore({ path, siteId: record.id, clusterId: req.cluster_id, signingSecret });
+    // The join the operator ran vouches for the Machines the Entry Machine knows; later admissions chain from them.
+    opened.addAnchors((req.members ?? []).map((m) => ({ id: m.id, signingKey: m.signing_key })));
     const next: LocalMachine = {
       ...record,
       name: req.machine_name ?? record.name,
@@ -441,7 +445,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     // An uninitialized Machine has never replicated anything: a store file here is left by an init that failed
     // before the record was written, and belongs to a Cluster that was never founded.
     await removeStoreFiles(path);
-    const opened = openStore({ path, siteId: record.id, clusterId });
+    const opened = openStore({ path, siteId: record.id, clusterId, signingSecret });
+    opened.admit(record.id, signingKey);
     const next: LocalMachine = {
       ...record,
       name: req.machineName ?? record.name,
@@ -518,6 +523,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           },
         );
       }
+      if (req.signing_key !== undefined) store?.admit(req.machine_id, req.signing_key);
       const result = await link.admit({
         machineId: req.machine_id,
         publicKey: req.public_key,
@@ -589,7 +595,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     (record.phase === "participating" || record.phase === "joining") && record.cluster_id !== undefined
   ) {
     participate(
-      openStore({ path: storePath(layout.dataDir), siteId: record.id, clusterId: record.cluster_id }),
+      openStore({
+        path: storePath(layout.dataDir),
+        siteId: record.id,
+        clusterId: record.cluster_id,
+        signingSecret,
+      }),
     );
   }
 

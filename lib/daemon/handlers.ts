@@ -42,6 +42,7 @@ export function machineToWire(record: LocalMachine): MachineRecord {
   if (record.cluster_name !== undefined) out["cluster_name"] = record.cluster_name;
   if (record.subnet !== undefined) out.subnet = record.subnet;
   if (record.public_key !== undefined) out["public_key"] = record.public_key;
+  if (typeof record.signing_key === "string") out["signing_key"] = record.signing_key;
   // Every Machine accepts ingress unless its record says otherwise.
   if (typeof record.accepts_ingress === "boolean") out["accepts_ingress"] = record.accepts_ingress;
   return out;

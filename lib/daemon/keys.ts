@@ -1,12 +1,14 @@
 /**
- * The Machine's WireGuard key pair (X25519). The private key lives only in `<dataDir>/keys/wg.key` (mode 0600,
- * base64 like `wg genkey`); it is never logged, sent or copied into another file.
+ * The Machine's keys. The WireGuard key pair (X25519): the private key lives only in `<dataDir>/keys/wg.key` (mode
+ * 0600, base64 like `wg genkey`). The Ed25519 key that signs its replicated changes: `<dataDir>/keys/sign.key`.
+ * Neither secret is ever logged, sent or copied into another file.
  *
  * @module
  */
 
 import { x25519 } from "@noble/curves/ed25519.js";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { generateSigningSecret } from "../store/mod.ts";
 import { writeFileAtomic } from "../util/mod.ts";
 
 /** The public half of the Machine's key pair; the private half stays in its file. */
@@ -30,9 +32,12 @@ export function keyPath(dataDir: string): string {
   return join(dataDir, "keys", "wg.key");
 }
 
-/** Reads the key pair, generating it on first use, and returns the public key. */
-export async function ensureKeyPair(dataDir: string): Promise<PublicKey> {
-  const path = keyPath(dataDir);
+// Reads a 32-byte secret kept in base64 at `path`, minting it (mode 0600) on first use.
+async function ensureSecret(
+  path: string,
+  what: string,
+  mint: () => Uint8Array,
+): Promise<{ secret: Uint8Array; generated: boolean }> {
   let text: string | undefined;
   try {
     text = (await Deno.readTextFile(path)).trim();
@@ -48,12 +53,32 @@ export async function ensureKeyPair(dataDir: string): Promise<PublicKey> {
     }
     if (secret.length !== 32) {
       // Say where, never what: the file holds key material.
-      throw new Error(`Cannot read the WireGuard private key "${path}": expected 32 bytes in base64`);
+      throw new Error(`Cannot read the ${what} "${path}": expected 32 bytes in base64`);
     }
-    return { publicKey: toBase64(x25519.getPublicKey(secret)), generated: false };
+    return { secret, generated: false };
   }
-  await Deno.mkdir(join(dataDir, "keys"), { recursive: true, mode: 0o700 });
-  const secret = x25519.utils.randomSecretKey();
+  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const secret = mint();
   await writeFileAtomic(path, toBase64(secret) + "\n", { mode: 0o600 });
-  return { publicKey: toBase64(x25519.getPublicKey(secret)), generated: true };
+  return { secret, generated: true };
+}
+
+/** Reads the key pair, generating it on first use, and returns the public key. */
+export async function ensureKeyPair(dataDir: string): Promise<PublicKey> {
+  const { secret, generated } = await ensureSecret(
+    keyPath(dataDir),
+    "WireGuard private key",
+    () => x25519.utils.randomSecretKey(),
+  );
+  return { publicKey: toBase64(x25519.getPublicKey(secret)), generated };
+}
+
+/** Where the Ed25519 secret that signs this Machine's replicated changes lives. */
+export function signingKeyPath(dataDir: string): string {
+  return join(dataDir, "keys", "sign.key");
+}
+
+/** Reads the signing secret, minting it on first use; the public half goes into the Machine row. */
+export async function ensureSigningSecret(dataDir: string): Promise<Uint8Array> {
+  return (await ensureSecret(signingKeyPath(dataDir), "signing key", generateSigningSecret)).secret;
 }

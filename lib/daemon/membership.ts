@@ -46,6 +46,7 @@ export function listMachines(input: {
     if (row.subnet !== undefined) out.subnet = row.subnet;
     if (typeof row.phase === "string") out.phase = row.phase;
     if (row.public_key !== undefined) out["public_key"] = row.public_key;
+    if (typeof row.signing_key === "string") out["signing_key"] = row.signing_key;
     if (self) out.self = true;
     const handshake = iso(latestHandshake);
     if (handshake !== undefined) out["last_handshake_at"] = handshake;

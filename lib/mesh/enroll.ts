@@ -6,10 +6,12 @@
  * 3. Pick the joiner's /24 from the observation plus the operator's durable allocation history, and SAVE the pick
  *    before anything is published. A pick saved earlier for the same Machine is reused when nothing observed claims
  *    it. Picks are never removed, also after a failure.
- * 4. Admit the joiner on the Entry Machine (`ployz.machine.admit_peer.v1`): a local peer hint, not a replicated row,
- *    so the Entry Machine accepts the joiner's first handshake before the joiner's row can reach it.
- * 5. Join (`ployz.machine.join.v1`): the joiner creates its network, opens its store, brings up WireGuard with the
- *    Entry Machine as first peer, writes its own row, and catches up with the Entry Machine's store.
+ * 4. Admit the joiner on the Entry Machine (`ployz.machine.admit_peer.v1`): a local peer hint, so the Entry Machine
+ *    accepts the joiner's first handshake before the joiner's row can reach it, and a replicated admission of the
+ *    joiner's signing key, so every member accepts the joiner's changes.
+ * 5. Join (`ployz.machine.join.v1`): the joiner creates its network, opens its store trusting the signing keys of
+ *    the Machines the Entry Machine knows, brings up WireGuard with the Entry Machine as first peer, writes its own
+ *    row, and catches up with the Entry Machine's store.
  * 6. Wait, bounded, until the joiner reports `participating` (caught up), then read the Entry Machine's rows once
  *    more: whether it holds the joiner's row, and any subnet collision, are reported as observed.
  *
@@ -178,6 +180,7 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
       "machine_id": joinerRecord.id,
       "public_key": joinerRecord.public_key,
       subnet,
+      ...(joinerRecord.signing_key === undefined ? {} : { "signing_key": joinerRecord.signing_key }),
     });
     if (!admitted.configured) {
       progress(
@@ -201,6 +204,11 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
         endpoints: entryRow.endpoints,
         subnet: entryRow.subnet,
       }],
+      // The joiner trusts the Machines the Entry Machine holds rows for; each later admission chains from them.
+      members: observed.machines.filter((m) => m.signing_key !== undefined).map((m) => ({
+        id: m.id,
+        "signing_key": m.signing_key!,
+      })),
     });
     machine = joined.machine;
     if (!alreadyMember) {

@@ -58,6 +58,8 @@ export interface MachineRecord {
   subnet?: string;
   /** WireGuard public key, base64. */
   "public_key"?: string;
+  /** Ed25519 key its replicated changes are signed with, base64. */
+  "signing_key"?: string;
   /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
   "accepts_ingress"?: boolean;
 }
@@ -71,6 +73,7 @@ export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
   "cluster_name": text.optional(),
   subnet: z.string().max(64).optional(),
   "public_key": z.string().max(128).optional(),
+  "signing_key": z.string().max(128).optional(),
   "accepts_ingress": z.boolean().optional(),
 });
 
@@ -159,6 +162,8 @@ export interface ListedMachine {
   phase?: string;
   /** WireGuard public key. */
   "public_key"?: string;
+  /** Ed25519 key its replicated changes are signed with. */
+  "signing_key"?: string;
   /** The observer's judgement; the observer itself is `up`. */
   membership: MembershipWire;
   /** True for the observer's own row. */
@@ -181,6 +186,8 @@ export interface ListMachinesResponse {
   machines: ListedMachine[];
   /** Why the observer's mesh is not working, when it is not (WireGuard or the sync listener failed). */
   "mesh_error"?: string;
+  /** Every Machine the observer accepts replicated changes from, also those that left: what a joiner starts from. */
+  members?: JoinMember[];
 }
 
 /** Tolerant reader of {@link ListMachinesResponse}. */
@@ -194,6 +201,7 @@ export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.loo
     endpoints: z.array(z.string().max(256)).max(64).default([]),
     phase: z.string().max(64).optional(),
     "public_key": z.string().max(128).optional(),
+    "signing_key": z.string().max(128).optional(),
     membership: z.string().max(32),
     self: z.boolean().optional(),
     "last_handshake_at": text.optional(),
@@ -201,6 +209,7 @@ export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.loo
     "last_received_at": text.optional(),
   })).max(65536),
   "mesh_error": text.optional(),
+  members: z.array(z.looseObject({ id, "signing_key": key })).max(65536).optional(),
 });
 
 /** One peer a joiner starts from: the Entry Machine's own row. */
@@ -229,6 +238,16 @@ export interface JoinRequest {
   "machine_name"?: string;
   /** Machines to sync with first (the Entry Machine); at least one. */
   peers: JoinPeer[];
+  /** The Machines whose replicated changes the joiner trusts from the start: the Entry Machine's members. */
+  members?: JoinMember[];
+}
+
+/** A Machine a joiner trusts from the start, as the Entry Machine knows it. */
+export interface JoinMember {
+  /** Its Machine id. */
+  id: string;
+  /** Its Ed25519 signing key, base64. */
+  "signing_key": string;
 }
 
 /** Reader of {@link JoinRequest}; fields it does not know are ignored. */
@@ -244,6 +263,7 @@ export const JoinRequestSchema: z.ZodType<JoinRequest> = z.object({
     endpoints: z.array(endpoint).max(64),
     subnet,
   })).min(1).max(16),
+  members: z.array(z.object({ id, "signing_key": key })).max(65536).optional(),
 });
 
 /** What `ployz.machine.join.v1` answers: the record now (phase `joining` until caught up) and its endpoints. */
@@ -270,6 +290,8 @@ export interface AdmitPeerRequest {
   subnet: string;
   /** Endpoints to reach it at, when known; without them the Entry Machine learns its endpoint from its handshake. */
   endpoints?: string[];
+  /** The joiner's Ed25519 signing key: the Entry Machine admits it, so every member accepts its changes. */
+  "signing_key"?: string;
 }
 
 /** Reader of {@link AdmitPeerRequest}; fields it does not know are ignored. */
@@ -278,6 +300,7 @@ export const AdmitPeerRequestSchema: z.ZodType<AdmitPeerRequest> = z.object({
   "public_key": key,
   subnet,
   endpoints: z.array(endpoint).max(64).optional(),
+  "signing_key": key.optional(),
 });
 
 /** What `ployz.machine.admit_peer.v1` answers. */

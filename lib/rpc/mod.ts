@@ -44,6 +44,7 @@ export type {
   DockerStatus,
   InitRequest,
   InitResponse,
+  JoinMember,
   JoinPeer,
   JoinRequest,
   JoinResponse,
