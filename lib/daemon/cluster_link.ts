@@ -460,6 +460,7 @@ export class ClusterLink {
         this.#options.subnet,
         this.#options.settings?.clusterNetwork ?? DEFAULT_CLUSTER_NETWORK,
       ),
+      incumbents: new Map(this.#peers.map((p) => [p.subnet, p.machineId])),
     });
     const seen = new Set<string>();
     for (const { machineId, reason } of verdict.skipped) {

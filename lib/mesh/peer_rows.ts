@@ -62,13 +62,20 @@ function subnetOf(value: unknown, clusterNetwork: string): string {
 
 /**
  * Sorts candidates into usable peers and skipped ones: a usable one has a WireGuard key, a /24 inside the Cluster
- * network that overlaps neither this Machine's subnet nor another candidate's (both of an overlapping pair are
- * skipped: neither may take the other's route), and keeps only its well-formed endpoints. Candidates after the
- * first with the same key are skipped.
+ * network that overlaps neither this Machine's subnet nor another candidate's, and keeps only its well-formed
+ * endpoints. Of candidates claiming one subnet, the incumbent (the Machine configured with it now) keeps it and the
+ * newcomers are skipped; with no incumbent all are skipped, so a later claim never takes over a live Machine's
+ * route. Candidates after the first with the same key are skipped.
  */
 export function usablePeers(
   candidates: readonly PeerCandidate[],
-  options: { selfId: string; ownSubnet: string; clusterNetwork: string },
+  options: {
+    selfId: string;
+    ownSubnet: string;
+    clusterNetwork: string;
+    /** Machine configured with each subnet now. */
+    incumbents?: ReadonlyMap<string, string>;
+  },
 ): PeerRowVerdict {
   const skipped: { machineId: string; reason: string }[] = [];
   const maybe: UsablePeer[] = [];
@@ -102,11 +109,15 @@ export function usablePeers(
   const peers: UsablePeer[] = [];
   for (const p of maybe) {
     const clash = maybe.find((q) => q !== p && q.subnet === p.subnet);
-    if (clash === undefined) peers.push(p);
-    else {skipped.push({
-        machineId: p.machineId,
-        reason: `its subnet ${p.subnet} is also claimed by "${clash.machineId}"`,
-      });}
+    const incumbent = options.incumbents?.get(p.subnet);
+    if (clash === undefined || incumbent === p.machineId) {
+      peers.push(p);
+      continue;
+    }
+    const holder = incumbent !== undefined && maybe.some((q) => q.machineId === incumbent)
+      ? incumbent
+      : clash.machineId;
+    skipped.push({ machineId: p.machineId, reason: `its subnet ${p.subnet} is also claimed by "${holder}"` });
   }
   return { peers, skipped };
 }

@@ -43,6 +43,19 @@ Deno.test("usablePeers keeps good rows and skips each kind of unusable one with 
   });
 });
 
+Deno.test("usablePeers keeps the Machine configured with a subnet when a newcomer claims it too", () => {
+  const rows = [
+    { machineId: "live", publicKey: KEY_A, subnet: "10.210.4.0/24" },
+    { machineId: "new", publicKey: KEY_B, subnet: "10.210.4.0/24" },
+  ];
+  const verdict = usablePeers(rows, { ...OPTIONS, incumbents: new Map([["10.210.4.0/24", "live"]]) });
+  deepEqual(verdict.peers.map((p) => p.machineId), ["live"]);
+  deepEqual(verdict.skipped, [{
+    machineId: "new",
+    reason: 'its subnet 10.210.4.0/24 is also claimed by "live"',
+  }]);
+});
+
 Deno.test("usablePeers never throws, whatever the rows hold", () => {
   const junk: unknown[] = [
     null,
