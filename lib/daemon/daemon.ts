@@ -502,16 +502,20 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       const evidence = link === undefined
         ? { handshakes: new Map(), traffic: new Map(), received: new Map() }
         : await link.evidence();
-      return listMachines({
-        self: { id: record.id, name: record.name },
-        rows,
-        evidence,
-        thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
-        now: Date.now(),
-        meshError: link === undefined
-          ? "this Machine is not in a Cluster"
-          : [link.meshError, networkProblem].filter((e) => e !== undefined).join("; ") || undefined,
-      });
+      const members = store === undefined || store.closed ? [] : store.members.list();
+      return {
+        ...listMachines({
+          self: { id: record.id, name: record.name },
+          rows,
+          evidence,
+          thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
+          now: Date.now(),
+          meshError: link === undefined
+            ? "this Machine is not in a Cluster"
+            : [link.meshError, networkProblem].filter((e) => e !== undefined).join("; ") || undefined,
+        }),
+        members: members.map((m) => ({ id: m.machine_id, "signing_key": m.signing_key })),
+      };
     },
     async admitPeer(req) {
       if (link === undefined || record.phase !== "participating") {

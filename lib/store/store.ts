@@ -121,6 +121,12 @@ interface ChangeRow {
   sig?: string | null;
 }
 
+// A signature verdict reached before a batch is committed, with the key it was checked against.
+interface Verdict {
+  key: string;
+  ok: boolean;
+}
+
 // A change that passed the shape and table rules, with its position in the batch.
 interface Screened {
   index: number;
@@ -790,14 +796,13 @@ export class Store {
   /** {@linkcode Store.applyChanges}, verifying signatures off the event loop's critical path first. */
   async receive(inputs: readonly unknown[], options: { pulled?: boolean } = {}): Promise<ApplyResult> {
     const { result, valid } = this.#screen(inputs);
-    const verified = new Map<number, string>();
+    const verified = new Map<number, Verdict>();
     if (this.#signer !== undefined) {
       await Promise.all(valid.map(async ({ index, change }) => {
         const key = this.trustedKey(change.site);
         if (key === undefined || change.sig === undefined) return;
-        if (await this.#verifier.verify(key, change.sig, changeMessage(this.clusterId, change))) {
-          verified.set(index, key);
-        }
+        const ok = await this.#verifier.verify(key, change.sig, changeMessage(this.clusterId, change));
+        verified.set(index, { key, ok });
       }));
       this.#assertOpen();
     }
@@ -845,7 +850,7 @@ export class Store {
 
   // Keeps the changes signed by their site's admitted key. An admission in the batch admits its Machine for the
   // rest of the batch, so a joiner's first changes may travel with the admission that vouches for them.
-  #authenticate(result: ApplyResult, valid: Screened[], verified: Map<number, string>): Screened[] {
+  #authenticate(result: ApplyResult, valid: Screened[], verified: Map<number, Verdict>): Screened[] {
     if (this.#signer === undefined) return valid;
     const admitted = new Map<string, string>();
     const keyOf = (site: string): string | undefined => admitted.get(site) ?? this.trustedKey(site);
@@ -860,8 +865,13 @@ export class Store {
           waiting.push(item);
           continue;
         }
-        const good = change.sig !== undefined && (verified.get(index) === key ||
-          this.#verifier.verifySync(key, change.sig, changeMessage(this.clusterId, change)));
+        // Checked once: a verdict reached before the batch with the same key stands, so a batch of bad signatures
+        // costs one fast verification each, never a second slow one.
+        const before = verified.get(index);
+        const good = change.sig !== undefined &&
+          (before?.key === key
+            ? before.ok
+            : this.#verifier.verifySync(key, change.sig, changeMessage(this.clusterId, change)));
         if (!good) {
           const what = change.sig === undefined ? "it is not signed" : "its signature does not match";
           result.rejected.push(
@@ -919,7 +929,7 @@ export class Store {
   #commitRemote(
     result: ApplyResult,
     screened: Screened[],
-    verified: Map<number, string>,
+    verified: Map<number, Verdict>,
     pulled: boolean,
   ): ApplyResult {
     const valid = this.#authenticate(result, screened, verified);

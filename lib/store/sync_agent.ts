@@ -156,10 +156,18 @@ export class SyncAgent {
       this.#options.onEvent?.({ type: "round_failed", error: String(error) });
       return;
     }
+    let ready: Change[];
+    try {
+      // Signed once for every peer, and the version mark synced, before anything leaves.
+      ready = await this.#store.outbound(changes);
+    } catch (error) {
+      this.#options.onEvent?.({ type: "round_failed", error: String(error) });
+      return;
+    }
     await Promise.all(peers.map(async (peer) => {
       try {
-        for (let i = 0; i < changes.length; i += MAX_PUSH_CHANGES) {
-          await this.push(peer, changes.slice(i, i + MAX_PUSH_CHANGES));
+        for (let i = 0; i < ready.length; i += MAX_PUSH_CHANGES) {
+          await this.push(peer, ready.slice(i, i + MAX_PUSH_CHANGES));
         }
       } catch (error) {
         this.#options.onEvent?.({ type: "push_failed", peer, error: String(error) });

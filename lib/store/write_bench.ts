@@ -1,9 +1,12 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
+import { generateSigningSecret } from "./signing.ts";
 import { openStore } from "./store.ts";
 
 // Local writes with CRDT bookkeeping (change log, HLC, version vector, owner check) against plain inserts of
-// the same rows into a table of the same shape, both one transaction per row on a WAL file.
+// the same rows into a table of the same shape, both one transaction per row on a WAL file. A second group puts
+// the same rows in an unsigned store (the baseline) and in a signed one: alone, and with each write made ready to
+// leave at once (signed, signature kept, version high-water mark synced), the worst case of a push per write.
 
 const dir = Deno.makeTempDirSync({ prefix: "write_bench_" });
 globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
@@ -84,6 +87,53 @@ Deno.bench({
     const store = openStore({ path: join(dir, `store-${++run}.db`), siteId: "m1", clusterId: "bench" });
     b.start();
     for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
+    b.end();
+    store.close();
+  },
+});
+
+Deno.bench({
+  name: "unsigned store put, 500 rows",
+  group: "signed local write",
+  baseline: true,
+  fn(b) {
+    const store = openStore({ path: join(dir, `unsigned-${++run}.db`), siteId: "m1", clusterId: "bench" });
+    b.start();
+    for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
+    b.end();
+    store.close();
+  },
+});
+
+Deno.bench({
+  name: "signed store put, 500 rows",
+  group: "signed local write",
+  fn(b) {
+    const store = openStore({
+      path: join(dir, `signed-${++run}.db`),
+      siteId: "m1",
+      clusterId: "bench",
+      signingSecret: generateSigningSecret(),
+    });
+    b.start();
+    for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
+    b.end();
+    store.close();
+  },
+});
+
+Deno.bench({
+  name: "signed store put, each write signed and its version mark synced before the next, 500 rows",
+  group: "signed local write",
+  async fn(b) {
+    const store = openStore({
+      path: join(dir, `outbound-${++run}.db`),
+      siteId: "m1",
+      clusterId: "bench",
+      signingSecret: generateSigningSecret(),
+    });
+    b.start();
+    for (let i = 0; i < ROWS; i++) await store.outbound([store.containers.put(body(i) as never)]);
     b.end();
     store.close();
   },

@@ -1,13 +1,29 @@
+import { join } from "node:path";
+import { generateSigningSecret, signingPublicKey } from "../../lib/store/mod.ts";
 import { StoreNode } from "../../tests/support/store_cluster.ts";
 
 // Separate store processes on loopback; 200 writes spread over them; time until every replica holds all 200.
-// Push fan-out 3 with one relay, anti-entropy every ~500 ms. Prints bytes sent per change.
+// Push fan-out 3 with one relay, anti-entropy every ~500 ms. Prints bytes sent per change. Each replica count runs
+// unsigned (the baseline) and signed (every change signed at its origin and verified by every receiver).
 
 const WRITES = 200;
 
-async function converge(replicas: number): Promise<{ ms: number; bytes: number }> {
+async function keyFiles(dir: string, sites: string[]): Promise<string[]> {
+  const secrets = sites.map(() => generateSigningSecret());
+  const members = sites.map((id, i) => ({ id, signingKey: signingPublicKey(secrets[i]) }));
+  return await Promise.all(sites.map(async (site, i) => {
+    const file = join(dir, `${site}.keys.json`);
+    const secret = btoa(String.fromCharCode(...secrets[i]));
+    await Deno.writeTextFile(file, JSON.stringify({ secret, members }), { mode: 0o600 });
+    return file;
+  }));
+}
+
+async function converge(replicas: number, signed: boolean): Promise<{ ms: number; bytes: number }> {
   const dir = await Deno.makeTempDir({ prefix: "convergence_bench_" });
-  const nodes = Array.from({ length: replicas }, (_, i) => new StoreNode(dir, `site-${i}`, "bench"));
+  const sites = Array.from({ length: replicas }, (_, i) => `site-${i}`);
+  const files = signed ? await keyFiles(dir, sites) : [];
+  const nodes = sites.map((site, i) => new StoreNode(dir, site, "bench", files[i]));
   try {
     for (let i = 0; i < nodes.length; i += 6) {
       await Promise.all(nodes.slice(i, i + 6).map((n) => n.start(dir)));
@@ -34,21 +50,27 @@ async function converge(replicas: number): Promise<{ ms: number; bytes: number }
 }
 
 for (const replicas of [3, 30]) {
-  Deno.bench({
-    name: `${replicas} replica processes, ${WRITES} writes until all hold all`,
-    group: "convergence",
-    baseline: replicas === 3,
-    n: 1,
-    warmup: 0,
-    async fn(b) {
-      b.start();
-      const { ms, bytes } = await converge(replicas);
-      b.end();
-      console.log(
-        `convergence: ${replicas} replicas, ${WRITES} writes: ${ms} ms; ${bytes} bytes sent, ` +
-          `${Math.round(bytes / WRITES)} bytes per change, ` +
-          `${Math.round(bytes / (WRITES * (replicas - 1)))} bytes per change per receiving replica`,
-      );
-    },
-  });
+  for (const signed of [false, true]) {
+    Deno.bench({
+      name: `${replicas} replica processes, ${WRITES} writes until all hold all, ${
+        signed ? "signed" : "unsigned"
+      }`,
+      group: `convergence, ${replicas} replicas`,
+      baseline: !signed,
+      n: 1,
+      warmup: 0,
+      async fn(b) {
+        b.start();
+        const { ms, bytes } = await converge(replicas, signed);
+        b.end();
+        console.log(
+          `convergence: ${replicas} replicas, ${WRITES} writes, ${
+            signed ? "signed" : "unsigned"
+          }: ${ms} ms; ` +
+            `${bytes} bytes sent, ${Math.round(bytes / WRITES)} bytes per change, ` +
+            `${Math.round(bytes / (WRITES * (replicas - 1)))} bytes per change per receiving replica`,
+        );
+      },
+    });
+  }
 }
