@@ -41,3 +41,13 @@ Deno.test("hlc counter overflow borrows from milliseconds", () => {
   clock.observe(encodeHlc({ ms: 1, counter: 0xffffff }));
   assert.deepEqual(decodeHlc(clock.tick()), { ms: 2, counter: 0 });
 });
+
+Deno.test("hlc never encodes past its 18 digits, and a full counter keeps the width", () => {
+  assert.throws(() => encodeHlc({ ms: 0x1000000000000, counter: 0 }), RangeError);
+  assert.throws(() => encodeHlc({ ms: 1, counter: 0x1000000 }), RangeError);
+  const clock = new HybridClock(() => 1000);
+  clock.observe(encodeHlc({ ms: 1000, counter: 0xffffff }));
+  const next = clock.tick();
+  assert.equal(next.length, 18);
+  assert.deepEqual(decodeHlc(next), { ms: 1001, counter: 0 });
+});

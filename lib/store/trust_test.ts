@@ -297,6 +297,39 @@ Deno.test("a push naming too many sites, or a reply past the cap, is refused who
   }
 });
 
+Deno.test("an endless request body is refused at the cap, not buffered", async () => {
+  const store = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    createSyncApp(store).fetch,
+  );
+  let sent = 0;
+  const chunk = new Uint8Array(1024 * 1024).fill(32);
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent > 256 * 1024 * 1024) return controller.close();
+      sent += chunk.length;
+      controller.enqueue(chunk);
+    },
+  });
+  try {
+    const response = await fetch(`http://127.0.0.1:${server.addr.port}/store/v1/push`, {
+      method: "POST",
+      headers: { [CLUSTER_HEADER]: CLUSTER, "content-type": "application/json" },
+      body,
+    }).catch((error) => error as Error);
+    // The server answers 413 and stops reading; the client may see the answer or a reset connection.
+    if (response instanceof Response) {
+      assert.equal(response.status, 413);
+      await response.body?.cancel();
+    }
+    assert.ok(sent < 128 * 1024 * 1024, `sent ${sent} bytes before the refusal`);
+  } finally {
+    await server.shutdown();
+    store.close();
+  }
+});
+
 Deno.test("an anti-entropy round whose peer list throws is reported and the agent keeps going", async () => {
   const store = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER });
   const events: string[] = [];
