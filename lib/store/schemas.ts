@@ -83,7 +83,9 @@ export const ContainerSchema: z.ZodType<Container> = z.looseObject({
   image: z.string().max(1024),
   state: z.string().max(64).optional(),
   health: z.string().max(64).optional(),
-  addresses: z.array(z.string().max(64)).max(64).optional(),
+  // Addresses are spliced into Caddy upstreams and DNS answers: IP literals only.
+  addresses: z.array(z.string().max(64).regex(/^[0-9A-Fa-f:.]+$/, "expected an IP address")).max(64)
+    .optional(),
   labels: z.record(z.string(), z.string()).optional(),
   "env_names": z.array(z.string().max(256)).max(1024).optional(),
 });

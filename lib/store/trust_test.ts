@@ -167,6 +167,26 @@ Deno.test("a joiner trusts its anchors and every Machine they admit, also within
   }
 });
 
+Deno.test("a container row whose address is not an IP literal is refused on write and on receipt", () => {
+  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER });
+  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: CLUSTER });
+  try {
+    const row = { id: "c1", "machine_id": "m2", project: "p", service: "s", name: "c1", image: "i" };
+    assert.throws(
+      () => b.containers.put({ ...row, addresses: ["10.0.0.1:80\n}\nimport /etc/x"] }),
+      /IP address/,
+    );
+    const good = b.containers.put({ ...row, addresses: ["10.210.1.7", "fdcc::1"] });
+    const bad = { ...good, version: 2, body: JSON.stringify({ ...row, addresses: ["evil.example {"] }) };
+    const result = a.applyChanges([good, bad]);
+    assert.equal(result.applied, 1);
+    assert.match(result.rejected[0].reason, /addresses\.0: expected an IP address/);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
 Deno.test("a change more than 5 minutes ahead is refused and does not move the clock", () => {
   let now = Date.UTC(2026, 0, 1);
   const a = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER, now: () => now });
