@@ -473,8 +473,10 @@ export class ClusterLink {
     return verdict.peers;
   }
 
+  // A Machine that just left stays admitted for the grace its WireGuard peer keeps, so its last exchanges finish.
   #isPeerAddress(address: string): boolean {
-    const rows = this.#currentPeers().map((p) => ({
+    const peers = [...this.#currentPeers(), ...[...this.#departed.values()].map((d) => d.peer)];
+    const rows = peers.map((p) => ({
       id: p.machineId,
       subnet: p.subnet,
       "public_key": p.publicKey,
