@@ -8,7 +8,7 @@
 import { Hono } from "hono";
 import { CATALOG, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
 import { errorBody, openEnvelope } from "./envelope.ts";
-import { readBodyCapped } from "./body.ts";
+import { readBodyCapped } from "../util/mod.ts";
 import { httpStatusOf, RpcError } from "./errors.ts";
 
 /** What a handler gets besides its request. */

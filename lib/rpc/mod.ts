@@ -128,4 +128,4 @@ export {
 export { type BytePipe, exchange, muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { MAX_FRAME, MUX_HELLO, type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
-export { readBodyCapped } from "./body.ts";
+export { readBodyCapped } from "../util/mod.ts";

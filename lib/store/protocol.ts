@@ -86,38 +86,3 @@ export interface ErrorBody {
   /** Sentence-case message. */
   message: string;
 }
-
-/**
- * Reads a body as text, stopping (and cancelling the stream) as soon as it passes `maxBytes`: a huge or endless
- * body never sits in memory whole. Returns `undefined` when the body was too large.
- */
-export async function readTextCapped(
-  body: ReadableStream<Uint8Array> | null,
-  maxBytes: number,
-): Promise<string | undefined> {
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel().catch(() => {});
-        return undefined;
-      }
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(all);
-}

@@ -13,13 +13,13 @@ import {
   MAX_PUSH_CHANGES,
   MAX_REPLY_BYTES,
   type PushResponse,
-  readTextCapped,
   SYNC_PREFIX,
   type SyncResponse,
   type VectorResponse,
 } from "./protocol.ts";
 import type { Rejection, Store } from "./store.ts";
 import type { VersionVector } from "./vector.ts";
+import { readBodyCapped } from "../util/mod.ts";
 
 /** Something the agent did, for logs and tests. */
 export type SyncEvent =
@@ -215,7 +215,8 @@ export class SyncAgent {
         body: text,
         signal: controller.signal,
       });
-      const reply = await readTextCapped(response.body, MAX_REPLY_BYTES);
+      const bytes = await readBodyCapped(response, MAX_REPLY_BYTES);
+      const reply = bytes === undefined ? undefined : new TextDecoder().decode(bytes);
       if (reply === undefined) {
         throw new StoreError(
           "unavailable",

@@ -15,13 +15,13 @@ import {
   MAX_REQUEST_BYTES,
   PushRequestSchema,
   type PushResponse,
-  readTextCapped,
   SYNC_PREFIX,
   SyncRequestSchema,
   type SyncResponse,
   type VectorResponse,
 } from "./protocol.ts";
 import type { Store } from "./store.ts";
+import { readBodyCapped } from "../util/mod.ts";
 
 const STATUS: Record<string, ContentfulStatusCode> = {
   "invalid_argument": 400,
@@ -39,12 +39,9 @@ function refuse(code: string, message: string): Response {
 }
 
 async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T | Response> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_REQUEST_BYTES) {
-    return refuse("too_large", `Request too large: ${declared} bytes, limit ${MAX_REQUEST_BYTES}`);
-  }
-  const text = await readTextCapped(request.body, MAX_REQUEST_BYTES);
-  if (text === undefined) return refuse("too_large", `Request too large: limit ${MAX_REQUEST_BYTES} bytes`);
+  const bytes = await readBodyCapped(request, MAX_REQUEST_BYTES);
+  if (bytes === undefined) return refuse("too_large", `Request too large: limit ${MAX_REQUEST_BYTES} bytes`);
+  const text = new TextDecoder().decode(bytes);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,14 +1,14 @@
 /**
- * Reading a request body under a byte cap. A declared `content-length` over the cap is refused before any byte is
- * read; a chunked body (no length) is read chunk by chunk and cancelled at the first byte past the cap, so a
- * caller streaming an endless body costs the daemon at most the cap, never the whole body.
+ * Reading a request or response body under a byte cap. A declared `content-length` over the cap is refused before
+ * any byte is read; a chunked body (no length) is read chunk by chunk and cancelled at the first byte past the cap,
+ * so a peer streaming an endless body costs at most the cap, never the whole body.
  *
  * @module
  */
 
 /** The body's bytes, or `undefined` when it is (or declares itself) longer than `maxBytes`. */
 export async function readBodyCapped(
-  request: Request,
+  request: Request | Response,
   maxBytes: number,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
   const declared = request.headers.get("content-length");
