@@ -206,7 +206,9 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
       }],
       // The joiner trusts the Machines the Entry Machine accepts changes from (also those that left, whose old
       // changes it still holds); each later admission chains from them.
-      members: observed.members ?? observed.machines.filter((m) => m.signing_key !== undefined).map((m) => ({
+      members: (observed.members ?? observed.machines.filter((m) => m.signing_key !== undefined)).map((
+        m,
+      ) => ({
         id: m.id,
         "signing_key": m.signing_key!,
       })),
