@@ -6,12 +6,12 @@
 // peering and replicating.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readRows } from "../lib/lab/mod.ts";
 import { connectMachine } from "../lib/rpc/mod.ts";
-import { eventually, labNotReady, startLab } from "./lab_support.ts";
-
-const IMAGE = "ployz-test/busybox:1";
-const notReady = labNotReady();
+import { IMAGE } from "./support/docker.ts";
+import { startLab } from "./support/lab.ts";
+import { readRows } from "./support/lab_store.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
 
 interface Listed {
   machines: {
@@ -99,14 +99,10 @@ function machineRow(id: string, version: number, body: Record<string, unknown>, 
   };
 }
 
-Deno.test({
+Deno.test(needs(["lab"], {
   name:
     "lab: store sync admits only mesh peers, forged rows are refused, malformed rows leave every daemon up",
-  ignore: notReady !== undefined && Deno.env.get("CI") === undefined,
   async fn(t) {
-    if (notReady !== undefined) {
-      throw new Error(`The lab test needs root and its tools when CI is set: ${notReady}`);
-    }
     await using lab = await startLab("trust", 2);
     const db = (m: string): string => join(lab.dir, m, "ployz", "store.db");
     const ls = async (m: string): Promise<Listed> =>
@@ -298,4 +294,4 @@ Deno.test({
       },
     );
   },
-});
+}));
