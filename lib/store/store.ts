@@ -1039,6 +1039,18 @@ export class Store {
     this.#assertOpen();
     const changes: Change[] = [];
     let chars = 0;
+    // Admissions lead every reply: a receiver refuses a Machine's changes until it holds that Machine's admission,
+    // so a page of them ahead of it would be refused whole, again and again.
+    const admissions = new Set<string>();
+    for (
+      const r of this.#statement(`SELECT * FROM changes WHERE tbl = 'members'`)
+        .all() as unknown as ChangeRow[]
+    ) {
+      if (holds(theirs[r.site], r.version) || changes.length >= limit) continue;
+      changes.push(toChange(r));
+      admissions.add(`${r.site}/${r.version}`);
+      chars += 100 + r.key.length + (r.body?.length ?? 0);
+    }
     const query = this.#statement(
       `SELECT * FROM changes WHERE site = ? AND version > ? ORDER BY version LIMIT ?`,
     );
@@ -1051,7 +1063,7 @@ export class Store {
         const page = query.all(site, after, 1000) as unknown as ChangeRow[];
         for (const r of page) {
           after = r.version;
-          if (holds(held, r.version)) continue;
+          if (holds(held, r.version) || admissions.has(`${r.site}/${r.version}`)) continue;
           if (changes.length >= limit || chars >= maxChars) return { changes, more: true };
           changes.push(toChange(r));
           chars += 100 + r.key.length + (r.body?.length ?? 0);

@@ -187,6 +187,30 @@ Deno.test("a container row whose address is not an IP literal is refused on writ
   }
 });
 
+Deno.test("a joiner catches up even when a Machine's changes fill pages before its admission", async () => {
+  // Sites sort "a2" before "z1": without admissions first, every page of a2's changes would be refused whole.
+  const z1 = member("z1");
+  const a2 = member("a2");
+  const joiner = member("j3");
+  const served = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, createSyncApp(z1).fetch);
+  try {
+    z1.admit("z1", z1.signingKey!);
+    z1.admit("a2", a2.signingKey!);
+    a2.addAnchors([{ id: "z1", signingKey: z1.signingKey! }]);
+    for (let i = 0; i < 30; i++) a2.cluster.put({ name: `a${i}`, value: i });
+    await z1.receive(await a2.outbound(a2.changesMissingFrom({}).changes));
+    joiner.addAnchors([{ id: "z1", signingKey: z1.signingKey! }]);
+    const url = `http://127.0.0.1:${served.addr.port}`;
+    const agent = new SyncAgent(joiner, { peers: () => [], pageLimit: 7 });
+    for (let round = 0; round < 10 && !joiner.caughtUpWith(z1.vector()); round++) await agent.syncOnce(url);
+    assert.ok(joiner.caughtUpWith(z1.vector()), "the joiner caught up");
+    assert.equal(joiner.cluster.get("a29")?.value, 29);
+  } finally {
+    await served.shutdown();
+    for (const s of [z1, a2, joiner]) s.close();
+  }
+});
+
 Deno.test("a change more than 5 minutes ahead is refused and does not move the clock", () => {
   let now = Date.UTC(2026, 0, 1);
   const a = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER, now: () => now });
