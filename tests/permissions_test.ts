@@ -30,6 +30,8 @@ const CASES: Case[] = [
       { op: "read", target: "/etc/shadow" },
       { op: "write", target: "/etc/ployz-probe" },
       { op: "connect-tcp", target: "127.0.0.2:80" },
+      // No loopback grant: the observe and Caddy admin sockets are reached through unix proxies.
+      { op: "connect-tcp", target: "127.0.0.1:80" },
     ],
   },
   {

@@ -60,8 +60,9 @@ export function observeHandlers(host: ObserveProxyHost): ObserveHandlers {
     const signal = AbortSignal.any([caller, host.stopping, cancel.signal]);
     const timer = setTimeout(() => cancel.abort("deadline"), deadlineMs);
     try {
-      // The host part is not dialled (the unix proxy is); 127.0.0.1 is what the serve set's net grant names.
-      const response = await fetch(`http://127.0.0.1${path}`, {
+      // The host part is not dialled (the unix proxy is); "ployz" is the name the serve set's net grant allows
+      // for that, so the set grants no loopback address at all.
+      const response = await fetch(`http://ployz${path}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
