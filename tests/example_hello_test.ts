@@ -7,7 +7,7 @@ import Docker from "dockerode";
 import { DOCKER_SOCKET, isSocket, randomSubnet } from "./support/docker.ts";
 import { alive, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 
@@ -81,6 +81,23 @@ Deno.test(needs(["docker"], {
       while ((dns = childrenOf(pid).filter((c) => / dns$/.test(cmdline(c).trim()))).length === 0) {
         ok(Date.now() < until, `ployzd serve (pid ${pid}) runs no ployzd dns child`);
         await sleep(200);
+      }
+      // Real figures, not gaps: the Observe Store reads /proc and the cgroups through the example's host view.
+      const topEnv = { ...env, PLOYZ_RUN_DIR: join(state, "run"), PLOYZ_CONFIG_DIR: join(state, "config") };
+      let lastTop = "";
+      const figures = await eventually(60_000, "ployz top shows numbers for hello/web", async () => {
+        const top = await run(join(ROOT, "bin", "ployz"), ["top", "--json"], topEnv);
+        lastTop = top.stdout + top.stderr;
+        const web = JSON.parse(top.stdout).machines?.[0]?.services
+          ?.find((s: { project: string; service: string }) => s.project === "hello" && s.service === "web");
+        const values = web?.values as Record<string, { avg?: number; sum?: number; gap?: string }> | null;
+        return values && ["cpu", "memory"].every((m) => values[m]?.gap === undefined) ? values : undefined;
+      }).catch((error) => {
+        throw new Error(`${error instanceof Error ? error.message : error}; last ployz top: ${lastTop}`);
+      });
+      ok((figures.memory.avg ?? figures.memory.sum ?? 0) > 0, JSON.stringify(figures.memory));
+      for (const m of ["net_rx", "net_tx", "disk_read", "disk_write"]) {
+        equal(figures[m]?.gap, undefined, `${m}: ${JSON.stringify(figures[m])}`);
       }
 
       const down = await run(join(ROOT, "examples", "hello", "down.sh"), [], env);

@@ -29,7 +29,10 @@ else
   # systemd, the right to run this deno: the daemon keeps `ployzd dns` (Internal DNS) running as its child.
   mapfile -t flags < <("$deno" run --quiet --no-prompt --cached-only --config "$root/deno.json" \
     --allow-env="PLOYZ_*" "$root/tools/relocated_flags.ts" serve "$(readlink -f "$deno")")
-  nohup "$deno" run --quiet --no-prompt --cached-only --frozen --config "$root/deno.json" "${flags[@]}" \
+  # The Observe Store reads /proc and the cgroups through the read-only view an installed Machine's unit gives it.
+  export PLOYZ_OBSERVE_PROC_ROOT="$PLOYZ_RUN_DIR/observe-host/proc" PLOYZ_OBSERVE_CGROUP_ROOT="$PLOYZ_RUN_DIR/observe-host/cgroup"
+  nohup "$root/tools/observe_host_view.sh" "$PLOYZ_RUN_DIR/observe-host" \
+    "$deno" run --quiet --no-prompt --cached-only --frozen --config "$root/deno.json" "${flags[@]}" \
     "$root/cmd/ployzd.ts" serve >"$state/serve.log" 2>&1 </dev/null &
   echo $! >"$state/serve.pid"
   for _ in $(seq 1 120); do

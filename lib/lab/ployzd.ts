@@ -81,25 +81,12 @@ export function daemonEnv(m: MachinePlan, extra: Record<string, string> = {}): R
 }
 
 /**
- * The command prefix that gives the daemon the observe host view an installed Machine's `ployz-observe` unit has:
- * `/proc` and `/sys/fs/cgroup` bind-mounted read-only under `<run dir>/observe-host` (Deno refuses narrow reads of
- * `/proc` itself). The mounts live in a private mount namespace of the daemon and its children, so they vanish with
- * them and the host never sees a mount under the lab directory.
+ * The command prefix that gives the daemon the observe host view an installed Machine's `ployz-observe` unit has
+ * (`tools/observe_host_view.sh`: `/proc` and `/sys/fs/cgroup` read-only under `<run dir>/observe-host`, in a
+ * private mount namespace of the daemon and its children), so `ployz top` in a lab shows real figures.
  */
 function observeHostView(layout: Layout): string[] {
-  const dir = join(layout.runDir, "observe-host");
-  const script = [
-    "set -e",
-    'mkdir -p "$1/proc" "$1/cgroup"',
-    'mount --bind /proc "$1/proc"',
-    'mount -o remount,bind,ro "$1/proc"',
-    'mount --rbind /sys/fs/cgroup "$1/cgroup"',
-    // Each cgroup v1 hierarchy is its own mount under the bind; make every one read-only.
-    'findmnt -rn -o TARGET -R "$1/cgroup" | while read -r m; do mount -o remount,bind,ro "$m"; done',
-    "shift",
-    'exec "$@"',
-  ].join("\n");
-  return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", dir];
+  return [join(ROOT, "tools", "observe_host_view.sh"), join(layout.runDir, "observe-host")];
 }
 
 /** Starts the Machine's ployzd detached (its own session), appending to its log; does not wait for it. */
