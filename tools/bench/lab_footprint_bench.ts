@@ -123,7 +123,19 @@ else console.log("lab_footprint: set PLOYZ_BENCH_LAB=1 to build a 3-Machine lab 
 
 // `deno bench` needs at least one case; this one times what the figures above explain.
 Deno.bench({
+  name: "module graph of ployz (the command list only)",
+  group: "module graph",
+  baseline: true,
+  n: 3,
+  warmup: 0,
+  async fn() {
+    await loadedModules("cmd/ployz.ts");
+  },
+});
+
+Deno.bench({
   name: "module graph of ployzd dns (deno info)",
+  group: "module graph",
   n: 3,
   warmup: 0,
   async fn() {
