@@ -78,13 +78,17 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "mem_swappiness",
     "memswap_limit",
     "secrets",
+    "security_opt",
+    "tmpfs",
+    "devices",
+    "gpus",
+    "pids_limit",
+    "expose",
     "x-ports",
     "x-machines",
     "x-caddy",
     "x-pre_deploy",
   ]),
-  // Refused outright.
-  "security_opt": { refuse: "is not supported" },
   // Warned about and ignored.
   ...warned([
     "dns",
@@ -95,10 +99,8 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "links",
     "network_mode",
     "oom_kill_disable",
-    "pids_limit",
     "runtime",
     "storage_opt",
-    "tmpfs",
     "userns_mode",
     "uts",
     "volumes_from",
@@ -125,7 +127,6 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "develop",
     "device_cgroup_rules",
     "domainname",
-    "expose",
     "external_links",
     "isolation",
     "label_file",
@@ -140,7 +141,7 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "use_api_socket",
   ]),
   // Not supported yet, and ignoring them would run a different container, so they are refused.
-  ...refused(["configs", "devices", "gpus", "pid"], NOT_YET),
+  ...refused(["configs", "pid"], NOT_YET),
   extends: { refuse: "is not supported: copy the base service's keys into this one" },
 };
 
@@ -162,16 +163,23 @@ export const RESOURCES_KEYS: Record<string, KeyRule> = read(["limits", "reservat
 
 /** `deploy.resources.limits` keys. */
 export const LIMITS_KEYS: Record<string, KeyRule> = {
-  ...read(["cpus", "memory"]),
-  ...warned(["pids"]),
+  ...read(["cpus", "memory", "pids"]),
 };
 
 /** `deploy.resources.reservations` keys. */
 export const RESERVATIONS_KEYS: Record<string, KeyRule> = {
-  ...read(["memory"]),
+  ...read(["memory", "devices"]),
   ...warned(["cpus", "generic_resources"]),
-  devices: { refuse: NOT_YET },
 };
+
+/** `deploy.resources.reservations.devices[]` keys. */
+export const DEVICE_REQUEST_KEYS: Record<string, KeyRule> = read([
+  "driver",
+  "count",
+  "device_ids",
+  "capabilities",
+  "options",
+]);
 
 /** `healthcheck` keys. */
 export const HEALTHCHECK_KEYS: Record<string, KeyRule> = read([

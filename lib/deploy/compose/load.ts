@@ -21,6 +21,7 @@ import {
 import { dnsLabelProblem, dockerNameProblem, projectNameFromDirectory, volumeNameProblem } from "./names.ts";
 import {
   boolean,
+  child,
   entries,
   type Entry,
   fail,
@@ -53,6 +54,8 @@ export interface LoadComposeOptions {
   readFile?: (path: string) => string;
   /** Directory relative paths resolve against when `path` is not given; defaults to the current one. */
   workingDir?: string;
+  /** Enabled Compose profiles (`--profile`, `COMPOSE_PROFILES`); `*` enables every one. */
+  profiles?: readonly string[];
 }
 
 /** A loaded Project and the warnings met on the way (the library never prints them). */
@@ -299,8 +302,9 @@ function readProject(
     if (service !== undefined) services[entry.key] = service;
   }
   checkCycles(reader, serviceEntries, scope.dependencies);
+  const profiledOut = applyProfiles(reader, serviceEntries, services, options.profiles ?? []);
   if (name === undefined) return undefined;
-  return { name, context, services: sorted(services), volumes };
+  return { name, context, services: sorted(services), volumes, profiledOut };
 }
 
 function rootEntry(root: Node, reader: Reader, key: string): Entry | undefined {
@@ -495,6 +499,40 @@ function readVolumes(
       : { ...existing, sizeBytes };
   }
   return sorted(out);
+}
+
+/**
+ * Leaves out the Services none of whose profiles is enabled, as Compose does, and refuses an enabled Service
+ * that depends on one left out. Returns the names left out, sorted.
+ */
+function applyProfiles(
+  reader: Reader,
+  list: Entry[],
+  services: Record<string, NormalizedService>,
+  enabled: readonly string[],
+): string[] {
+  const all = enabled.includes("*");
+  const out = Object.values(services).filter((service) =>
+    service.profiles.length > 0 && !all && !service.profiles.some((profile) => enabled.includes(profile))
+  ).map((service) => service.name).sort();
+  const left = new Set(out);
+  for (const service of Object.values(services)) {
+    if (left.has(service.name)) continue;
+    for (const dependency of service.dependsOn) {
+      if (!left.has(dependency)) continue;
+      const entry = list.find((item) => item.key === service.name);
+      fail(
+        reader,
+        entry?.keyNode,
+        child(entry?.path ?? "services", "depends_on"),
+        `service "${service.name}" depends on "${dependency}", which is left out: enable one of its profiles (${
+          services[dependency].profiles.map((profile) => `"${profile}"`).join(", ")
+        }) with --profile`,
+      );
+    }
+  }
+  for (const name of out) delete services[name];
+  return out;
 }
 
 /** Refuses a `depends_on` cycle, naming the services in it. */

@@ -195,7 +195,7 @@ Deno.test("loadCompose() refuses an unknown top-level key but allows x- keys", (
   );
 });
 
-Deno.test("loadCompose() refuses the keys it does not support", () => {
+Deno.test("loadCompose() refuses deploy.placement and applies security_opt and read_only", () => {
   const text = [
     "services:",
     "  web:",
@@ -206,12 +206,11 @@ Deno.test("loadCompose() refuses the keys it does not support", () => {
     "      placement: {constraints: [node.role==manager]}",
   ].join("\n");
   const list = problems(text);
-  assert.deepEqual(list.map((item) => [item.line, item.path]), [
-    [4, "services.web.security_opt"],
-    [5, "services.web.read_only"],
-    [7, "services.web.deploy.placement"],
-  ]);
-  assert.match(list[2].message, /use x-machines/);
+  assert.deepEqual(list.map((item) => [item.line, item.path]), [[7, "services.web.deploy.placement"]]);
+  assert.match(list[0].message, /use x-machines/);
+  const { project } = loadText(text.split("\n").slice(0, 5).join("\n"));
+  assert.equal(project.services.web.readOnly, true);
+  assert.deepEqual(project.services.web.securityOpt, ["no-new-privileges"]);
 });
 
 Deno.test("loadCompose() warns about the keys it ignores and still loads", () => {
@@ -254,12 +253,23 @@ Deno.test("loadCompose() refuses a short-syntax port with a non-numeric containe
   });
 });
 
-Deno.test("loadCompose() refuses port ranges", () => {
+Deno.test("loadCompose() publishes port ranges port by port and refuses ranges of different lengths", () => {
   onlyIssue(problems("services:\n  web:\n    image: nginx\n    ports:\n      - 8000-8010:8000\n"), {
     line: 5,
     path: "services.web.ports[0]",
-    message: /port ranges are not supported: "8000-8010"/,
+    message: /the published range and the container range must have the same length/,
   });
+  const { project } = loadText(
+    "services:\n  web:\n    image: nginx\n    ports: ['8000-8002:9000-9002/udp']\n",
+  );
+  assert.deepEqual(
+    project.services.web.ports.map((p) => p.kind === "host" && [p.publishedPort, p.containerPort]),
+    [
+      [8000, 9000],
+      [8001, 9001],
+      [8002, 9002],
+    ],
+  );
 });
 
 Deno.test("loadCompose() refuses an unknown port protocol", () => {
@@ -270,12 +280,27 @@ Deno.test("loadCompose() refuses an unknown port protocol", () => {
   });
 });
 
-Deno.test("loadCompose() refuses short-syntax ports in ingress mode with a hint", () => {
-  onlyIssue(problems("services:\n  web:\n    image: nginx\n    ports: ['8080:80/udp']\n"), {
-    line: 4,
-    path: "services.web.ports[0]",
-    message: /ingress mode: TCP\/UDP ingress is not supported.*@host.*mode: host/,
-  });
+Deno.test("loadCompose() publishes short-syntax ports on the host and refuses an explicit mode: ingress", () => {
+  const { project } = loadText(
+    "services:\n  web:\n    image: nginx\n    ports: ['8080:80', '127.0.0.1:5432:5432', '53:53/udp', '3000']\n",
+  );
+  assert.deepEqual(project.services.web.ports, [
+    { kind: "host", hostIp: null, publishedPort: 8080, containerPort: 80, protocol: "tcp" },
+    { kind: "host", hostIp: "127.0.0.1", publishedPort: 5432, containerPort: 5432, protocol: "tcp" },
+    { kind: "host", hostIp: null, publishedPort: 53, containerPort: 53, protocol: "udp" },
+    { kind: "host", hostIp: null, publishedPort: 0, containerPort: 3000, protocol: "tcp" },
+  ]);
+  onlyIssue(
+    problems(
+      "services:\n  web:\n    image: nginx\n    ports:\n      - {target: 80, published: 8081, mode: ingress}\n",
+    ),
+    {
+      line: 5,
+      path: "services.web.ports[0].mode",
+      message:
+        /asks for mode "ingress".*remove "mode" to publish 8081 on each Machine.*x-ports "8081:80\/http"/,
+    },
+  );
 });
 
 Deno.test("loadCompose() refuses bad x-ports entries", () => {
@@ -330,7 +355,7 @@ Deno.test("loadCompose() refuses bad volume strings", () => {
     [9, "services.web.volumes[4]"],
     [10, "services.web.volumes[5]"],
   ]);
-  assert.match(list[0].message, /anonymous volume "data" is not supported/);
+  assert.match(list[0].message, /invalid mount target "data": expected an absolute path/);
   assert.match(list[1].message, /bind mount source ".\/data" is relative/);
   assert.match(list[2].message, /invalid volume "a:\/b:ro:extra"/);
   assert.match(list[3].message, /invalid mount target "relative": expected an absolute path/);
@@ -616,4 +641,27 @@ Deno.test("loadCompose() applies YAML merge keys with explicit keys winning", ()
   const { project } = loadText(text);
   assert.equal(project.services.web.image, "own");
   assert.equal(project.services.web.restart, "always");
+});
+
+Deno.test("loadCompose() runs a profiled Service only when one of its profiles is enabled", () => {
+  const text = [
+    "services:",
+    "  web: {image: nginx}",
+    "  debug: {image: busybox, profiles: [debug]}",
+    "  admin: {image: busybox, profiles: [ops, debug]}",
+  ].join("\n");
+  const off = loadText(text).project;
+  assert.deepEqual(Object.keys(off.services), ["web"]);
+  assert.deepEqual(off.profiledOut, ["admin", "debug"]);
+  const on = loadCompose({ path: "/proj/compose.yaml", text, env: {}, profiles: ["ops"] }).project;
+  assert.deepEqual(Object.keys(on.services), ["admin", "web"]);
+  assert.deepEqual(on.profiledOut, ["debug"]);
+  const all = loadCompose({ path: "/proj/compose.yaml", text, env: {}, profiles: ["*"] }).project;
+  assert.deepEqual(all.profiledOut, []);
+  const list = problems(text + "\n  worker: {image: busybox, depends_on: [debug]}\n");
+  onlyIssue(list, {
+    line: 5,
+    path: "services.worker.depends_on",
+    message: /service "worker" depends on "debug", which is left out: enable one of its profiles \("debug"\)/,
+  });
 });

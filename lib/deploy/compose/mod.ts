@@ -57,6 +57,8 @@ export type {
   BindMount,
   HostPort,
   IngressPort,
+  NormalizedDevice,
+  NormalizedDeviceRequest,
   NormalizedHealthcheck,
   NormalizedMount,
   NormalizedPort,

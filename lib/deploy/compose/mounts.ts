@@ -104,13 +104,9 @@ function shortMount(
   const parts = value.split(":");
   const expected = "expected SOURCE:TARGET[:ro|rw]";
   if (parts.length === 1) {
-    fail(
-      reader,
-      node,
-      path,
-      `anonymous volume "${value}" is not supported: name it and declare it under top-level "volumes"`,
-    );
-    return undefined;
+    // An anonymous volume: one per container, removed with it, as Compose makes it.
+    if (!checkTarget(reader, node, path, value)) return undefined;
+    return { type: "volume", source: "", target: value, readOnly: false, noCopy: false, subpath: null };
   }
   if (parts.length > 3 || parts[0] === "" || parts[1] === "") {
     fail(reader, node, path, `invalid volume "${value}": ${expected}`);
@@ -223,14 +219,7 @@ function longMount(
   }
   if (type === "volume") {
     const volume = options("volume", VOLUME_OPTION_KEYS);
-    if (source === null) {
-      fail(
-        reader,
-        node,
-        path,
-        `anonymous volumes are not supported: set "source" to a volume declared under top-level "volumes"`,
-      );
-    } else if (source !== undefined && sourceEntry !== undefined) {
+    if (source !== null && source !== undefined && sourceEntry !== undefined) {
       checkVolumeSource(reader, sourceEntry.value, sourceEntry.path, source, declared);
     }
     const noCopyEntry = volume.get("nocopy");
@@ -247,10 +236,18 @@ function longMount(
         `invalid subpath "${subpath}": expected a relative path without ".."`,
       );
     }
-    if (reader.errors.length > errorsBefore || typeof source !== "string" || target === undefined) {
+    if (reader.errors.length > errorsBefore || source === undefined || target === undefined) {
       return undefined;
     }
-    return { type: "volume", source, target, readOnly, noCopy: noCopy ?? false, subpath: subpath ?? null };
+    // No source: an anonymous volume, one per container.
+    return {
+      type: "volume",
+      source: source ?? "",
+      target,
+      readOnly,
+      noCopy: noCopy ?? false,
+      subpath: subpath ?? null,
+    };
   }
   if (type === "tmpfs") {
     const tmpfs = options("tmpfs", TMPFS_KEYS);

@@ -3,10 +3,12 @@
  *
  * - `x-ports: "[hostname:][lb_port:]port/http|https"` routes HTTP(S) through Caddy;
  * - `x-ports: "[ip:]published:port[/tcp|udp]@host"` publishes on the Machine's own address;
- * - standard `ports` are accepted only in host mode (`mode: host` in the long syntax), because there is no
- *   TCP/UDP routing mesh; the short syntax means ingress mode in Compose and is refused with a hint.
+ * - standard `ports`, short and long syntax, publish on the host of each Machine that runs a replica, which is
+ *   what they mean to `docker compose up` on one host; only an explicit `mode: ingress` (Swarm's routing mesh,
+ *   which Ployz does not have) is refused. Ranges (`8000-8002:8000-8002`) publish each port; a port without a
+ *   published one gets an ephemeral host port, as Docker gives it.
  *
- * Port ranges are refused. `ports` and `x-ports` cannot be combined.
+ * `ports` and `x-ports` cannot be combined.
  *
  * @module
  */
@@ -142,7 +144,7 @@ export function parseExtensionPort(value: string): Parsed<NormalizedPort> {
   });
 }
 
-/** The parts of a Compose short-syntax port, `[IP:][PUBLISHED:]TARGET[/PROTO]`. */
+/** The parts of a Compose short-syntax port, `[IP:][PUBLISHED:]TARGET[/PROTO]`; `published` null: ephemeral. */
 export interface ShortPort {
   hostIp: string | null;
   published: number | null;
@@ -150,8 +152,28 @@ export interface ShortPort {
   protocol: "tcp" | "udp";
 }
 
-/** Parses a Compose short-syntax port without judging its mode. */
-export function parseShortPort(value: string): Parsed<ShortPort> {
+/** Most ports one range may publish. */
+const MAX_RANGE = 1000;
+
+function portRange(text: string, kind: string): Parsed<[number, number]> {
+  const dash = /^(\d{1,5})-(\d{1,5})$/.exec(text);
+  if (dash === null) {
+    const single = parsePortNumber(text, kind);
+    return single.ok ? ok([single.value, single.value]) : single;
+  }
+  const low = parsePortNumber(dash[1], kind);
+  if (!low.ok) return low;
+  const high = parsePortNumber(dash[2], kind);
+  if (!high.ok) return high;
+  if (high.value < low.value) return err(`invalid ${kind} port range "${text}": the end is below the start`);
+  if (high.value - low.value >= MAX_RANGE) {
+    return err(`${kind} port range "${text}" spans more than ${MAX_RANGE} ports`);
+  }
+  return ok([low.value, high.value]);
+}
+
+/** Parses a Compose short-syntax port without judging its mode; a range gives one entry per port. */
+export function parseShortPort(value: string): Parsed<ShortPort[]> {
   const expected = "expected [IP:][HOST:]CONTAINER[/tcp|udp]";
   const slash = value.lastIndexOf("/");
   const hasProtocol = slash >= 0 && !value.slice(slash + 1).includes(":");
@@ -160,28 +182,52 @@ export function parseShortPort(value: string): Parsed<ShortPort> {
   if (!proto.ok) return err(`invalid port "${value}": ${proto.error}`);
   if (body === "") return err(`invalid port "${value}": ${expected}`);
   const parts = splitParts(body);
-  const target = parsePortNumber(parts[parts.length - 1], "container");
+  const target = portRange(parts[parts.length - 1], "container");
   if (!target.ok) return err(`invalid port "${value}": ${target.error}: ${expected}`);
-  let published: number | null = null;
+  let published: [number, number] | null = null;
   if (parts.length >= 2 && parts[parts.length - 2] !== "") {
-    const parsed = parsePortNumber(parts[parts.length - 2], "published");
+    const parsed = portRange(parts[parts.length - 2], "published");
     if (!parsed.ok) return err(`invalid port "${value}": ${parsed.error}: ${expected}`);
     published = parsed.value;
   }
   const hostIp = parseHostIp(parts.length === 3 ? parts[0] : undefined);
   if (!hostIp.ok) return err(`invalid port "${value}": ${hostIp.error}: ${expected}`);
-  return ok({ hostIp: hostIp.value, published, target: target.value, protocol: proto.value });
+  const count = target.value[1] - target.value[0] + 1;
+  if (published !== null && published[1] - published[0] + 1 !== count) {
+    return err(
+      `invalid port "${value}": the published range and the container range must have the same length`,
+    );
+  }
+  const out: ShortPort[] = [];
+  for (let i = 0; i < count; i++) {
+    out.push({
+      hostIp: hostIp.value,
+      published: published === null ? null : published[0] + i,
+      target: target.value[0] + i,
+      protocol: proto.value,
+    });
+  }
+  return ok(out);
 }
 
-/** Turns a standard `ports` entry into a host publication, refusing ingress mode. */
+/**
+ * Turns a standard `ports` entry into a host publication. `mode` is what the file says (`host` when it says
+ * nothing): an explicit `ingress` asks for Swarm's routing mesh, which Ployz does not have.
+ */
 export function standardPort(port: ShortPort, mode: string, original: string): Parsed<NormalizedPort> {
-  if (mode === "ingress") return err(`port "${original}" uses ingress mode: ${TRANSPORT_INGRESS}`);
+  if (mode === "ingress") {
+    const published = port.published ?? port.target;
+    return err(
+      `port "${original}" asks for mode "ingress" (Swarm's routing mesh), which Ployz does not have: remove "mode" ` +
+        `to publish ${published} on each Machine that runs the Service, or route HTTP with x-ports ` +
+        `"${published}:${port.target}/http"`,
+    );
+  }
   if (mode !== "host") return err(`invalid port mode "${mode}": expected "host" or "ingress"`);
-  if (port.published === null) return err(`port "${original}": a published port is required in host mode`);
   return ok({
     kind: "host",
     hostIp: port.hostIp,
-    publishedPort: port.published,
+    publishedPort: port.published ?? 0,
     containerPort: port.target,
     protocol: port.protocol,
   });

@@ -68,11 +68,18 @@ Deno.test("parseExtensionPort() refuses what it cannot publish", () => {
 Deno.test("parseShortPort() reads Compose short syntax", () => {
   assert.deepEqual(parseShortPort("127.0.0.1:8080:80/udp"), {
     ok: true,
-    value: { hostIp: "127.0.0.1", published: 8080, target: 80, protocol: "udp" },
+    value: [{ hostIp: "127.0.0.1", published: 8080, target: 80, protocol: "udp" }],
   });
   assert.deepEqual(parseShortPort("80"), {
     ok: true,
-    value: { hostIp: null, published: null, target: 80, protocol: "tcp" },
+    value: [{ hostIp: null, published: null, target: 80, protocol: "tcp" }],
+  });
+  assert.deepEqual(parseShortPort("8000-8001:80-81"), {
+    ok: true,
+    value: [
+      { hostIp: null, published: 8000, target: 80, protocol: "tcp" },
+      { hostIp: null, published: 8001, target: 81, protocol: "tcp" },
+    ],
   });
 });
 

@@ -11,6 +11,7 @@ import {
   checkKeys,
   DEPENDS_ON_KEYS,
   DEPLOY_KEYS,
+  DEVICE_REQUEST_KEYS,
   ENV_FILE_KEYS,
   HEALTHCHECK_KEYS,
   LIMITS_KEYS,
@@ -45,7 +46,15 @@ import {
   warn,
 } from "./reader.ts";
 import { fileErrorReason, readBytes, readCommand, readDuration } from "./service_fields.ts";
-import type { NormalizedHealthcheck, NormalizedResources, NormalizedService } from "./types.ts";
+import type {
+  NormalizedDevice,
+  NormalizedDeviceRequest,
+  NormalizedHealthcheck,
+  NormalizedResources,
+  NormalizedService,
+  TmpfsMount,
+} from "./types.ts";
+import { parseBytes } from "./units.ts";
 
 /** What a service needs from the rest of the file. */
 export interface ServiceScope {
@@ -122,9 +131,19 @@ export function readService(
     );
   }
 
-  const readOnly = get("read_only");
-  if (readOnly !== undefined && readOnly.value !== null && boolean(reader, readOnly.value, readOnly.path)) {
-    fail(reader, readOnly.keyNode, readOnly.path, `key "read_only" is not supported`);
+  const readOnly = flag("read_only", false);
+  const securityOpt = textList(reader, value("security_opt"), at("security_opt")) ?? [];
+  const devices = readDevices(reader, value("devices"), at("devices"));
+  const gpus = readGpus(reader, value("gpus"), at("gpus"));
+  const expose = get("expose");
+  if (expose !== undefined && expose.value !== null) {
+    textList(reader, expose.value, expose.path);
+    warn(
+      reader,
+      expose.keyNode,
+      expose.path,
+      `key "expose" has no effect: every container port is reachable from the Project's other containers`,
+    );
   }
   for (const key of ["mem_swappiness", "memswap_limit"]) {
     const entry = get(key);
@@ -150,15 +169,28 @@ export function readService(
 
   const environment = readEnvironment(scope, name, get("env_file"), get("environment"));
   const labels = readLabels(reader, value("labels"), at("labels"));
-  const { mode, replicas, update, resources } = readDeploy(reader, get("deploy"), get("scale"), {
-    cpus: get("cpus"),
-    memLimit: get("mem_limit"),
-    memReservation: get("mem_reservation"),
-    shmSize: get("shm_size"),
-    ulimits: get("ulimits"),
-  });
+  const { mode, replicas, update, resources, pidsLimit, deviceRequests } = readDeploy(
+    reader,
+    get("deploy"),
+    get("scale"),
+    {
+      cpus: get("cpus"),
+      memLimit: get("mem_limit"),
+      memReservation: get("mem_reservation"),
+      shmSize: get("shm_size"),
+      ulimits: get("ulimits"),
+      pidsLimit: get("pids_limit"),
+    },
+  );
   const ports = readPorts(reader, get("ports"), get("x-ports"));
   const mounts = readMounts(reader, value("volumes"), at("volumes"), scope.volumes);
+  for (const mount of readTmpfs(reader, value("tmpfs"), at("tmpfs"))) {
+    if (mounts.some((other) => other.target === mount.target)) {
+      fail(reader, value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
+    } else {
+      mounts.push(mount);
+    }
+  }
   const healthcheck = readHealthcheck(reader, get("healthcheck"));
 
   const restart = optionalText("restart") ?? "unless-stopped";
@@ -256,7 +288,154 @@ export function readService(
     machines,
     caddy,
     preDeploy,
+    readOnly,
+    securityOpt,
+    devices,
+    deviceRequests: [...gpus, ...deviceRequests],
+    pidsLimit,
   };
+}
+
+/** `tmpfs:` as a path or a list of `PATH[:size=…,mode=…]`. */
+function readTmpfs(reader: Reader, node: Node | null, path: string): TmpfsMount[] {
+  const out: TmpfsMount[] = [];
+  const list = textList(reader, node, path, { single: "one" }) ?? [];
+  for (const entry of list) {
+    const [target, options] = splitOnce(entry, ":");
+    const problem = absolutePathProblem("tmpfs target", target);
+    if (problem !== undefined) {
+      fail(reader, node, path, problem);
+      continue;
+    }
+    let sizeBytes: number | null = null;
+    let mode: number | null = null;
+    for (const option of options === undefined || options === "" ? [] : options.split(",")) {
+      const [name, raw] = splitOnce(option, "=");
+      if (name === "size" && raw !== undefined) {
+        const parsed = parseBytes(raw);
+        if (typeof parsed === "number") sizeBytes = parsed;
+        else fail(reader, node, path, parsed.error);
+      } else if (name === "mode" && raw !== undefined && /^[0-7]{1,4}$/.test(raw)) {
+        mode = parseInt(raw, 8);
+      } else {
+        fail(reader, node, path, `unsupported tmpfs option "${option}": expected size=… or mode=…`);
+      }
+    }
+    out.push({ type: "tmpfs", target, readOnly: false, sizeBytes, mode });
+  }
+  return out;
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator);
+  return at < 0 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
+}
+
+/** `devices:` as `HOST[:CONTAINER[:PERMISSIONS]]` or `{source, target, permissions}`. */
+function readDevices(reader: Reader, node: Node | null, path: string): NormalizedDevice[] {
+  const out: NormalizedDevice[] = [];
+  (items(reader, node, path) ?? []).forEach((item, index) => {
+    const itemPath = child(path, index);
+    let host: string | undefined;
+    let container: string | undefined;
+    let permissions = "rwm";
+    if (isMapping(item)) {
+      for (const entry of entries(reader, item, itemPath) ?? []) {
+        const value = text(reader, entry.value, entry.path);
+        if (entry.key === "source") host = value;
+        else if (entry.key === "target") container = value;
+        else if (entry.key === "permissions") permissions = value ?? permissions;
+        else fail(reader, entry.keyNode, entry.path, `unknown key "${entry.key}" in a device`);
+      }
+    } else {
+      const value = text(reader, item, itemPath);
+      if (value === undefined) return;
+      const parts = value.split(":");
+      host = parts[0];
+      container = parts[1] ?? parts[0];
+      permissions = parts[2] ?? permissions;
+      if (parts.length > 3) host = undefined;
+    }
+    container ??= host;
+    if (
+      host === undefined || container === undefined || !host.startsWith("/") || !container.startsWith("/")
+    ) {
+      fail(reader, item, itemPath, `invalid device: expected /HOST/PATH[:/CONTAINER/PATH[:rwm]]`);
+      return;
+    }
+    if (!/^[rwm]{1,3}$/.test(permissions)) {
+      fail(reader, item, itemPath, `invalid device permissions "${permissions}": expected letters of "rwm"`);
+      return;
+    }
+    out.push({ host, container, permissions });
+  });
+  return out;
+}
+
+/** `gpus: all` or a list of device requests. */
+function readGpus(reader: Reader, node: Node | null, path: string): NormalizedDeviceRequest[] {
+  if (node === null) return [];
+  if (isScalar(node)) {
+    const value = text(reader, node, path);
+    if (value === "all") return [{ count: -1, capabilities: [["gpu"]] }];
+    const count = value === undefined ? NaN : Number(value);
+    if (Number.isSafeInteger(count) && count > 0) return [{ count, capabilities: [["gpu"]] }];
+    fail(reader, node, path, `invalid gpus "${value}": expected "all", a count, or a list of requests`);
+    return [];
+  }
+  return readDeviceRequests(reader, node, path, [["gpu"]]);
+}
+
+/** Device requests, as under `deploy.resources.reservations.devices` (`capabilities` required unless given). */
+export function readDeviceRequests(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  defaultCapabilities?: string[][],
+): NormalizedDeviceRequest[] {
+  const out: NormalizedDeviceRequest[] = [];
+  (items(reader, node, path) ?? []).forEach((item, index) => {
+    const itemPath = child(path, index);
+    const keys = checkKeys(reader, entries(reader, item, itemPath) ?? [], DEVICE_REQUEST_KEYS, {
+      where: "a device request",
+    });
+    const request: NormalizedDeviceRequest = { capabilities: defaultCapabilities ?? [] };
+    const capabilities = keys.get("capabilities");
+    if (capabilities !== undefined) {
+      request.capabilities = [textList(reader, capabilities.value, capabilities.path) ?? []];
+    } else if (defaultCapabilities === undefined) {
+      fail(reader, item, itemPath, `missing required key "capabilities"`);
+    }
+    const driver = keys.get("driver");
+    if (driver !== undefined && driver.value !== null) {
+      request.driver = text(reader, driver.value, driver.path);
+    }
+    const count = keys.get("count");
+    if (count !== undefined && count.value !== null) {
+      const value = isScalar(count.value) && count.value.value === "all"
+        ? -1
+        : integer(reader, count.value, count.path, 1);
+      if (value !== undefined) request.count = value;
+    }
+    const ids = keys.get("device_ids");
+    if (ids !== undefined && ids.value !== null) {
+      request.deviceIds = textList(reader, ids.value, ids.path) ?? [];
+      if (request.count !== undefined) {
+        fail(reader, ids.keyNode, ids.path, `"count" and "device_ids" cannot both be set`);
+      }
+    }
+    const options = keys.get("options");
+    if (options !== undefined && options.value !== null) {
+      const map: Record<string, string> = {};
+      for (const [key, entry] of keyValues(reader, options.value, options.path) ?? []) {
+        map[key] = entry.value ?? "";
+      }
+      request.options = sorted(map);
+    }
+    if (request.count === undefined && request.deviceIds === undefined) request.count = -1;
+    out.push(request);
+  });
+  return out;
 }
 
 function customNetworks(reader: Reader, node: Node): boolean {
@@ -537,6 +716,7 @@ interface ResourceKeys {
   memReservation: Entry | undefined;
   shmSize: Entry | undefined;
   ulimits: Entry | undefined;
+  pidsLimit: Entry | undefined;
 }
 
 interface DeployFields {
@@ -544,6 +724,8 @@ interface DeployFields {
   replicas: number | null;
   update: NormalizedService["update"];
   resources: NormalizedResources;
+  pidsLimit: number | null;
+  deviceRequests: NormalizedDeviceRequest[];
 }
 
 function readDeploy(
@@ -647,6 +829,10 @@ function readDeploy(
     return value === undefined ? null : Math.round(value * 1e9);
   };
   resources.nanoCpus = cpus(resourceKeys.cpus);
+  const pids = (entry: Entry | undefined): number | null =>
+    entry === undefined || entry.value === null ? null : integer(reader, entry.value, entry.path, -1) ?? null;
+  let pidsLimit = pids(resourceKeys.pidsLimit);
+  let deviceRequests: NormalizedDeviceRequest[] = [];
   const resourcesEntry = keys.get("resources");
   if (resourcesEntry !== undefined && resourcesEntry.value !== null) {
     const resourceEntries = checkKeys(
@@ -663,6 +849,7 @@ function readDeploy(
       resources.nanoCpus = cpus(limitKeys.get("cpus")) ?? resources.nanoCpus;
       const memory = limitKeys.get("memory");
       resources.memoryBytes = readBytes(reader, memory?.value, memory?.path ?? "") ?? resources.memoryBytes;
+      pidsLimit = pids(limitKeys.get("pids")) ?? pidsLimit;
     }
     const reservations = resourceEntries.get("reservations");
     if (reservations !== undefined && reservations.value !== null) {
@@ -675,9 +862,11 @@ function readDeploy(
       const memory = reservationKeys.get("memory");
       resources.memoryReservationBytes = readBytes(reader, memory?.value, memory?.path ?? "") ??
         resources.memoryReservationBytes;
+      const devices = reservationKeys.get("devices");
+      if (devices !== undefined) deviceRequests = readDeviceRequests(reader, devices.value, devices.path);
     }
   }
-  return { mode, replicas, update, resources };
+  return { mode, replicas, update, resources, pidsLimit, deviceRequests };
 }
 
 function readUlimits(reader: Reader, entry: Entry | undefined): NormalizedResources["ulimits"] {

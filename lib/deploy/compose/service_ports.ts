@@ -55,9 +55,15 @@ export function readPorts(
     const value = text(reader, item, path);
     if (value === undefined) return;
     const parsed = parseShortPort(value);
-    const port = parsed.ok ? standardPort(parsed.value, "ingress", value) : parsed;
-    if (port.ok) out.push(port.value);
-    else fail(reader, item, path, port.error);
+    if (!parsed.ok) {
+      fail(reader, item, path, parsed.error);
+      return;
+    }
+    for (const part of parsed.value) {
+      const port = standardPort(part, "host", value);
+      if (port.ok) out.push(port.value);
+      else fail(reader, item, path, port.error);
+    }
   });
   return out;
 }
@@ -102,7 +108,7 @@ function longPort(
       `unsupported protocol "${protocol}": expected "tcp" or "udp"`,
     );
   }
-  const mode = field("mode") ?? "ingress";
+  const mode = field("mode") ?? "host";
   if (reader.errors.length > errorsBefore || target === undefined || !target.ok || !hostIp.ok) {
     return undefined;
   }

@@ -16,6 +16,11 @@ export interface NormalizedProject {
   services: Record<string, NormalizedService>;
   /** Named volumes by Compose key, sorted: everything declared under `volumes:` or `x-volumes:`. */
   volumes: Record<string, NormalizedVolume>;
+  /**
+   * Services of the file left out because none of their `profiles` is enabled, sorted. A Deploy leaves their
+   * containers from an earlier Deploy alone (absent in Saved State written before profiles were read).
+   */
+  profiledOut?: string[];
 }
 
 /** A named volume declared at top level. */
@@ -56,7 +61,7 @@ export interface HostPort {
   kind: "host";
   /** Address or CIDR prefix to bind, or null for every address. */
   hostIp: string | null;
-  /** Port on the Machine. */
+  /** Port on the Machine; 0 for one Docker picks (a Compose port written without a published one). */
   publishedPort: number;
   /** Port inside the container. */
   containerPort: number;
@@ -71,7 +76,7 @@ export type NormalizedPort = IngressPort | HostPort;
 export interface VolumeMount {
   /** Discriminant. */
   type: "volume";
-  /** Compose key of the volume (see {@linkcode NormalizedProject.volumes}). */
+  /** Compose key of the volume (see {@linkcode NormalizedProject.volumes}); empty for an anonymous volume. */
   source: string;
   /** Absolute path inside the container. */
   target: string;
@@ -232,4 +237,38 @@ export interface NormalizedService {
   caddy: string | null;
   /** `x-pre_deploy`, or null. */
   preDeploy: PreDeployHook | null;
+  /** Root filesystem mounted read-only (absent in Saved State written before it was read: false). */
+  readOnly?: boolean;
+  /** `security_opt` entries as written. */
+  securityOpt?: string[];
+  /** `devices`: device nodes of the Machine. */
+  devices?: NormalizedDevice[];
+  /** `gpus` and `deploy.resources.reservations.devices`. */
+  deviceRequests?: NormalizedDeviceRequest[];
+  /** `pids_limit` / `deploy.resources.limits.pids`, or null for none. */
+  pidsLimit?: number | null;
+}
+
+/** A device node mapped into the container. */
+export interface NormalizedDevice {
+  /** Path on the Machine. */
+  host: string;
+  /** Path inside the container. */
+  container: string;
+  /** cgroup permissions (`rwm`). */
+  permissions: string;
+}
+
+/** A device request through a driver (GPUs). */
+export interface NormalizedDeviceRequest {
+  /** Driver, or empty for the default. */
+  driver?: string;
+  /** How many (-1 for all); absent when `deviceIds` names them. */
+  count?: number;
+  /** Device IDs. */
+  deviceIds?: string[];
+  /** Capability sets (`[["gpu"]]`). */
+  capabilities: string[][];
+  /** Driver options. */
+  options?: Record<string, string>;
 }

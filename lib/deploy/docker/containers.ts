@@ -249,7 +249,9 @@ export async function createContainer(
     assertOwned("attach a container to", "network", spec.network.name, network.Labels, client.machineId);
   }
   for (const mount of spec.mounts ?? []) {
-    if (mount.type === "volume") await ensureVolume(client, mount.source, spec.project, signal);
+    if (mount.type === "volume" && mount.source !== "") {
+      await ensureVolume(client, mount.source, spec.project, signal);
+    }
   }
   try {
     const made = await request(client, {
@@ -325,7 +327,8 @@ export async function removeContainer(
   }, {
     method: "DELETE",
     path: `/containers/${seg(target.Id)}`,
-    query: { force: options.force === true, v: false },
+    // v: anonymous volumes go with their container, as Compose does; named volumes are never touched by it.
+    query: { force: options.force === true, v: true },
   });
 }
 

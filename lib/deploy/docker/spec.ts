@@ -14,7 +14,7 @@ import { LABELS, ownerLabels, RESERVED_LABELS } from "./labels.ts";
 export interface PortSpec {
   /** Port inside the container. */
   containerPort: number;
-  /** Port on the host. */
+  /** Port on the host; 0 lets Docker pick one. */
   hostPort: number;
   /** Default `tcp`. */
   protocol?: "tcp" | "udp";
@@ -22,16 +22,71 @@ export interface PortSpec {
   hostIp?: string;
 }
 
-/** A named volume (created, owned, when absent) or a bind mount of an existing absolute host path. */
+/**
+ * A named volume (created, owned, when absent), an anonymous volume (empty `source`: one per container, removed
+ * with it), a bind mount of an existing absolute host path, or a tmpfs.
+ */
 export interface MountSpec {
-  /** A named volume or a bind mount. */
-  type: "volume" | "bind";
-  /** Volume name, or absolute host path. */
+  /** A volume, a bind mount or a tmpfs. */
+  type: "volume" | "bind" | "tmpfs";
+  /** Volume name (empty for an anonymous volume), absolute host path, or empty for a tmpfs. */
   source: string;
   /** Absolute path inside the container. */
   target: string;
   /** Mount read-only. */
   readOnly?: boolean;
+  /** tmpfs size limit in bytes. */
+  sizeBytes?: number;
+  /** tmpfs mode bits. */
+  mode?: number;
+}
+
+/** A device node of the Machine made available in the container (Compose `devices`). */
+export interface DeviceSpec {
+  /** Path on the Machine. */
+  host: string;
+  /** Path inside the container. */
+  container: string;
+  /** cgroup permissions, `rwm` by default. */
+  permissions?: string;
+}
+
+/** A request for devices through a driver (Compose `gpus`, `deploy.resources.reservations.devices`). */
+export interface DeviceRequestSpec {
+  /** Driver name, or empty for the default. */
+  driver?: string;
+  /** How many devices; -1 for all. Absent when `deviceIds` names them. */
+  count?: number;
+  /** Device IDs. */
+  deviceIds?: string[];
+  /** Capability sets, any of which satisfies the request (`[["gpu"]]`). */
+  capabilities: string[][];
+  /** Driver options. */
+  options?: Record<string, string>;
+}
+
+/** Limits and kernel settings of the container (Compose `cpus`, `mem_limit`, `ulimits`, …). */
+export interface ResourcesSpec {
+  /** CPU limit in billionths of a CPU. */
+  nanoCpus?: number;
+  /** Memory limit in bytes. */
+  memoryBytes?: number;
+  /** Memory soft limit in bytes. */
+  memoryReservationBytes?: number;
+  /** Size of `/dev/shm` in bytes. */
+  shmSizeBytes?: number;
+  /** Most processes in the container. */
+  pidsLimit?: number;
+  /** Ulimits by name. */
+  ulimits?: Record<string, { soft: number; hard: number }>;
+}
+
+/** A log driver other than the default `local` (then `ployz logs` cannot read the container's output). */
+export interface LogSpec {
+  /** Docker log driver. */
+  driver: string;
+  /** Driver options. */
+  options?: Record<string, string>;
 }
 
 /** A probe Docker runs; durations in milliseconds. `disabled` turns off the image's own probe. */
@@ -121,6 +176,34 @@ export interface ContainerSpec {
   dns?: ContainerDns;
   /** Run with every capability and device (Compose `privileged`, `x-pre_deploy.privileged`). */
   privileged?: boolean;
+  /** Limits. */
+  resources?: ResourcesSpec;
+  /** Capabilities added. */
+  capAdd?: string[];
+  /** Capabilities dropped. */
+  capDrop?: string[];
+  /** Namespaced kernel parameters. */
+  sysctls?: Record<string, string>;
+  /** Run an init process as PID 1. */
+  init?: boolean;
+  /** Container hostname. */
+  hostname?: string;
+  /** `host:address` lines added to `/etc/hosts`. */
+  extraHosts?: string[];
+  /** Allocate a TTY. */
+  tty?: boolean;
+  /** Keep stdin open. */
+  openStdin?: boolean;
+  /** Mount the root filesystem read-only. */
+  readOnlyRootfs?: boolean;
+  /** Security options (`no-new-privileges:true`, `seccomp=…`, `apparmor=…`). */
+  securityOpt?: string[];
+  /** Device nodes. */
+  devices?: DeviceSpec[];
+  /** Device requests (GPUs). */
+  deviceRequests?: DeviceRequestSpec[];
+  /** Log driver; the `local` policy when absent. */
+  log?: LogSpec;
   /**
    * Digests of the files the container takes in at creation (env-files, bind-mounted files) keyed by path. Docker
    * reads them once, so a changed file means a new container: they are part of the spec digest.
@@ -188,7 +271,7 @@ export function validateSpec(spec: ContainerSpec): void {
   const published = new Set<string>();
   for (const p of spec.ports ?? []) {
     port(spec, "ports.containerPort", p.containerPort);
-    port(spec, "ports.hostPort", p.hostPort);
+    if (p.hostPort !== 0) port(spec, "ports.hostPort", p.hostPort);
     const protocol = p.protocol ?? "tcp";
     if (protocol !== "tcp" && protocol !== "udp") {
       throw invalid(spec, `port protocol "${protocol}" is not tcp or udp`);
@@ -197,11 +280,11 @@ export function validateSpec(spec: ContainerSpec): void {
       throw invalid(spec, `host address "${p.hostIp}" is not an IP`);
     }
     const key = `${p.hostIp ?? ""}:${p.hostPort}/${protocol}`;
-    if (published.has(key)) throw invalid(spec, `host port "${key}" is published twice`);
+    if (p.hostPort !== 0 && published.has(key)) throw invalid(spec, `host port "${key}" is published twice`);
     published.add(key);
   }
   for (const m of spec.mounts ?? []) {
-    if (m.type !== "volume" && m.type !== "bind") {
+    if (m.type !== "volume" && m.type !== "bind" && m.type !== "tmpfs") {
       throw invalid(spec, `mount type "${String(m.type)}" is unknown`);
     }
     if (!m.target?.startsWith("/")) throw invalid(spec, `mount target "${m.target}" is not an absolute path`);
@@ -211,7 +294,7 @@ export function validateSpec(spec: ContainerSpec): void {
     if (m.type === "bind" && m.source.split("/").includes("..")) {
       throw invalid(spec, `bind source "${m.source}" contains ".."`);
     }
-    if (m.type === "volume" && !NAME.test(m.source ?? "")) {
+    if (m.type === "volume" && m.source !== "" && !NAME.test(m.source ?? "")) {
       throw invalid(spec, `volume name "${m.source}" is not valid`);
     }
   }
@@ -244,6 +327,18 @@ export function validateSpec(spec: ContainerSpec): void {
   }
   for (const server of spec.dns?.servers ?? []) {
     if (isIP(server) === 0) throw invalid(spec, `DNS server "${server}" is not an IP address`);
+  }
+  for (const device of spec.devices ?? []) {
+    if (!device.host?.startsWith("/") || !device.container?.startsWith("/")) {
+      throw invalid(spec, `device "${device.host}:${device.container}" needs absolute paths`);
+    }
+  }
+  const r = spec.resources;
+  for (const [field, value] of Object.entries(r ?? {})) {
+    if (field === "ulimits") continue;
+    if (!Number.isSafeInteger(value) || (value as number) < (field === "pidsLimit" ? -1 : 0)) {
+      throw invalid(spec, `"resources.${field}" must be a whole number, got ${JSON.stringify(value)}`);
+    }
   }
 }
 
@@ -320,7 +415,10 @@ export function toCreateBody(
   const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
   for (const p of spec.ports ?? []) {
     exposed[portKey(p)] = {};
-    (bindings[portKey(p)] ??= []).push({ HostIp: p.hostIp ?? "", HostPort: String(p.hostPort) });
+    (bindings[portKey(p)] ??= []).push({
+      HostIp: p.hostIp ?? "",
+      HostPort: p.hostPort === 0 ? "" : String(p.hostPort),
+    });
   }
   const hc = spec.healthcheck;
   const healthcheck = hc === undefined ? undefined : hc.disabled === true ? { Test: ["NONE"] } : {
@@ -339,6 +437,9 @@ export function toCreateBody(
     Labels: containerLabels(spec, machineId, options.extraLabels),
     User: spec.user,
     WorkingDir: spec.workdir,
+    Hostname: spec.hostname,
+    Tty: spec.tty,
+    OpenStdin: spec.openStdin,
     StopSignal: spec.stopSignal,
     StopTimeout: spec.stopGraceSeconds,
     ExposedPorts: exposed,
@@ -347,18 +448,55 @@ export function toCreateBody(
       PortBindings: bindings,
       Mounts: (spec.mounts ?? []).map((m) => ({
         Type: m.type,
-        Source: m.source,
+        Source: m.type === "tmpfs" || m.source === "" ? undefined : m.source,
         Target: m.target,
         ReadOnly: m.readOnly === true,
+        TmpfsOptions: m.type !== "tmpfs" || (m.sizeBytes === undefined && m.mode === undefined)
+          ? undefined
+          : { SizeBytes: m.sizeBytes, Mode: m.mode },
+      })),
+      NanoCpus: spec.resources?.nanoCpus,
+      Memory: spec.resources?.memoryBytes,
+      MemoryReservation: spec.resources?.memoryReservationBytes,
+      ShmSize: spec.resources?.shmSizeBytes,
+      PidsLimit: spec.resources?.pidsLimit,
+      Ulimits: spec.resources?.ulimits === undefined
+        ? undefined
+        : Object.entries(spec.resources.ulimits).map(([Name, l]) => ({ Name, Soft: l.soft, Hard: l.hard })),
+      CapAdd: spec.capAdd,
+      CapDrop: spec.capDrop,
+      Sysctls: spec.sysctls,
+      Init: spec.init,
+      ExtraHosts: spec.extraHosts,
+      ReadonlyRootfs: spec.readOnlyRootfs,
+      SecurityOpt: spec.securityOpt,
+      Devices: spec.devices?.map((d) => ({
+        PathOnHost: d.host,
+        PathInContainer: d.container,
+        CgroupPermissions: d.permissions ?? "rwm",
+      })),
+      DeviceRequests: spec.deviceRequests?.map((d) => ({
+        Driver: d.driver ?? "",
+        Count: d.count ?? (d.deviceIds === undefined ? -1 : 0),
+        DeviceIDs: d.deviceIds,
+        Capabilities: d.capabilities,
+        Options: d.options,
       })),
       RestartPolicy: {
         Name: spec.restart?.policy ?? "no",
         MaximumRetryCount: spec.restart?.policy === "on-failure" ? spec.restart.maxRetries ?? 0 : 0,
       },
-      LogConfig: {
-        Type: "local",
-        Config: { "max-size": log.maxSize, "max-file": String(log.maxFile), compress: "false" },
-      },
+      LogConfig: spec.log === undefined || spec.log.driver === "local"
+        ? {
+          Type: "local",
+          Config: {
+            "max-size": log.maxSize,
+            "max-file": String(log.maxFile),
+            compress: "false",
+            ...spec.log?.options,
+          },
+        }
+        : { Type: spec.log.driver, Config: spec.log.options ?? {} },
       Privileged: spec.privileged === true ? true : undefined,
       NetworkMode: network?.name,
       Dns: dns?.servers,

@@ -8,7 +8,14 @@
 
 import { servingLabels } from "../compose/serving_labels.ts";
 import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
-import type { ContainerSpec, HealthcheckSpec, MountSpec, PortSpec, RestartSpec } from "../docker/spec.ts";
+import type {
+  ContainerSpec,
+  HealthcheckSpec,
+  MountSpec,
+  PortSpec,
+  ResourcesSpec,
+  RestartSpec,
+} from "../docker/spec.ts";
 import { containerName, creationKey } from "./keys.ts";
 
 /** The Docker bridge network every Ployz container joins. */
@@ -56,13 +63,40 @@ function mounts(service: NormalizedService, project: NormalizedProject): MountSp
   const out: MountSpec[] = [];
   for (const m of service.mounts) {
     if (m.type === "volume") {
-      const source = project.volumes[m.source]?.dockerName ?? m.source;
+      // An anonymous volume (no source) is Docker's own: one per container, removed with it.
+      const source = m.source === "" ? "" : project.volumes[m.source]?.dockerName ?? m.source;
       out.push({ type: "volume", source, target: m.target, readOnly: m.readOnly || undefined });
     } else if (m.type === "bind") {
       out.push({ type: "bind", source: m.source, target: m.target, readOnly: m.readOnly || undefined });
+    } else {
+      out.push({
+        type: "tmpfs",
+        source: "",
+        target: m.target,
+        readOnly: m.readOnly || undefined,
+        sizeBytes: m.sizeBytes ?? undefined,
+        mode: m.mode ?? undefined,
+      });
     }
   }
   return out.length === 0 ? undefined : out;
+}
+
+function resources(service: NormalizedService): ResourcesSpec | undefined {
+  const r = service.resources;
+  const spec: ResourcesSpec = {
+    nanoCpus: r.nanoCpus ?? undefined,
+    memoryBytes: r.memoryBytes ?? undefined,
+    memoryReservationBytes: r.memoryReservationBytes ?? undefined,
+    shmSizeBytes: r.shmSizeBytes ?? undefined,
+    pidsLimit: service.pidsLimit ?? undefined,
+    ulimits: Object.keys(r.ulimits).length === 0 ? undefined : { ...r.ulimits },
+  };
+  return Object.values(spec).every((value) => value === undefined) ? undefined : spec;
+}
+
+function record(value: Record<string, string>): Record<string, string> | undefined {
+  return Object.keys(value).length === 0 ? undefined : { ...value };
 }
 
 function nonEmpty<T>(value: T[] | null): T[] | undefined {
@@ -113,6 +147,22 @@ export function serviceContainerSpec(
       : Math.ceil(service.stopGracePeriodMs / 1000),
     network: { name: identity.network ?? NETWORK },
     privileged: service.privileged || undefined,
+    resources: resources(service),
+    capAdd: nonEmpty(service.capAdd),
+    capDrop: nonEmpty(service.capDrop),
+    sysctls: record(service.sysctls),
+    init: service.init ?? undefined,
+    hostname: service.hostname ?? undefined,
+    extraHosts: nonEmpty(service.extraHosts),
+    tty: service.tty || undefined,
+    openStdin: service.stdinOpen || undefined,
+    readOnlyRootfs: service.readOnly || undefined,
+    securityOpt: nonEmpty(service.securityOpt ?? null),
+    devices: nonEmpty(service.devices ?? null),
+    deviceRequests: nonEmpty(service.deviceRequests ?? null),
+    log: service.logging.driver === "local" && Object.keys(service.logging.options).length === 0
+      ? undefined
+      : { driver: service.logging.driver, options: record(service.logging.options) },
   };
   return JSON.parse(JSON.stringify(spec));
 }
@@ -141,24 +191,14 @@ export function hookContainerSpec(
   }));
 }
 
-/** Service settings the container spec does not carry yet, as Preview warnings. */
+/**
+ * What the Preview says about a Service's settings that change how Ployz itself sees its containers: today only
+ * a log driver other than `local`, whose output `ployz logs` cannot read. Every other Compose setting is applied.
+ */
 export function unsupportedFields(project: NormalizedProject, service: NormalizedService): string[] {
-  const set: string[] = [];
-  const r = service.resources;
-  if (service.capAdd.length > 0 || service.capDrop.length > 0) set.push("cap_add/cap_drop");
-  if (Object.keys(service.sysctls).length > 0) set.push("sysctls");
-  if (service.extraHosts.length > 0) set.push("extra_hosts");
-  if (service.hostname !== null) set.push("hostname");
-  if (service.init !== null) set.push("init");
-  if (service.tty || service.stdinOpen) set.push("tty/stdin_open");
-  if (r.nanoCpus !== null || r.memoryBytes !== null || r.memoryReservationBytes !== null) {
-    set.push("resources");
-  }
-  if (r.shmSizeBytes !== null || Object.keys(r.ulimits).length > 0) set.push("shm_size/ulimits");
-  if (service.mounts.some((m) => m.type === "tmpfs")) set.push("tmpfs mounts");
-  if (service.logging.driver !== "local") set.push("logging");
-  const out = set.map((field) =>
-    `Service "${project.name}/${service.name}" sets ${field}, which this release does not apply to its containers`
-  );
-  return out;
+  if (service.logging.driver === "local") return [];
+  return [
+    `Service "${project.name}/${service.name}" logs through the "${service.logging.driver}" driver: ` +
+    `"ployz logs" will not see its output`,
+  ];
 }

@@ -23,3 +23,16 @@ Deno.test("x-pre_deploy.privileged reaches the hook container; unset, the hook i
   assert.equal(hookContainerSpec(project({ web: off }), off, "d1").privileged, undefined);
   assert.ok(!unsupportedFields(project({ web: inherits }), inherits).some((w) => /privileged/.test(w)));
 });
+
+Deno.test("the Preview warns only about a log driver ployz logs cannot read", () => {
+  const local = service("web");
+  assert.deepEqual(unsupportedFields(project({ web: local }), local), []);
+  const none = service("web", {
+    logging: { driver: "none", options: {} },
+    privileged: true,
+    capAdd: ["NET_ADMIN"],
+  });
+  const warnings = unsupportedFields(project({ web: none }), none);
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /"none" driver: "ployz logs" will not see its output/);
+});

@@ -126,3 +126,47 @@ Deno.test("executePlan copies the image on the target Machine and stops at a fai
   assert.match(outcome.failed!.error.message, /Cannot copy image "img:2" from Machine "one" to "three"/);
   assert.deepEqual(where(outcome.notAttempted), ["create web/3@three"]);
 });
+
+Deno.test("planDeploy never puts two slots needing the same host port on one Machine", async () => {
+  const port = {
+    kind: "host" as const,
+    hostIp: null,
+    publishedPort: 8080,
+    containerPort: 80,
+    protocol: "tcp" as const,
+  };
+  const p = project([service("web", { replicas: 3, ports: [port] })]);
+  const machines = three();
+  // Slot 1 runs on m1 and slot 2 too (placed before ports were published): slot 2 moves to a free Machine.
+  const earlier = project([service("web", { replicas: 3 })]);
+  machines[0].add(serviceContainerSpec(earlier, earlier.services.web, { deploymentId: D1, slot: "1" }));
+  machines[0].add(serviceContainerSpec(earlier, earlier.services.web, { deploymentId: D1, slot: "2" }));
+  const result = await plan(p, machines);
+  const creates = where(result.ops).filter((op) => op.startsWith("create") || op.startsWith("replace"));
+  const hosts = creates.map((op) => op.split("@")[1]);
+  assert.equal(new Set(hosts).size, 3, creates.join(", "));
+  assert.ok(
+    result.warnings.some((w) => /publishes host ports: its 3 replicas run on 3 different Machines/.test(w)),
+  );
+  await assert.rejects(
+    plan(project([service("web", { replicas: 4, ports: [port] })]), three()),
+    /"shop\/web" publishes host port 8080: its 4 replicas need 4 Machines, and 3 are eligible/,
+  );
+  // An ephemeral host port (written without a published one) binds anywhere: no limit.
+  const ephemeral = { ...port, publishedPort: 0 };
+  const spread = await plan(project([service("web", { replicas: 4, ports: [ephemeral] })]), three());
+  assert.equal(where(spread.ops).length, 4);
+});
+
+Deno.test("planDeploy leaves alone a Service left out by profiles, and says so", async () => {
+  const p = project([service("web")]);
+  const machines = three();
+  const before = project([service("web"), service("debug")]);
+  machines[1].add(serviceContainerSpec(before, before.services.debug, { deploymentId: D1, slot: "1" }));
+  const result = await plan({ ...p, profiledOut: ["debug"] }, machines);
+  assert.ok(!result.ops.some((op) => op.service === "debug"), where(result.ops).join(", "));
+  assert.ok(result.warnings.some((w) => /"shop\/debug" is not in this Deploy/.test(w)));
+  // Without the profile note, the same Service is obsolete and removed.
+  const removed = await plan(p, machines);
+  assert.ok(where(removed.ops).includes("remove debug/1@two"));
+});

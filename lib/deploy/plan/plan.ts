@@ -22,7 +22,7 @@
  */
 
 import { compareServiceSpecs } from "../compose/spec.ts";
-import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
+import type { NormalizedProject, NormalizedService, VolumeMount } from "../compose/types.ts";
 import { type ContainerSpec, specDigest } from "../docker/spec.ts";
 import { hookContainerSpec, serviceContainerSpec, unsupportedFields } from "./container_spec.ts";
 import { DeployError } from "./errors.ts";
@@ -100,7 +100,7 @@ function updateOrder(service: NormalizedService): { order: "start-first" | "stop
   if (host !== undefined && host.kind === "host") {
     return { order: "stop-first", reason: `publishes host port ${host.publishedPort}` };
   }
-  const volume = service.mounts.find((m) => m.type === "volume");
+  const volume = service.mounts.find((m): m is VolumeMount => m.type === "volume" && m.source !== "");
   if (volume !== undefined) return { order: "stop-first", reason: `mounts named volume "${volume.source}"` };
   return { order: "start-first", reason: "default" };
 }
@@ -188,16 +188,34 @@ function planService(
   // slot per eligible Machine.
   const load = new Map(eligible.map((m) => [m.machineId, 0]));
   const slots: { slot: string; machine: MachineObservation; machineKey: string }[] = [];
+  // A fixed host port can be bound once per Machine: such a Service gets at most one slot on each.
+  const fixedPorts = service.ports.filter((p) => p.kind === "host" && p.publishedPort > 0);
+  const oneEach = fixedPorts.length > 0;
+  if (oneEach && service.mode !== "global" && (service.replicas ?? 1) > eligible.length) {
+    const first = fixedPorts[0];
+    throw new DeployError(
+      "invalid_argument",
+      `Service "${project.name}/${service.name}" publishes host port ${
+        first.kind === "host" ? first.publishedPort : ""
+      }: its ${service.replicas} replicas need ${service.replicas} Machines, and ${eligible.length} ${
+        eligible.length === 1 ? "is" : "are"
+      } eligible`,
+      { service: service.name, replicas: service.replicas, eligible: eligible.length },
+    );
+  }
   if (service.mode === "global") {
     for (const m of eligible) slots.push({ slot: "1", machine: m, machineKey: m.machineId });
   } else {
     for (let n = 1; n <= (service.replicas ?? 1); n++) {
       const slot = String(n);
-      const holders = slotted.filter((p) => p.container.slot === slot && load.has(p.machine.machineId))
-        .sort((a, b) => byPreference(a.container, b.container));
+      const free = (machineId: string): boolean => !oneEach || load.get(machineId) === 0;
+      const holders = slotted.filter((p) =>
+        p.container.slot === slot && load.has(p.machine.machineId) && free(p.machine.machineId)
+      ).sort((a, b) => byPreference(a.container, b.container));
       let machine = holders[0]?.machine;
       if (machine === undefined) {
-        machine = [...eligible].sort((a, b) => load.get(a.machineId)! - load.get(b.machineId)!)[0];
+        machine = eligible.filter((m) => free(m.machineId))
+          .sort((a, b) => load.get(a.machineId)! - load.get(b.machineId)!)[0];
       }
       load.set(machine.machineId, load.get(machine.machineId)! + 1);
       slots.push({ slot, machine, machineKey: "" });
@@ -289,12 +307,9 @@ function planService(
   }
   ops.push(...removals);
 
-  const hostPorts = service.ports.filter((p) => p.kind === "host");
-  if (
-    hostPorts.length > 0 && service.mode !== "global" && (service.replicas ?? 1) > 1 && eligible.length === 1
-  ) {
+  if (oneEach && service.mode !== "global" && (service.replicas ?? 1) > 1) {
     warnings.push(
-      `Service "${project.name}/${service.name}" publishes host ports with ${service.replicas} replicas on one Machine: only one container can bind them`,
+      `Service "${project.name}/${service.name}" publishes host ports: its ${service.replicas} replicas run on ${service.replicas} different Machines`,
     );
   }
   warnings.push(...unsupportedFields(project, service));
@@ -476,7 +491,17 @@ export function planDeploy(options: PlanOptions): Plan {
     services.push(planned.summary);
   }
   const dataLoss: DataLoss[] = [];
-  const obsolete = [...byService.keys()].filter((s) => project.services[s] === undefined).sort();
+  // A Service left out by profiles is not obsolete: its containers from an earlier Deploy stay as they are.
+  const profiledOut = new Set(project.profiledOut ?? []);
+  for (const name of [...byService.keys()].filter((s) => profiledOut.has(s)).sort()) {
+    warnings.push(
+      `Service "${project.name}/${name}" is not in this Deploy (none of its profiles is enabled): its running containers are left as they are`,
+    );
+  }
+  const obsolete = [...byService.keys()].filter((s) =>
+    project.services[s] === undefined && !profiledOut.has(s)
+  )
+    .sort();
   if (obsolete.length > 0 && snapshot.failures.length > 0) {
     warnings.push(
       `Not removing Services no longer in the file (${
@@ -498,8 +523,8 @@ export function planDeploy(options: PlanOptions): Plan {
         });
       }
       const before = options.previous?.services[name];
-      const volumes = before?.mounts.filter((m) =>
-        m.type === "volume"
+      const volumes = before?.mounts.filter((m): m is VolumeMount =>
+        m.type === "volume" && m.source !== ""
       ).map((m) => options.previous?.volumes[m.source]?.dockerName ?? m.source) ?? [];
       if (volumes.length > 0) {
         dataLoss.push({

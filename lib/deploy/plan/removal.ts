@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { NormalizedProject } from "../compose/types.ts";
+import type { NormalizedProject, VolumeMount } from "../compose/types.ts";
 import type { MachineObservation } from "./snapshot.ts";
 import type { DataLoss, Plan } from "./types.ts";
 
@@ -52,8 +52,8 @@ export function planRemoval(options: RemovalOptions): Plan {
   const dataLoss: DataLoss[] = [];
   for (const name of [...services].sort()) {
     const saved = options.saved?.services[name];
-    const volumes = saved?.mounts.filter((m) =>
-      m.type === "volume"
+    const volumes = saved?.mounts.filter((m): m is VolumeMount =>
+      m.type === "volume" && m.source !== ""
     ).map((m) => options.saved?.volumes[m.source]?.dockerName ?? m.source) ?? [];
     if (volumes.length > 0) {
       dataLoss.push({
