@@ -1,34 +1,11 @@
 // `ployz deploy`: load the Compose file, plan against every Machine's Snapshot (taken through the Entry Machine),
 // confirm, execute, report.
-import { dirname, join } from "node:path";
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import {
-  formatIssue,
-  loadCompose,
-  parseDurationMs,
-  parseEnvFile,
-  readBoundedFile,
-} from "../../lib/deploy/mod.ts";
-import { cliError, openConfig } from "./connect.ts";
+import { formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
+import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
+import { openConfig } from "./connect.ts";
 import { withDeployMachines } from "./deploy_machines.ts";
 import { deployProject } from "./deploy_flow.ts";
-
-function processEnv(): Record<string, string> {
-  try {
-    return Deno.env.toObject();
-  } catch {
-    // Under the cli permission set only some variables are readable.
-    return {};
-  }
-}
-
-function dotEnv(composePath: string, env: Record<string, string>): Record<string, string> {
-  try {
-    return parseEnvFile(readBoundedFile(join(dirname(composePath), ".env")), env).vars;
-  } catch {
-    return {};
-  }
-}
 
 /** Splits repeated or comma-separated values. */
 export function listOption(value: unknown): string[] {
@@ -53,8 +30,7 @@ export const deployCommand: Command = {
   name: "deploy",
   summary: "Deploy a Compose file to the Cluster",
   usage:
-    "-f compose.yaml [-p PROJECT] [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] " +
-    "[--parallel N]",
+    `${COMPOSE_USAGE} [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] [--parallel N]`,
   description:
     "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
@@ -62,8 +38,7 @@ export const deployCommand: Command = {
     "Services still in dependency order, a Service's replacements still one at a time. After a failure nothing\n" +
     "new starts; what was running finishes and is reported. Default 1: one operation at a time.",
   options: {
-    file: { type: "string", short: "f", default: "compose.yaml" },
-    project: { type: "string", short: "p" },
+    ...COMPOSE_OPTIONS,
     yes: { type: "boolean", short: "y" },
     json: { type: "boolean" },
     "dry-run": { type: "boolean" },
@@ -72,7 +47,6 @@ export const deployCommand: Command = {
     parallel: { type: "string" },
   },
   async run({ values, io }): Promise<number> {
-    const path = String(values.file);
     let monitorMs: number | undefined;
     if (values.monitor !== undefined) {
       const parsed = parseDurationMs(String(values.monitor));
@@ -80,17 +54,8 @@ export const deployCommand: Command = {
       monitorMs = parsed;
     }
     const parallel = parseParallel(values.parallel);
-    let loaded;
-    try {
-      const env = processEnv();
-      loaded = loadCompose({
-        path,
-        projectName: values.project as string | undefined,
-        env: { ...dotEnv(path, env), ...env },
-      });
-    } catch (error) {
-      throw cliError(error);
-    }
+    const { input, loaded } = loadComposeInput(values);
+    const path = input.files[0];
     const config = openConfig();
     try {
       return await withDeployMachines((machines) =>

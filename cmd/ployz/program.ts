@@ -27,6 +27,11 @@ export const ployz: Command = {
       "Deploy a Compose file to the Cluster",
       () => import("./deploy.ts").then((m) => m.deployCommand),
     ),
+    lazyCommand(
+      "config",
+      "Print the normalized Project of a Compose file without contacting any Machine",
+      () => import("./config.ts").then((m) => m.configCommand),
+    ),
     lazyCommand("ps", "List containers", () => import("./ps.ts").then((m) => m.psCommand)),
     lazyCommand(
       "ls",

@@ -31,7 +31,7 @@ export const TOP_LEVEL_KEYS: Record<string, KeyRule> = {
   ...read(["name", "services", "volumes", "networks", "secrets"]),
   version: { warn: "is obsolete and is ignored" },
   ...refused(["configs"], NOT_YET),
-  include: { refuse: "is not supported: merge the files into one" },
+  include: "ignore",
   models: { warn: IGNORED },
 };
 

@@ -5,8 +5,21 @@
  * @module
  */
 
-import { basename, dirname, resolve as resolvePath } from "node:path";
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import { basename, dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
+import {
+  type Document,
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  Pair,
+  parseDocument,
+  YAMLMap,
+} from "yaml";
+import { mergeNodes } from "./merge.ts";
 import { interpolate } from "./interpolate.ts";
 import { ComposeError, type ComposeIssue } from "./issue.ts";
 import { checkKeys, TOP_LEVEL_KEYS, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
@@ -41,6 +54,11 @@ import type { NormalizedProject, NormalizedService, NormalizedVolume } from "./t
 export interface LoadComposeOptions {
   /** Path of the compose file: read when `text` is absent, named in every issue, base of relative paths. */
   path?: string;
+  /**
+   * Several compose files merged in order, as `-f a.yaml -f b.yaml` (`text`, when given, is the first one's);
+   * relative paths resolve against the first one's directory.
+   */
+  files?: readonly string[];
   /** The file's text, when the caller already has it. */
   text?: string;
   /** Project name from the command line or `COMPOSE_PROJECT_NAME`; wins over `name:` and the directory. */
@@ -70,20 +88,22 @@ function defaultReadFile(path: string): string {
   return readBoundedFile(path, MAX_FILE_BYTES);
 }
 
-/**
- * Loads and validates a Compose file. Throws a {@linkcode ComposeError} listing every problem when the file
- * cannot be deployed as written.
- */
-export function loadCompose(options: LoadComposeOptions): LoadedCompose {
-  const file = options.path ?? "compose.yaml";
-  const readFile = options.readFile ?? defaultReadFile;
-  let source = options.text;
+/** One parsed file of a `-f` list or an `include`. */
+interface ParsedFile {
+  file: string;
+  text: string;
+  doc: Document;
+  lineCounter: LineCounter;
+}
+
+/** Most files one Project may be loaded from, `-f` files and includes together. */
+const MAX_FILES = 32;
+
+function parseFile(file: string, text: string | undefined, readFile: (path: string) => string): ParsedFile {
+  let source = text;
   if (source === undefined) {
-    if (options.path === undefined) {
-      throw new ComposeError(file, [issue(file, "either a path or the file's text is required")]);
-    }
     try {
-      source = readFile(options.path);
+      source = readFile(file);
     } catch (error) {
       throw new ComposeError(file, [issue(file, `cannot read compose file: ${fileErrorReason(error)}`)]);
     }
@@ -94,28 +114,70 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
       issue(file, `the compose file is ${size} bytes, more than the limit of ${MAX_COMPOSE_BYTES}`),
     ]);
   }
-  const baseDir = options.path !== undefined ? dirname(options.path) : options.workingDir ?? ".";
   const lineCounter = new LineCounter();
   // Duplicate keys are found below in one pass: the library's own check compares every pair of keys.
   const doc = parseDocument(source, { lineCounter, merge: true, prettyErrors: false, uniqueKeys: false });
-  const reader: Reader = { file, text: source, doc, lineCounter, errors: [], warnings: [] };
   if (doc.errors.length > 0) {
-    for (const error of doc.errors) {
-      const { line, col } = lineCounter.linePos(error.pos[0]);
-      reader.errors.push({
-        file,
-        line,
-        column: col,
-        path: "",
-        message: yamlMessage(error.code, error.message),
-      });
-    }
-    throw new ComposeError(file, reader.errors);
+    throw new ComposeError(
+      file,
+      doc.errors.map((error) => {
+        const { line, col } = lineCounter.linePos(error.pos[0]);
+        return { file, line, column: col, path: "", message: yamlMessage(error.code, error.message) };
+      }),
+    );
   }
+  return { file, text: source, doc, lineCounter };
+}
+
+/**
+ * Loads and validates a Compose file, or several merged as `docker compose -f a -f b` merges them, with their
+ * `include`s. Throws a {@linkcode ComposeError} listing every problem when the Project cannot be deployed as
+ * written.
+ */
+export function loadCompose(options: LoadComposeOptions): LoadedCompose {
+  const paths = options.files !== undefined && options.files.length > 0
+    ? options.files
+    : [options.path ?? "compose.yaml"];
+  const file = paths[0];
+  const readFile = options.readFile ?? defaultReadFile;
+  if (options.text === undefined && options.path === undefined && options.files === undefined) {
+    throw new ComposeError(file, [issue(file, "either a path or the file's text is required")]);
+  }
+  if (paths.length > MAX_FILES) {
+    throw new ComposeError(file, [
+      issue(file, `${paths.length} compose files, more than the limit of ${MAX_FILES}`),
+    ]);
+  }
+  // Relative paths resolve against the first file's directory, as Compose's project directory.
+  const baseDir = options.path !== undefined || options.files !== undefined
+    ? dirname(file)
+    : options.workingDir ?? ".";
+  const parsed = paths.map((path, index) =>
+    parseFile(path, index === 0 ? options.text : undefined, readFile)
+  );
+  const main = parsed[0];
+  const reader: Reader = {
+    file,
+    text: main.text,
+    doc: main.doc,
+    lineCounter: main.lineCounter,
+    errors: [],
+    warnings: [],
+    origins: new Map(),
+    serviceDirs: new Map(),
+  };
   let project: NormalizedProject | undefined;
   try {
+    let duplicates = 0;
+    for (const part of parsed) duplicates += checkDocument(reader, options.env, part);
+    const included = readIncludes(reader, parsed, options.env, readFile);
+    for (const part of included) duplicates += checkDocument(reader, options.env, part);
     // Duplicate keys make the document ambiguous: nothing after them would be trustworthy.
-    if (checkDocument(reader, options.env) > 0) throw new ComposeError(file, ordered(reader.errors));
+    if (duplicates > 0) throw new ComposeError(file, ordered(reader.errors));
+    let root = main.doc.contents as Node | null;
+    for (const part of parsed.slice(1)) root = mergeNodes(reader, "", root, part.doc.contents as Node | null);
+    for (const part of included) addIncluded(reader, root, part);
+    main.doc.contents = root as typeof main.doc.contents;
     project = readProject(reader, options, baseDir, readFile);
   } catch (error) {
     if (!(error instanceof TooComplex)) throw error;
@@ -124,6 +186,109 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
   }
   if (reader.errors.length > 0 || project === undefined) throw new ComposeError(file, ordered(reader.errors));
   return { project, warnings: ordered(reader.warnings) };
+}
+
+/** The files named by `include:` in `parts` and, in turn, in those files, each parsed once. */
+function readIncludes(
+  reader: Reader,
+  parts: ParsedFile[],
+  env: Readonly<Record<string, string>>,
+  readFile: (path: string) => string,
+): ParsedFile[] {
+  const out: ParsedFile[] = [];
+  const seen = new Set(parts.map((part) => resolvePath(part.file)));
+  const queue = [...parts];
+  while (queue.length > 0) {
+    const part = queue.shift()!;
+    const root = part.doc.contents as Node | null;
+    if (!isMap(root)) continue;
+    const pair = root.items.find((item) => isScalar(item.key) && item.key.value === "include");
+    if (pair === undefined || pair.value === null) continue;
+    const list = isSeq(pair.value) ? pair.value.items : [pair.value];
+    list.forEach((item, index) => {
+      const where = `include[${index}]`;
+      let target: unknown = item;
+      if (isMap(item)) {
+        const path = item.items.find((entry) => isScalar(entry.key) && entry.key.value === "path");
+        target = path?.value;
+        for (const entry of item.items) {
+          const name = isScalar(entry.key) ? String(entry.key.value) : "?";
+          if (name !== "path") {
+            fail(reader, entry.key as Node, `${where}.${name}`, `key "${name}" in include is not supported`);
+          }
+        }
+      }
+      if (!isScalar(target) || typeof target.value !== "string") {
+        fail(reader, item as Node, where, `expected a path to a compose file`);
+        return;
+      }
+      const path = isAbsolute(target.value) ? target.value : join(dirname(part.file), target.value);
+      if (seen.has(resolvePath(path))) {
+        fail(reader, target, where, `"${target.value}" is already part of this Project: an include cycle`);
+        return;
+      }
+      if (seen.size >= MAX_FILES) {
+        fail(reader, target, where, `more than ${MAX_FILES} compose files`);
+        return;
+      }
+      seen.add(resolvePath(path));
+      try {
+        const loaded = parseFile(path, undefined, readFile);
+        out.push(loaded);
+        queue.push(loaded);
+      } catch (error) {
+        if (!(error instanceof ComposeError)) throw error;
+        for (const problem of error.issues) {
+          if (problem.line > 0) reader.errors.push(problem);
+          else {fail(
+              reader,
+              target,
+              where,
+              problem.message.replace(/^cannot read compose file/, `cannot read "${target.value}"`),
+            );}
+        }
+      }
+    });
+  }
+  void env;
+  return out;
+}
+
+/**
+ * Adds an included file's resources to the Project. Compose refuses a resource defined both by a file and by what
+ * it includes; so does this.
+ */
+function addIncluded(reader: Reader, root: Node | null, part: ParsedFile): void {
+  const included = part.doc.contents as Node | null;
+  if (!isMap(root) || !isMap(included)) return;
+  for (const section of ["services", "volumes", "secrets", "configs", "networks"]) {
+    const from = included.items.find((item) => isScalar(item.key) && item.key.value === section);
+    if (from === undefined || !isMap(from.value)) continue;
+    let into = root.items.find((item) => isScalar(item.key) && item.key.value === section);
+    if (into === undefined || !isMap(into.value)) {
+      into = new Pair(from.key, new YAMLMap());
+      root.items.push(into);
+    }
+    const target = into.value as YAMLMap;
+    for (const pair of from.value.items) {
+      const name = isScalar(pair.key) ? String(pair.key.value) : "?";
+      const clash = target.items.find((item) => isScalar(item.key) && String(item.key.value) === name);
+      if (clash !== undefined) {
+        fail(
+          reader,
+          pair.key as Node,
+          `${section}.${name}`,
+          `${section.replace(/s$/, "")} "${name}" is defined both here and in "${
+            reader.origins?.get(clash.key)?.file ?? reader.file
+          }"`,
+        );
+        continue;
+      }
+      // An included file's relative paths resolve against its own directory.
+      if (section === "services") reader.serviceDirs?.set(pair.key, dirname(part.file));
+      target.items.push(pair);
+    }
+  }
 }
 
 function issue(file: string, message: string): ComposeIssue {
@@ -150,18 +315,23 @@ function ordered(list: ComposeIssue[]): ComposeIssue[] {
  * One pass over the document, without following aliases: refuses duplicate keys and interpolates every scalar
  * value (never keys) once, in place. Iterative, so a deeply nested document cannot exhaust the stack.
  */
-function checkDocument(reader: Reader, env: Readonly<Record<string, string>>): number {
+function checkDocument(reader: Reader, env: Readonly<Record<string, string>>, part: ParsedFile): number {
   let duplicates = 0;
+  // Nodes of the first file are located by the reader itself; those of any other file remember theirs.
+  const origin = part.file === reader.file && part.doc === reader.doc
+    ? undefined
+    : { file: part.file, lineCounter: part.lineCounter };
   const warned = new Set<string>();
   let unwarned = 0;
   let firstUnwarned: { node: Node; path: string } | undefined;
-  const stack: { node: unknown; path: string }[] = [{ node: reader.doc.contents, path: "" }];
+  const stack: { node: unknown; path: string }[] = [{ node: part.doc.contents, path: "" }];
   // Aliases are resolved here, once, in document order: the library's own lookup walks the whole document
   // for every alias.
   const anchors = new Map<string, Node>();
   reader.aliases = new Map();
   while (stack.length > 0) {
     const { node, path } = stack.pop()!;
+    if (origin !== undefined && node !== null && typeof node === "object") reader.origins!.set(node, origin);
     const anchor = (node as { anchor?: unknown } | null)?.anchor;
     if (typeof anchor === "string") anchors.set(anchor, node as Node);
     if (isAlias(node)) {
@@ -173,6 +343,7 @@ function checkDocument(reader: Reader, env: Readonly<Record<string, string>>): n
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
         const keyNode = pair.key as Node | null;
+        if (origin !== undefined && keyNode !== null) reader.origins!.set(keyNode, origin);
         const merge = isScalar(keyNode) && (typeof keyNode.value === "symbol" || keyNode.source === "<<");
         const key = !isScalar(keyNode) ? "?" : merge ? "<<" : String(keyNode.value);
         if (isScalar(keyNode) && !merge) {
@@ -298,7 +469,14 @@ function readProject(
       fail(reader, entry.keyNode, entry.path, problem);
       continue;
     }
-    const service = readService(scope, entry.key, entry.keyNode, entry.value, entry.path);
+    const dir = reader.serviceDirs?.get(entry.keyNode);
+    const service = readService(
+      dir === undefined ? scope : { ...scope, baseDir: dir },
+      entry.key,
+      entry.keyNode,
+      entry.value,
+      entry.path,
+    );
     if (service !== undefined) services[entry.key] = service;
   }
   checkCycles(reader, serviceEntries, scope.dependencies);

@@ -31,6 +31,10 @@ export interface Reader {
   errorAt?: Set<string>;
   /** Mapping entries and list items visited so far; bounded by {@linkcode MAX_NODE_VISITS}. */
   visits?: number;
+  /** The file of each node that came from another file than `file` (`-f` lists, `include`). */
+  origins?: Map<unknown, { file: string; lineCounter: LineCounter }>;
+  /** The directory relative paths of a Service resolve against, when it is not the first file's. */
+  serviceDirs?: Map<unknown, string>;
   /** Each alias's anchored node, found in one pass over the document. */
   aliases?: Map<unknown, Node>;
   /** Each mapping's own and merged entries, computed once however often aliases and merge keys name it. */
@@ -80,27 +84,33 @@ export function child(path: string, key: string | number): string {
   return path === "" ? key : `${path}.${key}`;
 }
 
-function position(reader: Reader, node: Node | null | undefined): { line: number; column: number } {
+function position(
+  reader: Reader,
+  node: Node | null | undefined,
+): { file: string; line: number; column: number } {
+  // A node from another file of a `-f` list or an `include` is located in that file.
+  const origin = node === null || node === undefined ? undefined : reader.origins?.get(node);
+  const file = origin?.file ?? reader.file;
   const offset = node?.range?.[0];
-  if (offset === undefined) return { line: 0, column: 0 };
-  const { line, col } = reader.lineCounter.linePos(offset);
-  return { line, column: col };
+  if (offset === undefined) return { file, line: 0, column: 0 };
+  const { line, col } = (origin?.lineCounter ?? reader.lineCounter).linePos(offset);
+  return { file, line, column: col };
 }
 
 /** Records a problem at `node`. */
 export function fail(reader: Reader, node: Node | null | undefined, path: string, message: string): void {
   const at = position(reader, node);
   // One problem per position: a value that failed interpolation is not reported again as a bad port.
-  const key = `${at.line}:${at.column}`;
+  const key = `${at.file}:${at.line}:${at.column}`;
   reader.errorAt ??= new Set();
   if (at.line > 0 && reader.errorAt.has(key)) return;
   reader.errorAt.add(key);
-  reader.errors.push({ file: reader.file, ...at, path, message });
+  reader.errors.push({ ...at, path, message });
 }
 
 /** Records a warning at `node`. */
 export function warn(reader: Reader, node: Node | null | undefined, path: string, message: string): void {
-  reader.warnings.push({ file: reader.file, ...position(reader, node), path, message });
+  reader.warnings.push({ ...position(reader, node), path, message });
 }
 
 /** Follows an alias to the node it names; turns a null scalar into null. */
