@@ -229,7 +229,10 @@ export const VOLUME_KEYS: Record<string, KeyRule> = read([
 ]);
 
 /** `depends_on.<service>` keys. */
-export const DEPENDS_ON_KEYS: Record<string, KeyRule> = read(["condition", "required", "restart"]);
+export const DEPENDS_ON_KEYS: Record<string, KeyRule> = {
+  ...read(["condition", "required"]),
+  restart: { warn: "is not applied: Ployz does not restart dependants when a dependency is replaced" },
+};
 
 /** `env_file[]` long-syntax keys. */
 export const ENV_FILE_KEYS: Record<string, KeyRule> = {

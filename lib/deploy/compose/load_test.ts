@@ -665,3 +665,12 @@ Deno.test("loadCompose() runs a profiled Service only when one of its profiles i
     message: /service "worker" depends on "debug", which is left out: enable one of its profiles \("debug"\)/,
   });
 });
+
+Deno.test("loadCompose() warns that depends_on restart: true is not applied, and still loads", () => {
+  const { warnings } = loadText(
+    "services:\n  db: {image: b}\n  web:\n    image: b\n    depends_on:\n      db: {condition: service_started, restart: true}\n",
+  );
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0].message, /key "restart" is not applied: Ployz does not restart dependants/);
+  assert.equal(warnings[0].line, 6);
+});
