@@ -57,6 +57,13 @@ function creationFields(
     if (PLANNER_ONLY.has(key) || key === "resources") continue;
     fields[key] = value;
   }
+  // Fields added after Saved State was first written read as their defaults, so an older state compares equal.
+  fields.readOnly = service.readOnly ?? false;
+  fields.securityOpt = service.securityOpt ?? [];
+  fields.devices = service.devices ?? [];
+  fields.deviceRequests = service.deviceRequests ?? [];
+  fields.pidsLimit = service.pidsLimit ?? null;
+  fields.files = sortedByJson(service.files ?? []);
   fields.ports = sortedByJson(service.ports);
   fields.mounts = sortedByJson(
     service.mounts.map((mount) =>

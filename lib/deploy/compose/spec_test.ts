@@ -94,3 +94,13 @@ Deno.test("canonicalJson() sorts keys at every depth and drops undefined", () =>
     '{"b":[{"c":2,"d":1}],"e":null}',
   );
 });
+
+Deno.test("compareServiceSpecs() reads fields an older Saved State lacks as their defaults", () => {
+  const text = "services:\n  web:\n    image: nginx\n";
+  const current = loadText(text).project.services.web;
+  const older = { ...current } as Partial<typeof current>;
+  for (const key of ["readOnly", "securityOpt", "devices", "deviceRequests", "pidsLimit", "files"] as const) {
+    delete older[key];
+  }
+  assert.equal(compareServiceSpecs(older as typeof current, current).change, "UpToDate");
+});
