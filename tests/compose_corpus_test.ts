@@ -3,41 +3,9 @@
 // file:line:col and key its first line names; and `ployz config` on both, as an operator runs it.
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { ComposeError, formatIssue, loadCompose, parseEnvFile } from "../lib/deploy/mod.ts";
-import { ROOT, run } from "./harness.ts";
-
-const CORPUS = join(ROOT, "tests", "fixtures", "compose");
-
-/** One corpus entry: the files merged in order, the profiles enabled, the variables set. */
-export interface CorpusEntry {
-  name: string;
-  files: string[];
-  profiles?: string[];
-  env?: Record<string, string>;
-  /** Deployed by the lab test. */
-  lab?: boolean;
-}
-
-/** The corpus manifest. */
-export function corpus(): CorpusEntry[] {
-  return JSON.parse(Deno.readTextFileSync(join(CORPUS, "corpus.json")));
-}
-
-/** Variables as the CLI sees them: the `.env` beside the first file, under the entry's own. */
-export function corpusEnv(entry: CorpusEntry): Record<string, string> {
-  let dotEnv: Record<string, string> = {};
-  try {
-    dotEnv = parseEnvFile(Deno.readTextFileSync(join(CORPUS, dirname(entry.files[0]), ".env")), {}).vars;
-  } catch {
-    // No .env beside this one.
-  }
-  return { ...dotEnv, ...entry.env };
-}
-
-/** The absolute paths of an entry's files. */
-export function corpusFiles(entry: CorpusEntry): string[] {
-  return entry.files.map((file) => join(CORPUS, file));
-}
+import { ComposeError, formatIssue, loadCompose } from "../lib/deploy/mod.ts";
+import { CORPUS, corpus, corpusEnv, corpusFiles } from "./support/compose_corpus.ts";
+import { ROOT, run } from "./support/spawn.ts";
 
 function relative(text: string): string {
   return text.replaceAll(CORPUS + "/", "");

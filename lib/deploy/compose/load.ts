@@ -481,6 +481,7 @@ function readProject(
   }
   checkCycles(reader, serviceEntries, scope.dependencies);
   const profiledOut = applyProfiles(reader, serviceEntries, services, options.profiles ?? []);
+  checkCompletions(reader, serviceEntries, services);
   if (name === undefined) return undefined;
   return { name, context, services: sorted(services), volumes, profiledOut };
 }
@@ -711,6 +712,28 @@ function applyProfiles(
   }
   for (const name of out) delete services[name];
   return out;
+}
+
+/**
+ * A Service others wait to complete runs once, to exit 0, before them: it cannot be global or have more than one
+ * replica, and it cannot be what a Service waits to be healthy.
+ */
+function checkCompletions(reader: Reader, list: Entry[], services: Record<string, NormalizedService>): void {
+  for (const service of Object.values(services)) {
+    for (const [dependency, condition] of Object.entries(service.dependsOnConditions ?? {})) {
+      const target = services[dependency];
+      if (condition !== "service_completed_successfully" || target === undefined) continue;
+      if (target.mode === "global" || (target.replicas ?? 1) > 1) {
+        const entry = list.find((item) => item.key === service.name);
+        fail(
+          reader,
+          entry?.keyNode,
+          child(entry?.path ?? "services", "depends_on"),
+          `service "${service.name}" waits for "${dependency}" to complete, so "${dependency}" must run once: set its replicas to 1`,
+        );
+      }
+    }
+  }
 }
 
 /** Refuses a `depends_on` cycle, naming the services in it. */

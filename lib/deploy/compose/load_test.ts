@@ -559,7 +559,7 @@ Deno.test("loadCompose() checks depends_on targets, cycles and conditions", () =
     "    image: x",
     "    depends_on:",
     "      a:",
-    "        condition: service_completed_successfully",
+    "        condition: service_finished",
   ].join("\n");
   const list = problems(text);
   assert.deepEqual(list.map((item) => [item.line, item.path]), [
@@ -569,7 +569,25 @@ Deno.test("loadCompose() checks depends_on targets, cycles and conditions", () =
   ]);
   assert.match(list[0].message, /dependency cycle: "a" -> "b" -> "a"/);
   assert.match(list[1].message, /undefined service "ghost"/);
-  assert.match(list[2].message, /use x-pre_deploy/);
+  assert.match(list[2].message, /invalid condition "service_finished"/);
+});
+
+Deno.test("loadCompose() reads depends_on conditions; a Service waited for to complete must run once", () => {
+  const text = [
+    "services:",
+    "  migrate: {image: x, deploy: {replicas: 2}}",
+    "  web:",
+    "    image: x",
+    "    depends_on:",
+    "      migrate: {condition: service_completed_successfully}",
+  ].join("\n");
+  onlyIssue(problems(text), {
+    line: 3,
+    path: "services.web.depends_on",
+    message: /waits for "migrate" to complete, so "migrate" must run once/,
+  });
+  const { project } = loadText(text.replace("replicas: 2", "replicas: 1"));
+  assert.deepEqual(project.services.web.dependsOnConditions, { migrate: "service_completed_successfully" });
 });
 
 Deno.test("loadCompose() refuses unknown x-pre_deploy keys", () => {

@@ -222,7 +222,8 @@ export function readService(
   }
   const pullPolicy = readPullPolicy(reader, get("pull_policy"));
   const logging = readLogging(reader, get("logging"));
-  const dependsOn = readDependsOn(scope, name, get("depends_on"));
+  const dependsOnConditions: Record<string, "service_healthy" | "service_completed_successfully"> = {};
+  const dependsOn = readDependsOn(scope, name, get("depends_on"), dependsOnConditions);
   const capAdd = textList(reader, value("cap_add"), at("cap_add")) ?? [];
   const capDrop = textList(reader, value("cap_drop"), at("cap_drop")) ?? [];
   const profiles = textList(reader, value("profiles"), at("profiles")) ?? [];
@@ -293,6 +294,7 @@ export function readService(
     devices,
     deviceRequests: [...gpus, ...deviceRequests],
     pidsLimit,
+    dependsOnConditions: sorted(dependsOnConditions),
   };
 }
 
@@ -653,7 +655,12 @@ function readLogging(reader: Reader, entry: Entry | undefined): NormalizedServic
   return { driver, options: sorted(options) };
 }
 
-function readDependsOn(scope: ServiceScope, service: string, entry: Entry | undefined): string[] {
+function readDependsOn(
+  scope: ServiceScope,
+  service: string,
+  entry: Entry | undefined,
+  conditions: Record<string, "service_healthy" | "service_completed_successfully">,
+): string[] {
   const { reader } = scope;
   if (entry === undefined || entry.value === null) return [];
   const found: { name: string; node: Node | null; path: string }[] = [];
@@ -671,19 +678,14 @@ function readDependsOn(scope: ServiceScope, service: string, entry: Entry | unde
       const condition = keys.get("condition");
       if (condition === undefined || condition.value === null) continue;
       const value = text(reader, condition.value, condition.path);
-      if (value === "service_completed_successfully") {
+      if (value === "service_completed_successfully" || value === "service_healthy") {
+        conditions[dependency.key] = value;
+      } else if (value !== undefined && value !== "service_started") {
         fail(
           reader,
           condition.value,
           condition.path,
-          `condition "service_completed_successfully" is not supported: use x-pre_deploy`,
-        );
-      } else if (value !== undefined && value !== "service_started" && value !== "service_healthy") {
-        fail(
-          reader,
-          condition.value,
-          condition.path,
-          `invalid condition "${value}": expected "service_started" or "service_healthy"`,
+          `invalid condition "${value}": expected "service_started", "service_healthy" or "service_completed_successfully"`,
         );
       }
     }

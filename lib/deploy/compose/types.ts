@@ -247,6 +247,11 @@ export interface NormalizedService {
   deviceRequests?: NormalizedDeviceRequest[];
   /** `pids_limit` / `deploy.resources.limits.pids`, or null for none. */
   pidsLimit?: number | null;
+  /**
+   * `depends_on` conditions other than `service_started`, by dependency, sorted. A dependency some Service waits
+   * to complete (`service_completed_successfully`) runs to exit 0 before its dependants start.
+   */
+  dependsOnConditions?: Record<string, "service_healthy" | "service_completed_successfully">;
 }
 
 /** A device node mapped into the container. */

@@ -170,3 +170,35 @@ Deno.test("planDeploy leaves alone a Service left out by profiles, and says so",
   const removed = await plan(p, machines);
   assert.ok(where(removed.ops).includes("remove debug/1@two"));
 });
+
+Deno.test("a Service others wait to complete runs to exit 0 first, once, and a failure stops its dependants", async () => {
+  const migrate = service("migrate", { command: ["sh", "-c", "migrate"], restart: "unless-stopped" });
+  const web = service("web", {
+    dependsOn: ["migrate"],
+    dependsOnConditions: { migrate: "service_completed_successfully" },
+  });
+  const p = project([web, migrate]);
+  const machines = three();
+  const first = await plan(p, machines);
+  assert.deepEqual(where(first.ops), ["hook migrate/run@one", "create web/1@one"]);
+  const hook = first.ops[0];
+  assert.ok(hook.kind === "hook");
+  assert.deepEqual(hook.spec.restart, { policy: "no" });
+  const outcome = await executePlan(first, new Map(machines.map((m) => [m.id, m])), {});
+  assert.equal(outcome.status, "succeeded");
+  // Exited 0 with the same spec: UpToDate, it does not run again.
+  const again = await planDeploy({
+    intent: deployIntent(p, "d3".padEnd(32, "0")),
+    snapshot: await snapshotOfAll(machines, p.name),
+  });
+  assert.deepEqual(where(again.ops), []);
+  // A changed spec runs again; a failure leaves the dependants untouched.
+  const changed = project([web, { ...migrate, command: ["sh", "-c", "migrate --v2"] }]);
+  const failing = three();
+  failing[0].hookExit = 3;
+  const result = await plan(changed, failing);
+  const failed = await executePlan(result, new Map(failing.map((m) => [m.id, m])), {});
+  assert.equal(failed.status, "failed");
+  assert.equal(failed.failed?.op.kind, "hook");
+  assert.deepEqual(where(failed.notAttempted), ["create web/1@one"]);
+});

@@ -326,6 +326,74 @@ function planService(
 }
 
 /**
+ * A Service others wait to complete: one container that runs to exit 0 (as a pre-deploy hook does) before the
+ * Services after it in dependency order. An exited-0 container of the same spec is UpToDate and runs no more; a
+ * changed spec runs again after its earlier containers are removed.
+ */
+function planCompletion(options: PlanOptions, service: NormalizedService, placed: Placed[]): ServicePlan {
+  const { project, deploymentId } = options.intent;
+  const eligible = eligibleMachines(project, service, options.snapshot.machines);
+  const planned = serviceContainerSpec(project, service, {
+    deploymentId,
+    slot: "run",
+    network: options.network,
+  });
+  // It is meant to stop: never restarted by Docker, never probed.
+  const spec = { ...planned, restart: { policy: "no" as const }, healthcheck: { disabled: true as const } };
+  const digest = specDigest(spec);
+  const done = placed.find((p) =>
+    p.container.spec_digest === digest && p.container.state === "exited" && p.container.exit_code === 0
+  );
+  const summary = { service: service.name, desired: 1, upToDate: 0, changing: 0, removing: 0 };
+  const base = (m: MachineObservation, slot: string) => ({
+    machineId: m.machineId,
+    machineName: m.machineName,
+    project: project.name,
+    service: service.name,
+    slot,
+  });
+  if (done !== undefined) {
+    const extra = placed.filter((p) => p !== done);
+    summary.upToDate = 1;
+    summary.removing = extra.length;
+    return {
+      ops: extra.map((p) => ({
+        ...base(p.machine, p.container.slot),
+        kind: "remove" as const,
+        container: ref(p.container),
+        reason: "superseded" as const,
+      })),
+      summary,
+    };
+  }
+  const machine = placed.find((p) => eligible.some((m) => m.machineId === p.machine.machineId))?.machine ??
+    eligible[0];
+  const elsewhere = placed.filter((p) => p.machine.machineId !== machine.machineId);
+  summary.changing = 1;
+  summary.removing = elsewhere.length;
+  return {
+    ops: [
+      {
+        ...base(machine, "run"),
+        kind: "hook",
+        spec,
+        timeoutMs: options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS,
+        previous: placed.filter((p) => p.machine.machineId === machine.machineId).map((p) =>
+          ref(p.container)
+        ),
+      },
+      ...elsewhere.map((p) => ({
+        ...base(p.machine, p.container.slot),
+        kind: "remove" as const,
+        container: ref(p.container),
+        reason: "superseded" as const,
+      })),
+    ],
+    summary,
+  };
+}
+
+/**
  * The Serving Pointer move of one Service, when this Deploy changed its containers. Every container the Service
  * keeps must carry the Deployment the pointer names, or the retire loop would stop it: new containers join the
  * Deployment of the containers kept beside them (their spec is the same), and a Service whose kept containers
@@ -485,8 +553,18 @@ export function planDeploy(options: PlanOptions): Plan {
   }
   const drafts: Draft[] = [];
   const services: ServiceSummary[] = [];
+  // Services some dependant waits to complete (`service_completed_successfully`) run once, to exit 0, first.
+  const completes = new Set(
+    Object.values(project.services).flatMap((s) =>
+      Object.entries(s.dependsOnConditions ?? {}).filter(([, c]) => c === "service_completed_successfully")
+        .map(([dependency]) => dependency)
+    ),
+  );
   for (const name of intent.order) {
-    const planned = planService(options, project.services[name], byService.get(name) ?? [], warnings);
+    const placedHere = byService.get(name) ?? [];
+    const planned = completes.has(name)
+      ? planCompletion(options, project.services[name], placedHere)
+      : planService(options, project.services[name], placedHere, warnings);
     drafts.push(...planned.ops);
     services.push(planned.summary);
   }

@@ -9,7 +9,9 @@ import type { Op, Plan } from "./types.ts";
 
 /** The Service and slot an operation acts on, `web/2`. */
 export function opTarget(op: Op): string {
-  if (op.kind === "hook") return `${op.service} (pre-deploy hook)`;
+  if (op.kind === "hook") {
+    return op.slot === "run" ? `${op.service} (runs to completion)` : `${op.service} (pre-deploy hook)`;
+  }
   if (op.kind === "point") return `${op.service} (serving)`;
   if (op.kind === "ingress") return `${op.project}/${op.service}`;
   if (op.kind === "image") return op.ref;

@@ -88,7 +88,7 @@ export class FakeMachine implements MachineApi {
       return Promise.resolve({ container: { ...found }, created: false, started: false });
     }
     const c = this.add(r.spec, r.start ? "running" : "created");
-    if (r.spec.slot === "hook") {
+    if (r.spec.slot === "hook" || r.spec.slot === "run") {
       c.state = "exited";
       c.exit_code = this.hookExit;
     }
