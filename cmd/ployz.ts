@@ -5,7 +5,7 @@
  */
 import { dispatch, processIo } from "../lib/cli/mod.ts";
 import { ployz } from "./ployz/program.ts";
-import { endCommand, takeGlobalFlags } from "./ployz/selection.ts";
+import { endCommand, mustExit, takeGlobalFlags } from "./ployz/selection.ts";
 
 if (import.meta.main) {
   try {
@@ -13,4 +13,5 @@ if (import.meta.main) {
   } finally {
     endCommand();
   }
+  if (mustExit()) Deno.exit(Deno.exitCode);
 }

@@ -74,6 +74,11 @@ export const ployz: Command = {
       () => import("./stop.ts").then((m) => m.stopCommand),
     ),
     lazyCommand(
+      "exec",
+      "Run a command in a Service's container, on whichever Machine holds it",
+      () => import("./exec.ts").then((m) => m.execCommand),
+    ),
+    lazyCommand(
       "restart",
       "Restart a Service's containers one slot at a time, each health-gated",
       () => import("./restart.ts").then((m) => m.restartCommand),

@@ -48,6 +48,7 @@ import { guardMutations, MUTATING_ROUTES, upgradeHandlers, type UpgradeHost } fr
 import { createForwarder, forwardJson, type ForwardTarget } from "./forward.ts";
 import { meshRpcHandler } from "./mesh_rpc.ts";
 import { watchMachineNetwork } from "./machine_network.ts";
+import { execHandlers } from "./exec_handlers.ts";
 import { imageHandlers } from "./image_handlers.ts";
 import { parseMachineSubnet } from "../mesh/mod.ts";
 import { SYNC_PORT } from "./mesh_settings.ts";
@@ -576,6 +577,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       stopping: stopping.signal,
       log,
     }),
+    execHandlers({ engine, dockerSocket: layout.dockerSocket, stopping: stopping.signal, log }),
   );
   // Upgrades over RPC, and the interlock: mutations are counted and refused while an upgrade attempt runs.
   const upgradeHost: UpgradeHost = {

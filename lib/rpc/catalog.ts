@@ -7,6 +7,7 @@
  */
 
 import { CONTAINER_ROUTES } from "./container_routes.ts";
+import { EXEC_ROUTES, type ExecRouteTypes } from "./exec_routes.ts";
 import { IMAGE_ROUTES } from "./image_routes.ts";
 import { MACHINE_ROUTES } from "./machine_routes.ts";
 import { OBSERVE_ROUTES } from "./observe_routes.ts";
@@ -71,7 +72,7 @@ import type {
 } from "./upgrade_routes.ts";
 
 /** Request and response types of every route, by method name. */
-export interface RouteTypes {
+export interface RouteTypes extends ExecRouteTypes {
   /** `ployz.machine.describe_contract.v1`. */
   describeContract: [EmptyRequest, DescribeContractResponse];
   /** `ployz.machine.init.v1`. */
@@ -139,6 +140,7 @@ export const CATALOG: Catalog = Object.freeze({
   ...UPGRADE_ROUTES,
   ...ROUTING_ROUTES,
   ...SERVING_ROUTES,
+  ...EXEC_ROUTES,
 });
 
 /** Capability names, by method name. */

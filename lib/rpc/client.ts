@@ -48,6 +48,13 @@ import type {
   MetricHistoryResponse,
   TailLogsRequest,
 } from "./observe_routes.ts";
+import type {
+  ExecAttachRequest,
+  ExecInputRequest,
+  ExecInputResponse,
+  ExecStartRequest,
+  ExecStartResponse,
+} from "./exec_routes.ts";
 import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
 import type {
   PointerStatusRequest,
@@ -101,6 +108,12 @@ export interface MachineClient extends Disposable {
   waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
   /** Docker's logs of an owned container, as text. */
   containerLogs(request: ContainerLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Starts a command in an owned container (`ployz exec`); answers the session to attach to. */
+  execStart(request: ExecStartRequest, options?: CallOptions): Promise<ExecStartResponse>;
+  /** The session's output as NDJSON frames, then its exit code; one attach per session. */
+  execAttach(request: ExecAttachRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Sends stdin bytes, a terminal size or the end of stdin to a session. */
+  execInput(request: ExecInputRequest, options?: CallOptions): Promise<ExecInputResponse>;
   /** Whether an image is on the Machine. */
   inspectImage(request: InspectImageRequest, options?: CallOptions): Promise<InspectImageResponse>;
   /** Every Machine row the Machine holds, with its own membership judgement of each. */
@@ -227,7 +240,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
   }
 
   async function call<
-    K extends Exclude<RouteName, "containerLogs" | "tailLogs" | "forward" | "exportImage">,
+    K extends Exclude<RouteName, "containerLogs" | "tailLogs" | "forward" | "exportImage" | "execAttach">,
   >(
     name: K,
     fields: object,
@@ -291,6 +304,12 @@ export function connectMachine(options: ConnectOptions): MachineClient {
       return response.body ?? new ReadableStream({ start: (c) => c.close() });
     },
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
+    execStart: (req, o) => call("execStart", req, o?.signal),
+    async execAttach(req, o): Promise<ReadableStream<Uint8Array>> {
+      const response = await post("execAttach", req, o?.signal);
+      return response.body ?? new ReadableStream({ start: (c) => c.close() });
+    },
+    execInput: (req, o) => call("execInput", req, o?.signal),
     listMachines: (o) => call("listMachines", {}, o?.signal),
     joinMachine: (req, o) => call("joinMachine", req, o?.signal),
     admitPeer: (req, o) => call("admitPeer", req, o?.signal),

@@ -125,6 +125,17 @@ export {
   type PullFromPeerResponse,
   VIA_PREFIX,
 } from "./routing_routes.ts";
+export {
+  EXEC_ROUTES,
+  type ExecAttachRequest,
+  type ExecFrame,
+  type ExecInputRequest,
+  type ExecInputResponse,
+  type ExecStartRequest,
+  type ExecStartResponse,
+  MAX_EXEC_INPUT,
+  parseExecFrame,
+} from "./exec_routes.ts";
 export { type BytePipe, exchange, muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { MAX_FRAME, MUX_HELLO, type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
