@@ -1,35 +1,16 @@
-// The Machines a read fans out to: every Machine row the Entry Machine (the local daemon) holds, each with a way to
-// reach it or the reason it is not asked. Asking, deadlines and the Partial Result are lib/rpc's fanOut.
+// The Machines a command fans out to, listed by the Entry Machine this command talks to (lib/operator's
+// listTargets), and the printing of Partial Results. Asking, deadlines and the Partial Result are lib/rpc's fanOut.
 import { CliError } from "../../lib/cli/mod.ts";
+import { describeChoice, listTargets, type Reach } from "../../lib/operator/mod.ts";
 import {
-  CAPABILITIES,
   fanOut,
   type FanOutOptions,
   type FanOutTarget,
-  type ListedMachine,
   type MachineClient,
   type MachineRef,
   type PartialResult,
-  viaEntry,
 } from "../../lib/rpc/mod.ts";
-import { describeChoice } from "../../lib/operator/mod.ts";
 import { choiceOf, cliError, entryMachine } from "./connect.ts";
-
-/**
- * How this CLI reaches a Machine other than the Entry Machine: a client, or `undefined` when it has no route.
- * The default forwards through the Entry Machine when it serves `ployz.machine.forward.v1`.
- */
-export type Reach = (machine: ListedMachine, entry: MachineClient) => MachineClient | undefined;
-
-/** No route to any Machine but the Entry Machine. */
-export function entryOnly(): MachineClient | undefined {
-  return undefined;
-}
-
-/** Every call to the Machine is relayed by the Entry Machine over the mesh. */
-export function throughEntry(machine: ListedMachine, entry: MachineClient): MachineClient {
-  return viaEntry(entry, machine.id, { name: machine.name });
-}
 
 /** The Machines to ask, and the Entry Machine they were listed by. */
 export interface ClusterTargets extends Disposable {
@@ -49,81 +30,31 @@ export interface TargetOptions {
   composeContext?: string;
 }
 
-function matches(m: MachineRef, wanted: string): boolean {
-  return m.name === wanted || m.id === wanted || (wanted.length >= 4 && m.id.startsWith(wanted));
-}
-
 /**
- * Lists the Cluster's Machines as the Entry Machine observes them. A Machine with no route is an omission with
- * its reason; an Entry Machine outside a Cluster (or one that cannot list Machines) is the only target.
+ * Lists the Cluster's Machines as the Entry Machine observes them (lib/operator's listTargets). A CLI attached to
+ * its own Machine may act on it alone; one that names a context or URL wants a Cluster.
  */
 export async function clusterTargets(options: TargetOptions = {}): Promise<ClusterTargets> {
   const entry = entryMachine({ composeContext: options.composeContext });
-  const opened: MachineClient[] = [];
   try {
     const choice = choiceOf(entry);
-    const remote = choice !== undefined && choice.source !== "default";
-    // A CLI attached to its own Machine may act on it alone; one that names a context wants a Cluster.
-    const [contract, status] = await Promise.all([
-      entry.describeContract(),
-      remote ? entry.status() : Promise.resolve(undefined),
-    ]);
-    if (status !== undefined && status.machine.phase !== "participating") {
-      throw new CliError(
-        "conflict",
-        `Machine "${status.machine.name}" reached through ${describeChoice(choice!)} is not in a Cluster ` +
-          `(phase "${status.machine.phase}"): run "ployz machine init" there, or add it with "ployz machine add"`,
-        { details: { context: choice!.context, machine: status.machine.name } },
-      );
-    }
-    const self: MachineRef = { id: contract.machine_id, name: contract.machine_name };
-    let targets: FanOutTarget<MachineClient>[] = [{ ...self, client: entry }];
-    if (contract.capabilities.includes(CAPABILITIES.listMachines)) {
-      const listed = await entry.listMachines();
-      const others = listed.machines.filter((m) => m.id !== self.id);
-      const reach = options.reach ??
-        (contract.capabilities.includes(CAPABILITIES.forward) ? throughEntry : entryOnly);
-      targets = [
-        { ...self, client: entry },
-        ...others.map((m): FanOutTarget<MachineClient> => {
-          const client = reach(m, entry);
-          if (client !== undefined) {
-            opened.push(client);
-            return { id: m.id, name: m.name, client };
-          }
-          return {
-            id: m.id,
-            name: m.name,
-            omitted: `no route to it from this CLI, which reaches only the Entry Machine "${self.name}" ` +
-              `(it does not serve "${CAPABILITIES.forward}") ` +
-              `("${self.name}" sees it ${m.membership})`,
-          };
-        }),
-      ];
-    }
-    if (options.machine !== undefined) {
-      const wanted = options.machine;
-      const kept = targets.filter((t) => matches(t, wanted));
-      if (kept.length === 0) {
-        throw new CliError(
-          "not_found",
-          `No Machine "${wanted}" among the ${targets.length} Machine(s) "${self.name}" observes`,
-          { details: { machine: wanted } },
-        );
-      }
-      targets = kept;
-    }
+    const listed = await listTargets(entry, {
+      machine: options.machine,
+      reach: options.reach,
+      requireClusterVia: choice !== undefined && choice.source !== "default"
+        ? describeChoice(choice)
+        : undefined,
+    });
     return {
-      entry: self,
-      targets,
+      entry: listed.entry,
+      targets: listed.targets,
       [Symbol.dispose](): void {
         entry.close();
-        for (const c of opened) c.close();
+        for (const c of listed.opened) c.close();
       },
     };
   } catch (error) {
     entry.close();
-    for (const c of opened) c.close();
     throw cliError(error);
   }
 }

@@ -9,8 +9,25 @@ import {
   type PartialResult,
 } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
-import { jsonLine, parseTarget } from "./connect.ts";
-import { lineJson, lineKey, mergeHistory, parseWhen, readFrames, renderLine } from "./log_fanout.ts";
+import { cliError, jsonLine, parseTarget } from "./connect.ts";
+import {
+  lineJson,
+  lineKey,
+  mergeHistory,
+  parseWhen as parseWhenOf,
+  readTailFrames as readFrames,
+  renderLine,
+} from "../../lib/operator/mod.ts";
+
+/** `--since`/`--until` parsed; a bad value is a usage error (exit 2). */
+function parseWhen(option: string, text: string, nowMs: number): string {
+  try {
+    return parseWhenOf(option, text, nowMs);
+  } catch (error) {
+    const e = cliError(error);
+    throw new CliError(e.code, e.message, { details: e.details, exitCode: 2 });
+  }
+}
 
 const DEFAULT_SINCE = "1h";
 const DEFAULT_TAIL = 1000;

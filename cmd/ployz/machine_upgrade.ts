@@ -15,7 +15,7 @@ import {
   type UpgradeReceipt,
   type UpgradeSequenceResult,
   type UpgradeTarget,
-} from "./upgrade_flow.ts";
+} from "../../lib/operator/mod.ts";
 
 function seconds(value: unknown): number {
   if (value === undefined) return 900;

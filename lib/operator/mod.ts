@@ -30,3 +30,32 @@ export {
   restartSlots,
   type RestartStep,
 } from "./restart.ts";
+export {
+  lineJson,
+  lineKey,
+  type MachineLine,
+  type MergedHistory,
+  mergeHistory,
+  parseWhen,
+  readFrames as readTailFrames,
+  renderLine,
+} from "./log_fanout.ts";
+export {
+  commandKey,
+  type MachineUpgradeOutcome,
+  type ReceiptBook,
+  runUpgradeSequence,
+  type UpgradeReceipt,
+  type UpgradeResult,
+  type UpgradeSequenceOptions,
+  type UpgradeSequenceResult,
+  type UpgradeTarget,
+} from "./upgrade_flow.ts";
+export {
+  entryOnly,
+  type ListedTargets,
+  listTargets,
+  type ListTargetsOptions,
+  type Reach,
+  throughEntry,
+} from "./targets.ts";

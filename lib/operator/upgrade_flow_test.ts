@@ -2,7 +2,7 @@
 // tests/upgrade_rpc_e2e_test.ts): reconnect across an outage, stop at the first non-success, reuse a pending
 // request key, never continue past an unknown.
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { type MachineClient, RpcError, type UpgradeAttemptWire } from "../../lib/rpc/mod.ts";
+import { type MachineClient, RpcError, type UpgradeAttemptWire } from "../rpc/mod.ts";
 import {
   commandKey,
   type ReceiptBook,

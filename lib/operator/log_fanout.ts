@@ -1,5 +1,5 @@
 // Merging LogHistory answers from many Machines into one time-ordered output, and reading TailLogs streams.
-import { CliError } from "../../lib/cli/mod.ts";
+import { OperatorError } from "./errors.ts";
 import {
   type LogHistoryResponse,
   type LogLineWire,
@@ -7,7 +7,7 @@ import {
   type PartialResult,
   readTailFrame,
   type TailFrame,
-} from "../../lib/rpc/mod.ts";
+} from "../rpc/mod.ts";
 
 /** A line with the Machine that answered with it. */
 export interface MachineLine {
@@ -90,10 +90,10 @@ export function parseWhen(option: string, text: string, nowMs: number): string {
     const ms = Date.parse(trimmed);
     if (Number.isFinite(ms)) return (BigInt(ms) * 1_000_000n).toString();
   }
-  throw new CliError(
+  throw new OperatorError(
     "invalid_argument",
     `Invalid value "${text}" for "${option}": expected a duration such as "30m" or "2h", or an RFC 3339 time`,
-    { exitCode: 2 },
+    { option },
   );
 }
 
@@ -114,11 +114,14 @@ export async function* readFrames(stream: ReadableStream<Uint8Array>): AsyncGene
       try {
         value = JSON.parse(raw);
       } catch {
-        throw new CliError("internal", `Cannot read a TailLogs frame: not JSON: "${raw.slice(0, 80)}"`);
+        throw new OperatorError("internal", `Cannot read a TailLogs frame: not JSON: "${raw.slice(0, 80)}"`);
       }
       const frame = readTailFrame(value);
       if (frame === undefined) {
-        throw new CliError("internal", `Cannot read a TailLogs frame: unknown variant "${raw.slice(0, 80)}"`);
+        throw new OperatorError(
+          "internal",
+          `Cannot read a TailLogs frame: unknown variant "${raw.slice(0, 80)}"`,
+        );
       }
       yield frame;
     }

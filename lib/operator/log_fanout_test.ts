@@ -1,5 +1,5 @@
 import { deepEqual, equal, throws } from "node:assert/strict";
-import type { LogHistoryResponse, LogLineWire, PartialResult } from "../../lib/rpc/mod.ts";
+import type { LogHistoryResponse, LogLineWire, PartialResult } from "../rpc/mod.ts";
 import { lineKey, mergeHistory, parseWhen, readFrames, renderLine } from "./log_fanout.ts";
 
 function line(time: string, text: string, container = "c1"): LogLineWire {

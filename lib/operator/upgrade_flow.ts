@@ -2,8 +2,8 @@
 // request → poll-until-terminal → verify, with the request key kept in the Config Store's receipts so a re-run of
 // the same command finds the same attempt. It stops at the first Machine that did not verifiably succeed: a
 // failure, a refusal or an unknown (never continue past an unknown). There is no fleet state and no rollback.
-import { CAPABILITIES, type MachineClient, RpcError, type UpgradeAttemptWire } from "../../lib/rpc/mod.ts";
-import { sleep } from "../../lib/util/mod.ts";
+import { CAPABILITIES, type MachineClient, RpcError, type UpgradeAttemptWire } from "../rpc/mod.ts";
+import { sleep } from "../util/mod.ts";
 
 /** A Machine the sequence upgrades. */
 export interface UpgradeTarget {
