@@ -3,6 +3,11 @@
 # temporary directory and hand over to that release's own `ployzd install`, which does everything else.
 #
 #   curl -fsSL https://ployz.sh/install.sh | sh -s -- [--version V | --channel C] [ployzd install options]
+#   curl -fsSL https://ployz.sh/install.sh | sh -s -- --cli [--prefix DIR] [--version V | --channel C]
+#
+# --cli installs only the operator CLI (`ployz`), without root, on Linux or macOS: the release tree goes to
+# DIR/lib/ployz/<version> and DIR/bin/ployz links to its launcher (DIR default: $HOME/.local). On macOS the
+# artifact is the CLI-only tree ployz-cli-<version>-<triple>.tar.gz.
 #
 # PLOYZ_RELEASE_SOURCE: an http(s) base URL or a local directory laid out as <base>/v0/<channel> (one exact
 # version) and <base>/<version>/{ployz-<version>-<triple>.tar.gz,SHA256SUMS}. Default https://ployz.sh.
@@ -16,6 +21,8 @@ channel=stable
 version=
 from_channel=
 channel_given=
+cli=
+prefix=${HOME:-}/.local
 
 die() {
   echo "install.sh: $*" >&2
@@ -26,18 +33,33 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --version) [ $# -ge 2 ] || die "--version needs a value"; version=$2; shift 2 ;;
     --channel) [ $# -ge 2 ] || die "--channel needs a value"; channel=$2; channel_given=1; shift 2 ;;
+    --cli) cli=1; shift ;;
+    --prefix) [ $# -ge 2 ] || die "--prefix needs a value"; prefix=$2; shift 2 ;;
     *) break ;;
   esac
 done
 
-[ "$(id -u)" = 0 ] || die "run as root: the installer writes /usr/lib/ployz, /usr/local/bin and systemd units"
+if [ -z "$cli" ]; then
+  [ "$(id -u)" = 0 ] || die "run as root: the installer writes /usr/lib/ployz, /usr/local/bin and systemd units (--cli installs only the CLI, without root)"
+else
+  [ $# -eq 0 ] || die "unknown option \"$1\" for --cli"
+  case "$prefix" in /*) ;; *) die "--prefix must be an absolute path, not \"$prefix\"" ;; esac
+fi
 case "$channel" in '' | *[!a-z0-9-]*) die "invalid channel \"$channel\"" ;; esac
 
-case "$(uname -m)" in
-  x86_64 | amd64) triple=x86_64-unknown-linux-gnu ;;
-  aarch64 | arm64) triple=aarch64-unknown-linux-gnu ;;
-  *) die "unsupported machine \"$(uname -m)\": releases exist for x86_64 and aarch64 Linux" ;;
+os=$(uname -s)
+case "$os/$(uname -m)" in
+  Linux/x86_64 | Linux/amd64) triple=x86_64-unknown-linux-gnu ;;
+  Linux/aarch64 | Linux/arm64) triple=aarch64-unknown-linux-gnu ;;
+  Darwin/arm64 | Darwin/aarch64) triple=aarch64-apple-darwin ;;
+  Darwin/x86_64) triple=x86_64-apple-darwin ;;
+  *) die "unsupported machine \"$os $(uname -m)\": releases exist for x86_64 and aarch64 Linux (and the CLI for macOS)" ;;
 esac
+case "$os" in Darwin) [ -n "$cli" ] || die "only the CLI installs on macOS: use --cli" ;; esac
+
+sha256_check() {
+  if command -v sha256sum >/dev/null 2>&1; then sha256sum -c --status -; else shasum -a 256 -c --status -; fi
+}
 
 case "$source" in
   http://* | https://*) source=${source%/} ;;
@@ -69,7 +91,11 @@ case "$version" in
 esac
 
 fetch "$version/SHA256SUMS" "$tmp/SHA256SUMS"
-artifact=ployz-$version-$triple.tar.gz
+case "$triple" in
+  *-apple-darwin) name=ployz-cli-$version-$triple ;;
+  *) name=ployz-$version-$triple ;;
+esac
+artifact=$name.tar.gz
 if ! awk -v f="$artifact" '$2 == f || $2 == "*" f { found = 1 } END { exit !found }' "$tmp/SHA256SUMS"; then
   if awk -v f="bin/ployzd-$triple" '$2 == f { found = 1 } END { exit !found }' "$tmp/SHA256SUMS"; then
     die "release $version has only a compiled ployzd for $triple; this installer needs the offline tree \"$artifact\""
@@ -77,12 +103,26 @@ if ! awk -v f="$artifact" '$2 == f || $2 == "*" f { found = 1 } END { exit !foun
   die "release $version has no \"$artifact\" in its SHA256SUMS"
 fi
 fetch "$version/$artifact" "$tmp/$artifact"
-(cd "$tmp" && awk -v f="$artifact" '$2 == f || $2 == "*" f' SHA256SUMS | sha256sum -c --status -) ||
+(cd "$tmp" && awk -v f="$artifact" '$2 == f || $2 == "*" f' SHA256SUMS | sha256_check) ||
   die "checksum mismatch for \"$artifact\": refusing to install it"
 
 mkdir "$tmp/tree"
 tar -xzf "$tmp/$artifact" -C "$tmp/tree" --no-same-owner || die "cannot unpack \"$artifact\""
-tree=$tmp/tree/ployz-$version-$triple
+tree=$tmp/tree/$name
+
+if [ -n "$cli" ]; then
+  [ -x "$tree/bin/ployz" ] || die "\"$artifact\" holds no bin/ployz"
+  mkdir -p "$prefix/lib/ployz" "$prefix/bin" || die "cannot create \"$prefix/lib/ployz\" and \"$prefix/bin\""
+  rm -rf "$prefix/lib/ployz/$version.new"
+  mv "$tree" "$prefix/lib/ployz/$version.new"
+  rm -rf "$prefix/lib/ployz/$version"
+  mv "$prefix/lib/ployz/$version.new" "$prefix/lib/ployz/$version"
+  ln -sfn "../lib/ployz/$version/bin/ployz" "$prefix/bin/ployz.new"
+  mv -f "$prefix/bin/ployz.new" "$prefix/bin/ployz"
+  echo "install.sh: installed ployz $version to $prefix/bin/ployz" >&2
+  case ":${PATH:-}:" in *":$prefix/bin:"*) ;; *) echo "install.sh: add $prefix/bin to your PATH" >&2 ;; esac
+  exit 0
+fi
 [ -x "$tree/bin/ployzd" ] || die "\"$artifact\" holds no bin/ployzd"
 
 set +e

@@ -1,16 +1,20 @@
 // `deno task dist`: release artifacts in dist/.
 // Always: an offline-installable tree per Linux target (pinned deno + source + vendored node_modules +
-// launchers), tarred, with SHA256SUMS. Where denort exists: compiled ployzd/ployz per target.
-// PLOYZ_DIST_TARGETS=host builds only this machine's target; PLOYZ_DIST_OUT overrides dist/.
+// launchers), tarred, with SHA256SUMS. Where denort exists: compiled ployzd/ployz per target. For macOS
+// (aarch64/x86_64-apple-darwin): an operator-CLI tree, `ployz-cli-<version>-<triple>.tar.gz`, with bin/ployz only.
+// PLOYZ_DIST_TARGETS=host builds only this machine's target (a comma list names targets, Linux or macOS);
+// PLOYZ_DIST_OUT overrides dist/.
 import { createHash } from "node:crypto";
 import { basename, join, relative } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { compileTarget } from "./build/compile.ts";
-import { LINUX_TARGETS, type Target } from "./build/targets.ts";
+import { CLI_TARGETS, LINUX_TARGETS, type Target } from "./build/targets.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const OUT = Deno.env.get("PLOYZ_DIST_OUT") ?? join(ROOT, "dist");
 const SOURCE_DIRS = ["cmd", "lib", "bin"];
+// What a CLI-only tree's bin/ holds: the launcher and what it sources, no ployzd.
+const CLI_LAUNCHERS = ["ployz", "_launch.sh"];
 // Tests, benchmarks and fixtures stay out of a release.
 const EXCLUDE = [/_test\.ts$/, /_bench\.ts$/, /\/testdata\//, /\/test_(support|helpers)\.ts$/];
 
@@ -20,6 +24,11 @@ async function main(): Promise<void> {
   const artifacts: string[] = [];
   for (const target of targets) {
     const deno = await denoBinaryFor(target);
+    if (CLI_TARGETS.includes(target)) {
+      if (!deno) throw new Error(`dist: cannot obtain ${target.npmPackage}@${Deno.version.deno} from npm`);
+      artifacts.push(await buildTree(target, deno, "cli"));
+      continue;
+    }
     if (!deno) {
       console.error(
         `dist: no tree for ${target.triple}: cannot obtain ${target.npmPackage}@${Deno.version.deno} from npm`,
@@ -38,12 +47,13 @@ async function main(): Promise<void> {
 }
 
 function selectTargets(wanted: string | undefined): Target[] {
+  const all = [...LINUX_TARGETS, ...CLI_TARGETS];
   if (wanted === "host") return LINUX_TARGETS.filter((t) => t.triple === Deno.build.target);
-  if (!wanted) return LINUX_TARGETS;
+  if (!wanted) return all;
   const names = wanted.split(",");
-  const unknown = names.filter((n) => !LINUX_TARGETS.some((t) => t.triple === n));
+  const unknown = names.filter((n) => !all.some((t) => t.triple === n));
   if (unknown.length > 0) throw new Error(`dist: unknown target "${unknown[0]}"`);
-  return LINUX_TARGETS.filter((t) => names.includes(t.triple));
+  return all.filter((t) => names.includes(t.triple));
 }
 
 /** The deno binary for `target`: this one for the host, otherwise unpacked from its npm package. */
@@ -66,8 +76,8 @@ async function denoBinaryFor(target: Target): Promise<string | undefined> {
   return (await exists(binary)) ? binary : undefined;
 }
 
-async function buildTree(target: Target, deno: string): Promise<string> {
-  const name = `ployz-${PLOYZ_VERSION}-${target.triple}`;
+async function buildTree(target: Target, deno: string, kind: "full" | "cli" = "full"): Promise<string> {
+  const name = `ployz-${kind === "cli" ? "cli-" : ""}${PLOYZ_VERSION}-${target.triple}`;
   const tree = join(OUT, name);
   await Deno.remove(tree, { recursive: true }).catch(() => {});
   await Deno.mkdir(tree, { recursive: true });
@@ -77,6 +87,11 @@ async function buildTree(target: Target, deno: string): Promise<string> {
     if (await exists(join(ROOT, file))) await Deno.copyFile(join(ROOT, file), join(tree, file));
   }
   for (const dir of SOURCE_DIRS) await copySource(join(ROOT, dir), join(tree, dir));
+  if (kind === "cli") {
+    for await (const entry of Deno.readDir(join(tree, "bin"))) {
+      if (!CLI_LAUNCHERS.includes(entry.name)) await Deno.remove(join(tree, "bin", entry.name));
+    }
+  }
   // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
   await run("cp", ["-a", join(ROOT, "node_modules"), join(tree, "node_modules")], ROOT);
   const tarball = join(OUT, `${name}.tar.gz`);

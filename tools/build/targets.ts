@@ -13,6 +13,15 @@ export const LINUX_TARGETS: Target[] = [
   { triple: "aarch64-unknown-linux-gnu", npmPackage: "@deno/linux-arm64-glibc" },
 ];
 
+/**
+ * Targets that get the operator CLI only (`ployz-cli-<version>-<triple>.tar.gz`): macOS, where an operator drives a
+ * Cluster over SSH and no daemon runs.
+ */
+export const CLI_TARGETS: Target[] = [
+  { triple: "aarch64-apple-darwin", npmPackage: "@deno/darwin-arm64" },
+  { triple: "x86_64-apple-darwin", npmPackage: "@deno/darwin-x64" },
+];
+
 /** Where `deno compile` looks for the denort runtime of `triple`, in its lookup order. */
 export function denortCandidates(
   triple: string,
