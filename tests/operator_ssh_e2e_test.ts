@@ -454,6 +454,38 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
         },
       );
 
+      await t.step("exec: a TTY, stdin, stderr and the exit code, over the same SSH connection", async () => {
+        const ployz = join(ROOT, "bin", "ployz");
+        const env = Object.entries(operatorEnv).map(([k, v]) => `${k}='${v}'`).join(" ");
+        // script(1) gives the CLI a terminal, as an operator's shell would.
+        const inPty = await run("ip", [
+          "netns",
+          "exec",
+          opNs,
+          "script",
+          "-qefc",
+          `env ${env} ${ployz} exec spread/web/2 -- sh -c 'tty; echo in-$((40+2)); exit 3'`,
+          "/dev/null",
+        ]);
+        assert.equal(inPty.code, 3, `the exit code passes through: ${inPty.stdout}${inPty.stderr}`);
+        assert.match(inPty.stdout, /\/dev\/pts\/\d+/, "the command ran with a TTY");
+        assert.match(inPty.stdout, /in-42/);
+        const piped = await run("ip", [
+          "netns",
+          "exec",
+          opNs,
+          "sh",
+          "-c",
+          `printf 'hello\\nworld\\n' | ${ployz} exec spread/web --machine m3 -- sh -c 'cat; echo err >&2; hostname'`,
+        ], operatorEnv);
+        assert.equal(piped.code, 0, piped.stderr);
+        assert.match(piped.stdout, /^hello\nworld\n/, "stdin reached the command, without a TTY");
+        assert.equal(piped.stderr.trim(), "err", "stderr stays stderr");
+        const missing = await op(["exec", "spread/web/9", "--", "true"]);
+        assert.equal(missing.code, 1);
+        assert.match(missing.stderr, /^error\[not_found\]: No running container of "spread\/web" slot 9/);
+      });
+
       await t.step(
         "figures: ps over SSH vs on m1's socket, connection set-up apart, and the per-call ssh alternative",
         async () => {
