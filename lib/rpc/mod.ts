@@ -126,11 +126,11 @@ export {
   VIA_PREFIX,
 } from "./routing_routes.ts";
 export {
-  EXEC_ROUTES,
   type ExecAttachRequest,
   type ExecFrame,
   type ExecInputRequest,
   type ExecInputResponse,
+  type ExecRouteTypes,
   type ExecStartRequest,
   type ExecStartResponse,
   MAX_EXEC_INPUT,
