@@ -154,11 +154,12 @@ export async function executeAndReport(
   const outcome: Outcome = await executePlan(plan, machines, {
     parallel: options.parallel,
     onEvent: (event) => options.json ? io.out(jsonLine(eventJson(event))) : printer.event(event),
-    fillIngress: (machine, request) =>
+    fillIngress: async (machine, request) =>
       fillIngressSlot(machine, {
         ...request,
         image,
-        network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
+        // The network the Machine's own record names (absent from older daemons: the default).
+        network: (await machine.status()).machine.docker_network,
       }),
   });
   config.saveDeployment({
@@ -191,7 +192,6 @@ export async function deployProject(
     snapshot,
     previous,
     monitorMs: request.monitorMs,
-    network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
     serving: { ingress },
   });
   if (deployment.resumed) {

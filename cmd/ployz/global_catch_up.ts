@@ -92,7 +92,6 @@ async function catchUpProject(
       intent: deployIntent(project, deploymentId),
       snapshot,
       previous: project,
-      network: Deno.env.get("PLOYZ_DOCKER_NETWORK") || undefined,
       serving: options.ingress
         ? { ingress: { project: INGRESS_PROJECT, service: INGRESS_SERVICE, image } }
         : {},

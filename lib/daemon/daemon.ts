@@ -471,6 +471,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const baseHandlers = buildHandlers({
     record: () => record,
     engine,
+    network,
     daemonVersion: options.daemonVersion,
     stopping: stopping.signal,
     serving: () => serving,

@@ -33,6 +33,8 @@ export interface HandlerHost {
   readonly stopping: AbortSignal;
   /** The serving runtime's hooks while the Machine serves (DNS for new containers, Ingress Proxy holds). */
   serving?(): ServingHooks | undefined;
+  /** The Docker bridge network this Machine's containers join, told to operators in its record. */
+  readonly network?: string;
 }
 
 /** The record as the wire shows it: everything but local bookkeeping; never key material. */
@@ -157,7 +159,9 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       } catch (error) {
         docker = { reachable: false, error: error instanceof Error ? error.message : String(error) };
       }
-      return { machine: machineToWire(record), docker, "observed_at": new Date().toISOString() };
+      const machine = machineToWire(record);
+      if (host.network !== undefined) machine["docker_network"] = host.network;
+      return { machine, docker, "observed_at": new Date().toISOString() };
     },
     async listContainers(req, ctx) {
       const observedAt = new Date().toISOString();

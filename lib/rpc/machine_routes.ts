@@ -62,6 +62,8 @@ export interface MachineRecord {
   "signing_key"?: string;
   /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
   "accepts_ingress"?: boolean;
+  /** The Docker bridge network its containers join (absent from older daemons: `ployz`). */
+  "docker_network"?: string;
 }
 
 /** Tolerant reader of {@link MachineRecord}. */
@@ -75,6 +77,7 @@ export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
   "public_key": z.string().max(128).optional(),
   "signing_key": z.string().max(128).optional(),
   "accepts_ingress": z.boolean().optional(),
+  "docker_network": z.string().max(128).optional(),
 });
 
 /** What `ployz.machine.init.v1` asks. */

@@ -66,6 +66,8 @@ export interface MachineRecordView {
   subnet?: string;
   /** False when the Machine's record refuses ingress; absent means it accepts ingress. */
   "accepts_ingress"?: boolean;
+  /** The Docker bridge network its containers join; absent from older daemons. */
+  "docker_network"?: string;
 }
 
 /** A Serving Pointer as a Machine answers it. */

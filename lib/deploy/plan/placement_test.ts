@@ -3,6 +3,7 @@ import { executePlan } from "../execute/execute.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
 import { deployIntent } from "./intent.ts";
 import { planDeploy } from "./plan.ts";
+import { takeSnapshot } from "./snapshot.ts";
 import { FakeMachine, project, service, snapshotOfAll } from "./test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import type { ImageOp, Op } from "./types.ts";
@@ -201,4 +202,20 @@ Deno.test("a Service others wait to complete runs to exit 0 first, once, and a f
   assert.equal(failed.status, "failed");
   assert.equal(failed.failed?.op.kind, "hook");
   assert.deepEqual(where(failed.notAttempted), ["create web/1@one"]);
+
+Deno.test("planDeploy puts each container on the Docker network its Machine's record names", async () => {
+  const machines = three();
+  machines[0].network = "ployz-a";
+  machines[1].network = "ployz-b";
+  // m3's record names none (an older daemon): the plan's default.
+  const p = project([service("web", { replicas: 3 })]);
+  const snapshot = await takeSnapshot(machines.map((m) => ({ id: m.id, name: m.name, api: m })), {
+    project: p.name,
+    images: ["img:1"],
+  });
+  const result = planDeploy({ intent: deployIntent(p, D2), snapshot });
+  assert.deepEqual(
+    result.ops.map((op) => `${op.machineName}:${"spec" in op ? op.spec.network?.name : "-"}`),
+    ["one:ployz-a", "two:ployz-b", "three:ployz"],
+  );
 });

@@ -46,7 +46,7 @@ export interface PlanOptions {
   skipHealth?: boolean;
   /** Hook timeout when the hook sets none; default 5 min. */
   hookTimeoutMs?: number;
-  /** The Machines' bridge network (`PLOYZ_DOCKER_NETWORK`); default `ployz`. */
+  /** The bridge network of a Machine whose record names none (an older daemon); default `ployz`. */
   network?: string;
   /** Plan Serving Pointer moves and Ingress Proxy fills; without it the client stops every replaced container. */
   serving?: ServingPlanOptions;
@@ -126,17 +126,23 @@ function eligibleMachines(
   return eligible;
 }
 
+/** The Docker network a container on `machine` joins: what its record names, else the plan's default. */
+function networkOf(options: PlanOptions, machine: { network?: string } | undefined): string | undefined {
+  return machine?.network ?? options.network;
+}
+
 function changeOf(
   options: PlanOptions,
   service: NormalizedService,
   old: ObservedContainerView,
+  machine: MachineObservation,
 ): Pick<ReplaceOp, "change" | "changed"> {
   const previous = options.previous?.services[service.name];
   if (previous !== undefined && options.previous !== undefined) {
     const before = serviceContainerSpec(options.previous, previous, {
       deploymentId: "x",
       slot: "1",
-      network: options.network,
+      network: networkOf(options, machine),
     });
     // The Saved State explains the change only if the old container was built from it.
     if (specDigest(before) === old.spec_digest) {
@@ -227,7 +233,7 @@ function planService(
       deploymentId,
       slot,
       machineId: machineKey,
-      network: options.network,
+      network: networkOf(options, machine),
     });
     const digest = specDigest(spec);
     const here = slotted.filter((p) => p.container.slot === slot && p.machine.machineId === machine.machineId)
@@ -260,7 +266,7 @@ function planService(
         order,
         orderReason: reason,
         oldStop: "client",
-        ...changeOf(options, service, old),
+        ...changeOf(options, service, old, machine),
         health: gate,
       };
       changes.push(draft);
@@ -295,7 +301,7 @@ function planService(
     ops.push({
       ...base(machine, "hook"),
       kind: "hook",
-      spec: hookContainerSpec(project, service, deploymentId, options.network),
+      spec: hookContainerSpec(project, service, deploymentId, networkOf(options, machine)),
       timeoutMs: service.preDeploy.timeoutMs ?? options.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS,
       previous: hooks.filter((p) => p.machine.machineId === machine.machineId).map((p) => ref(p.container)),
     });

@@ -24,6 +24,8 @@ export interface MachineObservation {
   images: Record<string, boolean>;
   /** False when its record refuses ingress; absent means it accepts ingress. */
   acceptsIngress?: boolean;
+  /** The Docker network its record names; absent from older daemons (the plan's default then). */
+  network?: string;
   /** Its Ingress Proxy containers, when the Snapshot asked for them. */
   ingress?: ObservedContainerView[];
 }
@@ -92,6 +94,9 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
       images,
       acceptsIngress: status.machine.accepts_ingress !== false,
     };
+    if (typeof status.machine.docker_network === "string") {
+      observation.network = status.machine.docker_network;
+    }
     if (ingress !== undefined) {
       const proxies = await m.api.listContainers(ingress);
       observation.ingress = proxies.containers.filter((c) =>

@@ -60,9 +60,19 @@ export class FakeMachine implements MachineApi {
     return c;
   }
 
-  status(): Promise<{ machine: { id: string; name: string; phase: string }; "observed_at": string }> {
+  /** The Docker network its record names; unset, the record names none (an older daemon). */
+  network?: string;
+
+  status(): Promise<
+    { machine: { id: string; name: string; phase: string; "docker_network"?: string }; "observed_at": string }
+  > {
     return Promise.resolve({
-      machine: { id: this.id, name: this.name, phase: "participating" },
+      machine: {
+        id: this.id,
+        name: this.name,
+        phase: "participating",
+        ...(this.network === undefined ? {} : { "docker_network": this.network }),
+      },
       "observed_at": "t",
     });
   }
