@@ -23,6 +23,10 @@ import {
 export const ATTACH_WITHIN_MS = 30_000;
 /** Sessions running at once on one Machine. */
 export const MAX_SESSIONS = 64;
+/** How long after its output ends a process may take to be reported ended. */
+const EXIT_WITHIN_MS = 5_000;
+/** A terminal's end of input (^D): what a TTY session gets when the operator's input ends. */
+const END_OF_TRANSMISSION = new Uint8Array([4]);
 
 /** What the exec handlers need from the daemon. */
 export interface ExecHost {
@@ -65,7 +69,8 @@ async function dockerJson(
 ): Promise<Record<string, unknown>> {
   const client = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
   try {
-    const response = await fetch(`http://docker/v1.41${path}`, {
+    // Over the unix socket the host name is never resolved; `ployz` is the one the serve permission set allows.
+    const response = await fetch(`http://ployz/v1.41${path}`, {
       method,
       client,
       signal,
@@ -189,6 +194,30 @@ export function execHandlers(host: ExecHost): RpcHandlers {
     return session;
   }
 
+  /** The exit code once Docker says the process ended (its stream can end a moment before); null if unknown. */
+  async function exitCodeOf(session: Session): Promise<number | null> {
+    const deadline = Date.now() + EXIT_WITHIN_MS;
+    try {
+      for (;;) {
+        const inspected = await dockerJson(
+          host.dockerSocket,
+          "GET",
+          `/exec/${encodeURIComponent(session.id)}/json`,
+          undefined,
+          AbortSignal.timeout(10_000),
+        );
+        if (inspected.Running !== true) {
+          return typeof inspected.ExitCode === "number" ? inspected.ExitCode : null;
+        }
+        if (Date.now() > deadline) return null;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } catch (error) {
+      host.log(`exec ${session.id.slice(0, 12)}: cannot read its exit code: ${messageOf(error)}`);
+      return null;
+    }
+  }
+
   async function resize(session: Session, cols: number, rows: number, signal: AbortSignal): Promise<void> {
     if (!session.tty) return;
     await dockerJson(
@@ -291,19 +320,7 @@ export function execHandlers(host: ExecHost): RpcHandlers {
             } catch {
               // The connection ended: the exit code says how.
             }
-            let exitCode: number | null = null;
-            try {
-              const inspected = await dockerJson(
-                host.dockerSocket,
-                "GET",
-                `/exec/${encodeURIComponent(session.id)}/json`,
-                undefined,
-                AbortSignal.timeout(10_000),
-              );
-              exitCode = typeof inspected.ExitCode === "number" ? inspected.ExitCode : null;
-            } catch (error) {
-              host.log(`exec ${session.id.slice(0, 12)}: cannot read its exit code: ${messageOf(error)}`);
-            }
+            const exitCode = await exitCodeOf(session);
             controller.enqueue(line({ type: "exit", "exit_code": exitCode }));
             controller.close();
             end(session);
@@ -331,7 +348,11 @@ export function execHandlers(host: ExecHost): RpcHandlers {
       if (req.cols !== undefined && req.rows !== undefined) {
         await resize(session, req.cols, req.rows, ctx.signal);
       }
-      if (req.eof === true) await session.conn.closeWrite().catch(() => {});
+      if (req.eof === true) {
+        // Closing a TTY session's input would end its stream; a terminal says "end of input" with ^D instead.
+        if (session.tty) await session.conn.write(END_OF_TRANSMISSION).catch(() => 0);
+        else await session.conn.closeWrite().catch(() => {});
+      }
       return { running: !session.ended };
     },
   };

@@ -1,0 +1,99 @@
+// The exec handlers against a real dockerd (PLOYZ_DOCKER_SOCKET; ignored without one unless CI is set): a TTY
+// session and a plain one, stdin in, stdout and stderr apart, the exit code out, a foreign container refused.
+import { deepEqual, equal, match, rejects } from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import type { Engine } from "../deploy/mod.ts";
+import { type ExecFrame, parseExecFrame, type RpcError } from "../rpc/mod.ts";
+import { execHandlers } from "./exec_handlers.ts";
+
+const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const HAVE = await Deno.stat(SOCKET).then((s) => s.isSocket, () => false);
+
+async function docker(args: string[]): Promise<string> {
+  const out = await new Deno.Command("docker", {
+    args: ["-H", `unix://${SOCKET}`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  if (!out.success) throw new Error(`docker ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+async function frames(stream: ReadableStream<Uint8Array>): Promise<ExecFrame[]> {
+  const text = await new Response(stream).text();
+  return text.trim().split("\n").map(parseExecFrame);
+}
+
+function output(list: ExecFrame[], stream: "stdout" | "stderr"): string {
+  return list.map((f) =>
+    f.type === "output" && f.stream === stream ? Buffer.from(f.data, "base64").toString() : ""
+  )
+    .join("");
+}
+
+Deno.test({
+  name: "exec handlers run a command in an owned container, with and without a TTY, and pass its exit code",
+  ignore: !HAVE && Deno.env.get("CI") === undefined,
+  async fn() {
+    if (!HAVE) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
+    const name = `ployz-exec-test-${crypto.randomUUID().slice(0, 8)}`;
+    const id = await docker([
+      "run",
+      "-d",
+      "--name",
+      name,
+      "--label",
+      "ployz.test=exec",
+      "ployz-test/busybox:1",
+      "sleep",
+      "300",
+    ]);
+    const stopping = new AbortController();
+    try {
+      let owned = true;
+      const engine = {
+        inspectContainer: () => Promise.resolve({ id, name, owned, state: "running" }),
+      } as unknown as Engine;
+      const handlers = execHandlers({
+        engine,
+        dockerSocket: SOCKET,
+        stopping: stopping.signal,
+        log: () => {},
+      });
+      const ctx = { signal: new AbortController().signal } as never;
+      const cmd = ["sh", "-c", "tty; cat; echo err >&2; exit 3"];
+      for (const tty of [false, true]) {
+        const { session } = await handlers.execStart!({ id: name, cmd, tty }, ctx);
+        const stream = await handlers.execAttach!({ session }, ctx);
+        await handlers.execInput!(
+          { session, data: Buffer.from("hello\n").toString("base64"), eof: true },
+          ctx,
+        );
+        const got = await frames(stream);
+        deepEqual(got.at(-1), { type: "exit", "exit_code": 3 }, `tty=${tty}`);
+        if (tty) {
+          match(
+            output(got, "stdout"),
+            /^\/dev\/pts\/\d+\r\nhello\r\n/,
+            "a TTY echoes and merges the streams",
+          );
+          match(output(got, "stdout"), /err\r\n$/);
+        } else {
+          equal(output(got, "stdout"), "not a tty\nhello\n");
+          equal(output(got, "stderr"), "err\n");
+        }
+        await rejects(handlers.execInput!({ session, eof: true }, ctx), /No exec session/);
+      }
+      owned = false;
+      await rejects(handlers.execStart!({ id: name, cmd: ["true"], tty: false }, ctx), (e: RpcError) => {
+        equal(e.code, "conflict");
+        match(e.message, /does not own it/);
+        return true;
+      });
+    } finally {
+      stopping.abort();
+      await docker(["rm", "-f", name]).catch(() => "");
+    }
+  },
+});
