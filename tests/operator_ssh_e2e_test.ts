@@ -373,6 +373,10 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           "m2",
           "m3",
         ]);
+        const machines = JSON.parse((await opOk(["machine", "ls", "--json"])).stdout).machines;
+        assert.deepEqual(machines.map((m: { name: string }) => m.name).sort(), ["m1", "m2", "m3"]);
+        const metrics = await opOk(["metrics", "spread/web", "--since", "1h", "--json"]);
+        assert.ok(metrics.stdout.length > 0, "metrics answered");
         const top = JSON.parse((await opOk(["top", "--json"])).stdout);
         assert.ok(JSON.stringify(top).includes("m3"), `top names m3: ${JSON.stringify(top).slice(0, 400)}`);
 

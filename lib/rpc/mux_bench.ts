@@ -1,0 +1,82 @@
+// What the operator's transport costs per call, without SSH's own share: DescribeContract on the daemon's socket
+// (baseline) against the same call over one `ployzd dial-stdio --mux` process (how a command rides one SSH
+// connection) and over a fresh `ployzd dial-stdio` per call (one SSH session per call, as a ControlMaster would
+// reuse the TCP connection but still start the bridge each time). The server runs in this process on a real unix
+// socket; the bridges are this checkout's ployzd.
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRpcApp } from "./app.ts";
+import { CAPABILITIES } from "./catalog.ts";
+import { connectMachine } from "./client.ts";
+import { listenUnix } from "./listen.ts";
+import { muxSession } from "./mux.ts";
+import { muxFetch, stdioFetch } from "./stdio_transport.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const dir = Deno.makeTempDirSync({ prefix: "ployz-mux-bench-" });
+const app = createRpcApp({
+  describeContract: () =>
+    Promise.resolve({
+      "machine_id": "m1",
+      "machine_name": "one",
+      "protocol_major": 1,
+      "daemon_version": "0.1.0",
+      capabilities: [CAPABILITIES.describeContract],
+    }),
+});
+const server = await listenUnix(
+  { path: join(dir, "ployz.sock") },
+  (request, signal) => app.fetch(request, signal),
+);
+const bridge = {
+  cmd: Deno.execPath(),
+  args: ["run", "--quiet", "--no-prompt", "--allow-all", join(ROOT, "cmd", "ployzd.ts"), "dial-stdio"],
+  env: { PLOYZ_RUN_DIR: dir },
+};
+const child = new Deno.Command(bridge.cmd, {
+  args: [...bridge.args, "--mux"],
+  env: bridge.env,
+  stdin: "piped",
+  stdout: "piped",
+  stderr: "null",
+}).spawn();
+const session = muxSession(child.stdout, child.stdin);
+const socket = connectMachine({ socketPath: join(dir, "ployz.sock") });
+const mux = connectMachine({ fetch: muxFetch(session, "mux") });
+const perCall = connectMachine({ fetch: stdioFetch(bridge) });
+await socket.describeContract();
+await mux.describeContract();
+globalThis.addEventListener("unload", () => {
+  socket.close();
+  mux.close();
+  perCall.close();
+  void session.close();
+  void server.shutdown();
+  Deno.removeSync(dir, { recursive: true });
+});
+
+Deno.bench({
+  name: "DescribeContract on the daemon's socket",
+  group: "operator transport",
+  baseline: true,
+  async fn(): Promise<void> {
+    await socket.describeContract();
+  },
+});
+
+Deno.bench({
+  name: "DescribeContract over one dial-stdio --mux bridge",
+  group: "operator transport",
+  async fn(): Promise<void> {
+    await mux.describeContract();
+  },
+});
+
+Deno.bench({
+  name: "DescribeContract over a fresh dial-stdio bridge per call",
+  group: "operator transport",
+  n: 10,
+  async fn(): Promise<void> {
+    await perCall.describeContract();
+  },
+});
