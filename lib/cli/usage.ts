@@ -7,6 +7,7 @@ export function usageText(path: string, command: Command): string {
     lines.push(`Usage: ${path} <command> [options]`, "", command.summary, "", "Commands:");
     const width = Math.max(...command.subcommands.map((c) => c.name.length));
     for (const sub of command.subcommands) lines.push(`  ${sub.name.padEnd(width)}  ${sub.summary}`);
+    if (command.description) lines.push("", command.description);
     lines.push("", `Run "${path} <command> --help" for a command's options.`);
     return lines.join("\n") + "\n";
   }
