@@ -50,6 +50,7 @@ interface OutcomeJson {
   failed?: {
     op: { kind: string; "machine_name": string; service: string };
     error: { code: string; message: string };
+    "outcome_unknown"?: boolean;
   };
   "not_attempted": { kind: string; "machine_name": string; service: string }[];
 }
@@ -661,6 +662,11 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           ]);
           assert.equal(outcome.failed?.op.machine_name, "m2");
           assert.equal(outcome.failed?.error.code, "unavailable", outcome.failed?.error.message);
+          assert.equal(
+            outcome.failed?.outcome_unknown,
+            true,
+            "sent, no answer: its outcome is unknown, not failed",
+          );
           assert.ok(outcome.not_attempted.length > 0, "the rest is named as never attempted");
           console.log(
             `SSH cut mid-deploy: failed ${outcome.failed?.op.kind} on m2 with ${outcome.failed?.error.message}`,

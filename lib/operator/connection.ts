@@ -145,14 +145,17 @@ export function openConnection(choice: ConnectionChoice, options: SshConnectOpti
         `Cannot connect to ${label}: cannot run ssh: ${
           error instanceof Error ? error.message : String(error)
         }`,
-        { context: choice.context, host: target.host },
+        { context: choice.context, host: target.host, sent: false },
       );
     }
     const stderr = new Response(child.stderr).text().catch(() => "");
     const session = muxSession(child.stdout, child.stdin);
     const ready = session.ready.catch(async () => {
       const status = await child.status;
-      throw sshFailure(choice, await stderr, status.code);
+      const failure = sshFailure(choice, await stderr, status.code);
+      // Nothing was sent: a Deploy reports this call as failed, not as of unknown outcome.
+      failure.details.sent = false;
+      throw failure;
     });
     ready.catch(() => {});
     const send = muxFetch(session, `ssh ${destination}`, () => stderr);
@@ -164,7 +167,9 @@ export function openConnection(choice: ConnectionChoice, options: SshConnectOpti
     label,
     async fetch(request: Request): Promise<Response> {
       if (closed) {
-        throw new OperatorError("unavailable", `Cannot connect to ${label}: the connection is closed`);
+        throw new OperatorError("unavailable", `Cannot connect to ${label}: the connection is closed`, {
+          sent: false,
+        });
       }
       const c = connect();
       await c.ready;

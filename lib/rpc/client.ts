@@ -21,6 +21,7 @@ import type {
 } from "./container_routes.ts";
 import { envelope, ErrorBodySchema } from "./envelope.ts";
 import { isRpcErrorCode, RpcError } from "./errors.ts";
+import { CodedError } from "../util/mod.ts";
 import type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
 import type {
   AdmitPeerRequest,
@@ -168,6 +169,15 @@ export function transportOf(
   return TRANSPORTS.get(client);
 }
 
+/**
+ * Whether a request whose transport failed may have reached the Machine: anything but a failed connect, or a
+ * transport that says it sent nothing (`details.sent === false`, e.g. an SSH connection that never came up).
+ */
+function mayHaveGoneOut(error: unknown): boolean {
+  if (error instanceof CodedError && error.details.sent === false) return false;
+  return !/\(Connect\)/.test(String(causeOf(error)));
+}
+
 /** Opens a client. Nothing is sent until the first call; a socket that does not answer fails that call. */
 export function connectMachine(options: ConnectOptions): MachineClient {
   const label = options.label ?? options.socketPath ?? "machine";
@@ -213,7 +223,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
         {
           // Whether the request may have gone out: anything but a failed connect. The deploy executor reports
           // such a call as "outcome unknown", never as a clean failure.
-          details: { capability, socket: label, "no_answer": !/\(Connect\)/.test(String(causeOf(error))) },
+          details: { capability, socket: label, "no_answer": mayHaveGoneOut(error) },
           cause: error,
         },
       );

@@ -257,7 +257,7 @@ export function muxFetch(
       throw new RpcError(
         "unavailable",
         `Cannot reach the Machine through "${label}": ${said !== "" ? said : messageOf(error)}`,
-        { cause: error },
+        { cause: error, details: { sent: false } },
       );
     }
     const stream = session.open();
