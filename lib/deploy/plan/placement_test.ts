@@ -202,6 +202,7 @@ Deno.test("a Service others wait to complete runs to exit 0 first, once, and a f
   assert.equal(failed.status, "failed");
   assert.equal(failed.failed?.op.kind, "hook");
   assert.deepEqual(where(failed.notAttempted), ["create web/1@one"]);
+});
 
 Deno.test("planDeploy puts each container on the Docker network its Machine's record names", async () => {
   const machines = three();
