@@ -137,7 +137,7 @@ export function unitName(subcommand: UnitSubcommand): string {
 export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): UnitFile {
   const layout = options.layout ?? DEFAULT_LAYOUT;
   const spec = SPECS[subcommand];
-  const flags = permissionFlags(relocate(permissionSet(subcommand), layout));
+  const flags = permissionFlags(relocate(permissionSet(subcommand, options.appDir), layout));
   const argv = [
     options.deno,
     "run",

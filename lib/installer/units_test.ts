@@ -23,7 +23,13 @@ function units(): { subcommand: UnitSubcommand; text: string; name: string }[] {
 
 Deno.test("renderUnit() puts exactly the subcommand's permission set into ExecStart", () => {
   const dns = units().find((u) => u.subcommand === "dns")!;
-  match(dns.text, /--allow-read=\/run\/ployz\/dns\.json,\/etc\/resolv\.conf /);
+  // The code each process imports lazily is read from the unit's own release tree.
+  ok(
+    dns.text.includes(`--allow-read=/run/ployz/dns.json,/etc/resolv.conf,${ROOT}/cmd,${ROOT}/lib `),
+    dns.text,
+  );
+  const elsewhere = renderUnit("dns", { deno: "/usr/lib/ployz/deno", appDir: "/usr/lib/ployz" }).text;
+  ok(elsewhere.includes(",/usr/lib/ployz/cmd,/usr/lib/ployz/lib "), elsewhere);
   match(dns.text, /--allow-net=0\.0\.0\.0\/0:53,0\.0\.0\.0:0,10\.210\.0\.0\/16 /);
   ok(!dns.text.includes("docker.sock"), "the dns unit must not reach docker.sock");
   ok(!/MemoryDenyWriteExecute/.test(units().map((u) => u.text).join("\n")));

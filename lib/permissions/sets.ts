@@ -50,9 +50,10 @@ const CONFIG_DIR = fileURLToPath(new URL("../../", import.meta.url));
  * Returns the permission set `name` as deno.json defines it, which is the one source of truth for launchers,
  * compiled binaries, systemd units and tests. Relative paths (`./cmd`, `./lib`: each ployzd subcommand reads its
  * own code, because commands are imported only when they run) come back absolute, as Deno resolves them for
- * `-P`, so flags rendered from the set mean the same wherever the program starts.
+ * `-P`, so flags rendered from the set mean the same wherever the program starts. They resolve against `appDir`
+ * (default: the tree this code runs from); a unit rendered for another tree passes that tree.
  */
-export function permissionSet(name: string): PermissionSet {
+export function permissionSet(name: string, appDir: string = CONFIG_DIR): PermissionSet {
   const set = sets[name];
   if (set === undefined) {
     throw new RangeError(
@@ -61,7 +62,7 @@ export function permissionSet(name: string): PermissionSet {
   }
   const copy = structuredClone(set);
   if (Array.isArray(copy.read)) {
-    copy.read = copy.read.map((p) => (p.startsWith("./") ? join(CONFIG_DIR, p) : p));
+    copy.read = copy.read.map((p) => (p.startsWith("./") ? join(appDir, p) : p));
   }
   return copy;
 }
