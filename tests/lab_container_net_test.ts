@@ -1,6 +1,6 @@
 // Cross-Machine container traffic on a 3-Machine lab whose dockerd run Docker's default networking (iptables
-// management and masquerade on) on hosts where IP forwarding was off until Docker turned it on, so FORWARD's policy
-// is DROP: the state of a fresh Debian host with docker.io. A Service per Machine answers with its mark and the
+// management and masquerade on), in both host states: IP forwarding off until Docker turned it on, so FORWARD's
+// policy is DROP (a fresh Debian host with docker.io), and forwarding on before dockerd started (policy ACCEPT). A Service per Machine answers with its mark and the
 // caller's address; every container reaches every other Machine's container by address and by
 // `svc.project.internal` with its own source address; Caddy on each Machine reaches the replicas on the others; every
 // container reaches a listener in the lab's underlay (outside the mesh) through its host's masquerade. All of it is
@@ -150,7 +150,7 @@ async function allTraffic(lab: Lab, ns: (m: string) => string, when: string): Pr
 }
 
 /** Checks each Machine's nat and filter tables: ployz's rules, and no Docker MASQUERADE for the Machine Subnet. */
-async function checkRules(lab: Lab, ns: (m: string) => string): Promise<void> {
+async function checkRules(lab: Lab, ns: (m: string) => string, forwarding: "on" | "off"): Promise<void> {
   for (const r of await replicas(lab)) {
     const ipt = (args: string[]): Promise<RunResult> =>
       run("nsenter", [`--net=${ns(r.machine)}`, "--", "iptables", "-w", ...args]);
@@ -161,167 +161,190 @@ async function checkRules(lab: Lab, ns: (m: string) => string): Promise<void> {
       post,
     );
     assert.doesNotMatch(post, new RegExp(`-s ${subnetOf(r.address)}\\.0/24 .*MASQUERADE`), post);
-    assert.match((await ipt(["-S", "FORWARD"])).stdout, /^-P FORWARD DROP$/m, "Docker turned forwarding on");
+    // Docker sets DROP only where it had to turn forwarding on itself.
+    const policy = forwarding === "off" ? "DROP" : "ACCEPT";
+    assert.match((await ipt(["-S", "FORWARD"])).stdout, new RegExp(`^-P FORWARD ${policy}$`, "m"));
     assert.match((await ipt(["-S", "DOCKER-USER"])).stdout, /-A DOCKER-USER -j PLOYZ-FORWARD/);
   }
 }
 
-Deno.test(needs(["lab"], {
-  name: "containers across 3 Machines under Docker's default networking: address, name, Caddy, outside",
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn(t) {
-    await buildCaddyImage(DOCKER_SOCKET);
-    await using lab = await startLab("cnet", 3, {
-      env: { PLOYZ_MESH_TICK_MS: String(TICK_MS), PLOYZ_INGRESS_RESCAN_SECONDS: "5" },
-      upArgs: ["--forwarding", "off", "--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
-    });
-    const name = basename(lab.dir).replace(/^plz-/, "").replace("-", "");
-    const ns = (m: string): string => `/run/netns/${name}-${m.slice(1)}`;
-    const inNs = (m: string, argv: string[]): Promise<RunResult> =>
-      run("nsenter", [`--net=${ns(m)}`, "--", ...argv]);
-    const www = join(lab.dir, "underlay-www");
-    await Deno.mkdir(www, { recursive: true });
-    await Deno.writeTextFile(join(www, "index.html"), "underlay\n");
-    const underlay = new Deno.Command("nsenter", {
-      args: [
-        `--net=/run/netns/${name}-u`,
-        "--",
-        "busybox",
-        "httpd",
-        "-f",
-        "-p",
-        `${UNDERLAY.address}:${UNDERLAY.port}`,
-        "-h",
-        www,
-      ],
-      stdin: "null",
-      stdout: "null",
-      stderr: "inherit",
-    }).spawn();
-    try {
-      await eventually(60_000, "m1 sees 3 Machines up", async () => {
-        const r = await lab.on("m1", ["machine", "ls", "--json"]);
-        const listed = JSON.parse(r.stdout) as { machines: { membership: string }[] };
-        return listed.machines.length === 3 && listed.machines.every((m) => m.membership === "up") ||
-          undefined;
+for (const forwarding of ["off", "on"] as const) {
+  Deno.test(needs(["lab"], {
+    name:
+      `containers across 3 Machines under Docker's default networking, IP forwarding ${forwarding} before ` +
+      "dockerd: address, name, Caddy, outside",
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn(t) {
+      await buildCaddyImage(DOCKER_SOCKET);
+      await using lab = await startLab("cnet", 3, {
+        env: { PLOYZ_MESH_TICK_MS: String(TICK_MS), PLOYZ_INGRESS_RESCAN_SECONDS: "5" },
+        upArgs: [
+          "--forwarding",
+          forwarding,
+          "--image",
+          "ployz-test/busybox:1",
+          "--image",
+          "ployz-system/caddy:2",
+        ],
       });
-      const file = join(lab.dir, "cnet.yaml");
-      await Deno.writeTextFile(file, compose());
-      const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);
-      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+      const name = basename(lab.dir).replace(/^plz-/, "").replace("-", "");
+      const ns = (m: string): string => `/run/netns/${name}-${m.slice(1)}`;
+      const inNs = (m: string, argv: string[]): Promise<RunResult> =>
+        run("nsenter", [`--net=${ns(m)}`, "--", ...argv]);
+      const www = join(lab.dir, "underlay-www");
+      await Deno.mkdir(www, { recursive: true });
+      await Deno.writeTextFile(join(www, "index.html"), "underlay\n");
+      const underlay = new Deno.Command("nsenter", {
+        args: [
+          `--net=/run/netns/${name}-u`,
+          "--",
+          "busybox",
+          "httpd",
+          "-f",
+          "-p",
+          `${UNDERLAY.address}:${UNDERLAY.port}`,
+          "-h",
+          www,
+        ],
+        stdin: "null",
+        stdout: "null",
+        stderr: "inherit",
+      }).spawn();
+      try {
+        await eventually(60_000, "m1 sees 3 Machines up", async () => {
+          const r = await lab.on("m1", ["machine", "ls", "--json"]);
+          const listed = JSON.parse(r.stdout) as { machines: { membership: string }[] };
+          return listed.machines.length === 3 && listed.machines.every((m) => m.membership === "up") ||
+            undefined;
+        });
+        const file = join(lab.dir, "cnet.yaml");
+        await Deno.writeTextFile(file, compose());
+        const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);
+        assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
 
-      await t.step("every path works, with the callers' own addresses", async () => {
-        await allTraffic(lab, ns, "after the Deploy");
-        await checkRules(lab, ns);
-      });
+        await t.step("every path works, with the callers' own addresses", async () => {
+          await allTraffic(lab, ns, "after the Deploy");
+          await checkRules(lab, ns, forwarding);
+        });
 
-      await t.step(
-        "a firewall reload on m1 is undone within one tick; the sync port stays closed",
-        async () => {
-          const [r1] = await replicas(lab);
-          const gateway = `${subnetOf(r1.address)}.1`;
-          // What a reload from a saved rules file does to ployz's and Docker's jumps.
-          const flushed = Date.now();
-          for (const args of [["-F", "INPUT"], ["-F", "DOCKER-USER"], ["-t", "nat", "-F", "POSTROUTING"]]) {
-            assert.equal((await inNs("m1", ["iptables", "-w", ...args])).code, 0);
-          }
-          assert.equal((await inNs("m1", ["ip6tables", "-w", "-F", "INPUT"])).code, 0);
-          const back = await eventually(TICK_MS * 3, "the INPUT jumps back", async () => {
-            const v4 = await inNs("m1", ["iptables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
-            const v6 = await inNs("m1", ["ip6tables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
-            return v4.code === 0 && v6.code === 0 ? Date.now() - flushed : undefined;
-          }, 50);
-          console.log(`firewall reload on m1: INPUT jumps back after ${back} ms (tick ${TICK_MS} ms)`);
-          assert.ok(back <= TICK_MS + 1500, `put back after ${back} ms, more than one tick (${TICK_MS} ms)`);
-          const log = await Deno.readTextFile(join(lab.dir, "m1", "ployzd.log"));
-          assert.match(log, /mesh: firewall: put back INPUT jump \(IPv4\), INPUT jump \(IPv6\)/);
-          // A container on the Machine's own bridge is not on the mesh: the sync port drops it.
-          // Dropped, not refused: the connection hangs until the outer timeout kills it.
-          const probe = await execIn(lab, "m1", r1.container, [
-            "wget",
-            "-q",
-            "-O-",
-            `http://${gateway}:51000/`,
-          ], 4);
-          assert.equal(
-            probe.code,
-            137,
-            `the sync port answered a container: ${probe.code} ${probe.stdout}${probe.stderr}`,
-          );
-          await allTraffic(lab, ns, "after a firewall reload on m1");
-          await checkRules(lab, ns);
-        },
-      );
+        await t.step(
+          "a firewall reload on m1 is undone within one tick; the sync port stays closed",
+          async () => {
+            const [r1] = await replicas(lab);
+            const gateway = `${subnetOf(r1.address)}.1`;
+            // What a reload from a saved rules file does to ployz's and Docker's jumps.
+            const flushed = Date.now();
+            for (const args of [["-F", "INPUT"], ["-F", "DOCKER-USER"], ["-t", "nat", "-F", "POSTROUTING"]]) {
+              assert.equal((await inNs("m1", ["iptables", "-w", ...args])).code, 0);
+            }
+            assert.equal((await inNs("m1", ["ip6tables", "-w", "-F", "INPUT"])).code, 0);
+            const back = await eventually(TICK_MS * 3, "the INPUT jumps back", async () => {
+              const v4 = await inNs("m1", ["iptables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
+              const v6 = await inNs("m1", ["ip6tables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
+              return v4.code === 0 && v6.code === 0 ? Date.now() - flushed : undefined;
+            }, 50);
+            console.log(`firewall reload on m1: INPUT jumps back after ${back} ms (tick ${TICK_MS} ms)`);
+            assert.ok(
+              back <= TICK_MS + 1500,
+              `put back after ${back} ms, more than one tick (${TICK_MS} ms)`,
+            );
+            const log = await Deno.readTextFile(join(lab.dir, "m1", "ployzd.log"));
+            assert.match(log, /mesh: firewall: put back INPUT jump \(IPv4\), INPUT jump \(IPv6\)/);
+            // A container on the Machine's own bridge is not on the mesh: the sync port drops it.
+            // Dropped, not refused: the connection hangs until the outer timeout kills it.
+            const probe = await execIn(lab, "m1", r1.container, [
+              "wget",
+              "-q",
+              "-O-",
+              `http://${gateway}:51000/`,
+            ], 4);
+            assert.equal(
+              probe.code,
+              137,
+              `the sync port answered a container: ${probe.code} ${probe.stdout}${probe.stderr}`,
+            );
+            await allTraffic(lab, ns, "after a firewall reload on m1");
+            await checkRules(lab, ns, forwarding);
+          },
+        );
 
-      await t.step("after a dockerd restart on m2", async () => {
-        await lab.ok(["lab", "restart", "m2", "--dockerd", "--dir", lab.dir]);
-        await allTraffic(lab, ns, "after a dockerd restart on m2");
-        await checkRules(lab, ns);
-      });
+        await t.step("after a dockerd restart on m2", async () => {
+          await lab.ok(["lab", "restart", "m2", "--dockerd", "--dir", lab.dir]);
+          await allTraffic(lab, ns, "after a dockerd restart on m2");
+          await checkRules(lab, ns, forwarding);
+        });
 
-      await t.step("after a ployzd restart on m3", async () => {
-        await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
-        await allTraffic(lab, ns, "after a ployzd restart on m3");
-        await checkRules(lab, ns);
-      });
-
-      await t.step(
-        "a ployz network made with masquerade on is reported with the fix, and the fix works",
-        async () => {
-          const network = JSON.parse((await lab.docker("m3", ["network", "inspect", "ployz"])).stdout)[0];
-          const ids = (await lab.docker("m3", ["ps", "-aq", "--filter", "network=ployz"])).stdout.split("\n")
-            .filter((s) => s !== "");
-          await lab.docker("m3", ["rm", "-f", ...ids]);
-          assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
-          const config = network.IPAM.Config[0];
-          const labels = Object.entries(network.Labels as Record<string, string>).flatMap(([k, v]) => [
-            "--label",
-            `${k}=${v}`,
-          ]);
-          const made = await lab.docker("m3", [
-            "network",
-            "create",
-            "--subnet",
-            config.Subnet,
-            "--gateway",
-            config.Gateway,
-            ...labels,
-            "ployz",
-          ]);
-          assert.equal(made.code, 0, made.stderr);
+        await t.step("after a ployzd restart on m3", async () => {
           await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
-          const expected = `Network "ployz" was created with Docker's IP masquerade on, so its containers' ` +
-            `connections to other Machines can leave with this host's address and be dropped; it cannot be changed ` +
-            `in place: run "docker network rm ployz" and restart ployzd (it recreates the network with ` +
-            `com.docker.network.bridge.enable_ip_masquerade=false)`;
-          const reported = await eventually(30_000, "machine ls on m3 reports the network", async () => {
-            const r = await lab.on("m3", ["machine", "ls"]);
-            return r.stdout.includes(expected) ? r.stdout : undefined;
-          });
-          assert.match(reported, /mesh: /);
-          assert.ok(
-            (await Deno.readTextFile(join(lab.dir, "m3", "ployzd.log"))).includes(
-              `error[conflict]: ${expected}`,
-            ),
-          );
+          await allTraffic(lab, ns, "after a ployzd restart on m3");
+          await checkRules(lab, ns, forwarding);
+        });
 
-          // The fix, as the message gives it.
-          assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
-          await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
-          await eventually(30_000, "m3's network made again, masquerade off, nothing reported", async () => {
-            const r = await lab.docker("m3", ["network", "inspect", "ployz"]);
-            if (r.code !== 0) return undefined;
-            const options = JSON.parse(r.stdout)[0].Options ?? {};
-            if (options["com.docker.network.bridge.enable_ip_masquerade"] !== "false") return undefined;
-            const ls = await lab.on("m3", ["machine", "ls"]);
-            return ls.stdout.includes("IP masquerade on") ? undefined : true;
-          });
-        },
-      );
-    } finally {
-      underlay.kill();
-      await underlay.status;
-    }
-  },
-}));
+        await t.step(
+          "a ployz network made with masquerade on is reported with the fix, and the fix works",
+          async () => {
+            const network = JSON.parse((await lab.docker("m3", ["network", "inspect", "ployz"])).stdout)[0];
+            const ids = (await lab.docker("m3", ["ps", "-aq", "--filter", "network=ployz"])).stdout.split(
+              "\n",
+            )
+              .filter((s) => s !== "");
+            await lab.docker("m3", ["rm", "-f", ...ids]);
+            assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
+            const config = network.IPAM.Config[0];
+            const labels = Object.entries(network.Labels as Record<string, string>).flatMap(([k, v]) => [
+              "--label",
+              `${k}=${v}`,
+            ]);
+            const made = await lab.docker("m3", [
+              "network",
+              "create",
+              "--subnet",
+              config.Subnet,
+              "--gateway",
+              config.Gateway,
+              ...labels,
+              "ployz",
+            ]);
+            assert.equal(made.code, 0, made.stderr);
+            await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
+            const expected =
+              `Network "ployz" was created with Docker's IP masquerade on, so its containers' ` +
+              `connections to other Machines can leave with this host's address and be dropped; it cannot be changed ` +
+              `in place: run "docker network rm ployz" and restart ployzd (it recreates the network with ` +
+              `com.docker.network.bridge.enable_ip_masquerade=false)`;
+            const reported = await eventually(30_000, "machine ls on m3 reports the network", async () => {
+              const r = await lab.on("m3", ["machine", "ls"]);
+              return r.stdout.includes(expected) ? r.stdout : undefined;
+            });
+            assert.match(reported, /mesh: /);
+            assert.ok(
+              (await Deno.readTextFile(join(lab.dir, "m3", "ployzd.log"))).includes(
+                `error[conflict]: ${expected}`,
+              ),
+            );
+
+            // The fix, as the message gives it.
+            assert.equal((await lab.docker("m3", ["network", "rm", "ployz"])).code, 0);
+            await lab.ok(["lab", "restart", "m3", "--dir", lab.dir]);
+            await eventually(
+              30_000,
+              "m3's network made again, masquerade off, nothing reported",
+              async () => {
+                const r = await lab.docker("m3", ["network", "inspect", "ployz"]);
+                if (r.code !== 0) return undefined;
+                const options = JSON.parse(r.stdout)[0].Options ?? {};
+                if (options["com.docker.network.bridge.enable_ip_masquerade"] !== "false") return undefined;
+                const ls = await lab.on("m3", ["machine", "ls"]);
+                return ls.stdout.includes("IP masquerade on") ? undefined : true;
+              },
+            );
+          },
+        );
+      } finally {
+        underlay.kill();
+        await underlay.status;
+      }
+    },
+  }));
+}
