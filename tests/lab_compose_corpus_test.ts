@@ -2,6 +2,7 @@
 // unchanged with `ployz deploy -f …` through m1; `docker inspect` of every container on every Machine shows each
 // honoured key of its Service, and every published port answers on the Machine that runs the Service.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import type { NormalizedService } from "../lib/deploy/mod.ts";
 import { loadCompose } from "../lib/deploy/mod.ts";
 import { corpus, corpusEnv, corpusFiles } from "./support/compose_corpus.ts";
@@ -86,6 +87,13 @@ function assertHonoured(service: NormalizedService, c: Inspect, where: string): 
       `${at} port ${port.publishedPort}:${port.containerPort}`,
     );
   }
+  for (const file of service.files ?? []) {
+    const found = mounts.get(file.target);
+    assert.ok(
+      found !== undefined && found.Type === "bind" && found.ReadOnly === true,
+      `${at} file ${file.target}`,
+    );
+  }
   if (service.healthcheck.kind === "configured") {
     assert.deepEqual(config.Healthcheck?.Test, service.healthcheck.test, `${at} healthcheck`);
   }
@@ -140,6 +148,13 @@ Deno.test(needs(["lab"], {
               assert.ok(service !== undefined, `${m}: container of unknown Service "${name}"`);
               assertHonoured(service, c, m);
               containers++;
+              // Every shipped file (secret, config, relative bind) holds the content its digest names.
+              for (const file of service.files ?? []) {
+                const read = await lab.docker(m, ["exec", c.Id, "cat", file.target]);
+                assert.equal(read.code, 0, read.stderr);
+                const digest = `sha256:${createHash("sha256").update(read.stdout).digest("hex")}`;
+                assert.equal(digest, file.digest, `${m} ${name} ${file.target}`);
+              }
               // Every fixed host port answers on the Machine that runs the Service (HTTP servers only).
               const http = service.command?.[0] === "httpd";
               for (const port of service.ports) {

@@ -12,6 +12,15 @@ export const SNAPSHOT_CAPABILITIES: readonly string[] = [
 
 function forOp(op: Op): string[] {
   const health = "health" in op && op.health !== null ? [CAPABILITIES.waitHealthy] : [];
+  // A container that ships files (secrets, configs, relative binds) is created through the route that carries them.
+  const files = "spec" in op && (op.spec.files ?? []).length > 0
+    ? [CAPABILITIES.ensureContainerWithFiles]
+    : [];
+  return [...forKind(op), ...files];
+}
+
+function forKind(op: Op): string[] {
+  const health = "health" in op && op.health !== null ? [CAPABILITIES.waitHealthy] : [];
   switch (op.kind) {
     case "create":
       return [CAPABILITIES.ensureContainer, CAPABILITIES.startContainer, ...health];

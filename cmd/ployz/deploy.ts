@@ -72,6 +72,7 @@ export const deployCommand: Command = {
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "deploy",
           parallel,
+          files: loaded.files,
         }), { composeContext: loaded.project.context ?? undefined });
     } finally {
       config.close();

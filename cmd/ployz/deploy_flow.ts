@@ -1,11 +1,14 @@
 // The client-side Deploy shared by deploy, scale and rm: Snapshot, Plan, Preview, confirm, execute, Outcome.
+import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { CliError, type Io } from "../../lib/cli/mod.ts";
 import {
   canonicalJson,
+  type ContainerSpec,
   type DeployEvent,
   deployIntent,
   executePlan,
+  type FileContents,
   type MachineApi,
   newDeploymentId,
   type NormalizedProject,
@@ -22,6 +25,7 @@ import {
   toWire,
 } from "../../lib/deploy/mod.ts";
 import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../../lib/serving/mod.ts";
+import type { MachineClient } from "../../lib/rpc/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { jsonLine } from "./connect.ts";
@@ -43,6 +47,34 @@ export interface FlowOptions {
   verb: string;
   /** How many operations run at once (`--parallel`); default 1, strictly in plan order. */
   parallel?: number;
+  /** Content of the files the Project ships (secrets, configs, relative binds), by digest; never saved. */
+  files?: FileContents;
+}
+
+/**
+ * `api` whose ensures carry the content of the files their spec ships, and only those: content travels with the
+ * create request, to the Machine that runs the slot, and nowhere else.
+ */
+function shipping(api: MachineApi, files: FileContents | undefined): MachineApi {
+  if (files === undefined || files.size === 0) return api;
+  return new Proxy(api, {
+    get(target, property): unknown {
+      if (property === "ensureContainer") {
+        return (request: { spec: ContainerSpec; start: boolean }) => {
+          const sent: Record<string, string> = {};
+          for (const file of request.spec.files ?? []) {
+            const content = files.get(file.digest);
+            if (content !== undefined) sent[file.digest] = Buffer.from(content).toString("base64");
+          }
+          if ((request.spec.files ?? []).length === 0) return target.ensureContainer(request);
+          // Its own route: a daemon that predates it refuses by capability, never creates without the files.
+          return (target as unknown as MachineClient).ensureContainerWithFiles({ ...request, files: sent });
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /** The Ingress Proxy every Deploy fills on ingress Machines. */
@@ -148,7 +180,9 @@ export async function executeAndReport(
       plan: plan.ops.map((op) => toWire(opView(op))),
     },
   });
-  const machines = new Map<string, MachineApi>(cluster.handles.map((h) => [h.id, h.api]));
+  const machines = new Map<string, MachineApi>(
+    cluster.handles.map((h) => [h.id, shipping(h.api, options.files)]),
+  );
   const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
   const image = ingressImage();
   const outcome: Outcome = await executePlan(plan, machines, {

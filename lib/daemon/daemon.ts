@@ -475,6 +475,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     daemonVersion: options.daemonVersion,
     stopping: stopping.signal,
     serving: () => serving,
+    filesDir: join(layout.dataDir, "files"),
     init(req): Promise<LocalMachine> {
       const run = initTail.then(() => foundCluster(req));
       initTail = run.catch(() => {});

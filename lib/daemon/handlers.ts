@@ -10,6 +10,7 @@ import { isIngressProxy } from "../serving/mod.ts";
 import {
   advertisedCapabilities,
   type ContainerResponse,
+  type EnsureContainerResponse,
   type MachineRecord,
   PROTOCOL_MAJOR,
   RpcError,
@@ -18,6 +19,7 @@ import {
 import type { LocalMachine } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
+import { materializeFiles } from "./shipped_files.ts";
 
 /** What the handlers need from the running daemon. */
 export interface HandlerHost {
@@ -35,6 +37,8 @@ export interface HandlerHost {
   serving?(): ServingHooks | undefined;
   /** The Docker bridge network this Machine's containers join, told to operators in its record. */
   readonly network?: string;
+  /** Where the copies of files shipped with containers live. */
+  readonly filesDir?: string;
 }
 
 /** The record as the wire shows it: everything but local bookkeeping; never key material. */
@@ -131,6 +135,51 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
     return o.id;
   }
 
+  /**
+   * Finds by creation key, or admits and creates; starts when asked. `files` is the content of the files the spec
+   * ships, by digest (`ensure_with_files.v1`); a copy this Machine already holds needs none (`ensure.v1` retries).
+   */
+  async function ensure(
+    req: { spec: object; start: boolean },
+    files: Readonly<Record<string, string>> | undefined,
+    ctx: { signal: AbortSignal },
+  ): Promise<EnsureContainerResponse> {
+    const record = host.record();
+    requireParticipating(record, "create a container");
+    const spec = asSpec(req.spec);
+    const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
+    if (prior === undefined) {
+      // Machine-local admission, against this Machine's own Docker, before anything is created.
+      if (!await engine.imageExists(spec.image, ctx.signal)) {
+        throw new RpcError(
+          "not_found",
+          `Image "${spec.image}" is present nowhere on Machine "${record.name}"`,
+          {
+            details: { image: spec.image, "machine_id": record.id },
+          },
+        );
+      }
+    }
+    if (prior === undefined) await materializeFiles(host.filesDir, spec, files);
+    // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
+    const hooks = host.serving?.();
+    const made = await engine.createContainer(
+      hooks?.localize(spec) ?? spec,
+      ctx.signal,
+      { dns: hooks?.dns(spec.project), filesDir: host.filesDir },
+    );
+    let started = false;
+    if (req.start) {
+      const now = await engine.inspectContainer(made.id, ctx.signal);
+      if (now?.state !== "running") {
+        await engine.startContainer(made.id, ctx.signal);
+        started = true;
+      }
+    }
+    const { container } = await observe(made.id, ctx.signal);
+    return { container, created: made.created, started };
+  }
+
   const handlers: RpcHandlers = {
     describeContract: () => {
       const record = host.record();
@@ -171,40 +220,11 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       );
       return { "machine_id": host.record().id, "observed_at": observedAt, containers: found.map(toWire) };
     },
-    async ensureContainer(req, ctx) {
-      const record = host.record();
-      requireParticipating(record, "create a container");
-      const spec = asSpec(req.spec);
-      const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
-      if (prior === undefined) {
-        // Machine-local admission, against this Machine's own Docker, before anything is created.
-        if (!await engine.imageExists(spec.image, ctx.signal)) {
-          throw new RpcError(
-            "not_found",
-            `Image "${spec.image}" is present nowhere on Machine "${record.name}"`,
-            {
-              details: { image: spec.image, "machine_id": record.id },
-            },
-          );
-        }
-      }
-      // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
-      const hooks = host.serving?.();
-      const made = await engine.createContainer(
-        hooks?.localize(spec) ?? spec,
-        ctx.signal,
-        { dns: hooks?.dns(spec.project) },
-      );
-      let started = false;
-      if (req.start) {
-        const now = await engine.inspectContainer(made.id, ctx.signal);
-        if (now?.state !== "running") {
-          await engine.startContainer(made.id, ctx.signal);
-          started = true;
-        }
-      }
-      const { container } = await observe(made.id, ctx.signal);
-      return { container, created: made.created, started };
+    ensureContainer(req, ctx) {
+      return ensure(req, undefined, ctx);
+    },
+    ensureContainerWithFiles(req, ctx) {
+      return ensure(req, req.files, ctx);
     },
     async startContainer(req, ctx) {
       // A requested start releases an Ingress Proxy a requested stop held down (docs/bets.md, bet 10).

@@ -30,6 +30,7 @@ import type { MutationGate } from "./mutation_gate.ts";
 export const MUTATING_ROUTES: readonly RouteName[] = Object.freeze([
   "init",
   "ensureContainer",
+  "ensureContainerWithFiles",
   "startContainer",
   "stopContainer",
   "removeContainer",

@@ -23,6 +23,7 @@ import type {
   ContainerResponse,
   EnsureContainerRequest,
   EnsureContainerResponse,
+  EnsureContainerWithFilesRequest,
   ListContainersRequest,
   ListContainersResponse,
   RemoveContainerResponse,
@@ -83,6 +84,8 @@ export interface RouteTypes extends ExecRouteTypes {
   listContainers: [ListContainersRequest, ListContainersResponse];
   /** `ployz.container.ensure.v1`. */
   ensureContainer: [EnsureContainerRequest, EnsureContainerResponse];
+  /** `ployz.container.ensure_with_files.v1`. */
+  ensureContainerWithFiles: [EnsureContainerWithFilesRequest, EnsureContainerResponse];
   /** `ployz.container.start.v1`. */
   startContainer: [ContainerRefRequest, ContainerResponse];
   /** `ployz.container.stop.v1`. */

@@ -12,6 +12,7 @@ import type {
   ContainerSpecDocument,
   EnsureContainerRequest,
   EnsureContainerResponse,
+  EnsureContainerWithFilesRequest,
   ListContainersRequest,
   ListContainersResponse,
   RemoveContainerResponse,
@@ -97,6 +98,11 @@ export interface MachineClient extends Disposable {
   /** Finds the container by creation key, or admits and creates it; optionally starts it. */
   ensureContainer<S extends ContainerSpecDocument>(
     request: EnsureContainerRequest<S>,
+    options?: CallOptions,
+  ): Promise<EnsureContainerResponse>;
+  /** The same, for a spec that ships files, with their content; only the Machine that runs the slot gets it. */
+  ensureContainerWithFiles<S extends ContainerSpecDocument>(
+    request: EnsureContainerWithFilesRequest<S>,
     options?: CallOptions,
   ): Promise<EnsureContainerResponse>;
   /** Starts an owned container. */
@@ -305,6 +311,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     status: (o) => call("status", {}, o?.signal),
     listContainers: (req = {}, o) => call("listContainers", req, o?.signal),
     ensureContainer: (req, o) => call("ensureContainer", req, o?.signal),
+    ensureContainerWithFiles: (req, o) => call("ensureContainerWithFiles", req, o?.signal),
     startContainer: (req, o) => call("startContainer", req, o?.signal),
     stopContainer: (req, o) => call("stopContainer", req, o?.signal),
     removeContainer: (req, o) => call("removeContainer", req, o?.signal),

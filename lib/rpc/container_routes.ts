@@ -156,6 +156,25 @@ export const EnsureContainerRequestSchema: z.ZodType<EnsureContainerRequest> = z
   start: z.boolean(),
 });
 
+/**
+ * What `ployz.container.ensure_with_files.v1` asks: an ensure whose spec ships files (Compose secrets, configs,
+ * relative binds), with their content (base64) by `sha256:` digest. A route of its own, not a field of
+ * `ensure.v1`: a daemon that ignored the field would create the container without its files. Content is never
+ * logged or answered back.
+ */
+export interface EnsureContainerWithFilesRequest<S extends ContainerSpecDocument = ContainerSpecDocument>
+  extends EnsureContainerRequest<S> {
+  /** Content by digest; only the files the spec names, and a copy the Machine already holds may be left out. */
+  files: Record<string, string>;
+}
+
+/** Reader of {@link EnsureContainerWithFilesRequest}. */
+export const EnsureContainerWithFilesRequestSchema: z.ZodType<EnsureContainerWithFilesRequest> = z.object({
+  spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
+  start: z.boolean(),
+  files: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.string()),
+});
+
 /** What `ployz.container.ensure.v1` answers. */
 export interface EnsureContainerResponse {
   /** The container, observed after the call. */
@@ -330,6 +349,8 @@ export const CONTAINER_ROUTES: {
   readonly listContainers: Route<ListContainersRequest, ListContainersResponse>;
   /** `ployz.container.ensure.v1`. */
   readonly ensureContainer: Route<EnsureContainerRequest, EnsureContainerResponse>;
+  /** `ployz.container.ensure_with_files.v1`. */
+  readonly ensureContainerWithFiles: Route<EnsureContainerWithFilesRequest, EnsureContainerResponse>;
   /** `ployz.container.start.v1`. */
   readonly startContainer: Route<ContainerRefRequest, ContainerResponse>;
   /** `ployz.container.stop.v1`. */
@@ -349,6 +370,11 @@ export const CONTAINER_ROUTES: {
   ensureContainer: {
     capability: "ployz.container.ensure.v1",
     request: EnsureContainerRequestSchema,
+    response: EnsureContainerResponseSchema,
+  },
+  ensureContainerWithFiles: {
+    capability: "ployz.container.ensure_with_files.v1",
+    request: EnsureContainerWithFilesRequestSchema,
     response: EnsureContainerResponseSchema,
   },
   startContainer: {

@@ -25,6 +25,7 @@ export type {
   ContainerSpecDocument,
   EnsureContainerRequest,
   EnsureContainerResponse,
+  EnsureContainerWithFilesRequest,
   HealthEvidenceWire,
   HealthProbeWire,
   ListContainersRequest,

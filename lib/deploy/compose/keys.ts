@@ -28,9 +28,8 @@ function read(keys: string[]): Record<string, KeyRule> {
 
 /** Top-level keys. */
 export const TOP_LEVEL_KEYS: Record<string, KeyRule> = {
-  ...read(["name", "services", "volumes", "networks", "secrets"]),
+  ...read(["name", "services", "volumes", "networks", "secrets", "configs"]),
   version: { warn: "is obsolete and is ignored" },
-  ...refused(["configs"], NOT_YET),
   include: "ignore",
   models: { warn: IGNORED },
 };
@@ -78,6 +77,7 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "mem_swappiness",
     "memswap_limit",
     "secrets",
+    "configs",
     "security_opt",
     "tmpfs",
     "devices",
@@ -141,7 +141,7 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
     "use_api_socket",
   ]),
   // Not supported yet, and ignoring them would run a different container, so they are refused.
-  ...refused(["configs", "pid"], NOT_YET),
+  ...refused(["pid"], NOT_YET),
   extends: { refuse: "is not supported: copy the base service's keys into this one" },
 };
 

@@ -19,6 +19,7 @@ import {
   parseDocument,
   YAMLMap,
 } from "yaml";
+import { type FileContents, readFileSources } from "./files.ts";
 import { mergeNodes } from "./merge.ts";
 import { interpolate } from "./interpolate.ts";
 import { ComposeError, type ComposeIssue } from "./issue.ts";
@@ -82,6 +83,11 @@ export interface LoadedCompose {
   project: NormalizedProject;
   /** Keys ignored, variables unset and similar; in file order. */
   warnings: ComposeIssue[];
+  /**
+   * The content of every secret, config and relative bind the Project ships, by digest. It goes to a Machine
+   * only with the create request of a container that mounts it; it is never saved.
+   */
+  files: FileContents;
 }
 
 function defaultReadFile(path: string): string {
@@ -167,6 +173,7 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
     serviceDirs: new Map(),
   };
   let project: NormalizedProject | undefined;
+  const files: FileContents = new Map();
   try {
     let duplicates = 0;
     for (const part of parsed) duplicates += checkDocument(reader, options.env, part);
@@ -178,14 +185,14 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
     for (const part of parsed.slice(1)) root = mergeNodes(reader, "", root, part.doc.contents as Node | null);
     for (const part of included) addIncluded(reader, root, part);
     main.doc.contents = root as typeof main.doc.contents;
-    project = readProject(reader, options, baseDir, readFile);
+    project = readProject(reader, options, baseDir, readFile, files);
   } catch (error) {
     if (!(error instanceof TooComplex)) throw error;
     fail(reader, error.node, "", error.message);
     throw new ComposeError(file, ordered(reader.errors));
   }
   if (reader.errors.length > 0 || project === undefined) throw new ComposeError(file, ordered(reader.errors));
-  return { project, warnings: ordered(reader.warnings) };
+  return { project, warnings: ordered(reader.warnings), files };
 }
 
 /** The files named by `include:` in `parts` and, in turn, in those files, each parsed once. */
@@ -400,6 +407,7 @@ function readProject(
   options: LoadComposeOptions,
   baseDir: string,
   readFile: (path: string) => string,
+  contents: FileContents,
 ): NormalizedProject | undefined {
   const root = reader.doc.contents as Node | null;
   if (root === null || !isMapping(root)) {
@@ -428,10 +436,24 @@ function readProject(
       );
     }
   }
-  const secrets = keys.get("secrets");
-  if (secrets !== undefined && secrets.value !== null) {
-    warn(reader, secrets.keyNode, secrets.path, `key "secrets" is not supported by Ployz and is ignored`);
-  }
+  const secretsEntry = keys.get("secrets");
+  const secrets = readFileSources(
+    reader,
+    secretsEntry?.value ?? null,
+    "secrets",
+    "secret",
+    baseDir,
+    options.env,
+  );
+  const configsEntry = keys.get("configs");
+  const configs = readFileSources(
+    reader,
+    configsEntry?.value ?? null,
+    "configs",
+    "config",
+    baseDir,
+    options.env,
+  );
   const contextEntry = rootEntry(root, reader, "x-context");
   const context = contextEntry === undefined || contextEntry.value === null
     ? null
@@ -461,6 +483,9 @@ function readProject(
     volumes: new Set(Object.keys(volumes)),
     services: new Set(serviceEntries.map((entry) => entry.key)),
     dependencies: new Map(),
+    secrets,
+    configs,
+    contents,
   };
   const services: Record<string, NormalizedService> = {};
   for (const entry of serviceEntries) {

@@ -3,12 +3,13 @@
  * {@linkcode NormalizedProject}, the plain JSON saved as a Project's Saved State, and compares Service specs
  * to decide whether a container is UpToDate, NeedsUpdate or NeedsRecreate.
  *
- * Semantics: the supported key subset, `x-ports` / `x-machines` /
- * `x-caddy` / `x-pre_deploy`, the keys it refuses (`security_opt`, `read_only: true`, `deploy.placement`,
- * port ranges, `service_completed_successfully`) and those it warns about (`networks`, `dns`, `tmpfs`, …,
- * the typos `x-port` and `x-machine`). Where this loader differs (no image builder, so `build` without
- * `image` is refused; `stop_signal` and `x-volumes` are read; unknown keys are refused as
- * `docker compose config` refuses them) the file that does it says so.
+ * The goal is that a file that works with `docker compose up` on one host deploys unchanged and does the same
+ * thing on each Machine: plain `ports` publish on the host of each Machine running a replica (ports.ts), every
+ * container setting Compose has is applied (keys.ts lists what is read, warned about and refused, and why),
+ * profiles select Services as Compose does, `-f a -f b` and `include:` merge as Compose merges (merge.ts), and
+ * secrets, configs and relative binds are shipped with the container (files.ts). Ployz's own `x-ports`,
+ * `x-machines`, `x-caddy`, `x-pre_deploy` and `x-volumes` follow the ployz2 extensions. Unknown keys are refused as
+ * `docker compose config` refuses them; contradictions (`deploy.mode: global` with replicas) are refused.
  *
  * Every input is bounded (see limits.ts): the Compose file's size, each file it names (regular files only, never a
  * device or `/proc`), Services, replicas, interpolation depth and the keys visited through aliases and merge keys,
@@ -34,6 +35,7 @@
 
 export { loadCompose } from "./load.ts";
 export type { LoadComposeOptions, LoadedCompose } from "./load.ts";
+export { type FileContents, MAX_SHIPPED_BYTES } from "./files.ts";
 export { ComposeError, formatIssue } from "./issue.ts";
 export type { ComposeIssue } from "./issue.ts";
 export { compareServiceSpecs, serviceSpecDigest } from "./spec.ts";
@@ -59,6 +61,7 @@ export type {
   IngressPort,
   NormalizedDevice,
   NormalizedDeviceRequest,
+  NormalizedFile,
   NormalizedHealthcheck,
   NormalizedMount,
   NormalizedPort,

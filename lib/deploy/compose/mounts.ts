@@ -32,6 +32,7 @@ export function readMounts(
   node: Node | null,
   path: string,
   declared: ReadonlySet<string>,
+  where?: Map<NormalizedMount, { node: Node | null; path: string }>,
 ): NormalizedMount[] {
   const list = items(reader, node, path) ?? [];
   const mounts: NormalizedMount[] = [];
@@ -49,6 +50,7 @@ export function readMounts(
     }
     targets.set(mount.target, itemPath);
     mounts.push(mount);
+    where?.set(mount, { node: item, path: itemPath });
   });
   return mounts;
 }
@@ -60,12 +62,14 @@ function checkTarget(reader: Reader, node: Node | null, path: string, target: st
 }
 
 function checkBindSource(reader: Reader, node: Node | null, path: string, source: string): boolean {
-  if (source.startsWith(".") || source.startsWith("~")) {
+  // A path relative to the compose file is shipped with the container (see files.ts).
+  if (source === "." || source.startsWith("./") || source === ".." || source.startsWith("../")) return true;
+  if (source.startsWith("~")) {
     fail(
       reader,
       node,
       path,
-      `bind mount source "${source}" is relative: use an absolute path on the Machine`,
+      `bind mount source "${source}" starts with "~": use an absolute path on the Machine or one relative to the compose file`,
     );
     return false;
   }

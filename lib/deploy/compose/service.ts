@@ -21,6 +21,7 @@ import {
   SERVICE_KEYS,
   UPDATE_CONFIG_KEYS,
 } from "./keys.ts";
+import { type FileContents, type FileSource, MAX_SHIPPED_BYTES, readFileRefs, shipBind } from "./files.ts";
 import { MAX_FILE_BYTES, MAX_REPLICAS, oversize } from "./limits.ts";
 import { readMounts } from "./mounts.ts";
 import { absolutePathProblem } from "./names.ts";
@@ -49,7 +50,9 @@ import { fileErrorReason, readBytes, readCommand, readDuration } from "./service
 import type {
   NormalizedDevice,
   NormalizedDeviceRequest,
+  NormalizedFile,
   NormalizedHealthcheck,
+  NormalizedMount,
   NormalizedResources,
   NormalizedService,
   TmpfsMount,
@@ -68,6 +71,11 @@ export interface ServiceScope {
   services: ReadonlySet<string>;
   /** Filled in while reading: each service's dependencies, even for services with problems. */
   dependencies: Map<string, string[]>;
+  /** Top-level secrets and configs. */
+  secrets: ReadonlyMap<string, FileSource>;
+  configs: ReadonlyMap<string, FileSource>;
+  /** Filled in while reading: the content of every shipped file, by digest. */
+  contents: FileContents;
 }
 
 const RESTART = /^(no|always|unless-stopped|on-failure(:\d+)?)$/;
@@ -162,10 +170,6 @@ export function readService(
       `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
     );
   }
-  const secrets = get("secrets");
-  if (secrets !== undefined && secrets.value !== null) {
-    warn(reader, secrets.keyNode, secrets.path, `key "secrets" is not supported by Ployz and is ignored`);
-  }
 
   const environment = readEnvironment(scope, name, get("env_file"), get("environment"));
   const labels = readLabels(reader, value("labels"), at("labels"));
@@ -183,7 +187,57 @@ export function readService(
     },
   );
   const ports = readPorts(reader, get("ports"), get("x-ports"));
-  const mounts = readMounts(reader, value("volumes"), at("volumes"), scope.volumes);
+  const mountAt = new Map<NormalizedMount, { node: Node | null; path: string }>();
+  const written = readMounts(reader, value("volumes"), at("volumes"), scope.volumes, mountAt);
+  const files: NormalizedFile[] = [
+    ...readFileRefs(reader, value("secrets"), at("secrets"), "secret", scope.secrets, scope.contents),
+    ...readFileRefs(reader, value("configs"), at("configs"), "config", scope.configs, scope.contents),
+  ];
+  const mounts = written.filter((mount) => mount.type !== "bind" || mount.source.startsWith("/"));
+  for (const mount of written) {
+    if (mount.type !== "bind" || mount.source.startsWith("/")) continue;
+    // A path next to the compose file: the Machine has no copy of it, so its content is shipped.
+    const item = mountAt.get(mount) ?? { node: value("volumes"), path: at("volumes") };
+    const shipped = shipBind(
+      reader,
+      item.node,
+      item.path,
+      mount.source,
+      mount.target,
+      scope.baseDir,
+      scope.contents,
+    );
+    if (!mount.readOnly && shipped.length > 0) {
+      warn(
+        reader,
+        item.node,
+        item.path,
+        `bind mount "${mount.source}" is shipped to each Machine as a read-only copy: writes inside the container are not possible`,
+      );
+    }
+    files.push(...shipped);
+  }
+  const shippedBytes = files.reduce((sum, file) => sum + file.size, 0);
+  if (shippedBytes > MAX_SHIPPED_BYTES) {
+    fail(
+      reader,
+      keyNode,
+      path,
+      `service "${name}" ships ${shippedBytes} bytes of secrets, configs and files, more than the limit of ${MAX_SHIPPED_BYTES}`,
+    );
+  }
+  const targets = new Set(mounts.map((mount) => mount.target));
+  for (const file of files) {
+    if (targets.has(file.target)) {
+      fail(
+        reader,
+        keyNode,
+        path,
+        `"${file.target}" is mounted twice: by ${file.kind} "${file.name}" and by a volume or another file`,
+      );
+    }
+    targets.add(file.target);
+  }
   for (const mount of readTmpfs(reader, value("tmpfs"), at("tmpfs"))) {
     if (mounts.some((other) => other.target === mount.target)) {
       fail(reader, value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
@@ -295,6 +349,7 @@ export function readService(
     deviceRequests: [...gpus, ...deviceRequests],
     pidsLimit,
     dependsOnConditions: sorted(dependsOnConditions),
+    files,
   };
 }
 

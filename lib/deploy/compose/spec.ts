@@ -63,6 +63,7 @@ function creationFields(
   fields.devices = service.devices ?? [];
   fields.deviceRequests = service.deviceRequests ?? [];
   fields.pidsLimit = service.pidsLimit ?? null;
+  fields.files = sortedByJson(service.files ?? []);
   fields.ports = sortedByJson(service.ports);
   fields.mounts = sortedByJson(
     service.mounts.map((mount) =>

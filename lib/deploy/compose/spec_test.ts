@@ -99,7 +99,7 @@ Deno.test("compareServiceSpecs() reads fields an older Saved State lacks as thei
   const text = "services:\n  web:\n    image: nginx\n";
   const current = loadText(text).project.services.web;
   const older = { ...current } as Partial<typeof current>;
-  for (const key of ["readOnly", "securityOpt", "devices", "deviceRequests", "pidsLimit"] as const) {
+  for (const key of ["readOnly", "securityOpt", "devices", "deviceRequests", "pidsLimit", "files"] as const) {
     delete older[key];
   }
   assert.equal(compareServiceSpecs(older as typeof current, current).change, "UpToDate");

@@ -252,6 +252,28 @@ export interface NormalizedService {
    * to complete (`service_completed_successfully`) runs to exit 0 before its dependants start.
    */
   dependsOnConditions?: Record<string, "service_healthy" | "service_completed_successfully">;
+  /** Secrets, configs and relative bind mounts, shipped with the create request: digests here, never content. */
+  files?: NormalizedFile[];
+}
+
+/** A file the container gets from the operator's side; its content travels only with the create request. */
+export interface NormalizedFile {
+  /** Where it comes from: a Compose secret, a config, or a relative bind mount. */
+  kind: "secret" | "config" | "bind";
+  /** The secret or config name, or the path relative to the compose file. */
+  name: string;
+  /** Absolute path inside the container. */
+  target: string;
+  /** Owner uid, or null for root. */
+  uid: string | null;
+  /** Owner gid, or null for root. */
+  gid: string | null;
+  /** File mode bits. */
+  mode: number;
+  /** `sha256:<hex>` of the content: a changed content is a changed spec. */
+  digest: string;
+  /** Content size in bytes. */
+  size: number;
 }
 
 /** A device node mapped into the container. */

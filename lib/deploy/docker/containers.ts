@@ -27,6 +27,8 @@ import { imageExists } from "./images.ts";
 export interface CreateOptions {
   /** The resolver a container gets when its spec names none (the Machine Gateway and its Project's domain). */
   dns?: ContainerDns;
+  /** Where the Machine keeps the files containers are shipped (`<filesDir>/<project>/<copy>`). */
+  filesDir?: string;
 }
 
 /** What `createContainer` found or made. */
@@ -266,6 +268,7 @@ export async function createContainer(
         log: client.log,
         extraLabels: client.extraLabels,
         dns: options.dns,
+        filesDir: options.filesDir,
       }),
     }) as { Id: string };
     return { id: made.Id, name: spec.name, created: true, specDigest: specDigest(spec) };

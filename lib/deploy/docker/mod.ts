@@ -28,6 +28,8 @@ export {
   DEFAULT_LOG_POLICY,
   type DeviceRequestSpec,
   type DeviceSpec,
+  fileCopyName,
+  type FileSpec,
   type HealthcheckSpec,
   type LogPolicy,
   type LogSpec,

@@ -41,6 +41,30 @@ export interface MountSpec {
   mode?: number;
 }
 
+/**
+ * A file the container gets from the operator's side (a Compose secret, config or relative bind). Only its digest is
+ * in the spec; the content travels with the create request and the Machine keeps it under its own files directory,
+ * bind-mounted read-only at `target`.
+ */
+export interface FileSpec {
+  /** Absolute path inside the container. */
+  target: string;
+  /** `sha256:<hex>` of the content. */
+  digest: string;
+  /** Owner uid; root when absent. */
+  uid?: number;
+  /** Owner gid; root when absent. */
+  gid?: number;
+  /** Mode bits; 0444 when absent. */
+  mode?: number;
+}
+
+/** The name of a file's copy on a Machine: its digest, owner and mode, so two uses with other owners never clash. */
+export function fileCopyName(file: FileSpec): string {
+  const hex = file.digest.slice("sha256:".length);
+  return `${hex}-${file.uid ?? 0}-${file.gid ?? 0}-${(file.mode ?? 0o444).toString(8)}`;
+}
+
 /** A device node of the Machine made available in the container (Compose `devices`). */
 export interface DeviceSpec {
   /** Path on the Machine. */
@@ -204,6 +228,8 @@ export interface ContainerSpec {
   deviceRequests?: DeviceRequestSpec[];
   /** Log driver; the `local` policy when absent. */
   log?: LogSpec;
+  /** Files shipped with the create request (secrets, configs, relative binds). */
+  files?: FileSpec[];
   /**
    * Digests of the files the container takes in at creation (env-files, bind-mounted files) keyed by path. Docker
    * reads them once, so a changed file means a new container: they are part of the spec digest.
@@ -328,6 +354,25 @@ export function validateSpec(spec: ContainerSpec): void {
   for (const server of spec.dns?.servers ?? []) {
     if (isIP(server) === 0) throw invalid(spec, `DNS server "${server}" is not an IP address`);
   }
+  for (const file of spec.files ?? []) {
+    if (!/^sha256:[0-9a-f]{64}$/.test(file.digest ?? "")) {
+      throw invalid(spec, `file digest "${file.digest}" is not valid`);
+    }
+    if (!file.target?.startsWith("/") || file.target.split("/").includes("..")) {
+      throw invalid(spec, `file target "${file.target}" is not an absolute path`);
+    }
+    for (const id of [file.uid, file.gid]) {
+      if (id !== undefined && (!Number.isSafeInteger(id) || id < 0)) {
+        throw invalid(spec, `file owner ${id} is not valid`);
+      }
+    }
+    if (file.mode !== undefined && (!Number.isInteger(file.mode) || file.mode < 0 || file.mode > 0o7777)) {
+      throw invalid(spec, `file mode ${file.mode} is not valid`);
+    }
+  }
+  if (spec.files !== undefined && !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(spec.project)) {
+    throw invalid(spec, `project "${spec.project}" cannot name a files directory`);
+  }
   for (const device of spec.devices ?? []) {
     if (!device.host?.startsWith("/") || !device.container?.startsWith("/")) {
       throw invalid(spec, `device "${device.host}:${device.container}" needs absolute paths`);
@@ -407,8 +452,20 @@ function portKey(p: PortSpec): string {
 export function toCreateBody(
   spec: ContainerSpec,
   machineId: string,
-  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: ContainerDns } = {},
+  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: ContainerDns; filesDir?: string } =
+    {},
 ): Record<string, unknown> {
+  if (spec.files !== undefined && spec.files.length > 0 && options.filesDir === undefined) {
+    throw invalid(spec, "it ships files, and this Machine has no files directory");
+  }
+  // Shipped files are bind mounts of the Machine's copies: where they live is the Machine's own fact.
+  const shipped = (spec.files ?? []).map((file) => ({
+    Type: "bind" as const,
+    Source: `${options.filesDir}/${spec.project}/${fileCopyName(file)}`,
+    Target: file.target,
+    ReadOnly: true,
+    TmpfsOptions: undefined,
+  }));
   const dns = spec.dns ?? options.dns;
   const log = options.log ?? DEFAULT_LOG_POLICY;
   const exposed: Record<string, Record<string, never>> = {};
@@ -454,7 +511,7 @@ export function toCreateBody(
         TmpfsOptions: m.type !== "tmpfs" || (m.sizeBytes === undefined && m.mode === undefined)
           ? undefined
           : { SizeBytes: m.sizeBytes, Mode: m.mode },
-      })),
+      })).concat(shipped),
       NanoCpus: spec.resources?.nanoCpus,
       Memory: spec.resources?.memoryBytes,
       MemoryReservation: spec.resources?.memoryReservationBytes,

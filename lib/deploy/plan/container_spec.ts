@@ -160,6 +160,15 @@ export function serviceContainerSpec(
     securityOpt: nonEmpty(service.securityOpt ?? null),
     devices: nonEmpty(service.devices ?? null),
     deviceRequests: nonEmpty(service.deviceRequests ?? null),
+    files: nonEmpty(
+      (service.files ?? []).map((file) => ({
+        target: file.target,
+        digest: file.digest,
+        uid: file.uid === null ? undefined : Number(file.uid),
+        gid: file.gid === null ? undefined : Number(file.gid),
+        mode: file.mode,
+      })),
+    ),
     log: service.logging.driver === "local" && Object.keys(service.logging.options).length === 0
       ? undefined
       : { driver: service.logging.driver, options: record(service.logging.options) },

@@ -1,0 +1,73 @@
+/**
+ * The Machine's copies of files containers are shipped (Compose secrets, configs, relative binds): written from the
+ * content an ensure request carries, checked against the digest the spec names, under `<filesDir>/<project>/`, and
+ * bind-mounted read-only by the container. Copies are content-addressed, so a retry or a second slot with the same
+ * file needs no content. Content is never logged and never answered back.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { type ContainerSpec, fileCopyName } from "../deploy/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
+
+async function present(path: string): Promise<boolean> {
+  try {
+    return (await Deno.lstat(path)).isFile;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** Writes every file `spec` ships that this Machine does not hold yet; refuses a missing or mismatched content. */
+export async function materializeFiles(
+  filesDir: string | undefined,
+  spec: ContainerSpec,
+  contents: Readonly<Record<string, string>> | undefined,
+): Promise<void> {
+  const files = spec.files ?? [];
+  if (files.length === 0) return;
+  if (filesDir === undefined) {
+    throw new RpcError("unsupported", `Container "${spec.name}" ships files, and this Machine keeps none`);
+  }
+  // Traversable, not listable: a container's non-root user reaches its own file by name only.
+  await Deno.mkdir(filesDir, { recursive: true, mode: 0o711 });
+  const dir = join(filesDir, spec.project);
+  await Deno.mkdir(dir, { recursive: true, mode: 0o711 });
+  for (const file of files) {
+    const path = join(dir, fileCopyName(file));
+    if (await present(path)) continue;
+    const encoded = contents?.[file.digest];
+    if (encoded === undefined) {
+      throw new RpcError(
+        "invalid_argument",
+        `Container "${spec.name}" needs the file it mounts at "${file.target}", whose content was not sent: deploy from the Compose file again`,
+        { details: { container: spec.name, target: file.target } },
+      );
+    }
+    const bytes = Buffer.from(encoded, "base64");
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+    if (digest !== file.digest) {
+      throw new RpcError(
+        "invalid_argument",
+        `The content sent for "${file.target}" of container "${spec.name}" does not match its digest`,
+        { details: { container: spec.name, target: file.target } },
+      );
+    }
+    const temporary = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+    try {
+      await Deno.writeFile(temporary, bytes, { mode: 0o600, createNew: true });
+      if (file.uid !== undefined || file.gid !== undefined) {
+        await Deno.chown(temporary, file.uid ?? 0, file.gid ?? 0);
+      }
+      await Deno.chmod(temporary, file.mode ?? 0o444);
+      await Deno.rename(temporary, path);
+    } catch (error) {
+      await Deno.remove(temporary).catch(() => {});
+      throw error;
+    }
+  }
+}
