@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
-import { materializeFiles } from "../lib/daemon/mod.ts";
+import { materializeFiles, pruneFiles } from "../lib/daemon/mod.ts";
 import { loadCompose, openEngine, serviceContainerSpec } from "../lib/deploy/mod.ts";
 import { DOCKER_SOCKET as SOCKET } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
@@ -103,6 +103,12 @@ Deno.test(needs(["docker"], {
       assert.ok(!inspected.stdout.includes(SECRET), "docker inspect shows no secret content");
       // A second slot needs no content: the copy is already on this Machine.
       await materializeFiles(filesDir, spec, undefined);
+      // The copies stay while a container of the Project is left, and go with the last one.
+      await pruneFiles(filesDir, spec.project, engine);
+      assert.ok((await Deno.stat(join(filesDir, spec.project))).isDirectory);
+      await engine.removeContainer(made.id, { force: true });
+      await pruneFiles(filesDir, spec.project, engine);
+      await assert.rejects(Deno.stat(join(filesDir, spec.project)), Deno.errors.NotFound);
     } finally {
       await docker("rm", "-f", "-v", `ployz-test-${id}-files`);
       await Deno.remove(dir, { recursive: true });

@@ -19,7 +19,7 @@ import {
 import type { LocalMachine } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
-import { materializeFiles } from "./shipped_files.ts";
+import { materializeFiles, projectLock, projectOf, pruneFiles } from "./shipped_files.ts";
 
 /** What the handlers need from the running daemon. */
 export interface HandlerHost {
@@ -83,6 +83,7 @@ function asSpec(document: object): ContainerSpec {
 
 /** Builds the handler of every catalog row this daemon serves. */
 export function buildHandlers(host: HandlerHost): RpcHandlers {
+  const filesLock = projectLock();
   const { engine } = host;
 
   function linked(signal: AbortSignal): AbortSignal {
@@ -160,14 +161,16 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
         );
       }
     }
-    if (prior === undefined) await materializeFiles(host.filesDir, spec, files);
     // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
     const hooks = host.serving?.();
-    const made = await engine.createContainer(
-      hooks?.localize(spec) ?? spec,
-      ctx.signal,
-      { dns: hooks?.dns(spec.project), filesDir: host.filesDir },
-    );
+    const made = await filesLock(spec.project, async () => {
+      if (prior === undefined) await materializeFiles(host.filesDir, spec, files);
+      return await engine.createContainer(
+        hooks?.localize(spec) ?? spec,
+        ctx.signal,
+        { dns: hooks?.dns(spec.project), filesDir: host.filesDir },
+      );
+    });
     let started = false;
     if (req.start) {
       const now = await engine.inspectContainer(made.id, ctx.signal);
@@ -246,13 +249,21 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       return await observe(req.id, ctx.signal);
     },
     async removeContainer(req, ctx) {
-      try {
-        await engine.removeContainer(req.id, { signal: ctx.signal });
+      const project = projectOf((await engine.inspectContainer(req.id, ctx.signal))?.labels);
+      const remove = async (): Promise<{ id: string; removed: boolean }> => {
+        try {
+          await engine.removeContainer(req.id, { signal: ctx.signal });
+        } catch (error) {
+          if (error instanceof DockerError && error.code === "not_found") {
+            return { id: req.id, removed: false };
+          }
+          throw error;
+        }
+        // The Project's shipped files go with its last container on this Machine.
+        await pruneFiles(host.filesDir, project, engine, ctx.signal);
         return { id: req.id, removed: true };
-      } catch (error) {
-        if (error instanceof DockerError && error.code === "not_found") return { id: req.id, removed: false };
-        throw error;
-      }
+      };
+      return project === undefined ? await remove() : await filesLock(project, remove);
     },
     async waitHealthy(req, ctx) {
       const signal = linked(ctx.signal);

@@ -45,4 +45,4 @@ export { keyPath } from "./keys.ts";
 export { isMintedId, mintId } from "./ids.ts";
 export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
 export { type MeshSettings, meshSettingsFromEnv, SYNC_PORT } from "./mesh_settings.ts";
-export { materializeFiles } from "./shipped_files.ts";
+export { materializeFiles, pruneFiles } from "./shipped_files.ts";

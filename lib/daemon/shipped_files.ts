@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { type ContainerSpec, fileCopyName } from "../deploy/mod.ts";
+import { type ContainerSpec, type Engine, fileCopyName, LABELS } from "../deploy/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 
 async function present(path: string): Promise<boolean> {
@@ -70,4 +70,41 @@ export async function materializeFiles(
       throw error;
     }
   }
+}
+
+/**
+ * Runs `body` alone among the calls for `project`: a copy written for a new container is never pruned by the
+ * removal of the Project's last old one.
+ */
+export function projectLock(): <T>(project: string, body: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(project: string, body: () => Promise<T>): Promise<T> => {
+    const run = (tails.get(project) ?? Promise.resolve()).then(body, body);
+    const tail = run.catch(() => {});
+    tails.set(project, tail);
+    void tail.then(() => {
+      if (tails.get(project) === tail) tails.delete(project);
+    });
+    return run;
+  };
+}
+
+/** Removes a Project's copies once no container of that Project is left on this Machine: they go with it. */
+export async function pruneFiles(
+  filesDir: string | undefined,
+  project: string | undefined,
+  engine: Engine,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (filesDir === undefined || project === undefined || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) return;
+  const left = await engine.listOwned({ project }, signal);
+  if (left.length > 0) return;
+  await Deno.remove(join(filesDir, project), { recursive: true }).catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+}
+
+/** The Project label of an owned container, for {@linkcode pruneFiles}. */
+export function projectOf(labels: Readonly<Record<string, string>> | undefined): string | undefined {
+  return labels?.[LABELS.project];
 }
