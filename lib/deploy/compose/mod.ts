@@ -7,8 +7,8 @@
  * thing on each Machine: plain `ports` publish on the host of each Machine running a replica (ports.ts), every
  * container setting Compose has is applied (keys.ts lists what is read, warned about and refused, and why),
  * profiles select Services as Compose does, `-f a -f b` and `include:` merge as Compose merges (merge.ts), and
- * secrets, configs and relative binds are shipped with the container (files.ts). Ployz's own `x-ports`,
- * `x-machines`, `x-caddy`, `x-pre_deploy` and `x-volumes` follow the ployz2 extensions. Unknown keys are refused as
+ * secrets, configs and relative binds are shipped with the container (files.ts). Ployz's own extensions are
+ * `x-ports`, `x-machines`, `x-caddy`, `x-pre_deploy` and `x-volumes`. Unknown keys are refused as
  * `docker compose config` refuses them; contradictions (`deploy.mode: global` with replicas) are refused.
  *
  * Every input is bounded (see limits.ts): the Compose file's size, each file it names (regular files only, never a
