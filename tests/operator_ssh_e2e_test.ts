@@ -682,6 +682,19 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           assert.deepEqual(placed, ["after/1@m1", "web/1@m1", "web/2@m2", "web/3@m3"]);
         },
       );
+      await t.step(
+        "machine init over --connect saves a context for the new Cluster; the next command needs no flag",
+        async () => {
+          const fresh = `ssh://root@${m1.underlayAddress}:${OUTSIDE_PORT}`;
+          const init = await opOk(["--connect", fresh, "machine", "init", "--cluster", "solo", "--json"]);
+          assert.equal(JSON.parse(init.stdout).context, "solo", init.stdout);
+          const listed = JSON.parse((await opOk(["context", "ls", "--json"])).stdout);
+          assert.deepEqual(listed.active, { source: "context use", context: "solo", url: fresh });
+          const machines = JSON.parse((await opOk(["machine", "ls", "--json"])).stdout).machines;
+
+          assert.equal(machines.length, 1, "the new Cluster has only the Machine just initialized");
+        },
+      );
       void sshdLog;
     } finally {
       if (sshd !== undefined) {
