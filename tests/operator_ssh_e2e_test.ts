@@ -691,7 +691,6 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           const listed = JSON.parse((await opOk(["context", "ls", "--json"])).stdout);
           assert.deepEqual(listed.active, { source: "context use", context: "solo", url: fresh });
           const machines = JSON.parse((await opOk(["machine", "ls", "--json"])).stdout).machines;
-
           assert.equal(machines.length, 1, "the new Cluster has only the Machine just initialized");
         },
       );
