@@ -87,6 +87,14 @@ export function sshFailure(
       details,
     );
   }
+  if (said(/Unknown option "--mux"/)) {
+    return new OperatorError(
+      "unsupported",
+      `Cannot connect to ${who}: ployzd on "${host}" is older than this CLI (it has no "dial-stdio --mux"): ` +
+        `upgrade it with "ployz machine upgrade" from a Machine of its Cluster`,
+      details,
+    );
+  }
   if (said(/Cannot connect to the Machine RPC socket/)) {
     return new OperatorError(
       "unavailable",

@@ -44,6 +44,12 @@ Deno.test("ssh failures become one line naming the context and host, with the wa
       /ployzd on "192\.0\.2\.10" is not serving: Cannot connect.*is "ployzd serve" running there/,
     ],
     ["", 3, "unavailable", /ssh exited with 3/],
+    [
+      'error[invalid_argument]: Unknown option "--mux" for "ployzd dial-stdio"\n\nUsage: ployzd dial-stdio\n      --help  Show this help',
+      2,
+      "unsupported",
+      /ployzd on "192\.0\.2\.10" is older than this CLI/,
+    ],
   ];
   for (const [stderr, code, want, message] of cases) {
     const error = sshFailure(choice, stderr, code);
