@@ -1,37 +1,12 @@
-// `ployz image copy REF --from M --to M`: the target Machine fetches the image from the source over the mesh
-// (`ployz.image.pull_from_peer.v1`) and loads it; the CLI asks through its Entry Machine and reports bytes and time.
+// `ployz image copy REF --from M --to M`: lib/operator's copyImage (the target Machine fetches the image from the
+// source over the mesh); this file parses and prints bytes and time.
 import { CliError, type Command } from "../../lib/cli/mod.ts";
-import { CAPABILITIES, type FanOutTarget, type MachineClient, PEER_PULL_MAX_MS } from "../../lib/rpc/mod.ts";
+import { copyImage } from "../../lib/operator/mod.ts";
+import { PEER_PULL_MAX_MS } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
 import { cliError, jsonLine } from "./connect.ts";
 
 const DEFAULT_TIMEOUT_S = 600;
-
-function pick(
-  targets: readonly FanOutTarget<MachineClient>[],
-  wanted: string,
-  flag: string,
-): FanOutTarget<MachineClient> {
-  const byId = targets.filter((t) => t.id === wanted);
-  const found = byId.length > 0
-    ? byId
-    : targets.filter((t) => t.name === wanted || (wanted.length >= 4 && t.id.startsWith(wanted)));
-  if (found.length === 0) {
-    throw new CliError(
-      "not_found",
-      `No Machine "${wanted}" for "${flag}" among the Machines the Entry Machine holds`,
-    );
-  }
-  if (found.length > 1) {
-    throw new CliError(
-      "ambiguous",
-      `Machine "${wanted}" for "${flag}" matches ${found.length} Machines (${
-        found.map((t) => t.id).join(", ")
-      }): give an id`,
-    );
-  }
-  return found[0];
-}
 
 function megabytes(bytes: number): string {
   return `${(bytes / 1_000_000).toFixed(1)} MB`;
@@ -72,22 +47,13 @@ export const imageCopyCommand: Command = {
       );
     }
     using targets = await clusterTargets();
-    const source = pick(targets.targets, from, "--from");
-    const target = pick(targets.targets, to, "--to");
-    if (source.id === target.id) {
-      throw new CliError("invalid_argument", `"--from" and "--to" name the same Machine "${source.name}"`, {
-        exitCode: 2,
-      });
-    }
-    if (!("client" in target)) {
-      throw new CliError("unavailable", `Cannot reach Machine "${target.name}": ${target.omitted}`);
-    }
     try {
-      await target.client.requireCapability(CAPABILITIES.pullImageFromPeer);
-      const answer = await target.client.pullImageFromPeer(
-        { ref, "from_machine_id": source.id, "timeout_ms": seconds * 1000 },
-        { signal: AbortSignal.timeout(seconds * 1000 + 30_000) },
-      );
+      const { source, target, answer } = await copyImage(targets.targets, {
+        ref,
+        from,
+        to,
+        timeoutMs: seconds * 1000,
+      });
       if (values.json === true) {
         io.out(jsonLine({ ...answer, "from_machine_name": source.name, "machine_name": target.name }));
       } else if (!answer.transferred) {
@@ -102,7 +68,11 @@ export const imageCopyCommand: Command = {
       }
       return 0;
     } catch (error) {
-      throw cliError(error);
+      const e = cliError(error);
+      // Naming one Machine for both ends is a usage mistake.
+      throw e.code === "invalid_argument"
+        ? new CliError(e.code, e.message, { details: e.details, exitCode: 2 })
+        : e;
     }
   },
 };

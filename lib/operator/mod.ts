@@ -59,3 +59,4 @@ export {
   type Reach,
   throughEntry,
 } from "./targets.ts";
+export { copyImage, type ImageCopy, pickMachine } from "./image_copy.ts";
