@@ -200,6 +200,13 @@ Deno.test(needs(["lab"], {
         ]);
         assert.deepEqual(readRows(db("m1"), "machines").get(m1.id), before);
         assert.equal(readRows(db("m1"), "machines").get(outsiderId), undefined);
+        // Each refusal is counted and each reason logged once on the receiving Machine.
+        const log = await Deno.readTextFile(join(lab.dir, "m1", "ployzd.log"));
+        assert.match(
+          log,
+          /store: refused a change from Machine "\w+": Refused change \w+:1000000: it is not signed/,
+        );
+        assert.match(log, new RegExp(`Machine "${outsiderId}" is not admitted here \\(\\d+ so far\\)`));
       },
     );
 

@@ -46,7 +46,7 @@ import {
   syncRoutes,
   usablePeers,
 } from "../mesh/mod.ts";
-import { createSyncApp, type Machine, type Store, SyncAgent } from "../store/mod.ts";
+import { createSyncApp, type Machine, type Rejection, type Store, SyncAgent } from "../store/mod.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
 import { meshCaller } from "./mesh_rpc.ts";
 
@@ -144,6 +144,8 @@ export class ClusterLink {
   readonly #departed = new Map<string, { peer: Peer; until: number }>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   readonly #skipped = new Map<string, string>();
+  readonly #refusals = new Set<string>();
+  #refused = 0;
 
   /** A stopped link; {@link ClusterLink.start} runs it. */
   constructor(options: ClusterLinkOptions) {
@@ -161,6 +163,7 @@ export class ClusterLink {
         onEvent: (event) => {
           if (event.type === "apply_done") this.#noteUrl(event.peer);
           if (event.type === "round_failed") this.#fail("sync", new Error(event.error));
+          if (event.type === "refused") this.#noteRefused(event.peer, event.rejected);
         },
       });
     }
@@ -169,6 +172,11 @@ export class ClusterLink {
   /** The sync agent, when the mesh is on. */
   get agent(): SyncAgent | undefined {
     return this.#agent;
+  }
+
+  /** Replicated changes this Machine refused since it started (forged, unsigned, unadmitted, malformed). */
+  get refusedChanges(): number {
+    return this.#refused;
   }
 
   /** Why the mesh is not fully working now, if it is not (interface, firewall, listener). */
@@ -371,7 +379,9 @@ export class ClusterLink {
   #listen(): void {
     if (this.#server !== undefined || this.#controller.signal.aborted) return;
     const gateway = parseMachineSubnet(this.#options.subnet).gateway;
-    const app = createSyncApp(this.#options.store);
+    const app = createSyncApp(this.#options.store, {
+      onRejected: (site, rejected) => this.#noteRefused(`Machine "${site.slice(0, 64)}"`, rejected),
+    });
     const abort = new AbortController();
     try {
       this.#server = Deno.serve({
@@ -474,6 +484,20 @@ export class ClusterLink {
   }
 
   // A Machine that just left stays admitted for the grace its WireGuard peer keeps, so its last exchanges finish.
+  // Counts every refusal and logs each distinct reason once (bounded), so a flood of forged changes cannot flood
+  // the log.
+  #noteRefused(from: string, rejected: readonly Rejection[]): void {
+    this.#refused += rejected.length;
+    for (const r of rejected) {
+      const reason = r.reason.replace(/^Refused change [^:]*:\d+: /, "").slice(0, 300);
+      if (this.#refusals.has(reason) || this.#refusals.size >= 256) continue;
+      this.#refusals.add(reason);
+      this.#options.log(
+        `store: refused a change from ${from}: ${r.reason.slice(0, 300)} (${this.#refused} so far)`,
+      );
+    }
+  }
+
   #isPeerAddress(address: string): boolean {
     const peers = [...this.#currentPeers(), ...[...this.#departed.values()].map((d) => d.peer)];
     const rows = peers.map((p) => ({

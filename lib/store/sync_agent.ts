@@ -25,6 +25,7 @@ import { readBodyCapped } from "../util/mod.ts";
 export type SyncEvent =
   | { type: "apply_start"; peer: string; changes: number }
   | { type: "apply_done"; peer: string; applied: number; rejected: number }
+  | { type: "refused"; peer: string; rejected: Rejection[] }
   | { type: "push_failed"; peer: string; error: string }
   | { type: "sync_failed"; peer: string; error: string }
   | { type: "round_failed"; error: string };
@@ -286,6 +287,9 @@ export class SyncAgent {
         applied: applied.applied,
         rejected: applied.rejected.length,
       });
+      if (applied.rejected.length > 0) {
+        this.#options.onEvent?.({ type: "refused", peer, rejected: applied.rejected });
+      }
       result.received += applied.applied;
       result.rejected.push(...applied.rejected);
       // A page that brought nothing new (all refused or duplicate) would come back the same.

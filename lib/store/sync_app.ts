@@ -20,7 +20,7 @@ import {
   type SyncResponse,
   type VectorResponse,
 } from "./protocol.ts";
-import type { Store } from "./store.ts";
+import type { Rejection, Store } from "./store.ts";
 import { readBodyCapped } from "../util/mod.ts";
 
 const STATUS: Record<string, ContentfulStatusCode> = {
@@ -69,7 +69,13 @@ export interface SyncApp {
  * Serves the sync protocol for `store`. Mount it on the mesh address behind a check that the caller is a mesh
  * peer; every route checks the Cluster id, and a refusal never names this Cluster's id.
  */
-export function createSyncApp(store: Store): SyncApp {
+export function createSyncApp(
+  store: Store,
+  options: {
+    /** Told of every push that carried changes this replica refused, with the site the sender named. */
+    onRejected?: (site: string, rejected: Rejection[]) => void;
+  } = {},
+): SyncApp {
   const app = new Hono();
   app.use(`${SYNC_PREFIX}/*`, async (c, next) => {
     const cluster = c.req.header(CLUSTER_HEADER);
@@ -97,6 +103,7 @@ export function createSyncApp(store: Store): SyncApp {
     const request = await readJson(c.req.raw, PushRequestSchema);
     if (request instanceof Response) return request;
     const result = await store.receive(request.changes);
+    if (result.rejected.length > 0) options.onRejected?.(request.site, result.rejected);
     const body: PushResponse = { site: store.siteId, ...result };
     return c.json(body);
   });

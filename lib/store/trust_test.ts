@@ -341,6 +341,30 @@ Deno.test("a push naming too many sites, or a reply past the cap, is refused who
   }
 });
 
+Deno.test("the sync app tells its owner of every push it refused changes from", async () => {
+  const [m1, m2] = pair();
+  const told: [string, number][] = [];
+  const app = createSyncApp(m1, { onRejected: (site, rejected) => told.push([site, rejected.length]) });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+  try {
+    const unsigned = m2.cluster.put({ name: "x", value: 1 });
+    const agent = new SyncAgent(m2, { peers: () => [] });
+    const url = `http://127.0.0.1:${server.addr.port}`;
+    await agent.syncOnce(url); // signed by m2: nothing refused
+    const response = await fetch(`${url}/store/v1/push`, {
+      method: "POST",
+      headers: { [CLUSTER_HEADER]: CLUSTER, "content-type": "application/json" },
+      body: JSON.stringify({ site: "m2", changes: [{ ...unsigned, version: 99, sig: undefined }] }),
+    });
+    assert.equal((await response.json() as { rejected: unknown[] }).rejected.length, 1);
+    assert.deepEqual(told, [["m2", 1]]);
+  } finally {
+    await server.shutdown();
+    m1.close();
+    m2.close();
+  }
+});
+
 Deno.test("an endless request body is refused at the cap, not buffered", async () => {
   const store = openStore({ path: ":memory:", siteId: "m1", clusterId: CLUSTER });
   const server = Deno.serve(
