@@ -474,23 +474,21 @@ export class Store {
   async outbound(changes: readonly Change[]): Promise<Change[]> {
     this.#assertOpen();
     let highest = 0;
-    const out: Change[] = [];
+    const signer = this.#signer;
     const signed: Change[] = [];
-    for (const change of changes) {
-      if (change.site !== this.siteId) {
-        out.push(change);
-        continue;
-      }
+    // Signed concurrently, and the version mark synced meanwhile: both before anything leaves.
+    const ready = changes.map(async (change): Promise<Change> => {
+      if (change.site !== this.siteId) return change;
       highest = Math.max(highest, change.version);
-      if (this.#signer === undefined || change.sig !== undefined) {
-        out.push(change);
-        continue;
-      }
-      const copy = { ...change, sig: await this.#signer.sign(changeMessage(this.clusterId, change)) };
+      if (signer === undefined || change.sig !== undefined) return change;
+      const copy = { ...change, sig: await signer.sign(changeMessage(this.clusterId, change)) };
       signed.push(copy);
-      out.push(copy);
-    }
-    await this.#ensureDurable(highest);
+      return copy;
+    });
+    const [out] = await Promise.all([
+      Promise.all(ready),
+      Promise.resolve().then(() => this.#ensureDurable(highest)),
+    ]);
     if (this.#closed) throw new StoreError("unavailable", `Store is closed: site "${this.siteId}"`);
     if (signed.length > 0) {
       this.#transaction(() => {
