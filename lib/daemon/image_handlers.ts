@@ -1,5 +1,6 @@
 /**
- * Image transfer between Machines: `ployz.image.export.v1` streams `docker save` of an image this Machine has, and
+ * The image routes of Machine RPC: `ployz.image.inspect.v1` says whether an image is here, and image transfer
+ * between Machines: `ployz.image.export.v1` streams `docker save` of an image this Machine has, and
  * `ployz.image.pull_from_peer.v1` fetches that stream from a named peer over the mesh and `docker load`s it here,
  * bounded by a deadline (the caller's patience, not a safety wait), reporting bytes and time. A Machine that
  * already has the image fetches nothing. The peer only exports what it has; this Machine decides and loads.
@@ -50,9 +51,16 @@ function counting(): { stream: TransformStream<Uint8Array, Uint8Array>; bytes: (
   };
 }
 
-/** The export and peer-pull handlers. */
-export function imageHandlers(host: ImageHost): RpcHandlers {
+/** The handlers of the image routes. */
+export type ImageHandlers = Pick<RpcHandlers, "inspectImage" | "exportImage" | "pullImageFromPeer">;
+
+/** The image route handlers: inspect, export and peer-pull. */
+export function imageHandlers(host: ImageHost): ImageHandlers {
   return {
+    async inspectImage(req, ctx) {
+      const id = await host.engine.imageId(req.ref, ctx.signal);
+      return id === undefined ? { present: false } : { present: true, id };
+    },
     async exportImage(req, ctx) {
       return await host.engine.saveImage(req.ref, AbortSignal.any([ctx.signal, host.stopping]));
     },

@@ -23,14 +23,8 @@
  * @module
  */
 
-export {
-  type Daemon,
-  type DaemonOptions,
-  type DaemonPaths,
-  startDaemon,
-  storePath,
-  toRpcError,
-} from "./daemon.ts";
+export { type Daemon, type DaemonOptions, type DaemonPaths, startDaemon, toRpcError } from "./daemon.ts";
+export { storePath } from "./cluster_lifecycle.ts";
 export { type LocalMachine, machineFilePath, readMachineFile } from "./machine_file.ts";
 /**
  * Where no systemd runs, the daemon keeps `ployzd dns` as a child it respawns with a bounded backoff; exported

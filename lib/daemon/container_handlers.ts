@@ -1,6 +1,6 @@
 /**
- * The daemon's Machine RPC handlers: each one acts on this Machine's own Docker and record only, and re-checks
- * ownership and admission against fresh local evidence before any mutation (docs/bets.md, bet 10).
+ * The container routes of Machine RPC (`ployz.container.*`): each one acts on this Machine's own Docker only, and
+ * re-checks ownership and admission against fresh local evidence before any mutation (docs/bets.md, bet 10).
  *
  * @module
  */
@@ -8,11 +8,8 @@
 import { type ContainerSpec, DockerError, type Engine, LABELS, validateSpec } from "../deploy/mod.ts";
 import { isIngressProxy } from "../serving/mod.ts";
 import {
-  advertisedCapabilities,
   type ContainerResponse,
   type EnsureContainerResponse,
-  type MachineRecord,
-  PROTOCOL_MAJOR,
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
@@ -21,37 +18,18 @@ import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
 import { materializeFiles, projectLock, projectOf, pruneFiles } from "./shipped_files.ts";
 
-/** What the handlers need from the running daemon. */
-export interface HandlerHost {
+/** What the container handlers need from the running daemon. */
+export interface ContainerHost {
   /** The local record as it is now. */
   record(): LocalMachine;
   /** This Machine's Docker. */
   readonly engine: Engine;
-  /** The daemon's release. */
-  readonly daemonVersion: string;
-  /** Founds a Cluster here, or answers the one already founded. */
-  init(request: { clusterName?: string; machineName?: string; subnet?: string }): Promise<LocalMachine>;
   /** Aborts when the daemon stops, so long calls (follows, health gates) end. */
   readonly stopping: AbortSignal;
   /** The serving runtime's hooks while the Machine serves (DNS for new containers, Ingress Proxy holds). */
-  serving?(): ServingHooks | undefined;
-  /** The Docker bridge network this Machine's containers join, told to operators in its record. */
-  readonly network?: string;
+  serving(): ServingHooks | undefined;
   /** Where the copies of files shipped with containers live. */
   readonly filesDir?: string;
-}
-
-/** The record as the wire shows it: everything but local bookkeeping; never key material. */
-export function machineToWire(record: LocalMachine): MachineRecord {
-  const out: MachineRecord = { id: record.id, name: record.name, phase: record.phase };
-  if (record.cluster_id !== undefined) out["cluster_id"] = record.cluster_id;
-  if (record.cluster_name !== undefined) out["cluster_name"] = record.cluster_name;
-  if (record.subnet !== undefined) out.subnet = record.subnet;
-  if (record.public_key !== undefined) out["public_key"] = record.public_key;
-  if (typeof record.signing_key === "string") out["signing_key"] = record.signing_key;
-  // Every Machine accepts ingress unless its record says otherwise.
-  if (typeof record.accepts_ingress === "boolean") out["accepts_ingress"] = record.accepts_ingress;
-  return out;
 }
 
 function requireParticipating(record: LocalMachine, action: string): void {
@@ -81,8 +59,21 @@ function asSpec(document: object): ContainerSpec {
   return spec;
 }
 
-/** Builds the handler of every catalog row this daemon serves. */
-export function buildHandlers(host: HandlerHost): RpcHandlers {
+/** The handlers of the container routes. */
+export type ContainerHandlers = Pick<
+  RpcHandlers,
+  | "listContainers"
+  | "ensureContainer"
+  | "ensureContainerWithFiles"
+  | "startContainer"
+  | "stopContainer"
+  | "removeContainer"
+  | "waitHealthy"
+  | "containerLogs"
+>;
+
+/** The container route handlers. */
+export function containerHandlers(host: ContainerHost): ContainerHandlers {
   const filesLock = projectLock();
   const { engine } = host;
 
@@ -105,7 +96,7 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
     ref: string,
     signal: AbortSignal,
   ): Promise<{ id: string; hooks: ServingHooks } | undefined> {
-    const hooks = host.serving?.();
+    const hooks = host.serving();
     if (hooks === undefined) return undefined;
     const o = await engine.inspectContainer(ref, signal);
     if (
@@ -162,7 +153,7 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       }
     }
     // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
-    const hooks = host.serving?.();
+    const hooks = host.serving();
     const made = await filesLock(spec.project, async () => {
       if (prior === undefined) await materializeFiles(host.filesDir, spec, files);
       return await engine.createContainer(
@@ -183,38 +174,7 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
     return { container, created: made.created, started };
   }
 
-  const handlers: RpcHandlers = {
-    describeContract: () => {
-      const record = host.record();
-      return Promise.resolve({
-        "machine_id": record.id,
-        "machine_name": record.name,
-        "protocol_major": PROTOCOL_MAJOR,
-        "daemon_version": host.daemonVersion,
-        capabilities: advertisedCapabilities(handlers),
-      });
-    },
-    async init(req) {
-      const record = await host.init({
-        clusterName: req.cluster_name,
-        machineName: req.machine_name,
-        subnet: req.subnet,
-      });
-      return { machine: machineToWire(record) };
-    },
-    async status(_req, ctx) {
-      const record = host.record();
-      let docker: { reachable: boolean; "server_version"?: string; error?: string };
-      try {
-        const info = await engine.info(AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]));
-        docker = { reachable: true, "server_version": info.serverVersion };
-      } catch (error) {
-        docker = { reachable: false, error: error instanceof Error ? error.message : String(error) };
-      }
-      const machine = machineToWire(record);
-      if (host.network !== undefined) machine["docker_network"] = host.network;
-      return { machine, docker, "observed_at": new Date().toISOString() };
-    },
+  return {
     async listContainers(req, ctx) {
       const observedAt = new Date().toISOString();
       const found = await engine.listOwned(
@@ -289,10 +249,5 @@ export function buildHandlers(host: HandlerHost): RpcHandlers {
       const id = await ownedOrRefuse("read the logs of", req.id, signal);
       return await engine.containerLogs(id, { tail: req.tail, follow: req.follow, signal });
     },
-    async inspectImage(req, ctx) {
-      const id = await engine.imageId(req.ref, ctx.signal);
-      return id === undefined ? { present: false } : { present: true, id };
-    },
   };
-  return handlers;
 }

@@ -1,0 +1,517 @@
+/**
+ * The Cluster lifecycle of one Machine, as a small state machine over its record's `phase`:
+ *
+ * ```
+ * uninitialized --found--> participating
+ * uninitialized --join---> joining --caught up--> participating
+ * joining | participating --leave--> uninitialized
+ * ```
+ *
+ * While the Machine is in a Cluster (joining or participating) it holds the replicated store, the publisher and
+ * the Cluster link; serving infrastructure starts once it participates. Found, join and leave run one at a time
+ * through one queue, so two concurrent calls never found two Clusters or leave half-joined. Each transition writes
+ * the record durably before it counts.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { Engine, NetworkSpec } from "../deploy/mod.ts";
+import type { MembershipThresholds } from "../mesh/mod.ts";
+import type { JoinRequest, LeaveRequest, LeaveResponse, ListMachinesResponse } from "../rpc/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
+import type { Machine, Store, VersionVector } from "../store/mod.ts";
+import { sleep } from "../util/mod.ts";
+import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
+import { mintId } from "./ids.ts";
+import { type LocalMachine, writeMachineFile } from "./machine_file.ts";
+import { listMachines } from "./membership.ts";
+import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
+
+/** The Cluster link as the lifecycle uses it (`ClusterLink` in the daemon). */
+export interface LinkPort {
+  /** Store sync with peers; `undefined` without a mesh. */
+  readonly agent:
+    | { peerVector(url: string): Promise<VersionVector>; syncOnce(url: string): Promise<unknown> }
+    | undefined;
+  /** Why the mesh is not working, if it is not. */
+  readonly meshError: string | undefined;
+  start(): void;
+  stop(): Promise<void>;
+  teardown(): Promise<boolean>;
+  peerUrls(): { machineId: string; url: string }[];
+  evidence(): Promise<PeerEvidence>;
+  syncWithAll(timeoutMs: number): Promise<{ delivered: string[]; failed: string[] }>;
+  admit(hint: PeerHint): Promise<{ configured: boolean; error?: string }>;
+}
+
+/** Something the lifecycle starts while the Machine is in a Cluster and stops when it leaves. */
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+/** What the lifecycle acts through; the daemon passes the real ones, unit tests small fakes. */
+export interface LifecycleDeps<S extends Stoppable = Stoppable> {
+  /** Holds `machine.json` and `store.db`. */
+  dataDir: string;
+  /** The Machine's Docker bridge network for its subnet. */
+  networkSpec(subnet: string): NetworkSpec;
+  /**
+   * Keeps the bridge network as the Machine needs it while it is in a Cluster, until `signal` aborts; resolves
+   * with a problem to report (in the membership list's mesh error), if any.
+   */
+  watchNetwork(spec: NetworkSpec, signal: AbortSignal): Promise<string | undefined>;
+  /** Docker, for the bridge network and for removing this Machine's containers on leave. */
+  engine: Pick<Engine, "ensureNetwork" | "listOwned" | "removeContainer">;
+  /** Membership thresholds for the Down judgement. */
+  thresholds: MembershipThresholds;
+  /** One line per notable event. */
+  log(line: string): void;
+  /** Opens this Machine's copy of the Cluster's store. */
+  openStore(path: string, siteId: string, clusterId: string): Store;
+  /** The row this Machine publishes about itself. */
+  machineRow(record: LocalMachine): Machine;
+  /** Builds (not starts) the Cluster link for the record's Cluster. */
+  openLink(store: Store, record: LocalMachine, hints: PeerHint[]): LinkPort;
+  /** Starts publishing this Machine's containers into the store. */
+  startPublisher(store: Store): Stoppable & { rescan(): Promise<void> };
+  /** Starts serving infrastructure (Internal DNS, the serving loop, ingress) for a participating Machine. */
+  startServing(store: Store, subnet: MachineSubnet): Promise<S>;
+  /** Pause between catch-up rounds; default 500 ms. */
+  catchUpPauseMs?: number;
+}
+
+/** What `found` asks for; every field has a default. */
+export interface FoundRequest {
+  clusterName?: string;
+  machineName?: string;
+  subnet?: string;
+}
+
+/** The store file inside the data directory. */
+export function storePath(dataDir: string): string {
+  return join(dataDir, "store.db");
+}
+
+async function removeStoreFiles(path: string): Promise<void> {
+  for (const suffix of ["", "-wal", "-shm"]) {
+    await Deno.remove(path + suffix).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
+  }
+}
+
+/** The Cluster lifecycle of this Machine; see the module doc for its states. */
+export class ClusterLifecycle<S extends Stoppable = Stoppable> {
+  readonly #deps: LifecycleDeps<S>;
+  readonly #stopping = new AbortController();
+  #record: LocalMachine;
+  #store: Store | undefined;
+  #link: LinkPort | undefined;
+  #publisher: (Stoppable & { rescan(): Promise<void> }) | undefined;
+  #serving: S | undefined;
+  #servingStart: Promise<void> | undefined;
+  #catchingUp: Promise<void> | undefined;
+  #networkCheck: Promise<unknown> = Promise.resolve();
+  #networkProblem: string | undefined;
+  // Found, join and leave run one at a time.
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** Starts from the record as read at boot; call {@link resume} to reopen a Cluster it is in. */
+  constructor(record: LocalMachine, deps: LifecycleDeps<S>) {
+    this.#record = record;
+    this.#deps = deps;
+  }
+
+  /** The local record as it is now. */
+  get record(): LocalMachine {
+    return this.#record;
+  }
+
+  /** The replicated store while the Machine is in a Cluster. */
+  get store(): Store | undefined {
+    return this.#store === undefined || this.#store.closed ? undefined : this.#store;
+  }
+
+  /** The Cluster link while the Machine is in a Cluster. */
+  get link(): LinkPort | undefined {
+    return this.#link;
+  }
+
+  /** The serving runtime while the Machine serves. */
+  get serving(): S | undefined {
+    return this.#serving;
+  }
+
+  /** Reopens the store and restarts what runs in a Cluster, when the record says the Machine is in one. */
+  resume(): void {
+    const record = this.#record;
+    if ((record.phase !== "participating" && record.phase !== "joining") || record.cluster_id === undefined) {
+      return;
+    }
+    this.#participate(this.#deps.openStore(storePath(this.#deps.dataDir), record.id, record.cluster_id));
+  }
+
+  /** Founds a Cluster here; answers the one already founded when nothing asked differs from it. */
+  found(req: FoundRequest): Promise<LocalMachine> {
+    return this.#serialized(() => this.#found(req));
+  }
+
+  /** Joins the Cluster the request names, through its bootstrap peers; the Machine is `joining` until caught up. */
+  join(req: JoinRequest): Promise<LocalMachine> {
+    return this.#serialized(() => this.#join(req));
+  }
+
+  /** Leaves the Cluster: removes this Machine's containers and rows, delivers the tombstone, keeps the old store. */
+  leave(req: LeaveRequest): Promise<LeaveResponse> {
+    return this.#serialized(() => this.#leave(req));
+  }
+
+  /** The store, or a `conflict` naming the phase when the Machine does not participate. */
+  participatingStore(action: string): Store {
+    const store = this.store;
+    if (store === undefined || this.#record.phase !== "participating") {
+      throw new RpcError(
+        "conflict",
+        `Cannot ${action} on Machine "${this.#record.name}": it is ${this.#record.phase}`,
+        {
+          details: { phase: this.#record.phase },
+        },
+      );
+    }
+    return store;
+  }
+
+  /** The Machines this one knows, each with its membership as judged from here. */
+  async membership(): Promise<ListMachinesResponse> {
+    const store = this.store;
+    const link = this.#link;
+    const evidence = link === undefined
+      ? { handshakes: new Map(), traffic: new Map(), received: new Map() }
+      : await link.evidence();
+    const members = store === undefined ? [] : store.members.list();
+    return {
+      ...listMachines({
+        self: { id: this.#record.id, name: this.#record.name },
+        rows: store === undefined ? [] : store.machines.list(),
+        evidence,
+        thresholds: this.#deps.thresholds,
+        now: Date.now(),
+        meshError: link === undefined
+          ? "this Machine is not in a Cluster"
+          : [link.meshError, this.#networkProblem].filter((e) => e !== undefined).join("; ") || undefined,
+      }),
+      members: members.map((m) => ({ id: m.machine_id, "signing_key": m.signing_key })),
+    };
+  }
+
+  /** Machines this Machine observes as Down, from its own membership judgement. */
+  async downSet(): Promise<ReadonlySet<string>> {
+    if (this.store === undefined || this.#link === undefined) return new Set();
+    const listed = await this.membership();
+    return new Set(listed.machines.filter((m) => m.membership === "down").map((m) => m.id));
+  }
+
+  /**
+   * Admits a joiner: records its signing key (when given) so every member accepts its changes, and configures it
+   * as a peer on the link. Only a participating Machine admits.
+   */
+  async admit(hint: PeerHint, signingKey?: string): Promise<{ configured: boolean; error?: string }> {
+    if (this.#link === undefined || this.#record.phase !== "participating") {
+      throw new RpcError(
+        "conflict",
+        `Machine "${this.#record.name}" cannot admit a peer: it is ${this.#record.phase}`,
+        {
+          details: { phase: this.#record.phase },
+        },
+      );
+    }
+    if (signingKey !== undefined) this.store?.admit(hint.machineId, signingKey);
+    return await this.#link.admit(hint);
+  }
+
+  /** Rescans this Machine's containers into the store now (nothing outside a Cluster). */
+  rescan(): Promise<void> {
+    return this.#publisher?.rescan() ?? Promise.resolve();
+  }
+
+  /** Stops what runs in the Cluster and closes the store; the record and the WireGuard interface stay. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await this.#stopServing();
+    await this.#publisher?.stop();
+    await this.#link?.stop();
+    await this.#catchingUp;
+    await this.#networkCheck;
+    this.#store?.close();
+  }
+
+  #serialized<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #found(req: FoundRequest): Promise<LocalMachine> {
+    const record = this.#record;
+    const subnet = parseSubnet(req.subnet ?? DEFAULT_SUBNET);
+    if (subnet === undefined) {
+      throw new RpcError(
+        "invalid_argument",
+        `Invalid subnet "${req.subnet}": expected an IPv4 /24 such as "${DEFAULT_SUBNET}"`,
+        { details: { field: "subnet" } },
+      );
+    }
+    if (record.phase === "participating") {
+      const clash = [
+        ["cluster_name", req.clusterName, record.cluster_name],
+        ["subnet", req.subnet === undefined ? undefined : subnet.subnet, record.subnet],
+        ["machine_name", req.machineName, record.name],
+      ].find(([, asked, held]) => asked !== undefined && asked !== held);
+      if (clash === undefined) return record;
+      const [field, asked, held] = clash;
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" already belongs to Cluster "${record.cluster_name}" (id "${record.cluster_id}"): ${field} is "${held}", not "${asked}"`,
+        { details: { field, "cluster_id": record.cluster_id ?? "" } },
+      );
+    }
+    if (record.phase !== "uninitialized") {
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" is ${record.phase} in Cluster "${record.cluster_name}": it cannot found another`,
+        { details: { phase: record.phase, "cluster_id": record.cluster_id ?? "" } },
+      );
+    }
+    // The founder admits itself; every later member is admitted by one already in.
+    const admitSelf = (opened: Store): void => {
+      if (typeof record.signing_key === "string") opened.admit(record.id, record.signing_key);
+    };
+    const next = await this.#enter(subnet, admitSelf, {
+      ...record,
+      name: req.machineName ?? record.name,
+      phase: "participating",
+      "cluster_id": mintId(),
+      "cluster_name": req.clusterName ?? "default",
+      subnet: subnet.subnet,
+    });
+    this.#deps.log(
+      `founded Cluster "${next.cluster_name}" (${next.cluster_id}) with subnet ${subnet.subnet}`,
+    );
+    return next;
+  }
+
+  async #join(req: JoinRequest): Promise<LocalMachine> {
+    const record = this.#record;
+    const subnet = parseSubnet(req.subnet);
+    if (subnet === undefined) {
+      throw new RpcError("invalid_argument", `Invalid subnet "${req.subnet}": expected an IPv4 /24`, {
+        details: { field: "subnet" },
+      });
+    }
+    if (record.phase !== "uninitialized") {
+      if (record.cluster_id === req.cluster_id && record.subnet === subnet.subnet) return record;
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" is already ${record.phase} in Cluster "${record.cluster_name}" (id "${record.cluster_id}") with subnet "${record.subnet}"`,
+        { details: { "cluster_id": record.cluster_id ?? "", phase: record.phase } },
+      );
+    }
+    // The join the operator ran vouches for the Machines the Entry Machine knows; later admissions chain from them.
+    const anchor = (opened: Store): void =>
+      opened.addAnchors((req.members ?? []).map((m) => ({ id: m.id, signingKey: m.signing_key })));
+    const next = await this.#enter(subnet, anchor, {
+      ...record,
+      name: req.machine_name ?? record.name,
+      phase: "joining",
+      "cluster_id": req.cluster_id,
+      "cluster_name": req.cluster_name,
+      subnet: subnet.subnet,
+      "bootstrap_peers": req.peers,
+    });
+    this.#deps.log(`joining Cluster "${req.cluster_name}" (${req.cluster_id}) with subnet ${subnet.subnet}`);
+    return next;
+  }
+
+  // Found and join alike: the bridge network, a fresh store, the record written, then participation.
+  async #enter(
+    subnet: MachineSubnet,
+    trust: (opened: Store) => void,
+    next: LocalMachine,
+  ): Promise<LocalMachine> {
+    const { dataDir } = this.#deps;
+    await this.#deps.engine.ensureNetwork(this.#deps.networkSpec(subnet.subnet));
+    const path = storePath(dataDir);
+    // An uninitialized Machine has never replicated anything: a store file here is left by a found or join that
+    // failed before the record was written, and belongs to no Cluster.
+    await removeStoreFiles(path);
+    const opened = this.#deps.openStore(path, next.id, next.cluster_id!);
+    try {
+      trust(opened);
+      await writeMachineFile(dataDir, next);
+    } catch (error) {
+      opened.close();
+      throw error;
+    }
+    this.#record = next;
+    this.#participate(opened);
+    return next;
+  }
+
+  async #leave(req: LeaveRequest): Promise<LeaveResponse> {
+    const record = this.#record;
+    const opened = this.#store;
+    if (opened === undefined || record.phase === "uninitialized") {
+      throw new RpcError("conflict", `Machine "${record.name}" is not in a Cluster: nothing to leave`, {
+        details: { phase: record.phase },
+      });
+    }
+    const { engine, dataDir } = this.#deps;
+    const owned = await engine.listOwned({});
+    if (owned.length > 0 && req.confirm_data_loss !== record.name) {
+      const names = owned.map((c) => c.name);
+      throw new RpcError(
+        "conflict",
+        `Machine "${record.name}" runs ${owned.length} Ployz container(s) (${names.slice(0, 5).join(", ")}${
+          names.length > 5 ? ", …" : ""
+        }): leaving removes them (Data Loss); confirm with the Machine's name`,
+        { details: { containers: names, "machine_name": record.name } },
+      );
+    }
+    await this.#stopServing();
+    await this.#publisher?.stop();
+    this.#publisher = undefined;
+    const removed: string[] = [];
+    for (const c of owned) {
+      await engine.removeContainer(c.id, { force: true });
+      removed.push(c.name);
+    }
+    for (const row of opened.containers.list({ "machine_id": record.id })) opened.containers.delete(row.id);
+    opened.machines.delete(record.id);
+    const link = this.#link;
+    const delivery = await link?.syncWithAll(5_000) ?? { delivered: [], failed: [] };
+    await link?.stop();
+    const interfaceRemoved = await link?.teardown() ?? false;
+    this.#link = undefined;
+    this.#store = undefined;
+    opened.close();
+    // Kept, not deleted: it is the only copy of what this Machine saw, and a later join starts a fresh one.
+    const path = storePath(dataDir);
+    const aside = `${path}.left-${new Date().toISOString().replaceAll(":", "")}`;
+    await Deno.rename(path, aside).catch(() => {});
+    await removeStoreFiles(path);
+    const next: LocalMachine = { id: record.id, name: record.name, phase: "uninitialized" };
+    for (const k of ["public_key", "created_at"]) if (record[k] !== undefined) next[k] = record[k];
+    await writeMachineFile(dataDir, next);
+    this.#record = next;
+    this.#deps.log(`left the Cluster; tombstone delivered to ${delivery.delivered.length} peer(s)`);
+    return {
+      "machine_id": next.id,
+      "removed_containers": removed,
+      "tombstone_delivered_to": delivery.delivered,
+      "tombstone_not_delivered_to": delivery.failed,
+      "interface_removed": interfaceRemoved,
+    };
+  }
+
+  #participate(opened: Store): void {
+    this.#store = opened;
+    this.#publish();
+    this.#publisher = this.#deps.startPublisher(opened);
+    const link = this.#deps.openLink(opened, this.#record, bootstrapHints(this.#record));
+    this.#link = link;
+    link.start();
+    const signal = this.#stopping.signal;
+    this.#networkCheck = this.#deps.watchNetwork(this.#deps.networkSpec(this.#record.subnet!), signal)
+      .then((problem) => this.#networkProblem = problem);
+    this.#startServing(opened);
+    if (this.#record.phase === "joining") this.#catchingUp = this.#catchUp(opened, link);
+  }
+
+  #publish(): void {
+    if (this.#store === undefined || this.#record.cluster_id === undefined) return;
+    this.#store.machines.put(this.#deps.machineRow(this.#record));
+  }
+
+  // Joining: sync with the bootstrap peers until this copy holds everything the first one answering held when
+  // asked; only then does the Machine count as participating (it never acts on a stale copy as if complete).
+  async #catchUp(opened: Store, link: LinkPort): Promise<void> {
+    const agent = link.agent;
+    const peers = bootstrapHints(this.#record).map((h) =>
+      link.peerUrls().find((p) => p.machineId === h.machineId)
+    )
+      .filter((p) => p !== undefined);
+    if (agent === undefined || peers.length === 0) {
+      this.#deps.log("joining: no mesh or no bootstrap peer; staying in phase joining");
+      return;
+    }
+    const signal = this.#stopping.signal;
+    let reported = "";
+    while (!signal.aborted && !opened.closed && this.#store === opened) {
+      for (const peer of peers) {
+        try {
+          const target = await agent.peerVector(peer.url);
+          for (let round = 0; round < 50 && !opened.caughtUpWith(target); round++) {
+            await agent.syncOnce(peer.url);
+          }
+          if (!opened.caughtUpWith(target) || this.#store !== opened) continue;
+          const next: LocalMachine = { ...this.#record, phase: "participating" };
+          delete next.bootstrap_peers;
+          await writeMachineFile(this.#deps.dataDir, next);
+          this.#record = next;
+          this.#publish();
+          this.#deps.log(`caught up with ${peer.machineId}: participating`);
+          this.#startServing(opened);
+          return;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          if (message !== reported) this.#deps.log(`joining: ${message}`);
+          reported = message;
+        }
+      }
+      await sleep(this.#deps.catchUpPauseMs ?? 500, signal);
+    }
+  }
+
+  // Serving infrastructure runs once the Machine participates. It outlives nothing of the daemon but the DNS unit
+  // under systemd.
+  #startServing(opened: Store): void {
+    if (this.#serving !== undefined || this.#servingStart !== undefined) return;
+    if (this.#record.phase !== "participating") return;
+    const subnet = parseSubnet(this.#record.subnet ?? "");
+    if (subnet === undefined) return;
+    this.#servingStart = this.#deps.startServing(opened, subnet).then(
+      async (runtime) => {
+        if (this.#store !== opened || this.#stopping.signal.aborted) await runtime.stop();
+        else this.#serving = runtime;
+      },
+      (error) =>
+        this.#deps.log(`serving: cannot start: ${error instanceof Error ? error.message : String(error)}`),
+    )
+      .finally(() => this.#servingStart = undefined);
+  }
+
+  async #stopServing(): Promise<void> {
+    await this.#servingStart;
+    const running = this.#serving;
+    this.#serving = undefined;
+    await running?.stop();
+  }
+}
+
+/** The bootstrap peers a joining record names, as link hints; malformed entries are skipped. */
+export function bootstrapHints(record: LocalMachine): PeerHint[] {
+  const peers = record.bootstrap_peers;
+  if (!Array.isArray(peers)) return [];
+  return peers.flatMap((p) => {
+    if (p === null || typeof p !== "object") return [];
+    const { id, "public_key": publicKey, subnet, endpoints } = p as Record<string, unknown>;
+    if (typeof id !== "string" || typeof publicKey !== "string" || typeof subnet !== "string") return [];
+    return [{
+      machineId: id,
+      publicKey,
+      subnet,
+      endpoints: Array.isArray(endpoints) ? endpoints.filter((e): e is string => typeof e === "string") : [],
+    }];
+  });
+}

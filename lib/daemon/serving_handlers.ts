@@ -1,0 +1,31 @@
+/**
+ * The serving routes of Machine RPC (`ployz.serving.*`): set a Serving Pointer and read its status, on a
+ * participating Machine's copy of the store.
+ *
+ * @module
+ */
+
+import type { RpcHandlers } from "../rpc/mod.ts";
+import { pointerStatus, setServingPointer } from "../serving/mod.ts";
+import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
+import type { ServingRuntime } from "./serving_runtime.ts";
+
+/** The handlers of the serving routes. */
+export type ServingHandlers = Pick<RpcHandlers, "setPointer" | "pointerStatus">;
+
+/** The serving route handlers; a Machine that does not participate refuses with `conflict`. */
+export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): ServingHandlers {
+  return {
+    setPointer(req) {
+      const { pointer, previous } = setServingPointer(
+        lifecycle.participatingStore("set a Serving Pointer"),
+        req,
+      );
+      return Promise.resolve(previous === undefined ? { pointer } : { pointer, previous });
+    },
+    pointerStatus(req) {
+      const store = lifecycle.participatingStore("read a Serving Pointer");
+      return Promise.resolve(pointerStatus(store, req, lifecycle.serving?.down()));
+    },
+  };
+}
