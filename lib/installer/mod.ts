@@ -25,7 +25,7 @@
  * @module
  */
 
-export { renderUnit, unitName } from "./units.ts";
+export { renderRuntimeUnit, renderUnit, unitName } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
 export { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 export { InstallError } from "./errors.ts";

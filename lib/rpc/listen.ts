@@ -5,6 +5,7 @@
  * @module
  */
 
+import { socketAnswers } from "../util/mod.ts";
 import { RpcError } from "./errors.ts";
 
 /** A running socket server. */
@@ -25,16 +26,6 @@ export interface ListenOptions {
   mode?: number;
 }
 
-async function answers(path: string): Promise<boolean> {
-  try {
-    const conn = await Deno.connect({ transport: "unix", path });
-    conn.close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Listens on a unix socket and serves `handler`; its `signal` aborts once the answer is delivered or the caller
  * went away. Refuses with `busy` when another process answers on the path,
@@ -52,7 +43,7 @@ export async function listenUnix(
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   if (exists) {
-    if (await answers(path)) {
+    if (await socketAnswers(path)) {
       throw new RpcError("busy", `Cannot listen on "${path}": another process answers on it`, {
         details: { socket: path },
       });

@@ -6,7 +6,7 @@
  *   without a pointer by all its containers; either way only running, healthy (or probe-less), addressed
  *   containers not marked stopping ({@link servingGroups}).
  * - **DNS.** {@link projectDns} feeds lib/dns's `renderDnsSpec`; {@link DnsSpecWriter} is the single writer of
- *   dns.json; {@link renderDnsRuntimeUnit} and the {@link DnsRunner} strategies keep `ployzd dns` running.
+ *   dns.json; the {@link DnsRunner} strategies keep `ployzd dns` running.
  * - **Caddy.** {@link projectCaddy} renders the projection from `x-ports` (carried as the `ployz.ingress`
  *   label, {@link servingLabels}) and `x-caddy` fragments; {@link loadCaddy} validates each fragment with
  *   `/adapt` (a bad one is skipped and reported), loads with `/load` and confirms with `/config/`.
@@ -47,10 +47,10 @@ export {
 export { type DnsProjectionOptions, dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 export {
   type DnsRunner,
-  renderDnsRuntimeUnit,
   RUNTIME_UNIT_DIR,
   systemdDnsRunner,
   systemdRuns,
+  systemdUnitRunner,
 } from "./dns_unit.ts";
 export { DnsSpecWriter } from "./dns_writer.ts";
 export {

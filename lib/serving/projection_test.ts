@@ -4,7 +4,7 @@ import { acksToWrite } from "./acks.ts";
 import { canonical, configDials } from "./caddy_loader.ts";
 import { projectCaddy } from "./caddy_projection.ts";
 import { dnsUpstreamsFromEnv, lookupId, projectDns } from "./dns_projection.ts";
-import { renderDnsRuntimeUnit } from "./dns_unit.ts";
+import { renderRuntimeUnit } from "../installer/mod.ts";
 import { ingressRoutes, SERVING_LABELS, servingLabels } from "./labels.ts";
 
 const INGRESS = servingLabels({
@@ -179,7 +179,7 @@ Deno.test("acks are written once per pointer move", () => {
 });
 
 Deno.test("the DNS runtime unit is the installer's dns unit without an [Install] section", () => {
-  const unit = renderDnsRuntimeUnit({ deno: "/usr/lib/ployz/deno", appDir: "/usr/lib/ployz/current" });
+  const unit = renderRuntimeUnit("dns", { deno: "/usr/lib/ployz/deno", appDir: "/usr/lib/ployz/current" });
   assert.equal(unit.name, "ployz-dns.service");
   assert.ok(!unit.text.includes("[Install]"));
   assert.match(unit.text, /ExecStart=.*cmd\/ployzd\.ts dns/);

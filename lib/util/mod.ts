@@ -1,7 +1,7 @@
 /**
  * One way to do each small thing every area needs: a durable atomic file write, a capped body read, a cancellable
- * sleep and poll
- * loop, stopping a child process, and the shared error codes with the coded error every area's error extends.
+ * sleep and poll loop, stopping a child process, probing a unix socket, and the shared error codes with the coded
+ * error every area's error extends.
  *
  * A leaf: every area may import this `mod.ts`, and it imports no other area.
  *
@@ -12,4 +12,5 @@ export { type AtomicWriteOptions, syncDir, writeFileAtomic } from "./atomic_file
 export { readBodyCapped } from "./body.ts";
 export { CodedError, type CodedErrorOptions, ERROR_CODES, type ErrorCode, isErrorCode } from "./errors.ts";
 export { stopChild, type StopOptions } from "./process.ts";
+export { socketAnswers } from "./socket.ts";
 export { type PollOptions, pollUntil, sleep } from "./time.ts";
