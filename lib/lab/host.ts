@@ -6,7 +6,7 @@
  */
 
 import { type CommandResult, hostRunner, runChecked } from "../mesh/mod.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 
 /** Runs a host command and throws with its stderr on failure. */
 export function sh(cmd: string, args: string[]): Promise<string> {
@@ -93,12 +93,8 @@ export async function stopPids(pids: number[], signal: Deno.Signal, timeoutMs: n
       // already gone
     }
   }
-  const until = Date.now() + timeoutMs;
-  let left = pids.filter(alive);
-  while (left.length > 0 && Date.now() < until) {
-    await sleep(100);
-    left = left.filter(alive);
-  }
+  let left = pids;
+  await pollUntil(() => (left = left.filter(alive)).length === 0, { timeoutMs, intervalMs: 100 });
   return left;
 }
 

@@ -26,7 +26,7 @@ import { chooseSubnet, type SubnetClaim } from "./allocation.ts";
 import { networksOverlap, parseIpv4Network } from "./cidr.ts";
 import { type SubnetCollision, subnetCollisions } from "./collisions.ts";
 import { MeshError } from "./errors.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 
 /** The operator's durable allocation history, as enrollment uses it. */
 export interface AllocationHistory {
@@ -221,26 +221,17 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
   }
 
   const deadline = started + (options.timeoutMs ?? 60_000);
-  let participatingAfterMs: number | undefined;
-  for (;;) {
+  const participating = await pollUntil(async () => {
     machine = (await joiner.status()).machine;
-    if (machine.phase === "participating") {
-      participatingAfterMs = Date.now() - started;
-      break;
-    }
-    if (Date.now() >= deadline) break;
-    await sleep(200);
-  }
+    return machine.phase === "participating";
+  }, { timeoutMs: deadline - Date.now(), intervalMs: 200 });
+  const participatingAfterMs = participating ? Date.now() - started : undefined;
 
   let last: ListedMachine[] = observed.machines;
-  let entryHoldsRow = false;
-  const rowDeadline = Date.now() + (participatingAfterMs === undefined ? 0 : 10_000);
-  for (;;) {
+  const entryHoldsRow = await pollUntil(async () => {
     last = (await entry.listMachines()).machines;
-    entryHoldsRow = last.some((m) => m.id === machine.id);
-    if (entryHoldsRow || Date.now() >= rowDeadline) break;
-    await sleep(200);
-  }
+    return last.some((m) => m.id === machine.id);
+  }, { timeoutMs: participating ? 10_000 : 0, intervalMs: 200 }) === true;
   return {
     machine,
     entry: entryRecord,
