@@ -1,9 +1,12 @@
-// `deno task dist` for this machine's target: a checksummed tree that runs offline, and a plain statement of
-// why no compiled binary was made when denort is missing; the macOS operator-CLI trees (contents, checksums,
-// launcher shape: no Mac here to run them); and `install.sh --cli` putting only the CLI into a user's prefix.
+// `deno task dist` for this machine's target: a checksummed tree that runs offline, SHA256SUMS signed (with the
+// test key when no release key is given), and a plain statement of why no compiled binary was made when denort
+// is missing; the macOS operator-CLI trees (contents, checksums, launcher shape: no Mac here to run them); and
+// `install.sh --cli` putting only the CLI into a user's prefix.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
+import { SIGNATURE_FILE, verifySumsSignature } from "../lib/installer/mod.ts";
+import { TEST_RELEASE_PUBLIC_KEY } from "../tools/release_test_key.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 
 Deno.test("dist builds a checksummed offline tree and says plainly why nothing was compiled", async () => {
@@ -31,6 +34,13 @@ Deno.test("dist builds a checksummed offline tree and says plainly why nothing w
       stdout: "piped",
     }).output();
     ok(check.success, new TextDecoder().decode(check.stdout));
+    match(result.stdout, /SHA256SUMS\.sig signed with the TEST key/);
+    verifySumsSignature(
+      PLOYZ_VERSION,
+      await Deno.readFile(join(out, "SHA256SUMS")),
+      await Deno.readTextFile(join(out, SIGNATURE_FILE)),
+      Uint8Array.from(atob(TEST_RELEASE_PUBLIC_KEY), (c) => c.charCodeAt(0)),
+    );
   } finally {
     await Deno.remove(out, { recursive: true });
   }
@@ -115,6 +125,8 @@ Deno.test("install.sh --cli installs only the CLI into a prefix, as an unprivile
       run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script], {
         HOME: home,
         PLOYZ_RELEASE_SOURCE: releases,
+        // dist signed with the test key: the installer trusts it for this local source only when told.
+        PLOYZ_RELEASE_PUBLIC_KEY: TEST_RELEASE_PUBLIC_KEY,
         DENO_DIR: join(home, "deno-dir"),
       });
     const installed = await asNobody(`sh ${join(ROOT, "install.sh")} --cli --version ${PLOYZ_VERSION}`);

@@ -5,7 +5,7 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DOCKER_ENV } from "./support/docker.ts";
-import { sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import { sh, signReleaseSums, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { sleep } from "./support/poll.ts";
@@ -84,6 +84,7 @@ async function buildSource(work: string): Promise<string> {
   await Deno.writeTextFile(join(rel, "0.5.0", "SHA256SUMS"), `${digest}  ployz-0.5.0-${TRIPLE}.tar.gz\n`);
   await Deno.copyFile(good, join(rel, "0.6.0", `ployz-0.6.0-${TRIPLE}.tar.gz`));
   await Deno.writeTextFile(join(rel, "0.6.0", "SHA256SUMS"), `${digest}  something-else.tar.gz\n`);
+  await signReleaseSums(rel);
   await Deno.chmod(rel, 0o755);
   return rel;
 }

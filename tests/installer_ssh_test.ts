@@ -19,7 +19,14 @@ import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch } from "../lib/rpc/mod.ts";
 import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
-import { buildReleaseSource, sh, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import {
+  buildReleaseSource,
+  sh,
+  signReleaseSums,
+  SYSTEMD_IMAGE,
+  SystemdMachine,
+  TEST_KEY_ENV,
+} from "./support/installer.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { sleep } from "./support/poll.ts";
@@ -111,6 +118,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
         join(rel, CORRUPT, "SHA256SUMS"),
         `${digest}  ployz-${CORRUPT}-${TRIPLE}.tar.gz\n`,
       );
+      await signReleaseSums(rel);
       await sh(`chmod -R a+rX '${rel}'`);
       await Deno.writeTextFile(join(work, "http_server.ts"), HTTP_SERVER);
       // The operator's key and ssh config: this test's own, never the user's.
@@ -135,6 +143,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
         PLOYZ_CONFIG_DIR: join(work, "config"),
         PLOYZ_SSH_CONFIG: sshConfig,
         NO_COLOR: "1",
+        ...TEST_KEY_ENV,
       };
       const ployz = (...args: string[]): Promise<RunResult> =>
         run(Deno.execPath(), [
@@ -314,7 +323,10 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
           );
           match(
             r.stderr,
-            new RegExp(`^acquire: release ${v} for ${TRIPLE} from ".*": checksum verified here`, "m"),
+            new RegExp(
+              `^acquire: release ${v} for ${TRIPLE} from ".*": signature and checksum verified here`,
+              "m",
+            ),
           );
           const sent = Number(
             /^transfer: sent install\.sh, SHA256SUMS and \S+ \((\d+) bytes/m.exec(r.stderr)?.[1],

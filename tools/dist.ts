@@ -4,9 +4,14 @@
 // (aarch64/x86_64-apple-darwin): an operator-CLI tree, `ployz-cli-<version>-<triple>.tar.gz`, with bin/ployz only.
 // PLOYZ_DIST_TARGETS=host builds only this machine's target (a comma list names targets, Linux or macOS);
 // PLOYZ_DIST_OUT overrides dist/.
+// SHA256SUMS.sig signs SHA256SUMS with the release key, read from PLOYZ_RELEASE_SIGNING_KEY_FILE (a file holding
+// the base64 of the 32-byte Ed25519 secret) or PLOYZ_RELEASE_SIGNING_KEY (that base64); without either, with the
+// TEST key (tools/release_test_key.ts), which no installer trusts unless told.
 import { createHash } from "node:crypto";
 import { basename, join, relative } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
+import { publicKeyOf, RELEASE_PUBLIC_KEY, SIGNATURE_FILE, signSums } from "../lib/installer/mod.ts";
+import { TEST_RELEASE_SECRET_KEY } from "./release_test_key.ts";
 import { compileTarget } from "./build/compile.ts";
 import { CLI_TARGETS, LINUX_TARGETS, type Target } from "./build/targets.ts";
 
@@ -161,8 +166,33 @@ async function writeChecksums(artifacts: string[]): Promise<void> {
     for await (const chunk of (await Deno.open(path)).readable) hash.update(chunk);
     lines.push(`${hash.digest("hex")}  ${relative(OUT, path)}`);
   }
-  await Deno.writeTextFile(join(OUT, "SHA256SUMS"), lines.join("\n") + "\n");
+  const sums = new TextEncoder().encode(lines.join("\n") + "\n");
+  await Deno.writeFile(join(OUT, "SHA256SUMS"), sums);
   console.log(`dist: ${relative(ROOT, join(OUT, "SHA256SUMS"))} (${lines.length} artifacts)`);
+  const key = await signingKey();
+  await Deno.writeTextFile(join(OUT, SIGNATURE_FILE), signSums(sums, key.secret));
+  console.log(`dist: ${relative(ROOT, join(OUT, SIGNATURE_FILE))} signed with ${key.what}`);
+}
+
+/** The release signing key from the environment, else the test key (said so plainly). */
+async function signingKey(): Promise<{ secret: Uint8Array; what: string }> {
+  const file = Deno.env.get("PLOYZ_RELEASE_SIGNING_KEY_FILE");
+  const text = file ? await Deno.readTextFile(file) : Deno.env.get("PLOYZ_RELEASE_SIGNING_KEY");
+  const secret = Uint8Array.from(atob((text ?? TEST_RELEASE_SECRET_KEY).trim()), (c) => c.charCodeAt(0));
+  if (secret.length !== 32) throw new Error("dist: a release signing key is base64 of 32 bytes");
+  const publicKey = publicKeyOf(secret);
+  if (text === undefined) {
+    return {
+      secret,
+      what: `the TEST key (${publicKey}): installers refuse it unless given PLOYZ_RELEASE_PUBLIC_KEY`,
+    };
+  }
+  if (publicKey !== RELEASE_PUBLIC_KEY) {
+    throw new Error(
+      `dist: the signing key's public half ${publicKey} is not the installer's ${RELEASE_PUBLIC_KEY}`,
+    );
+  }
+  return { secret, what: "the release key" };
 }
 
 async function run(cmd: string, args: string[], cwd: string, required = true): Promise<boolean> {

@@ -40,7 +40,16 @@ export {
   majorLine,
   openReleaseSource,
   resolveChannel,
+  withoutCredentials,
 } from "./release.ts";
+export {
+  publicKeyOf,
+  RELEASE_PUBLIC_KEY,
+  releasePublicKey,
+  SIGNATURE_FILE,
+  signSums,
+  verifySumsSignature,
+} from "./signature.ts";
 export type { ReleaseSource } from "./release.ts";
 export { parseSha256Sums } from "./checksums.ts";
 export { checkAttemptId, journalHint, STAGES, workerUnit } from "./attempt.ts";

@@ -46,6 +46,11 @@ export function releasesDir(paths: InstallPaths): string {
   return join(paths.prefix, "releases");
 }
 
+/** `<prefix>/release-test-key`: the test release key a local install was given, if any. */
+export function releaseTestKeyPath(paths: InstallPaths): string {
+  return join(paths.prefix, "release-test-key");
+}
+
 /** `<prefix>/current`. */
 export function currentLink(paths: InstallPaths): string {
   return join(paths.prefix, "current");

@@ -23,6 +23,7 @@
 import { join } from "node:path";
 import { type ErrorCode, isErrorCode } from "../util/mod.ts";
 import { parseSha256Sums, verifyArtifact } from "./checksums.ts";
+import { releasePublicKey, SIGNATURE_FILE, verifySumsSignature } from "./signature.ts";
 import { InstallError } from "./errors.ts";
 import { type Bundle, bundleStream } from "./bundle.ts";
 import type { PrerequisiteChoice } from "./prerequisites.ts";
@@ -271,7 +272,15 @@ export async function acquireRelease(
   try {
     await source.download(["install.sh"], join(dir, "install.sh"));
     await source.download([target.version, "SHA256SUMS"], join(versionDir, "SHA256SUMS"));
-    const sums = parseSha256Sums(await Deno.readTextFile(join(versionDir, "SHA256SUMS")));
+    await source.download([target.version, SIGNATURE_FILE], join(versionDir, SIGNATURE_FILE));
+    const sumsBytes = await Deno.readFile(join(versionDir, "SHA256SUMS"));
+    verifySumsSignature(
+      target.version,
+      sumsBytes,
+      await Deno.readTextFile(join(versionDir, SIGNATURE_FILE)),
+      releasePublicKey(sourceBase),
+    );
+    const sums = parseSha256Sums(new TextDecoder().decode(sumsBytes));
     if (!sums.has(artifact)) {
       throw new InstallError("not_found", `Release ${target.version} has no "${artifact}" in its SHA256SUMS`);
     }
@@ -309,6 +318,11 @@ export async function releaseBundle(release: AcquiredRelease): Promise<Bundle> {
     { kind: "dir", name: "source" },
     { kind: "dir", name: `source/${v}` },
     { kind: "file", name: `source/${v}/SHA256SUMS`, path: join(release.dir, "source", v, "SHA256SUMS") },
+    {
+      kind: "file",
+      name: `source/${v}/${SIGNATURE_FILE}`,
+      path: join(release.dir, "source", v, SIGNATURE_FILE),
+    },
     {
       kind: "file",
       name: `source/${v}/${release.artifact}`,
@@ -361,6 +375,8 @@ export interface RemoteInstall {
   prerequisites: PrerequisiteChoice;
   /** Run install.sh through `sudo -n` (the SSH user is not root). */
   sudo: boolean;
+  /** A test release key for install.sh (`PLOYZ_RELEASE_PUBLIC_KEY`, base64); absent for real releases. */
+  releaseKey?: string;
   /** Each line the host prints while installing. */
   onLine?: (line: string) => void;
 }
@@ -374,11 +390,16 @@ export function installScript(install: Omit<RemoteInstall, "onLine">): string {
   if (install.prerequisites === "skip") args.push("--skip-prerequisites");
   if (install.prerequisites === "install") args.push("--install-prerequisites");
   const d = shellQuote(install.dir);
+  let key = "";
+  if (install.releaseKey !== undefined) {
+    if (!/^[A-Za-z0-9+/]{43}=$/.test(install.releaseKey)) throw new TypeError("Invalid release public key");
+    key = ` PLOYZ_RELEASE_PUBLIC_KEY=${install.releaseKey}`;
+  }
   return [
     `d=${d}`,
     `trap 'rm -rf "$d"' EXIT`,
     "cd /",
-    `${install.sudo ? "sudo -n " : ""}env PLOYZ_RELEASE_SOURCE="$d/source" sh "$d/install.sh" ${
+    `${install.sudo ? "sudo -n " : ""}env PLOYZ_RELEASE_SOURCE="$d/source"${key} sh "$d/install.sh" ${
       args.map(shellQuote).join(" ")
     }`,
   ].join("\n");
@@ -549,7 +570,9 @@ export async function provisionHost(options: ProvisionOptions): Promise<Provisio
       `release ${release.version}${
         release.channel ? ` (channel ${release.channel})` : ""
       } for ${probe.triple} ` +
-        `from "${displaySource(options.source)}": checksum verified here (${timings.acquire} ms)`,
+        `from "${
+          displaySource(options.source)
+        }": signature and checksum verified here (${timings.acquire} ms)`,
     );
     const bundle = await releaseBundle(release);
     const dir = await timed("transfer", () => transferBundle(shell, bundle));
@@ -566,6 +589,7 @@ export async function provisionHost(options: ProvisionOptions): Promise<Provisio
         recordSource: recordableSource(options.source),
         prerequisites: options.prerequisites,
         sudo,
+        releaseKey: Deno.env.get("PLOYZ_RELEASE_PUBLIC_KEY") || undefined,
         onLine: (line) => {
           if (line.trim() !== "") say("install", `  host: ${line.trim()}`);
         },

@@ -64,7 +64,9 @@ export function openReleaseSource(base: string): ReleaseSource {
   if (isAbsolute(base) && !base.split("/").includes("..")) return dirSource(base);
   throw new InstallError(
     "invalid_argument",
-    `Invalid release source "${base}": expected an absolute directory or an http(s):// URL`,
+    `Invalid release source "${
+      withoutCredentials(base)
+    }": expected an absolute directory or an http(s):// URL`,
   );
 }
 
@@ -76,7 +78,7 @@ export async function resolveChannel(source: ReleaseSource, line: string, channe
   if (!VERSION.test(text)) {
     throw new InstallError(
       "unavailable",
-      `Cannot resolve channel "${line}/${channel}" at "${source.base}": it holds "${
+      `Cannot resolve channel "${line}/${channel}" at "${withoutCredentials(source.base)}": it holds "${
         text.slice(0, 40)
       }", not a version`,
     );
@@ -123,26 +125,53 @@ function notFoundOr(error: unknown, base: string, parts: string[]): unknown {
   return error;
 }
 
+/** `text` with the credentials of any URL in it (`//user:password@`) left out. */
+export function withoutCredentials(text: string): string {
+  return text.replace(/\/\/[^/@\s"]*@/g, "//");
+}
+
 function urlSource(base: string): ReleaseSource {
+  // Credentials in the base travel as an Authorization header (fetch refuses them in a URL) and never appear in
+  // a message.
+  const parsed = new URL(base);
+  const headers = new Headers();
+  if (parsed.username !== "" || parsed.password !== "") {
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    headers.set("authorization", `Basic ${btoa(`${user}:${password}`)}`);
+    parsed.username = "";
+    parsed.password = "";
+  }
+  const plain = parsed.toString().replace(/\/+$/, "");
+  const shown = withoutCredentials(base);
   async function get(parts: string[], signal?: AbortSignal): Promise<Response> {
     checkParts(parts);
-    const url = `${base}/${parts.map(encodeURIComponent).join("/")}`;
+    const path = parts.map(encodeURIComponent).join("/");
     let response: Response;
     try {
-      response = await fetch(url, { signal: signal ?? AbortSignal.timeout(300_000) });
+      response = await fetch(`${plain}/${path}`, {
+        headers,
+        signal: signal ?? AbortSignal.timeout(300_000),
+      });
     } catch (error) {
       throw new InstallError(
         "unavailable",
-        `Cannot fetch "${url}": ${error instanceof Error ? error.message : String(error)}`,
+        `Cannot fetch "${shown}/${path}": ${
+          withoutCredentials(error instanceof Error ? error.message : String(error))
+        }`,
       );
+    }
+    if (/^https:/.test(plain) && !/^https:/.test(response.url)) {
+      await response.body?.cancel();
+      throw new InstallError("unavailable", `Cannot fetch "${shown}/${path}": redirected away from https`);
     }
     if (response.status === 404) {
       await response.body?.cancel();
-      throw new InstallError("not_found", `Cannot find "${parts.join("/")}" in release source "${base}"`);
+      throw new InstallError("not_found", `Cannot find "${parts.join("/")}" in release source "${shown}"`);
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new InstallError("unavailable", `Cannot fetch "${url}": HTTP ${response.status}`);
+      throw new InstallError("unavailable", `Cannot fetch "${shown}/${path}": HTTP ${response.status}`);
     }
     return response;
   }

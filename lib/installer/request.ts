@@ -21,7 +21,8 @@ import { type InstallLock, lockHolder, lockIsHeld, waitLockInstall } from "./loc
 import { type InstallPaths, layoutEnv } from "./paths.ts";
 import type { PrerequisiteChoice } from "./prerequisites.ts";
 import { checkChannel, checkVersion, majorLine, openReleaseSource, resolveChannel } from "./release.ts";
-import { readSavedSource, runAttempt } from "./run_attempt.ts";
+import { keepTestReleaseKey, readSavedSource, runAttempt } from "./run_attempt.ts";
+import { releasePublicKey } from "./signature.ts";
 import { activeState, startTransient } from "./systemd.ts";
 
 /** An upgrade request: an exact version or a channel (resolved once), from the Machine's release source. */
@@ -179,6 +180,16 @@ export async function runWorker(
   }
 }
 
+/**
+ * `PLOYZ_RELEASE_PUBLIC_KEY` of a local install, checked against its source now (an https source with a test key
+ * is refused before anything starts).
+ */
+function testReleaseKey(sourceBase: string): string | undefined {
+  const key = Deno.env.get("PLOYZ_RELEASE_PUBLIC_KEY") || undefined;
+  if (key !== undefined) releasePublicKey(sourceBase, () => key);
+  return key;
+}
+
 /** A local install from a tarball install.sh already downloaded; runs in this process. */
 export interface LocalInstall {
   /** The release artifact `ployz-<version>-<triple>.tar.gz`. */
@@ -217,10 +228,13 @@ export async function installFrom(
   );
   const source = openReleaseSource(request.source);
   if (typeof request.recordSource === "string") openReleaseSource(request.recordSource);
+  const releaseKey = testReleaseKey(source.base);
   const id = newAttemptId();
   await refuseIfOtherRunning(paths, id);
   await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
   await refuseIfOtherRunning(paths, id);
+  // The test key is kept where only the installer writes (never the daemon), for later upgrade workers.
+  await keepTestReleaseKey(paths, releaseKey);
   const now = new Date().toISOString();
   const record = await writeAttempt(paths, {
     id,

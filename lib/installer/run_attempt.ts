@@ -14,7 +14,7 @@ import {
 import { writeFileAtomic } from "../util/mod.ts";
 import { layoutEnv } from "./paths.ts";
 import { InstallError } from "./errors.ts";
-import { type InstallPaths, installStateDir, releasesDir, stagingDir } from "./paths.ts";
+import { type InstallPaths, installStateDir, releasesDir, releaseTestKeyPath, stagingDir } from "./paths.ts";
 import { preflight } from "./preflight.ts";
 import {
   installPackages,
@@ -24,6 +24,7 @@ import {
 } from "./prerequisites.ts";
 import { waitReady } from "./readiness.ts";
 import { openReleaseSource } from "./release.ts";
+import { releasePublicKey } from "./signature.ts";
 import { acquire, makeStaging, unpack, verify } from "./stage.ts";
 import { activeState, systemctl } from "./systemd.ts";
 
@@ -51,6 +52,31 @@ export async function readSavedSource(
 ): Promise<{ source?: string; channel?: string } | undefined> {
   try {
     return JSON.parse(await Deno.readTextFile(join(installStateDir(paths), "source.json")));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Keeps (or, given none, removes) the test release key a local install was given, at `<prefix>/release-test-key`:
+ * the installer writes there and the daemon cannot, so a daemon that writes attempt records still cannot make an
+ * upgrade worker trust another key.
+ */
+export async function keepTestReleaseKey(paths: InstallPaths, key: string | undefined): Promise<void> {
+  const path = releaseTestKeyPath(paths);
+  if (key === undefined) {
+    await Deno.remove(path).catch(() => {});
+    return;
+  }
+  await Deno.mkdir(paths.prefix, { recursive: true, mode: 0o755 });
+  await writeFileAtomic(path, `${key}\n`, { mode: 0o644 });
+}
+
+/** The kept test release key, if any. */
+export async function readTestReleaseKey(paths: InstallPaths): Promise<string | undefined> {
+  try {
+    return (await Deno.readTextFile(releaseTestKeyPath(paths))).trim() || undefined;
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw error;
@@ -85,12 +111,13 @@ export async function runAttempt(
       return record;
     }
     const source = openReleaseSource(record.source);
+    const testKey = Deno.env.get("PLOYZ_RELEASE_PUBLIC_KEY") || await readTestReleaseKey(paths);
     const triple = options.triple ?? Deno.build.target;
     await enter("acquire", from === undefined ? {} : { "from_version": from });
     await makeStaging(staging);
     const acquired = await acquire(source, record.target_version, triple, staging, options.fromTarball);
     await enter("verify_checksum");
-    const digest = await verify(acquired);
+    const digest = await verify(acquired, releasePublicKey(record.source, () => testKey));
     await enter("unpack", { sha256: digest });
     const tree = await unpack(acquired, staging);
     await enter("preflight");

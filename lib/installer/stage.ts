@@ -5,6 +5,7 @@ import { parseSha256Sums, verifyArtifact } from "./checksums.ts";
 import { InstallError } from "./errors.ts";
 import { execBounded, tail } from "./exec.ts";
 import { artifactName, type ReleaseSource } from "./release.ts";
+import { releasePublicKey, SIGNATURE_FILE, verifySumsSignature } from "./signature.ts";
 
 /** Files of one acquired release in staging. */
 export interface Acquired {
@@ -14,6 +15,14 @@ export interface Acquired {
   tarball: string;
   /** The release's SHA256SUMS text. */
   sums: string;
+  /** SHA256SUMS as fetched, byte for byte: what the signature covers. */
+  sumsBytes: Uint8Array;
+  /** The text of SHA256SUMS.sig. */
+  signature: string;
+  /** The version acquired. */
+  version: string;
+  /** The release source it came from (which decides the key, see `releasePublicKey`). */
+  sourceBase: string;
 }
 
 /** Creates the private staging directory (mode 0700), replacing leftovers of the same attempt. */
@@ -24,7 +33,7 @@ export async function makeStaging(dir: string): Promise<void> {
 }
 
 /**
- * Copies SHA256SUMS and the artifact of `version` for `triple` into `dir`. With `localTarball`, that file (which
+ * Copies SHA256SUMS, its signature and the artifact of `version` for `triple` into `dir`. With `localTarball`, that file (which
  * must carry the artifact's name) is used instead of downloading one; SHA256SUMS still comes from the source.
  */
 export async function acquire(
@@ -37,6 +46,8 @@ export async function acquire(
   const name = artifactName(version, triple);
   const sumsPath = join(dir, "SHA256SUMS");
   await source.download([version, "SHA256SUMS"], sumsPath);
+  const signaturePath = join(dir, SIGNATURE_FILE);
+  await source.download([version, SIGNATURE_FILE], signaturePath);
   const tarball = join(dir, name);
   if (localTarball !== undefined) {
     if (basename(localTarball) !== name) {
@@ -49,11 +60,27 @@ export async function acquire(
   } else {
     await source.download([version, name], tarball, AbortSignal.timeout(600_000));
   }
-  return { name, tarball, sums: await Deno.readTextFile(sumsPath) };
+  const sumsBytes = await Deno.readFile(sumsPath);
+  return {
+    name,
+    tarball,
+    sums: new TextDecoder().decode(sumsBytes),
+    sumsBytes,
+    signature: await Deno.readTextFile(signaturePath),
+    version,
+    sourceBase: source.base,
+  };
 }
 
-/** Refuses the staged artifact unless SHA256SUMS lists it with the same digest. */
-export async function verify(acquired: Acquired): Promise<string> {
+/**
+ * Refuses the staged release unless SHA256SUMS carries the release key's signature and lists the artifact with
+ * the same digest; nothing is unpacked before.
+ */
+export async function verify(
+  acquired: Acquired,
+  publicKey: Uint8Array = releasePublicKey(acquired.sourceBase),
+): Promise<string> {
+  verifySumsSignature(acquired.version, acquired.sumsBytes, acquired.signature, publicKey);
   return await verifyArtifact(acquired.tarball, acquired.name, parseSha256Sums(acquired.sums));
 }
 

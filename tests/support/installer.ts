@@ -2,6 +2,8 @@
 // .ci/images_systemd.sh): release sources built from one `tools/dist.ts` tree, and the container itself.
 import { equal } from "node:assert/strict";
 import { join } from "node:path";
+import { SIGNATURE_FILE, signSums } from "../../lib/installer/mod.ts";
+import { TEST_RELEASE_PUBLIC_KEY, TEST_RELEASE_SECRET_KEY } from "../../tools/release_test_key.ts";
 import { DOCKER_ENV } from "./docker.ts";
 import { sleep } from "./poll.ts";
 import { ROOT, run, type RunResult } from "./spawn.ts";
@@ -17,6 +19,21 @@ export async function sh(script: string, cwd?: string): Promise<string> {
   if (!out.success) throw new Error(`"${script}" failed: ${new TextDecoder().decode(out.stderr)}`);
   return new TextDecoder().decode(out.stdout);
 }
+
+/** Signs every `<rel>/<version>/SHA256SUMS` with the test release key (SHA256SUMS.sig beside it). */
+export async function signReleaseSums(rel: string): Promise<void> {
+  const secret = Uint8Array.from(atob(TEST_RELEASE_SECRET_KEY), (c) => c.charCodeAt(0));
+  for await (const entry of Deno.readDir(rel)) {
+    const sums = join(rel, entry.name, "SHA256SUMS");
+    const bytes = await Deno.readFile(sums).catch(() => undefined);
+    if (bytes !== undefined) {
+      await Deno.writeTextFile(join(rel, entry.name, SIGNATURE_FILE), signSums(bytes, secret));
+    }
+  }
+}
+
+/** The environment that makes installers trust the test release key (local and http:// sources only). */
+export const TEST_KEY_ENV: Record<string, string> = { PLOYZ_RELEASE_PUBLIC_KEY: TEST_RELEASE_PUBLIC_KEY };
 
 /**
  * Builds a release source under `work/releases` holding `versions`, each a copy of one dist tree whose deno.json
@@ -61,6 +78,7 @@ export async function buildReleaseSource(
   await Deno.mkdir(join(rel, "v0"));
   await Deno.writeTextFile(join(rel, "v0", "stable"), `${versions[0]}\n`);
   await Deno.copyFile(join(ROOT, "install.sh"), join(rel, "install.sh"));
+  await signReleaseSums(rel);
   await Deno.chmod(rel, 0o755);
   await Deno.remove(dist, { recursive: true });
   return rel;
@@ -97,6 +115,9 @@ export class SystemdMachine {
       "/run/lock",
       "-e",
       "container=docker",
+      // Every command run in the container (docker exec inherits it) trusts the test release key.
+      "-e",
+      `PLOYZ_RELEASE_PUBLIC_KEY=${TEST_RELEASE_PUBLIC_KEY}`,
       ...extra,
       SYSTEMD_IMAGE,
     ], DOCKER_ENV);
