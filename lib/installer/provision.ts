@@ -34,6 +34,7 @@ import {
   majorLine,
   openReleaseSource,
   resolveChannel,
+  withoutCredentials,
 } from "./release.ts";
 import { type RemoteResult, type RemoteShell, shellQuote } from "./ssh.ts";
 
@@ -438,7 +439,7 @@ export function recordableSource(sourceBase: string): string {
 
 /** `message` without URL credentials (`//user:password@`), which a release source URL may carry. */
 export function redact(message: string): string {
-  return message.replace(/\/\/[^/@\s"]*@/g, "//");
+  return withoutCredentials(message);
 }
 
 /** `sourceBase` as messages show it: a URL without credentials or query. */
