@@ -32,6 +32,21 @@ const CASES: Case[] = [
       { op: "connect-tcp", target: "127.0.0.2:80" },
       // No loopback grant: the observe and Caddy admin sockets are reached through unix proxies.
       { op: "connect-tcp", target: "127.0.0.1:80" },
+      // systemd only through the ployz-systemd door: no systemctl, no systemd-run, no unit file.
+      { op: "run", target: "systemctl" },
+      { op: "run", target: "systemd-run" },
+      { op: "write", target: "/run/systemd/system/ployz-permission-probe.txt" },
+    ],
+  },
+  {
+    set: "systemd",
+    inside: () => [{ op: "run", target: "systemctl" }],
+    outside: (l) => [
+      { op: "run", target: "/bin/true" },
+      { op: "write", target: "/etc/ployz-probe" },
+      { op: "read", target: join(l.dataDir, "machine.json") },
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "connect-tcp", target: "127.0.0.1:80" },
     ],
   },
   {

@@ -18,11 +18,13 @@ const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-upg-${RUN}`;
 
-/** What the daemon needs beyond deno.json's serve set to take upgrade requests (reported, not yet in deno.json). */
+/**
+ * What the daemon needs beyond deno.json's serve set to take upgrade requests here: reading the test's release
+ * source. It reaches systemd through the ployz-systemd door alone.
+ */
 function grantUpgrades(config: Record<string, unknown>): void {
   const sets = config.permissions as Record<string, Record<string, unknown>>;
   const serve = sets.serve;
-  serve.run = [...new Set([...(serve.run as string[]), "systemd-run"])];
   serve.read = [...new Set([...(serve.read as string[]), "/usr/lib/ployz", "/releases"])];
 }
 

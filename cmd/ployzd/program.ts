@@ -35,6 +35,11 @@ export const ployzd: Command = {
       "Bridge stdin/stdout to the local Machine RPC socket (for SSH access)",
       () => import("./dial_stdio.ts").then((m) => m.dialStdio),
     ),
+    lazyCommand(
+      "systemd",
+      "The daemon's door to systemd: Ployz runtime units and upgrade workers only",
+      () => import("./systemd.ts").then((m) => m.systemdDoor),
+    ),
     versionCommand("ployzd"),
   ],
 };
@@ -45,6 +50,7 @@ const SETS: Record<string, string> = {
   observe: "observe",
   install: "install",
   "dial-stdio": "dial-stdio",
+  systemd: "systemd",
 };
 
 /** The permission set a `ployzd` subcommand runs under; `none` for help, version and anything unknown. */

@@ -40,3 +40,4 @@ export { isMintedId, mintId } from "./ids.ts";
 export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
 export { type MeshSettings, meshSettingsFromEnv, SYNC_PORT } from "./mesh_settings.ts";
 export { materializeFiles, pruneFiles } from "./shipped_files.ts";
+export { type ObserveRunner, systemdObserveRunner } from "./observe_runtime.ts";

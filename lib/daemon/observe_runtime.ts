@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { renderRuntimeUnit, type UnitOptions } from "../installer/mod.ts";
 import { type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns, systemdUnitRunner } from "../serving/mod.ts";
+import { doorRunner } from "./systemd_door.ts";
 import { socketAnswers, stopChild } from "../util/mod.ts";
 
 /** How the Observe Store process is kept running. */
@@ -103,9 +104,8 @@ export function processObserveRunner(
  */
 export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunner> {
   const entry = fileURLToPath(Deno.mainModule);
-  if (await systemdRuns()) {
-    return systemdObserveRunner({ deno: Deno.execPath(), appDir: dirname(dirname(entry)), layout });
-  }
+  // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
+  if (await systemdRuns()) return doorRunner("observe");
   const flags = permissionFlags(relocate(permissionSet("observe"), layout));
   const env: Record<string, string> = {
     PLOYZ_DATA_DIR: layout.dataDir,

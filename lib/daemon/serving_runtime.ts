@@ -10,7 +10,6 @@
  * @module
  */
 
-import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
@@ -27,10 +26,10 @@ import {
   type ServingLoop,
   startIngressDriver,
   startServingLoop,
-  systemdDnsRunner,
   systemdRuns,
 } from "../serving/mod.ts";
 import type { Store } from "../store/mod.ts";
+import { doorRunner } from "./systemd_door.ts";
 import { stopChild } from "../util/mod.ts";
 
 /** How to run the serving runtime. */
@@ -91,9 +90,8 @@ export async function defaultDnsRunner(
   log: (line: string) => void = () => {},
 ): Promise<DnsRunner> {
   const entry = fileURLToPath(Deno.mainModule);
-  if (await systemdRuns()) {
-    return systemdDnsRunner({ deno: Deno.execPath(), appDir: dirname(dirname(entry)), layout });
-  }
+  // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
+  if (await systemdRuns()) return doorRunner("dns");
   const flags = permissionFlags(relocate(permissionSet("dns"), layout));
   return supervisedDnsRunner({
     // Lazy dynamic imports: without the flag Deno would parse every other subcommand's graph too (see deno.json).

@@ -1,8 +1,8 @@
 /**
  * The daemon's upgrade routes and the mutation half of the interlock. `ployz.machine.upgrade.v1` hands the
  * request to lib/installer, which records the attempt and starts its worker as the transient unit
- * `ployz-upgrade-<id>` with `systemd-run` (so the daemon needs `systemd-run` in its run grant), always from the
- * release source the Machine was installed from. `ployz.machine.upgrade_status.v1` reads the record back; a
+ * `ployz-upgrade-<id>` through the ployz-systemd door (the daemon runs neither `systemctl` nor `systemd-run`),
+ * always from the release source the Machine was installed from. `ployz.machine.upgrade_status.v1` reads the record back; a
  * worker gone without a result reads `interrupted`. See {@link MutationGate} for the interlock.
  *
  * @module
@@ -15,7 +15,9 @@ import {
   readAttempt,
   requestUpgrade,
   runningAttempt,
+  type SystemdDoor,
 } from "../installer/mod.ts";
+import { doorSystemd } from "./systemd_door.ts";
 import {
   CAPABILITIES,
   type Handler,
@@ -46,6 +48,13 @@ export interface UpgradeHost {
   gate: MutationGate;
   /** The Machine Name, for messages. */
   machineName(): string;
+  /** How upgrades reach systemd; default the ployz-systemd door, the daemon's only way there. */
+  door?: SystemdDoor;
+}
+
+function doorOf(host: UpgradeHost): SystemdDoor {
+  host.door ??= doorSystemd();
+  return host.door;
 }
 
 function toRpc(error: unknown): unknown {
@@ -64,12 +73,15 @@ export function upgradeHandlers(host: UpgradeHost): Pick<RpcHandlers, "upgradeMa
   return {
     async upgradeMachine(req) {
       try {
-        const accepted = await host.gate.admitUpgrade(host.machineName(), () =>
-          requestUpgrade(host.paths, {
-            version: req.version,
-            channel: req.channel,
-            requestKey: req.request_key,
-          }));
+        const accepted = await host.gate.admitUpgrade(
+          host.machineName(),
+          () =>
+            requestUpgrade(host.paths, {
+              version: req.version,
+              channel: req.channel,
+              requestKey: req.request_key,
+            }, doorOf(host)),
+        );
         return { attempt: toWire(accepted.attempt), existing: accepted.existing };
       } catch (error) {
         throw toRpc(error);
@@ -77,7 +89,7 @@ export function upgradeHandlers(host: UpgradeHost): Pick<RpcHandlers, "upgradeMa
     },
     async upgradeStatus(req) {
       try {
-        return { attempt: toWire(await readAttempt(host.paths, req.id)) };
+        return { attempt: toWire(await readAttempt(host.paths, req.id, doorOf(host))) };
       } catch (error) {
         throw toRpc(error);
       }
@@ -89,7 +101,7 @@ export function upgradeHandlers(host: UpgradeHost): Pick<RpcHandlers, "upgradeMa
 async function refuseDuringAttempt(host: UpgradeHost, capability: string): Promise<void> {
   let running: AttemptRecord | undefined;
   try {
-    running = await runningAttempt(host.paths);
+    running = await runningAttempt(host.paths, doorOf(host));
   } catch (error) {
     throw new RpcError(
       "unavailable",

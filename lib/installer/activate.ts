@@ -90,10 +90,13 @@ export async function switchCurrent(paths: InstallPaths, version: string): Promi
   await replaceSymlink(currentLink(paths), join("releases", version));
 }
 
-/** Points `<binDir>/ployzd` and `ployz` at `<prefix>/current/bin/…`, recording anything foreign found there. */
+/**
+ * Points `<binDir>/ployzd`, `ployz` and `ployz-systemd` (the daemon's door to systemd, which the serve set may run
+ * by that name) at `<prefix>/current/bin/…`, recording anything foreign found there.
+ */
 export async function linkBinaries(paths: InstallPaths): Promise<void> {
   await Deno.mkdir(paths.binDir, { recursive: true });
-  for (const name of ["ployzd", "ployz"]) {
+  for (const name of ["ployzd", "ployz", "ployz-systemd"]) {
     const link = join(paths.binDir, name);
     const want = join(currentLink(paths), "bin", name);
     if ((await readLinkOrUndefined(link)) === want) continue;

@@ -54,7 +54,15 @@ export type { ReleaseSource } from "./release.ts";
 export { parseSha256Sums } from "./checksums.ts";
 export { checkAttemptId, journalHint, STAGES, workerUnit } from "./attempt.ts";
 export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts";
-export { installFrom, readAttempt, requestUpgrade, runWorker } from "./request.ts";
+export {
+  directSystemd,
+  installFrom,
+  readAttempt,
+  requestUpgrade,
+  runWorker,
+  startUpgradeWorker,
+} from "./request.ts";
+export { activeState, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
 export { runningAttempt } from "./running.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export { currentVersion } from "./activate.ts";

@@ -23,7 +23,7 @@ import type { PrerequisiteChoice } from "./prerequisites.ts";
 import { checkChannel, checkVersion, majorLine, openReleaseSource, resolveChannel } from "./release.ts";
 import { keepTestReleaseKey, readSavedSource, runAttempt } from "./run_attempt.ts";
 import { releasePublicKey } from "./signature.ts";
-import { activeState, startTransient } from "./systemd.ts";
+import { activeState, startTransient, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
 
 /** An upgrade request: an exact version or a channel (resolved once), from the Machine's release source. */
 export interface UpgradeRequest {
@@ -53,10 +53,10 @@ const LOCK_WAIT_MS = 30_000;
 const LIVE_UNIT_STATES = new Set(["active", "activating", "deactivating", "reloading"]);
 
 /** Refuses `busy` when another attempt's worker is still alive. Call with the lock held. */
-async function refuseIfOtherRunning(paths: InstallPaths, self: string): Promise<void> {
+async function refuseIfOtherRunning(paths: InstallPaths, self: string, door: SystemdDoor): Promise<void> {
   for (const other of await listAttempts(paths)) {
     if (other.id === self || isTerminal(other)) continue;
-    if (await workerAlive(paths, other)) {
+    if (await workerAlive(paths, other, door)) {
       throw new InstallError(
         "busy",
         `Cannot start install attempt: attempt "${other.id}" (to ${other.target_version}) is still running on this Machine`,
@@ -66,8 +66,45 @@ async function refuseIfOtherRunning(paths: InstallPaths, self: string): Promise<
   }
 }
 
-async function workerAlive(paths: InstallPaths, record: AttemptRecord): Promise<boolean> {
-  if (record.worker === "unit" && LIVE_UNIT_STATES.has(await activeState(workerUnit(record.id)))) return true;
+/**
+ * Starts the worker of attempt `worker.id` as `ployz-upgrade-<id>` under systemd, running the current release's
+ * own `bin/ployzd install --attempt <id>`. What the `ployz-systemd` door runs for the daemon.
+ */
+export async function startUpgradeWorker(paths: InstallPaths, worker: UpgradeWorker): Promise<void> {
+  const id = checkAttemptId(worker.id);
+  const target = checkVersion(worker.target);
+  const tree = await currentTree(paths);
+  if (tree === undefined) {
+    throw new InstallError(
+      "conflict",
+      `Cannot start an upgrade worker: Ployz is not installed under "${paths.prefix}"`,
+    );
+  }
+  const args = [join(tree, "bin", "ployzd"), "install", "--attempt", id];
+  if (worker.readyTimeoutSeconds !== undefined) {
+    if (!Number.isInteger(worker.readyTimeoutSeconds) || worker.readyTimeoutSeconds < 1) {
+      throw new InstallError("invalid_argument", `Invalid ready timeout "${worker.readyTimeoutSeconds}"`);
+    }
+    args.push("--ready-timeout", String(worker.readyTimeoutSeconds));
+  }
+  await startTransient({
+    unit: workerUnit(id),
+    argv: args,
+    env: { ...layoutEnv(paths.layout), "DENO_DIR": "/var/cache/ployz/install", "NO_COLOR": "1" },
+    runtimeMaxSec: WORKER_MAX_SECONDS,
+    description: `Ployz upgrade attempt ${id} to ${target}`,
+  });
+}
+
+/** systemd reached directly: the installer's own processes (`ployzd install`, the worker). */
+export function directSystemd(paths: InstallPaths): SystemdDoor {
+  return { activeState, startWorker: (worker) => startUpgradeWorker(paths, worker) };
+}
+
+async function workerAlive(paths: InstallPaths, record: AttemptRecord, door: SystemdDoor): Promise<boolean> {
+  if (record.worker === "unit" && LIVE_UNIT_STATES.has(await door.activeState(workerUnit(record.id)))) {
+    return true;
+  }
   return (await lockIsHeld(paths)) && (await lockHolder(paths)) === record.id;
 }
 
@@ -76,10 +113,14 @@ async function workerAlive(paths: InstallPaths, record: AttemptRecord): Promise<
  * own `bin/ployzd install --attempt <id>`; returns without waiting for it. The channel is resolved here, once.
  * A request key already used returns that attempt. Refuses `busy` while another attempt runs.
  */
-export async function requestUpgrade(paths: InstallPaths, request: UpgradeRequest): Promise<UpgradeAccepted> {
+export async function requestUpgrade(
+  paths: InstallPaths,
+  request: UpgradeRequest,
+  door: SystemdDoor = directSystemd(paths),
+): Promise<UpgradeAccepted> {
   const requestKey = checkRequestKey(request.requestKey ?? `auto-${crypto.randomUUID()}`);
   const found = await findByRequestKey(paths, requestKey);
-  if (found !== undefined) return { attempt: await readAttempt(paths, found.id), existing: true };
+  if (found !== undefined) return { attempt: await readAttempt(paths, found.id, door), existing: true };
   if (request.version !== undefined && request.channel !== undefined) {
     throw new InstallError("invalid_argument", "Cannot upgrade to both a version and a channel: give one");
   }
@@ -103,9 +144,9 @@ export async function requestUpgrade(paths: InstallPaths, request: UpgradeReques
   const id = newAttemptId();
   // A running attempt refuses at once; otherwise wait out a finished worker still cleaning its staging (which
   // can take seconds for a whole release tree) or a status reader's momentary probe of the lock.
-  await refuseIfOtherRunning(paths, id);
+  await refuseIfOtherRunning(paths, id, door);
   await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
-  await refuseIfOtherRunning(paths, id);
+  await refuseIfOtherRunning(paths, id, door);
   let channel: string | undefined;
   let target: string;
   if (request.version !== undefined) target = checkVersion(request.version);
@@ -131,18 +172,8 @@ export async function requestUpgrade(paths: InstallPaths, request: UpgradeReques
     record = await writeAttempt(paths, { ...record, stage: "done", outcome: "succeeded", noop: true });
     return { attempt: record, existing: false };
   }
-  const args = [join(tree, "bin", "ployzd"), "install", "--attempt", id];
-  if (request.readyTimeoutSeconds !== undefined) {
-    args.push("--ready-timeout", String(request.readyTimeoutSeconds));
-  }
   try {
-    await startTransient({
-      unit: workerUnit(id),
-      argv: args,
-      env: { ...layoutEnv(paths.layout), "DENO_DIR": "/var/cache/ployz/install", "NO_COLOR": "1" },
-      runtimeMaxSec: WORKER_MAX_SECONDS,
-      description: `Ployz upgrade attempt ${id} to ${target}`,
-    });
+    await door.startWorker({ id, target, readyTimeoutSeconds: request.readyTimeoutSeconds });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     record = await writeAttempt(paths, {
@@ -221,7 +252,7 @@ export async function installFrom(
 ): Promise<AttemptRecord> {
   const requestKey = checkRequestKey(request.requestKey ?? `auto-${crypto.randomUUID()}`);
   const found = await findByRequestKey(paths, requestKey);
-  if (found !== undefined) return await readAttempt(paths, found.id);
+  if (found !== undefined) return await readAttempt(paths, found.id, directSystemd(paths));
   const name = request.tarball.split("/").pop() ?? "";
   const version = checkVersion(
     request.version ?? name.match(/^ployz-(.+)-[^-]+-[^-]+-[^-]+-[^-]+\.tar\.gz$/)?.[1] ?? "",
@@ -230,9 +261,10 @@ export async function installFrom(
   if (typeof request.recordSource === "string") openReleaseSource(request.recordSource);
   const releaseKey = testReleaseKey(source.base);
   const id = newAttemptId();
-  await refuseIfOtherRunning(paths, id);
+  const door = directSystemd(paths);
+  await refuseIfOtherRunning(paths, id, door);
   await using _lock = await waitLockInstall(paths, id, LOCK_WAIT_MS);
-  await refuseIfOtherRunning(paths, id);
+  await refuseIfOtherRunning(paths, id, door);
   // The test key is kept where only the installer writes (never the daemon), for later upgrade workers.
   await keepTestReleaseKey(paths, releaseKey);
   const now = new Date().toISOString();
@@ -263,9 +295,13 @@ export async function installFrom(
  * Reads an attempt. One that has no terminal outcome while its worker is gone (its unit ended and it no longer
  * holds the install lock) reads as `interrupted`, and that verdict is recorded.
  */
-export async function readAttempt(paths: InstallPaths, id: string): Promise<AttemptRecord> {
+export async function readAttempt(
+  paths: InstallPaths,
+  id: string,
+  door: SystemdDoor = directSystemd(paths),
+): Promise<AttemptRecord> {
   const record = await loadAttempt(paths, checkAttemptId(id));
-  if (isTerminal(record) || (await workerAlive(paths, record))) return record;
+  if (isTerminal(record) || (await workerAlive(paths, record, door))) return record;
   // Re-read: the worker may have finished between the first read and the liveness check.
   const again = await loadAttempt(paths, id);
   if (isTerminal(again)) return again;

@@ -66,3 +66,25 @@ export async function startTransient(spec: TransientUnit): Promise<void> {
     );
   }
 }
+
+/**
+ * How a process reaches systemd for upgrades: the installer directly, the daemon only through the `ployz-systemd`
+ * door (`bin/ployz-systemd`, `ployzd systemd`), which starts nothing but `ployz-upgrade-<attempt id>` workers
+ * running the current release's own `ployzd install --attempt <id>`.
+ */
+export interface SystemdDoor {
+  /** The ActiveState of a Ployz unit; `inactive` for an unknown one. */
+  activeState(unit: string): Promise<string>;
+  /** Starts the worker of attempt `id` (to `target`) as `ployz-upgrade-<id>`. */
+  startWorker(worker: UpgradeWorker): Promise<void>;
+}
+
+/** An upgrade worker to start. */
+export interface UpgradeWorker {
+  /** The attempt id. */
+  id: string;
+  /** The version it installs, for the unit's description. */
+  target: string;
+  /** Seconds the new daemon has to answer as the target version. */
+  readyTimeoutSeconds?: number;
+}

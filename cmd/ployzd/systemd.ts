@@ -1,0 +1,81 @@
+import { join } from "node:path";
+import { CliError, type Command } from "../../lib/cli/mod.ts";
+import { systemdObserveRunner } from "../../lib/daemon/mod.ts";
+import {
+  activeState,
+  checkAttemptId,
+  checkVersion,
+  DEFAULT_INSTALL_PATHS,
+  type InstallPaths,
+  startUpgradeWorker,
+} from "../../lib/installer/mod.ts";
+import { layoutFromEnv } from "../../lib/permissions/mod.ts";
+import { systemdDnsRunner } from "../../lib/serving/mod.ts";
+
+const UNIT = /^ployz-(upgrade-[a-z0-9]{6,32}|serve|dns|observe)\.service$/;
+
+function refuse(message: string): CliError {
+  return new CliError("invalid_argument", message);
+}
+
+/**
+ * `ployzd systemd`: the door from `ployzd serve` to systemd, run through `bin/ployz-systemd` under its own
+ * permission set. It accepts three verbs and renders everything it hands systemd itself, so the daemon (which may
+ * run only this door) chooses no unit text, no unit name outside Ployz's and no command line.
+ */
+export const systemdDoor: Command = {
+  name: "systemd",
+  summary: "The daemon's door to systemd: Ployz runtime units and upgrade workers only",
+  usage: "ensure dns|observe | active UNIT | run-worker ATTEMPT VERSION [--ready-timeout SECONDS]",
+  description: [
+    "ensure dns|observe: writes the runtime unit of ployzd dns or ployzd observe for this release (only when its",
+    "text changed), reloads systemd and starts (or restarts) it.",
+    "active UNIT: prints the ActiveState of ployz-serve, ployz-dns, ployz-observe or ployz-upgrade-<id>.",
+    "run-worker ATTEMPT VERSION: starts ployz-upgrade-<ATTEMPT>, running the current release's own",
+    "ployzd install --attempt ATTEMPT.",
+  ].join("\n"),
+  positionals: [2, 3],
+  options: { "ready-timeout": { type: "string" } },
+  async run({ positionals, values, io }): Promise<number> {
+    const layout = layoutFromEnv((k) => Deno.env.get(k));
+    const paths: InstallPaths = {
+      ...DEFAULT_INSTALL_PATHS,
+      layout: { ...DEFAULT_INSTALL_PATHS.layout, ...layout },
+    };
+    const [verb, ...rest] = positionals;
+    if (verb === "ensure" && rest.length === 1) {
+      // The same unit the daemon rendered for itself: this deno, and the release through `current`.
+      const options = { deno: Deno.execPath(), appDir: join(paths.prefix, "current"), layout };
+      if (rest[0] === "dns") await systemdDnsRunner(options).ensure();
+      else if (rest[0] === "observe") await systemdObserveRunner(options).ensure();
+      else throw refuse(`Invalid runtime unit "${rest[0]}": expected dns or observe`);
+      return 0;
+    }
+    if (verb === "active" && rest.length === 1) {
+      if (!UNIT.test(rest[0])) throw refuse(`Invalid unit "${rest[0]}": not a Ployz unit`);
+      io.out(`${await activeState(rest[0])}\n`);
+      return 0;
+    }
+    if (verb === "run-worker" && rest.length === 2) {
+      const paths: InstallPaths = {
+        ...DEFAULT_INSTALL_PATHS,
+        layout: { ...DEFAULT_INSTALL_PATHS.layout, ...layout },
+      };
+      const timeout = values["ready-timeout"];
+      const readyTimeoutSeconds = timeout === undefined ? undefined : Number(timeout);
+      if (
+        readyTimeoutSeconds !== undefined &&
+        !(Number.isInteger(readyTimeoutSeconds) && readyTimeoutSeconds > 0)
+      ) {
+        throw refuse(`Invalid --ready-timeout "${timeout}": expected whole seconds`);
+      }
+      await startUpgradeWorker(paths, {
+        id: checkAttemptId(rest[0]),
+        target: checkVersion(rest[1]),
+        readyTimeoutSeconds,
+      });
+      return 0;
+    }
+    throw refuse(`Invalid request "${positionals.join(" ")}": expected ${systemdDoor.usage}`);
+  },
+};
