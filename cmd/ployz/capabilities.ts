@@ -11,7 +11,6 @@ export const SNAPSHOT_CAPABILITIES: readonly string[] = [
 ];
 
 function forOp(op: Op): string[] {
-  const health = "health" in op && op.health !== null ? [CAPABILITIES.waitHealthy] : [];
   // A container that ships files (secrets, configs, relative binds) is created through the route that carries them.
   const files = "spec" in op && (op.spec.files ?? []).length > 0
     ? [CAPABILITIES.ensureContainerWithFiles]

@@ -5,7 +5,7 @@ import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import { loadCompose, serviceContainerSpec } from "../deploy/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import { materializeFiles, pruneFiles } from "./shipped_files.ts";
+import { materializeFiles } from "./shipped_files.ts";
 
 const SECRET = "s3cret-do-not-leak";
 
