@@ -69,8 +69,8 @@ export const AREAS: Readonly<Record<string, Area>> = {
   },
   operator: {
     about:
-      "The operator's side: contexts naming a Cluster's Entry Machine, and reaching it by socket or SSH.",
-    uses: ["installer", "rpc", "util"],
+      "The operator's side: contexts naming a Cluster's Entry Machine, reaching it by socket or SSH, and the flows run through it.",
+    uses: ["deploy", "installer", "rpc", "serving", "store", "util"],
   },
   lab: {
     about:

@@ -4,8 +4,8 @@ import { type Command, UsageError } from "../../lib/cli/mod.ts";
 import { formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { openConfig } from "./connect.ts";
-import { withDeployMachines } from "./deploy_machines.ts";
-import { deployProject } from "./deploy_flow.ts";
+import { deployProject } from "../../lib/operator/mod.ts";
+import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
 
 /** Splits repeated or comma-separated values. */
 export function listOption(value: unknown): string[] {
@@ -58,22 +58,24 @@ export const deployCommand: Command = {
     const path = input.files[0];
     const config = openConfig();
     try {
-      return await withDeployMachines((machines) =>
+      const dryRun = values["dry-run"] === true;
+      const result = await withDeployMachines((machines) =>
         deployProject(machines, config, {
           project: loaded.project,
           warnings: loaded.warnings.map(formatIssue),
           sourcePath: path,
           monitorMs,
         }, {
-          io,
-          json: values.json === true,
+          report: deployReport(io, { json: values.json === true, verb: "deploy" }),
           yes: values.yes === true,
-          dryRun: values["dry-run"] === true,
+          dryRun,
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "deploy",
           parallel,
           files: loaded.files,
         }), { composeContext: loaded.project.context ?? undefined });
+      if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
+      return flowExitCode(result);
     } finally {
       config.close();
     }

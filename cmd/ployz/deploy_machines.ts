@@ -1,45 +1,41 @@
-// The Machines a Deploy observes and acts on: every Machine the Entry Machine (the local daemon) lists, each
-// reached through it over the mesh, or kept as an omission with the reason it is not asked (docs/bets.md, bet 4).
-import type { MachineHandle, ObservationOmission } from "../../lib/deploy/mod.ts";
+// The Machines a Deploy observes and acts on, opened through the Entry Machine this CLI is connected to, and how a
+// Deploy is shown and asked on a terminal or as NDJSON.
+import { CliError, type Io } from "../../lib/cli/mod.ts";
+import {
+  type DeployEvent,
+  type MachineHandle,
+  opView,
+  outcomeJson,
+  progressPrinter,
+  renderOutcome,
+  renderPreview,
+  toWire,
+} from "../../lib/deploy/mod.ts";
+import {
+  type DeployMachines,
+  deployMachinesOf,
+  type DeployReport,
+  type FlowResult,
+} from "../../lib/operator/mod.ts";
 import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
-import { cliError } from "./connect.ts";
+import { cliError, jsonLine } from "./connect.ts";
 
-/** The Entry Machine and the other Machines of its Cluster, as a Deploy reaches them. */
-export interface DeployMachines extends Disposable {
-  /** The client of the Machine this CLI is attached to. */
-  entry: MachineClient;
-  /** Every Machine with a route, the Entry Machine first. */
-  handles: (MachineHandle & { api: MachineClient })[];
-  /** Machines the Entry Machine lists that this CLI cannot reach, with the reason. */
-  omissions: ObservationOmission[];
-}
+/** The Cluster's Machines as this CLI reaches them, closed on dispose. */
+export type OpenMachines =
+  & DeployMachines
+  & { handles: (MachineHandle & { api: MachineClient })[] }
+  & Disposable;
 
 /** Lists the Cluster through the Entry Machine; a Machine outside a Cluster is the only one. */
-export async function deployMachines(options: { composeContext?: string } = {}): Promise<DeployMachines> {
+export async function deployMachines(options: { composeContext?: string } = {}): Promise<OpenMachines> {
   const targets = await clusterTargets(options);
-  const handles: DeployMachines["handles"] = [];
-  const omissions: ObservationOmission[] = [];
-  for (const t of targets.targets) {
-    if ("client" in t) handles.push({ id: t.id, name: t.name, api: t.client });
-    else omissions.push({ machineName: t.name, reason: t.omitted });
-  }
-  return {
-    entry: handles[0].api,
-    handles,
-    omissions,
-    [Symbol.dispose]: () => targets[Symbol.dispose](),
-  };
-}
-
-/** The client of the Machine with `machineId`, when it has a route. */
-export function clientOf(machines: DeployMachines, machineId: string): MachineClient | undefined {
-  return machines.handles.find((h) => h.id === machineId)?.api;
+  return { ...deployMachinesOf(targets.targets), [Symbol.dispose]: () => targets[Symbol.dispose]() };
 }
 
 /** Runs a command body against the Cluster's Machines, translating errors and closing every client. */
 export async function withDeployMachines<T>(
-  body: (machines: DeployMachines) => Promise<T>,
+  body: (machines: OpenMachines) => Promise<T>,
   options: { composeContext?: string } = {},
 ): Promise<T> {
   using machines = await deployMachines(options);
@@ -48,4 +44,57 @@ export async function withDeployMachines<T>(
   } catch (error) {
     throw cliError(error);
   }
+}
+
+function eventJson(event: DeployEvent): unknown {
+  if (event.type === "plan") return toWire({ ...event, ops: event.ops.map(opView) });
+  if (event.type === "outcome") return { type: "outcome", outcome: outcomeJson(event.outcome) };
+  return toWire(event);
+}
+
+async function prompt(question: string): Promise<boolean> {
+  await Deno.stdout.write(new TextEncoder().encode(`${question} [y/N] `));
+  const buf = new Uint8Array(256);
+  const n = await Deno.stdin.read(buf);
+  const answer = n === null ? "" : new TextDecoder().decode(buf.subarray(0, n)).trim().toLowerCase();
+  return answer === "y" || answer === "yes";
+}
+
+/** Shows a Deploy on `io`: the Preview, progress and Outcome as text, or each as one NDJSON line. */
+export function deployReport(io: Io, options: { json: boolean; verb: string }): DeployReport {
+  const tty = !options.json && Deno.stdout.isTerminal();
+  // One printer per executed plan: its rows are that plan's operations.
+  let printer = progressPrinter(io.out, { tty });
+  return {
+    preview(plan): void {
+      if (options.json) {
+        io.out(jsonLine({ type: "preview", preview: toWire({ ...plan, ops: plan.ops.map(opView) }) }));
+      } else io.out(renderPreview(plan));
+    },
+    async confirm(question): Promise<boolean> {
+      if (!Deno.stdin.isTerminal()) {
+        throw new CliError(
+          "invalid_argument",
+          `Refusing to ${options.verb} without confirmation: standard input is not a terminal; pass -y to confirm`,
+        );
+      }
+      return await prompt(question);
+    },
+    event(event): void {
+      if (options.json) io.out(jsonLine(eventJson(event)));
+      else {
+        if (event.type === "plan") printer = progressPrinter(io.out, { tty });
+        printer.event(event);
+      }
+    },
+    outcome(outcome): void {
+      if (!options.json) io.out(renderOutcome(outcome));
+    },
+  };
+}
+
+/** The exit code of a Deploy: 0 when it succeeded, had nothing to do or was only previewed. */
+export function flowExitCode(result: FlowResult): number {
+  if (result.status === "ran") return result.outcome.status === "succeeded" ? 0 : 1;
+  return result.status === "declined" ? 1 : 0;
 }

@@ -1,11 +1,13 @@
 // `ployz machine add`: join another Machine to the local Machine's Cluster (the local Machine is the Entry Machine).
 // Over SSH, a host without ployzd is first provisioned through install.sh → `ployzd install` (machine_provision.ts).
-import { CliError, type Command, type CommandContext, UsageError } from "../../lib/cli/mod.ts";
+import { CliError, type Command, type CommandContext, type Io, UsageError } from "../../lib/cli/mod.ts";
 import { configHistory, enrollMachine, type EnrollResult } from "../../lib/mesh/mod.ts";
 import type { MachineClient, MachineRecord } from "../../lib/rpc/mod.ts";
 import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { rememberContext } from "./context.ts";
-import { catchUpGlobal } from "./global_catch_up.ts";
+import { catchUpGlobal, type CatchUpResult, type Joined } from "../../lib/operator/mod.ts";
+import { deployMachines, deployReport } from "./deploy_machines.ts";
+import type { ConfigStore } from "../../lib/store/mod.ts";
 import { collisionLines } from "./machine_ls.ts";
 import {
   PROVISION_OPTIONS,
@@ -16,6 +18,29 @@ import {
   provisionOverSsh,
 } from "./machine_provision.ts";
 import { checkDestination, targetMachine } from "./machine_target.ts";
+
+/** Runs the Global catch-up on the joined Machine and prints what it did per Project. */
+async function catchUp(config: ConfigStore, joined: Joined, io: Io, json: boolean): Promise<CatchUpResult[]> {
+  const results = await catchUpGlobal(config, joined, {
+    open: () => deployMachines(),
+    report: deployReport(io, { json, verb: "catch up" }),
+    placing: (project, operations) => {
+      if (!json) io.out(`Global catch-up of "${project}" on "${joined.name}": ${operations} operation(s)\n`);
+    },
+  });
+  if (results.length === 0) {
+    // Nothing to place: no Machine was asked, and --json keeps its one object.
+    if (!json) {
+      io.out(
+        `Global catch-up: no Global Service in this operator's Saved States to place on "${joined.name}"\n`,
+      );
+    }
+  } else if (json) io.out(jsonLine({ type: "catch_up", machine: joined, results }));
+  else {
+    for (const r of results) io.out(`Global catch-up of "${r.project}": ${r.status}: ${r.detail}\n`);
+  }
+  return results;
+}
 
 function seconds(value: unknown): number {
   if (value === undefined) return 60;
@@ -199,10 +224,12 @@ export const machineAddCommand: Command = {
       }
       if (request.catchUp) {
         // Once participating, the Cluster's Global Services belong on it too: one bounded pass, never a loop.
-        const done = await catchUpGlobal(config, { id: result.machine.id, name: result.machine.name }, {
+        const done = await catchUp(
+          config,
+          { id: result.machine.id, name: result.machine.name },
           io,
-          json: request.json,
-        });
+          request.json,
+        );
         if (done.some((r) => r.status === "failed" || r.status === "unknown")) return 1;
       }
       return 0;

@@ -1,10 +1,9 @@
 // `ployz rm PROJECT[/SERVICE]`: remove containers, with a Preview and Data Loss confirmation.
 import type { Command } from "../../lib/cli/mod.ts";
-import { newDeploymentId, type NormalizedProject, planRemoval } from "../../lib/deploy/mod.ts";
+import { removeProject } from "../../lib/operator/mod.ts";
 import { openConfig, parseTarget } from "./connect.ts";
-import { withDeployMachines } from "./deploy_machines.ts";
+import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
 import { listOption } from "./deploy.ts";
-import { confirmPlan, executeAndReport, observe } from "./deploy_flow.ts";
 
 /** `ployz rm`. */
 export const rmCommand: Command = {
@@ -21,36 +20,16 @@ export const rmCommand: Command = {
     const { project, service } = parseTarget(positionals[0], false);
     const config = openConfig();
     try {
-      const saved = config.savedState(project)?.compose as NormalizedProject | undefined;
-      return await withDeployMachines(async (machines) => {
-        const snapshot = await observe(machines, project, []);
-        const plan = planRemoval({
-          project,
-          service,
-          machines: snapshot.machines,
-          saved,
-          deploymentId: newDeploymentId(),
-          observedAt: snapshot.observedAt,
-        });
-        for (const f of snapshot.failures) {
-          plan.warnings.push(
-            `Machine "${f.machineName}" was not observed (${f.error.code}: ${f.error.message})`,
-          );
-        }
-        const options = {
-          io,
-          json: values.json === true,
+      const result = await withDeployMachines((machines) =>
+        removeProject(machines, config, { project, service }, {
+          report: deployReport(io, { json: values.json === true, verb: "remove" }),
           yes: values.yes === true,
           dryRun: false,
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "remove",
-        };
-        if (!await confirmPlan(plan, options)) return plan.ops.length === 0 ? 0 : 1;
-        return await executeAndReport(plan, machines, config, {
-          ...options,
-          record: { removal: service ?? "*" },
-        });
-      });
+        })
+      );
+      return flowExitCode(result);
     } finally {
       config.close();
     }

@@ -2,8 +2,8 @@
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import type { NormalizedProject } from "../../lib/deploy/mod.ts";
 import { openConfig, parseTarget } from "./connect.ts";
-import { withDeployMachines } from "./deploy_machines.ts";
-import { deployProject } from "./deploy_flow.ts";
+import { deployProject } from "../../lib/operator/mod.ts";
+import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
 
 /** `ployz scale`. */
 export const scaleCommand: Command = {
@@ -45,16 +45,17 @@ export const scaleCommand: Command = {
         ...saved,
         services: { ...saved.services, [service!]: { ...current, replicas } },
       };
-      return await withDeployMachines((machines) =>
+      const result = await withDeployMachines((machines) =>
         deployProject(machines, config, { project: next, warnings: [], sourcePath: state.sourcePath }, {
-          io,
-          json: values.json === true,
+          report: deployReport(io, { json: values.json === true, verb: "scale" }),
           yes: values.yes === true,
           dryRun: false,
           confirmDataLoss: [],
           verb: "scale",
         })
       );
+      if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
+      return flowExitCode(result);
     } finally {
       config.close();
     }

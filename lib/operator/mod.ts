@@ -6,6 +6,11 @@
  * Compose file's top-level `x-context` (for `deploy`), the context `ployz context use` selected, then the local
  * Machine's socket (`$PLOYZ_RUN_DIR/ployz.sock`).
  *
+ * The operator's flows live here too, written against the transport-free Machine API so fakes can drive them:
+ * the Deploy (Snapshot through the Entry Machine, capability checks, Plan, Preview, execution, Outcome, Saved State
+ * and Deployment records), the Global catch-up after a Machine joins, restarts, upgrades, log fan-out and image
+ * copies. Printing and asking stay with the caller, through callbacks.
+ *
  * @module
  */
 
@@ -60,3 +65,24 @@ export {
   throughEntry,
 } from "./targets.ts";
 export { copyImage, type ImageCopy, pickMachine } from "./image_copy.ts";
+export { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
+export { clientOf, type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
+export {
+  confirmPlan,
+  type DeployBook,
+  deployProject,
+  type DeployReport,
+  executeAndRecord,
+  type FlowOptions,
+  type FlowResult,
+  observe,
+  removeProject,
+  requirePlanCapabilities,
+} from "./deploy_flow.ts";
+export {
+  catchUpGlobal,
+  catchUpOps,
+  type CatchUpOptions,
+  type CatchUpResult,
+  type Joined,
+} from "./global_catch_up.ts";

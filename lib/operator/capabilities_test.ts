@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { ContainerSpec, Plan } from "../../lib/deploy/mod.ts";
-import { CAPABILITIES } from "../../lib/rpc/mod.ts";
+import type { ContainerSpec, Plan } from "../deploy/mod.ts";
+import { CAPABILITIES } from "../rpc/mod.ts";
 import { planCapabilities } from "./capabilities.ts";
 
 function plan(spec: ContainerSpec): Plan {

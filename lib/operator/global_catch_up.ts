@@ -1,9 +1,8 @@
 // Global catch-up after `ployz machine add`: one bounded pass over this operator's Saved States that places each
 // Global Service (and the Ingress Proxy, itself Global) on the Machine that just joined. It only creates on that
 // Machine (copying images from peers first), never replaces, moves or removes anything, never retries, and says per
-// Project what it placed, what failed and where it could not tell whether the Machine is eligible (docs/bets.md, bet 3:
+// Project what it placed, what failed and where it could not tell whether the Machine is eligible (DESIGN.md, bet 3:
 // no background reconciler; the operator's next Deploy finishes whatever this pass left).
-import type { Io } from "../../lib/cli/mod.ts";
 import {
   deployIntent,
   errorBody,
@@ -13,12 +12,10 @@ import {
   type Op,
   type Plan,
   planDeploy,
-} from "../../lib/deploy/mod.ts";
-import { INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../../lib/serving/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
-import { type DeployMachines, withDeployMachines } from "./deploy_machines.ts";
-import { executeAndReport, observe } from "./deploy_flow.ts";
-import { jsonLine } from "./connect.ts";
+} from "../deploy/mod.ts";
+import { INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../serving/mod.ts";
+import type { DeployMachines } from "./deploy_machines.ts";
+import { type DeployBook, type DeployReport, executeAndRecord, observe } from "./deploy_flow.ts";
 
 /** What the pass did for one Project. */
 export interface CatchUpResult {
@@ -36,6 +33,16 @@ export interface Joined {
   id: string;
   /** Machine Name. */
   name: string;
+}
+
+/** How the pass reaches the Cluster and shows its progress. */
+export interface CatchUpOptions {
+  /** Opens the Cluster's Machines; called only when some Project has a Global Service to place. */
+  open: () => Promise<DeployMachines & Disposable>;
+  /** Progress and Outcome of each Project's run. */
+  report: DeployReport;
+  /** Called before a Project's operations run, with how many there are. */
+  placing?: (project: string, operations: number) => void;
 }
 
 function eligible(service: NormalizedService, joined: Joined): boolean {
@@ -63,10 +70,10 @@ export function catchUpOps(plan: Plan, project: NormalizedProject, joined: Joine
 
 async function catchUpProject(
   machines: DeployMachines,
-  config: ConfigStore,
+  book: DeployBook,
   project: NormalizedProject,
   joined: Joined,
-  options: { io: Io; json: boolean; ingress: boolean },
+  options: CatchUpOptions & { ingress: boolean },
 ): Promise<CatchUpResult> {
   const name = project.name;
   const image = ingressImage();
@@ -103,67 +110,43 @@ async function catchUpProject(
   if (ops.length === 0) {
     return { project: name, status: "nothing", detail: `nothing to place on "${joined.name}"` };
   }
-  if (!options.json) {
-    options.io.out(`Global catch-up of "${name}" on "${joined.name}": ${ops.length} operation(s)\n`);
-  }
-  const code = await executeAndReport({ ...plan, ops, warnings: [], dataLoss: [] }, machines, config, {
-    io: options.io,
-    json: options.json,
-    yes: true,
-    dryRun: false,
-    confirmDataLoss: [],
-    verb: "catch up",
+  options.placing?.(name, ops.length);
+  const outcome = await executeAndRecord({ ...plan, ops, warnings: [], dataLoss: [] }, machines, book, {
+    report: options.report,
     record: { "catch_up": joined.id },
   });
   const created = ops.filter((op) => op.kind === "create" || op.kind === "ingress").length;
-  return code === 0
+  return outcome.status === "succeeded"
     ? { project: name, status: "placed", detail: `${created} container(s) placed on "${joined.name}"` }
     : { project: name, status: "failed", detail: `stopped at the first failure (see the Outcome above)` };
 }
 
 /**
  * Places this operator's Global Services on `joined`, Project by Project, once. Projects without a Global Service
- * eligible for it are left out. The Ingress Proxy's slot on `joined` is filled with the first Project; with none,
- * the operator's next Deploy fills it.
+ * eligible for it are left out (with none, no Machine is asked and the answer is empty). The Ingress Proxy's slot
+ * on `joined` is filled with the first Project; with none, the operator's next Deploy fills it.
  */
 export async function catchUpGlobal(
-  config: ConfigStore,
+  book: DeployBook,
   joined: Joined,
-  options: { io: Io; json: boolean },
+  options: CatchUpOptions,
 ): Promise<CatchUpResult[]> {
-  const projects = config.savedProjects()
-    .map((name) => config.savedState(name)?.compose as NormalizedProject | undefined)
+  const projects = book.savedProjects()
+    .map((name) => book.savedState(name)?.compose as NormalizedProject | undefined)
     .filter((p): p is NormalizedProject =>
       p !== undefined &&
       Object.values(p.services ?? {}).some((s) => s.mode === "global" && eligible(s, joined))
     );
-  if (projects.length === 0) {
-    // Nothing to place: no Machine is asked, and --json keeps its one object.
-    if (!options.json) {
-      options.io.out(
-        `Global catch-up: no Global Service in this operator's Saved States to place on "${joined.name}"\n`,
-      );
+  if (projects.length === 0) return [];
+  using machines = await options.open();
+  const results: CatchUpResult[] = [];
+  for (const [i, project] of projects.entries()) {
+    try {
+      results.push(await catchUpProject(machines, book, project, joined, { ...options, ingress: i === 0 }));
+    } catch (error) {
+      const { code, message } = errorBody(error);
+      results.push({ project: project.name, status: "unknown", detail: `${code}: ${message}` });
     }
-    return [];
   }
-  return await withDeployMachines(async (machines) => {
-    const results: CatchUpResult[] = [];
-    for (const [i, project] of projects.entries()) {
-      try {
-        results.push(
-          await catchUpProject(machines, config, project, joined, { ...options, ingress: i === 0 }),
-        );
-      } catch (error) {
-        const { code, message } = errorBody(error);
-        results.push({ project: project.name, status: "unknown", detail: `${code}: ${message}` });
-      }
-    }
-    if (options.json) options.io.out(jsonLine({ type: "catch_up", machine: joined, results }));
-    else {
-      for (const r of results) {
-        options.io.out(`Global catch-up of "${r.project}": ${r.status}: ${r.detail}\n`);
-      }
-    }
-    return results;
-  });
+  return results;
 }

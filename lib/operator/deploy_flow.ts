@@ -1,10 +1,10 @@
-// The client-side Deploy shared by deploy, scale and rm: Snapshot, Plan, Preview, confirm, execute, Outcome.
+// The client-side Deploy shared by deploy, scale, rm and the Global catch-up: Snapshot, Plan, Preview, confirm,
+// execute, Outcome, and the Saved State and Deployment records that go with them. Printing and asking are the
+// caller's, through a DeployReport.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { CliError, type Io } from "../../lib/cli/mod.ts";
 import {
   canonicalJson,
-  type ContainerSpec,
   type DeployEvent,
   deployIntent,
   executePlan,
@@ -17,33 +17,46 @@ import {
   outcomeJson,
   type Plan,
   planDeploy,
-  progressPrinter,
-  renderOutcome,
-  renderPreview,
+  planRemoval,
   type Snapshot,
   takeSnapshot,
   toWire,
-} from "../../lib/deploy/mod.ts";
-import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../../lib/serving/mod.ts";
-import type { MachineClient } from "../../lib/rpc/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
+} from "../deploy/mod.ts";
+import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../serving/mod.ts";
+import type { ConfigStore } from "../store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
-import { jsonLine } from "./connect.ts";
-import { clientOf, type DeployMachines } from "./deploy_machines.ts";
+import { clientOf, type DeployMachineApi, type DeployMachines } from "./deploy_machines.ts";
+import { OperatorError } from "./errors.ts";
 
-/** How a Deploy is confirmed and shown. */
+/** The records a Deploy reads and writes on the operator's side: Saved State and Deployment records. */
+export type DeployBook = Pick<
+  ConfigStore,
+  "savedState" | "saveState" | "savedProjects" | "deployments" | "saveDeployment"
+>;
+
+/** How the caller shows a Deploy and asks the operator. */
+export interface DeployReport {
+  /** The Preview of the plan, before anything runs (the only output of a dry run). */
+  preview(plan: Plan): void;
+  /** Asks whether to run `plan`; called only when it has operations and `yes` is not set. False declines. */
+  confirm(question: string, plan: Plan): Promise<boolean>;
+  /** Each progress event while the plan runs, the `outcome` event last; also the Outcome of an empty plan. */
+  event(event: DeployEvent): void;
+  /** The Outcome once recorded. */
+  outcome(outcome: Outcome): void;
+}
+
+/** How a Deploy is confirmed and run. */
 export interface FlowOptions {
-  /** Where to write. */
-  io: Io;
-  /** NDJSON output. */
-  json: boolean;
+  /** Where the Preview, progress and Outcome go, and how the operator is asked. */
+  report: DeployReport;
   /** Skip the ordinary confirmation. */
   yes: boolean;
   /** Show the Preview and stop. */
   dryRun: boolean;
   /** Data Loss names the operator confirmed. */
   confirmDataLoss: string[];
-  /** What the command is doing, for prompts (`deploy`, `remove`). */
+  /** What the command is doing, for refusals (`deploy`, `remove`). */
   verb: string;
   /** How many operations run at once (`--parallel`); default 1, strictly in plan order. */
   parallel?: number;
@@ -52,15 +65,23 @@ export interface FlowOptions {
 }
 
 /**
+ * How a Deploy ended: `previewed` (dry run), `unchanged` (nothing to do), `declined` (the operator said no), or
+ * `ran` with its Outcome.
+ */
+export type FlowResult =
+  | { status: "previewed" | "unchanged" | "declined"; plan: Plan }
+  | { status: "ran"; plan: Plan; outcome: Outcome };
+
+/**
  * `api` whose ensures carry the content of the files their spec ships, and only those: content travels with the
  * create request, to the Machine that runs the slot, and nowhere else.
  */
-function shipping(api: MachineApi, files: FileContents | undefined): MachineApi {
+function shipping(api: DeployMachineApi, files: FileContents | undefined): MachineApi {
   if (files === undefined || files.size === 0) return api;
   return new Proxy(api, {
     get(target, property): unknown {
       if (property === "ensureContainer") {
-        return (request: { spec: ContainerSpec; start: boolean }) => {
+        return (request: Parameters<MachineApi["ensureContainer"]>[0]) => {
           const sent: Record<string, string> = {};
           for (const file of request.spec.files ?? []) {
             const content = files.get(file.digest);
@@ -68,7 +89,7 @@ function shipping(api: MachineApi, files: FileContents | undefined): MachineApi 
           }
           if ((request.spec.files ?? []).length === 0) return target.ensureContainer(request);
           // Its own route: a daemon that predates it refuses by capability, never creates without the files.
-          return (target as unknown as MachineClient).ensureContainerWithFiles({ ...request, files: sent });
+          return target.ensureContainerWithFiles({ ...request, files: sent });
         };
       }
       const value = Reflect.get(target, property, target);
@@ -109,8 +130,8 @@ function intentDigest(project: NormalizedProject): string {
 }
 
 /** Reuses the Deployment a killed run of the same intent left `running`, so its containers are found again. */
-function deploymentFor(config: ConfigStore, project: NormalizedProject): { id: string; resumed: boolean } {
-  const last = config.deployments(project.name)[0];
+function deploymentFor(book: DeployBook, project: NormalizedProject): { id: string; resumed: boolean } {
+  const last = book.deployments(project.name)[0];
   const outcome = last?.outcome as { intent_digest?: string } | null | undefined;
   if (last?.status === "running" && outcome?.intent_digest === intentDigest(project)) {
     return { id: last.id, resumed: true };
@@ -118,58 +139,37 @@ function deploymentFor(config: ConfigStore, project: NormalizedProject): { id: s
   return { id: newDeploymentId(), resumed: false };
 }
 
-function eventJson(event: DeployEvent): unknown {
-  if (event.type === "plan") return toWire({ ...event, ops: event.ops.map(opView) });
-  if (event.type === "outcome") return { type: "outcome", outcome: outcomeJson(event.outcome) };
-  return toWire(event);
-}
-
-async function prompt(question: string): Promise<boolean> {
-  await Deno.stdout.write(new TextEncoder().encode(`${question} [y/N] `));
-  const buf = new Uint8Array(256);
-  const n = await Deno.stdin.read(buf);
-  const answer = n === null ? "" : new TextDecoder().decode(buf.subarray(0, n)).trim().toLowerCase();
-  return answer === "y" || answer === "yes";
-}
-
-/** Shows the Preview; refuses unconfirmed Data Loss; asks unless `-y`. False when the operator declined. */
+/** Shows the Preview; refuses unconfirmed Data Loss; asks unless `yes`. False when there is nothing to run. */
 export async function confirmPlan(plan: Plan, options: FlowOptions): Promise<boolean> {
-  const { io } = options;
-  if (options.json) {
-    io.out(jsonLine({ type: "preview", preview: toWire({ ...plan, ops: plan.ops.map(opView) }) }));
-  } else io.out(renderPreview(plan));
+  options.report.preview(plan);
   if (plan.ops.length === 0 || options.dryRun) return false;
   const missing = plan.dataLoss.map((d) => d.name).filter((n) => !options.confirmDataLoss.includes(n));
   if (missing.length > 0) {
-    throw new CliError(
+    throw new OperatorError(
       "invalid_argument",
       `Refusing to ${options.verb}: it destroys ${
         missing.map((n) => `"${n}"`).join(", ")
       }; confirm with --confirm-data-loss ${plan.dataLoss.map((d) => d.name).join(",")}`,
-      { details: { data_loss: plan.dataLoss.map((d) => d.name) } },
+      { data_loss: plan.dataLoss.map((d) => d.name) },
     );
   }
   if (options.yes) return true;
-  if (!Deno.stdin.isTerminal()) {
-    throw new CliError(
-      "invalid_argument",
-      `Refusing to ${options.verb} without confirmation: standard input is not a terminal; pass -y to confirm`,
-    );
-  }
-  return await prompt(`Proceed with ${plan.ops.length} operation${plan.ops.length === 1 ? "" : "s"}?`);
+  return await options.report.confirm(
+    `Proceed with ${plan.ops.length} operation${plan.ops.length === 1 ? "" : "s"}?`,
+    plan,
+  );
 }
 
-/** Executes a confirmed plan with progress, records its Outcome, prints it; resolves with the exit code. */
-export async function executeAndReport(
+/** Executes a confirmed plan with progress, records its Outcome as a Deployment record, and reports it. */
+export async function executeAndRecord(
   plan: Plan,
-  cluster: DeployMachines,
-  config: ConfigStore,
-  options: FlowOptions & { record: Record<string, unknown> },
-): Promise<number> {
-  await requirePlanCapabilities(plan, cluster);
-  const { io } = options;
+  machines: DeployMachines,
+  book: DeployBook,
+  options: Pick<FlowOptions, "report" | "parallel" | "files"> & { record: Record<string, unknown> },
+): Promise<Outcome> {
+  await requirePlanCapabilities(plan, machines);
   const createdAt = new Date().toISOString();
-  config.saveDeployment({
+  book.saveDeployment({
     id: plan.deploymentId,
     project: plan.project,
     createdAt,
@@ -180,14 +180,13 @@ export async function executeAndReport(
       plan: plan.ops.map((op) => toWire(opView(op))),
     },
   });
-  const machines = new Map<string, MachineApi>(
-    cluster.handles.map((h) => [h.id, shipping(h.api, options.files)]),
+  const apis = new Map<string, MachineApi>(
+    machines.handles.map((h) => [h.id, shipping(h.api, options.files)]),
   );
-  const printer = progressPrinter(io.out, { tty: !options.json && Deno.stdout.isTerminal() });
   const image = ingressImage();
-  const outcome: Outcome = await executePlan(plan, machines, {
+  const outcome: Outcome = await executePlan(plan, apis, {
     parallel: options.parallel,
-    onEvent: (event) => options.json ? io.out(jsonLine(eventJson(event))) : printer.event(event),
+    onEvent: (event) => options.report.event(event),
     fillIngress: async (machine, request) =>
       fillIngressSlot(machine, {
         ...request,
@@ -196,27 +195,46 @@ export async function executeAndReport(
         network: (await machine.status()).machine.docker_network,
       }),
   });
-  config.saveDeployment({
+  book.saveDeployment({
     id: plan.deploymentId,
     project: plan.project,
     createdAt,
     status: outcome.status,
     outcome: { ...options.record, ...outcomeJson(outcome) },
   });
-  if (!options.json) io.out(renderOutcome(outcome));
-  return outcome.status === "succeeded" ? 0 : 1;
+  options.report.outcome(outcome);
+  return outcome;
 }
 
-/** A whole Deploy of `project` through `api`; saves the Saved State once admitted. */
+/** Confirms and runs a plan, saying how it ended. */
+async function confirmAndRun(
+  plan: Plan,
+  machines: DeployMachines,
+  book: DeployBook,
+  options: FlowOptions,
+  record: Record<string, unknown>,
+): Promise<FlowResult> {
+  if (!await confirmPlan(plan, options)) {
+    if (options.dryRun) return { status: "previewed", plan };
+    return { status: plan.ops.length === 0 ? "unchanged" : "declined", plan };
+  }
+  return {
+    status: "ran",
+    plan,
+    outcome: await executeAndRecord(plan, machines, book, { ...options, record }),
+  };
+}
+
+/** A whole Deploy of `project`; saves its Saved State once admitted (confirmed, or nothing to do). */
 export async function deployProject(
   machines: DeployMachines,
-  config: ConfigStore,
+  book: DeployBook,
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
-): Promise<number> {
+): Promise<FlowResult> {
   const { project } = request;
-  const previous = config.savedState(project.name)?.compose as NormalizedProject | undefined;
-  const deployment = deploymentFor(config, project);
+  const previous = book.savedState(project.name)?.compose as NormalizedProject | undefined;
+  const deployment = deploymentFor(book, project);
   const ingress = { ...INGRESS, image: ingressImage() };
   const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
   const snapshot = await observe(machines, project.name, images, { ingress: true });
@@ -236,42 +254,59 @@ export async function deployProject(
   // Refuse before asking: the operator should not confirm a plan this Machine cannot run.
   if (!options.dryRun) await requirePlanCapabilities(plan, machines);
   const go = await confirmPlan(plan, options);
-  if (plan.ops.length === 0 && !options.dryRun) {
-    config.saveState({
+  const save = (): void =>
+    book.saveState({
       project: project.name,
       compose: project,
       sourcePath: request.sourcePath,
       savedAt: new Date().toISOString(),
     });
-    if (options.json) {
-      options.io.out(jsonLine({
-        type: "outcome",
-        outcome: outcomeJson({
-          deploymentId: plan.deploymentId,
-          project: plan.project,
-          status: "succeeded",
-          completed: [],
-          notAttempted: [],
-          compensation: [],
-          retiring: [],
-          observedAt: plan.observedAt,
-        }),
-      }));
-    }
-    return 0;
+  if (plan.ops.length === 0 && !options.dryRun) {
+    save();
+    options.report.event({
+      type: "outcome",
+      outcome: {
+        deploymentId: plan.deploymentId,
+        project: plan.project,
+        status: "succeeded",
+        completed: [],
+        notAttempted: [],
+        compensation: [],
+        retiring: [],
+        observedAt: plan.observedAt,
+      },
+    });
+    return { status: "unchanged", plan };
   }
-  if (!go) {
-    if (!options.dryRun) options.io.err("Nothing changed: the operator declined\n");
-    return options.dryRun ? 0 : 1;
-  }
-  config.saveState({
-    project: project.name,
-    compose: project,
-    sourcePath: request.sourcePath,
-    savedAt: new Date().toISOString(),
-  });
-  return await executeAndReport(plan, machines, config, {
+  if (!go) return { status: options.dryRun ? "previewed" : "declined", plan };
+  save();
+  const outcome = await executeAndRecord(plan, machines, book, {
     ...options,
     record: { "intent_digest": intentDigest(project) },
   });
+  return { status: "ran", plan, outcome };
+}
+
+/** `ployz rm`'s flow: removes a Project's or one Service's containers, with a Preview and Data Loss refusal. */
+export async function removeProject(
+  machines: DeployMachines,
+  book: DeployBook,
+  request: { project: string; service?: string },
+  options: FlowOptions,
+): Promise<FlowResult> {
+  const { project, service } = request;
+  const saved = book.savedState(project)?.compose as NormalizedProject | undefined;
+  const snapshot = await observe(machines, project, []);
+  const plan = planRemoval({
+    project,
+    service,
+    machines: snapshot.machines,
+    saved,
+    deploymentId: newDeploymentId(),
+    observedAt: snapshot.observedAt,
+  });
+  for (const f of snapshot.failures) {
+    plan.warnings.push(`Machine "${f.machineName}" was not observed (${f.error.code}: ${f.error.message})`);
+  }
+  return await confirmAndRun(plan, machines, book, options, { removal: service ?? "*" });
 }

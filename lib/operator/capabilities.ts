@@ -1,7 +1,7 @@
 // What a Deploy needs a Machine to serve, checked against its DescribeContract before anything is asked of it,
 // so an older daemon is refused up front by capability name instead of failing halfway through a plan.
-import { CAPABILITIES, type MachineClient } from "../../lib/rpc/mod.ts";
-import type { Op, Plan } from "../../lib/deploy/mod.ts";
+import { CAPABILITIES } from "../rpc/mod.ts";
+import type { Op, Plan } from "../deploy/mod.ts";
 
 /** What taking a Snapshot calls on each Machine. */
 export const SNAPSHOT_CAPABILITIES: readonly string[] = [
@@ -62,6 +62,9 @@ export function planCapabilities(plan: Plan, machineId?: string): string[] {
 }
 
 /** Throws `unsupported` naming the first capability in `names` the Machine does not serve. */
-export async function requireCapabilities(client: MachineClient, names: readonly string[]): Promise<void> {
+export async function requireCapabilities(
+  client: { requireCapability(name: string): Promise<void> },
+  names: readonly string[],
+): Promise<void> {
   for (const name of names) await client.requireCapability(name);
 }
