@@ -2,6 +2,7 @@
 // mode, read-only, from copies the Machine wrote from the content the create request carried.
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { materializeFiles, pruneFiles } from "../lib/daemon/mod.ts";
 import { loadCompose, openEngine, serviceContainerSpec } from "../lib/deploy/mod.ts";
@@ -16,41 +17,10 @@ async function docker(...args: string[]): Promise<{ code: number; stdout: string
   return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
+// The Project and its files live in tests/fixtures/shipped/, shared with the other shipped-files test; each
+// test works on its own copy.
 function project(dir: string): ReturnType<typeof loadCompose> {
-  Deno.writeTextFileSync(join(dir, "db-password.txt"), SECRET);
-  Deno.writeTextFileSync(join(dir, "nginx.conf"), "worker_processes 1;\n");
-  Deno.mkdirSync(join(dir, "site", "css"), { recursive: true });
-  Deno.writeTextFileSync(join(dir, "site", "index.html"), "<h1>shipped</h1>\n");
-  Deno.writeTextFileSync(join(dir, "site", "css", "a.css"), "h1{}\n");
-  const compose = `
-name: shipped
-services:
-  app:
-    image: ployz-test/busybox:1
-    command: ["sleep", "300"]
-    secrets:
-      - db-password
-      - source: api-token
-        target: token
-        uid: "1000"
-        gid: "1000"
-        mode: 0400
-    configs:
-      - source: app-config
-        target: /etc/app/config.yaml
-    volumes:
-      - ./nginx.conf:/etc/nginx/nginx.conf:ro
-      - ./site:/www/site:ro
-secrets:
-  db-password:
-    file: ./db-password.txt
-  api-token:
-    environment: API_TOKEN
-configs:
-  app-config:
-    content: "level: debug"
-`;
-  Deno.writeTextFileSync(join(dir, "compose.yaml"), compose);
+  cpSync(join(import.meta.dirname!, "fixtures", "shipped"), dir, { recursive: true });
   return loadCompose({ path: join(dir, "compose.yaml"), env: { API_TOKEN: "tok-123" } });
 }
 
@@ -90,7 +60,7 @@ Deno.test(needs(["docker"], {
       assert.equal(await read("/etc/app/config.yaml"), "level: debug");
       assert.equal(await read("/etc/nginx/nginx.conf"), "worker_processes 1;\n");
       assert.equal(await read("/www/site/index.html"), "<h1>shipped</h1>\n");
-      assert.equal(await read("/www/site/css/a.css"), "h1{}\n");
+      assert.equal(await read("/www/site/css/a.css"), "h1 {}\n");
       const owner = await docker("exec", made.id, "stat", "-c", "%u:%g %a", "/run/secrets/token");
       if (owner.code === 0) assert.equal(owner.stdout.trim(), "1000:1000 400");
       else {

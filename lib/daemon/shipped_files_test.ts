@@ -2,6 +2,7 @@
 // content matching its digest. (A real container reading them: tests/shipped_files_docker_test.ts.)
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { loadCompose, serviceContainerSpec } from "../deploy/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
@@ -9,41 +10,10 @@ import { materializeFiles } from "./shipped_files.ts";
 
 const SECRET = "s3cret-do-not-leak";
 
+// The Project and its files live in tests/fixtures/shipped/, shared with the other shipped-files test; each
+// test works on its own copy.
 function project(dir: string): ReturnType<typeof loadCompose> {
-  Deno.writeTextFileSync(join(dir, "db-password.txt"), SECRET);
-  Deno.writeTextFileSync(join(dir, "nginx.conf"), "worker_processes 1;\n");
-  Deno.mkdirSync(join(dir, "site", "css"), { recursive: true });
-  Deno.writeTextFileSync(join(dir, "site", "index.html"), "<h1>shipped</h1>\n");
-  Deno.writeTextFileSync(join(dir, "site", "css", "a.css"), "h1{}\n");
-  const compose = `
-name: shipped
-services:
-  app:
-    image: ployz-test/busybox:1
-    command: ["sleep", "300"]
-    secrets:
-      - db-password
-      - source: api-token
-        target: token
-        uid: "1000"
-        gid: "1000"
-        mode: 0400
-    configs:
-      - source: app-config
-        target: /etc/app/config.yaml
-    volumes:
-      - ./nginx.conf:/etc/nginx/nginx.conf:ro
-      - ./site:/www/site:ro
-secrets:
-  db-password:
-    file: ./db-password.txt
-  api-token:
-    environment: API_TOKEN
-configs:
-  app-config:
-    content: "level: debug"
-`;
-  Deno.writeTextFileSync(join(dir, "compose.yaml"), compose);
+  cpSync(join(import.meta.dirname!, "..", "..", "tests", "fixtures", "shipped"), dir, { recursive: true });
   return loadCompose({ path: join(dir, "compose.yaml"), env: { API_TOKEN: "tok-123" } });
 }
 
