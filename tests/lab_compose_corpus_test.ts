@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import type { NormalizedService } from "../lib/deploy/mod.ts";
 import { loadCompose } from "../lib/deploy/mod.ts";
 import { corpus, corpusEnv, corpusFiles } from "./support/compose_corpus.ts";
-import { startLab } from "./support/lab.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
 
@@ -105,11 +105,7 @@ Deno.test(needs(["lab"], {
     const entries = corpus().filter((entry) => entry.lab === true);
     assert.ok(entries.length >= 4, `${entries.length} corpus entries are marked for the lab`);
     await using lab = await startLab("cc", 3);
-    await eventually(60_000, "m1 sees 3 Machines up", async () => {
-      const listed = await lab.on("m1", ["machine", "ls", "--json"]);
-      const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
-      return machines.length === 3 && machines.every((m) => m.membership === "up") ? true : undefined;
-    });
+    await machinesUp(lab, "m1", 3);
     for (const entry of entries) {
       await t.step(
         `${entry.name}: deployed as written; docker inspect and the published ports agree`,

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
-import { type Lab, startLab } from "./support/lab.ts";
+import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
@@ -212,12 +212,7 @@ for (const forwarding of ["off", "on"] as const) {
         stderr: "inherit",
       }).spawn();
       try {
-        await eventually(60_000, "m1 sees 3 Machines up", async () => {
-          const r = await lab.on("m1", ["machine", "ls", "--json"]);
-          const listed = JSON.parse(r.stdout) as { machines: { membership: string }[] };
-          return listed.machines.length === 3 && listed.machines.every((m) => m.membership === "up") ||
-            undefined;
-        });
+        await machinesUp(lab, "m1", 3);
         const file = join(lab.dir, "cnet.yaml");
         await Deno.writeTextFile(file, compose());
         const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);

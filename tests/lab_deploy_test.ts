@@ -7,7 +7,8 @@
 // after the heal both sides list everything.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startLab } from "./support/lab.ts";
+import { lastOutcome } from "./support/daemon.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { ROOT } from "./support/spawn.ts";
 import { IMAGE } from "./support/docker.ts";
@@ -82,11 +83,7 @@ Deno.test(needs(["lab"], {
     "Deploy across a 3-Machine lab: spread, global, x-machines, image from a peer, Machine cut mid-deploy",
   async fn(t) {
     await using lab = await startLab("dp", 3);
-    await eventually(60_000, "m1 sees 3 Machines up", async () => {
-      const listed = await lab.on("m1", ["machine", "ls", "--json"]);
-      const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
-      return machines.length === 3 && machines.every((m) => m.membership === "up") ? true : undefined;
-    });
+    await machinesUp(lab, "m1", 3);
     const ps = async (): Promise<Listed> => {
       const result = await lab.on("m1", ["ps", "--all-machines", "--json"]);
       assert.equal(result.code, 0, result.stderr);
@@ -104,7 +101,7 @@ Deno.test(needs(["lab"], {
         const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
         const seconds = ((Date.now() - started) / 1000).toFixed(1);
         assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
-        const outcome = lastOutcome(deployed.stdout);
+        const outcome = lastOutcome<OutcomeJson>(deployed.stdout);
         assert.equal(outcome.status, "succeeded");
         const copies = outcome.completed.filter((op) => op.kind === "image").map((op) => op.machine_name)
           .sort();
@@ -165,7 +162,7 @@ Deno.test(needs(["lab"], {
         const status = await child.status;
         assert.equal(status.code, 1, `a partial Deploy exits 1: ${await stderr}`);
         assert.equal(cutAt, 1, "the partition was made while operation 2 ran");
-        const outcome = lastOutcome(text);
+        const outcome = lastOutcome<OutcomeJson>(text);
         assert.equal(outcome.status, "partial");
         assert.deepEqual(
           outcome.completed.map((op) => `${op.kind} ${op.service}@${op.machine_name}`),
@@ -190,7 +187,7 @@ Deno.test(needs(["lab"], {
         });
         const redeployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
         assert.equal(redeployed.code, 0, redeployed.stderr + redeployed.stdout);
-        const finished = lastOutcome(redeployed.stdout);
+        const finished = lastOutcome<OutcomeJson>(redeployed.stdout);
         assert.deepEqual(
           finished.completed.map((op) => `${op.kind} ${op.service}@${op.machine_name}`),
           ["create web@m3", "point web@m3", "create after@m1", "point after@m1"],
@@ -248,10 +245,3 @@ Deno.test(needs(["lab"], {
     });
   },
 }));
-
-function lastOutcome(ndjson: string): OutcomeJson {
-  const lines = ndjson.trim().split("\n").map((l) => JSON.parse(l));
-  const outcome = lines.reverse().find((l) => l.type === "outcome");
-  assert.ok(outcome !== undefined, `no outcome in: ${ndjson}`);
-  return outcome.outcome as OutcomeJson;
-}

@@ -4,9 +4,9 @@
 // unknown, and everything after is not attempted.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startLab } from "./support/lab.ts";
+import { lastOutcome } from "./support/daemon.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
-import { eventually } from "./support/poll.ts";
 import { ROOT } from "./support/spawn.ts";
 
 const IMAGE = "ployz-test/busybox:1";
@@ -44,13 +44,6 @@ ${dependsOn === undefined ? "" : `    depends_on: [${dependsOn}]\n`}`;
   return `name: ${name}\nservices:\n${svc("a", undefined)}${svc("b", "a")}${svc("c", "b")}`;
 }
 
-function lastOutcome(ndjson: string): OutcomeJson {
-  const lines = ndjson.trim().split("\n").map((l) => JSON.parse(l));
-  const outcome = lines.reverse().find((l) => l.type === "outcome");
-  assert.ok(outcome !== undefined, `no outcome in: ${ndjson}`);
-  return outcome.outcome as OutcomeJson;
-}
-
 const at = (op: OpJson): string => `${op.kind} ${op.service}@${op.machine_name}`;
 
 Deno.test(needs(["lab"], {
@@ -58,11 +51,7 @@ Deno.test(needs(["lab"], {
     "parallel Deploy on a 3-Machine lab: 3x3 faster than one at a time; a cut Machine stops only its chain",
   async fn(t) {
     await using lab = await startLab("pd", 3);
-    await eventually(60_000, "m1 sees 3 Machines up", async () => {
-      const listed = await lab.on("m1", ["machine", "ls", "--json"]);
-      const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
-      return machines.length === 3 && machines.every((m) => m.membership === "up") ? true : undefined;
-    });
+    await machinesUp(lab, "m1", 3);
     const deployTimed = async (name: string, parallel: number): Promise<number> => {
       const path = join(lab.dir, `${name}.yaml`);
       await Deno.writeTextFile(path, threeByThree(name));
@@ -70,7 +59,7 @@ Deno.test(needs(["lab"], {
       const r = await lab.on("m1", ["deploy", "-f", path, "-y", "--json", "--parallel", String(parallel)]);
       const ms = performance.now() - started;
       assert.equal(r.code, 0, r.stderr + r.stdout);
-      const outcome = lastOutcome(r.stdout);
+      const outcome = lastOutcome<OutcomeJson>(r.stdout);
       assert.equal(outcome.status, "succeeded");
       assert.equal(outcome.completed.filter((op) => op.kind === "create").length, 9);
       return ms;
@@ -154,7 +143,7 @@ Deno.test(needs(["lab"], {
       const status = await child.status;
       assert.equal(status.code, 1, `a partial Deploy exits 1: ${await stderr}`);
       assert.ok(cut, "the partition was made while m3's operation ran");
-      const outcome = lastOutcome(text);
+      const outcome = lastOutcome<OutcomeJson>(text);
       assert.equal(outcome.status, "partial");
       assert.deepEqual(outcome.completed.map(at).sort(), ["create a@m1", "create a@m2"]);
       assert.equal(outcome.failed?.op.machine_name, "m3");

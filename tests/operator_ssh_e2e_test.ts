@@ -17,7 +17,7 @@ import { chooseConnection, openConnection } from "../lib/operator/mod.ts";
 import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch, viaEntry } from "../lib/rpc/mod.ts";
 import { IMAGE } from "./support/docker.ts";
-import { startLab } from "./support/lab.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
@@ -211,11 +211,7 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
         ]);
         return r.stdout.includes("ssh-ed25519") ? true : undefined;
       });
-      await eventually(60_000, "m1 sees 3 Machines up", async () => {
-        const listed = await lab.on("m1", ["machine", "ls", "--json"]);
-        const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
-        return machines.length === 3 && machines.every((m) => m.membership === "up") ? true : undefined;
-      });
+      await machinesUp(lab, "m1", 3);
 
       await t.step(
         "bad connections: one line naming the context and host, nothing saved half-way",

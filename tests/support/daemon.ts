@@ -161,3 +161,11 @@ export function outcomeOf(result: RunResult, options: { onlyJson?: boolean } = {
   if (line === undefined) throw new Error(`No outcome line in:\n${result.stdout}\n${result.stderr}`);
   return line.outcome;
 }
+
+/** The last Outcome in a `deploy --json` transcript (NDJSON), failing the test when there is none. */
+export function lastOutcome<T = Record<string, unknown>>(ndjson: string): T {
+  const lines = ndjson.trim().split("\n").map((l) => JSON.parse(l));
+  const outcome = lines.reverse().find((l) => l.type === "outcome");
+  if (outcome === undefined) throw new Error(`No outcome line in: ${ndjson}`);
+  return outcome.outcome as T;
+}

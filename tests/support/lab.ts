@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./docker.ts";
 import { DOCKER_SOCKET } from "./needs.ts";
+import { eventually } from "./poll.ts";
 import { ROOT, run, type RunResult } from "./spawn.ts";
 
 /** The real `ployz` CLI (bin/ployz) run with `env`. */
@@ -126,4 +127,13 @@ export async function startLab(
     throw error;
   }
   return lab;
+}
+
+/** Waits (up to 60 s) until Machine `m`'s `machine ls` lists `count` Machines, every one of them up. */
+export async function machinesUp(lab: Lab, m: string, count: number): Promise<void> {
+  await eventually(60_000, `${m} sees ${count} Machines up`, async () => {
+    const listed = await lab.on(m, ["machine", "ls", "--json"]);
+    const machines = JSON.parse(listed.stdout).machines as { membership: string }[];
+    return machines.length === count && machines.every((x) => x.membership === "up") ? true : undefined;
+  });
 }
