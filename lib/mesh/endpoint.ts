@@ -97,7 +97,7 @@ export function endpointStatus(
   if (state.kind === "unselected") return "unknown";
   if (state.kind === "established") return sinceHandshake < timing.peerDownMs ? "up" : "down";
   const sinceChange = Math.max(0, now - state.since);
-  const handshookAfterChange = latestHandshake !== undefined && latestHandshake > state.since;
+  const handshookAfterChange = handshookSince(latestHandshake, state.since);
   if (sinceChange > timing.peerDownMs) return sinceHandshake < timing.peerDownMs ? "up" : "down";
   if (sinceChange < timing.connectionTimeoutMs) return handshookAfterChange ? "up" : "unknown";
   return handshookAfterChange ? "up" : "down";
@@ -129,7 +129,7 @@ export function pollEndpoint(
     return { selection: { ...selection, state: { kind: "established", endpoint: deviceEndpoint } } };
   }
   let state = selection.state;
-  if (state.kind === "testing" && latestHandshake !== undefined && latestHandshake > state.since) {
+  if (state.kind === "testing" && handshookSince(latestHandshake, state.since)) {
     state = { kind: "established", endpoint: state.endpoint };
   }
   const next = { ...selection, state };
@@ -137,6 +137,14 @@ export function pollEndpoint(
   const endpoint = nextCandidate(next);
   if (endpoint === undefined) return { selection: next };
   return { selection: { ...next, state: { kind: "testing", endpoint, since: now } }, changed: endpoint };
+}
+
+/**
+ * Whether a handshake counts as arriving after `since`. WireGuard reports handshakes in whole seconds, so one in the
+ * same second as the switch may read as earlier than it; judging it as before would drop a live endpoint.
+ */
+function handshookSince(latestHandshake: number | undefined, since: number): boolean {
+  return latestHandshake !== undefined && latestHandshake >= Math.floor(since / 1000) * 1000;
 }
 
 function nextCandidate(selection: EndpointSelection): string | undefined {

@@ -54,6 +54,14 @@ Deno.test("a handshake from before the switch does not count for the new endpoin
   assert.equal(r.changed, B);
 });
 
+Deno.test("a handshake in the same whole second as the switch counts for the new endpoint", () => {
+  // WireGuard reports handshakes in whole seconds: one 300 ms after a switch at t0 + 0.7 s reads as t0.
+  const sel = newEndpointSelection([A, B], undefined, t0 + 700);
+  const r = pollEndpoint(sel, { now: t0 + 16 * s, latestHandshake: t0, deviceEndpoint: A });
+  assert.equal(r.changed, undefined);
+  assert.deepEqual(r.selection.state, { kind: "established", endpoint: A });
+});
+
 Deno.test("a roamed endpoint reported by the interface is adopted", () => {
   const sel = newEndpointSelection([A, B], undefined, t0);
   const r = pollEndpoint(sel, { now: t0 + 1 * s, latestHandshake: t0 + 1 * s, deviceEndpoint: C });
