@@ -108,7 +108,19 @@ Deno.test(needs(["lab"], {
       const path = join(lab.dir, "cutp.yaml");
       await Deno.writeTextFile(path, threeByThree("cutp"));
       const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
-        args: ["deploy", "-f", path, "-y", "--json", "--parallel", "8", "--monitor", "3s"],
+        args: [
+          "deploy",
+          "-f",
+          path,
+          "-y",
+          "--json",
+          "--parallel",
+          "8",
+          "--monitor",
+          "3s",
+          "--call-timeout",
+          "15s",
+        ],
         env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
         clearEnv: true,
         stdin: "null",

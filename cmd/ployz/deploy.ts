@@ -30,13 +30,16 @@ export const deployCommand: Command = {
   name: "deploy",
   summary: "Deploy a Compose file to the Cluster",
   usage:
-    `${COMPOSE_USAGE} [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] [--parallel N]`,
+    `${COMPOSE_USAGE} [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] [--parallel N] ` +
+    "[--call-timeout 2m]",
   description:
     "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
     "--parallel N runs up to N operations at once (at most 2 per Machine): different Machines side by side,\n" +
     "Services still in dependency order, a Service's replacements still one at a time. After a failure nothing\n" +
-    "new starts; what was running finishes and is reported. Default 1: one operation at a time.",
+    "new starts; what was running finishes and is reported. Default 1: one operation at a time.\n" +
+    "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +
+    "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.",
   options: {
     ...COMPOSE_OPTIONS,
     yes: { type: "boolean", short: "y" },
@@ -45,6 +48,7 @@ export const deployCommand: Command = {
     monitor: { type: "string" },
     "confirm-data-loss": { type: "string", multiple: true },
     parallel: { type: "string" },
+    "call-timeout": { type: "string" },
   },
   async run({ values, io }): Promise<number> {
     let monitorMs: number | undefined;
@@ -54,6 +58,15 @@ export const deployCommand: Command = {
       monitorMs = parsed;
     }
     const parallel = parseParallel(values.parallel);
+    let callTimeoutMs: number | undefined;
+    if (values["call-timeout"] !== undefined) {
+      const parsed = parseDurationMs(String(values["call-timeout"]));
+      if (typeof parsed !== "number" || parsed < 1000) {
+        const why = typeof parsed === "number" ? "at least 1s" : parsed.error;
+        throw new UsageError(`Invalid value for "--call-timeout": ${why}`);
+      }
+      callTimeoutMs = parsed;
+    }
     const { input, loaded } = loadComposeInput(values);
     const path = input.files[0];
     const config = openConfig();
@@ -72,6 +85,7 @@ export const deployCommand: Command = {
           confirmDataLoss: listOption(values["confirm-data-loss"]),
           verb: "deploy",
           parallel,
+          callTimeoutMs,
           files: loaded.files,
         }), { composeContext: loaded.project.context ?? undefined });
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");

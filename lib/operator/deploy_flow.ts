@@ -60,6 +60,8 @@ export interface FlowOptions {
   verb: string;
   /** How many operations run at once (`--parallel`); default 1, strictly in plan order. */
   parallel?: number;
+  /** How long to wait, beyond an operation's own wait, for a Machine that took a request; default 2 min. */
+  callTimeoutMs?: number;
   /** Content of the files the Project ships (secrets, configs, relative binds), by digest; never saved. */
   files?: FileContents;
 }
@@ -165,7 +167,9 @@ export async function executeAndRecord(
   plan: Plan,
   machines: DeployMachines,
   book: DeployBook,
-  options: Pick<FlowOptions, "report" | "parallel" | "files"> & { record: Record<string, unknown> },
+  options: Pick<FlowOptions, "report" | "parallel" | "callTimeoutMs" | "files"> & {
+    record: Record<string, unknown>;
+  },
 ): Promise<Outcome> {
   await requirePlanCapabilities(plan, machines);
   const createdAt = new Date().toISOString();
@@ -186,6 +190,7 @@ export async function executeAndRecord(
   const image = ingressImage();
   const outcome: Outcome = await executePlan(plan, apis, {
     parallel: options.parallel,
+    callTimeoutMs: options.callTimeoutMs,
     onEvent: (event) => options.report.event(event),
     fillIngress: async (machine, request) =>
       fillIngressSlot(machine, {
