@@ -238,6 +238,18 @@ export async function deployProject(
   options: FlowOptions,
 ): Promise<FlowResult> {
   const { project } = request;
+  const unbuilt = Object.values(project.services).filter((s) =>
+    s.build !== undefined && !s.image.includes(":")
+  );
+  if (unbuilt.length > 0) {
+    throw new OperatorError(
+      "unsupported",
+      `Service "${
+        unbuilt[0].name
+      }" has "build:", and this release cannot build yet: build and push the image, then set "image"`,
+      { service: unbuilt[0].name },
+    );
+  }
   const previous = book.savedState(project.name)?.compose as NormalizedProject | undefined;
   const deployment = deploymentFor(book, project);
   const ingress = { ...INGRESS, image: ingressImage() };

@@ -486,6 +486,7 @@ function readProject(
     secrets,
     configs,
     contents,
+    project: name,
   };
   const services: Record<string, NormalizedService> = {};
   for (const entry of serviceEntries) {

@@ -518,17 +518,6 @@ Deno.test("loadCompose() reports env_file syntax errors in that file", () => {
   });
 });
 
-Deno.test("loadCompose() refuses build without image and warns when both are set", () => {
-  onlyIssue(problems("services:\n  web:\n    build: .\n"), {
-    line: 3,
-    column: 5,
-    path: "services.web.build",
-    message: /key "build" is not supported: Ployz does not build images/,
-  });
-  const { warnings } = loadText("services:\n  web:\n    build: .\n    image: acme/web:1\n");
-  onlyIssue(warnings, { line: 3, path: "services.web.build", message: /ignored: image "acme\/web:1"/ });
-});
-
 Deno.test("loadCompose() refuses a service without image", () => {
   onlyIssue(problems("services:\n  web:\n    command: [sleep, '1']\n"), {
     line: 2,

@@ -38,6 +38,7 @@ export type { LoadComposeOptions, LoadedCompose } from "./load.ts";
 export { type FileContents, MAX_SHIPPED_BYTES } from "./files.ts";
 export { ComposeError, formatIssue } from "./issue.ts";
 export type { ComposeIssue } from "./issue.ts";
+export { INLINE_DOCKERFILE_NAME, MAX_INLINE_DOCKERFILE } from "./build.ts";
 export { compareServiceSpecs, serviceSpecDigest } from "./spec.ts";
 export type { SpecChange, SpecComparison } from "./spec.ts";
 export { interpolate } from "./interpolate.ts";
@@ -59,6 +60,7 @@ export type {
   BindMount,
   HostPort,
   IngressPort,
+  NormalizedBuild,
   NormalizedDevice,
   NormalizedDeviceRequest,
   NormalizedFile,

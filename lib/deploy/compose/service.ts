@@ -47,7 +47,9 @@ import {
   warn,
 } from "./reader.ts";
 import { fileErrorReason, readBytes, readCommand, readDuration } from "./service_fields.ts";
+import { readBuild } from "./build.ts";
 import type {
+  NormalizedBuild,
   NormalizedDevice,
   NormalizedDeviceRequest,
   NormalizedFile,
@@ -76,6 +78,8 @@ export interface ServiceScope {
   configs: ReadonlyMap<string, FileSource>;
   /** Filled in while reading: the content of every shipped file, by digest. */
   contents: FileContents;
+  /** The Project's name, which names built images; absent when it has problems. */
+  project?: string;
 }
 
 const RESTART = /^(no|always|unless-stopped|on-failure(:\d+)?)$/;
@@ -109,33 +113,24 @@ export function readService(
     return boolean(reader, entry.value, entry.path) ?? fallback;
   };
 
-  const image = optionalText("image");
-  const build = get("build");
-  if (build !== undefined && build.value !== null) {
-    if (image === null) {
-      fail(
-        reader,
-        build.keyNode,
-        build.path,
-        `key "build" is not supported: Ployz does not build images; build and push the image, then set "image"`,
-      );
-    } else {
-      warn(
-        reader,
-        build.keyNode,
-        build.path,
-        `key "build" is ignored: image "${image}" is deployed as it is`,
-      );
-    }
-  } else if (image === null && get("image") === undefined) {
+  const named = optionalText("image");
+  const buildEntry = get("build");
+  let build: NormalizedBuild | undefined;
+  if (buildEntry !== undefined && buildEntry.value !== null) {
+    build = readBuild(reader, buildEntry, { baseDir: scope.baseDir, env: scope.env, image: named });
+  } else if (named === null && get("image") === undefined) {
     fail(reader, keyNode, path, `missing required key "image"`);
   }
-  if (image !== null && (image === "" || /\s/.test(image))) {
+  // A built image runs as <project>-<service>:<content digest>; the Deploy adds the tag once it reads the context.
+  const image = buildEntry !== undefined && buildEntry.value !== null
+    ? `${scope.project ?? "project"}-${name}`
+    : named;
+  if (named !== null && (named === "" || /\s/.test(named))) {
     fail(
       reader,
       value("image"),
       at("image"),
-      `invalid image "${image}": expected a reference such as "nginx:1.27"`,
+      `invalid image "${named}": expected a reference such as "nginx:1.27"`,
     );
   }
 
@@ -350,6 +345,7 @@ export function readService(
     pidsLimit,
     dependsOnConditions: sorted(dependsOnConditions),
     files,
+    ...(build === undefined ? {} : { build }),
   };
 }
 

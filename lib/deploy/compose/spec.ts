@@ -33,6 +33,8 @@ const PLANNER_ONLY = new Set([
   "dependsOn",
   "profiles",
   "pullPolicy",
+  // The image reference carries the build's content digest; where the context lies is no container setting.
+  "build",
 ]);
 
 function sortedByJson<T>(list: readonly T[]): T[] {

@@ -254,6 +254,34 @@ export interface NormalizedService {
   dependsOnConditions?: Record<string, "service_healthy" | "service_completed_successfully">;
   /** Secrets, configs and relative bind mounts, shipped with the create request: digests here, never content. */
   files?: NormalizedFile[];
+  /**
+   * `build:`: the image is built on a Machine of the Cluster from a context on the operator's side. Until the
+   * Deploy reads the context, `image` is the repository `<project>-<service>`; the Deploy then sets it to
+   * `<project>-<service>:<content digest>`.
+   */
+  build?: NormalizedBuild;
+}
+
+/** How a Service's image is built (`build:`). */
+export interface NormalizedBuild {
+  /** Absolute path of the context directory on the operator's side. */
+  context: string;
+  /** Dockerfile path inside the context, or null for `Dockerfile`. */
+  dockerfile: string | null;
+  /** The Dockerfile's text, given in the Compose file, or null. */
+  dockerfileInline: string | null;
+  /** Build arguments, sorted. */
+  args: Record<string, string>;
+  /** Stage to build, or null for the last one. */
+  target: string | null;
+  /** Labels of the image, sorted. */
+  labels: Record<string, string>;
+  /** Images on the building Machine whose layers may serve as cache. */
+  cacheFrom: string[];
+  /** Build without Docker's layer cache. */
+  noCache: boolean;
+  /** The `image:` the file names, tagged too; null when it names none. */
+  image: string | null;
 }
 
 /** A file the container gets from the operator's side; its content travels only with the create request. */
