@@ -50,6 +50,11 @@ export const AREAS: Readonly<Record<string, Area>> = {
     about: "The Observe Store: this Machine's container logs and metrics, kept on this Machine only.",
     uses: ["util"],
   },
+  volume: {
+    about:
+      "Volumes: the Pool backends (btrfs, ZFS) behind one interface, and SetVolumeCopy's pure transition table.",
+    uses: ["util"],
+  },
   deploy: {
     about: "Deploy: Compose loading, the Docker adapter, the pure planner and the client-side executor.",
     uses: ["util"],
