@@ -164,6 +164,11 @@ export class ClusterLink {
           if (event.type === "apply_done") this.#noteUrl(event.peer);
           if (event.type === "round_failed") this.#fail("sync", new Error(event.error));
           if (event.type === "refused") this.#noteRefused(event.peer, event.rejected);
+          if (event.type === "full_sync") {
+            this.#options.log(
+              `took a full copy of the store from ${event.peer} (behind its compaction): ${event.received} changes, ${event.removed} rows deleted there meanwhile`,
+            );
+          }
         },
       });
     }

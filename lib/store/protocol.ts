@@ -66,6 +66,13 @@ export interface SyncResponse {
   changes: Change[];
   /** True when more remain. */
   more: boolean;
+  /**
+   * The replier's floors above 0 (see `Store.floors`): a requester holding less of a site than its floor must
+   * take a full copy. Absent from older repliers, which never compact.
+   */
+  floors?: Record<string, number>;
+  /** The replier's compaction horizon (an HLC), when it has compacted. */
+  compacted?: string;
 }
 
 /** `POST /store/v1/caught-up`: does the replier hold everything in `vector`? */

@@ -7,7 +7,7 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { type Change, checkChange, MAX_BODY_CHARS, parseBodyText, SITE_ID_PATTERN } from "./change.ts";
 import { StoreError } from "./errors.ts";
-import { HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
+import { encodeHlc, HLC_PATTERN, HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 import type {
   Ack,
   Certificate,
@@ -41,6 +41,14 @@ export interface StoreOptions {
    * daemon always passes one; without it (simulations, benchmarks) signatures are neither made nor checked.
    */
   signingSecret?: Uint8Array;
+}
+
+/** What one {@linkcode Store.compact} removed. */
+export interface CompactResult {
+  /** Changes a newer change of the same row had superseded. */
+  superseded: number;
+  /** Tombstones removed with their rows. */
+  tombstones: number;
 }
 
 /** Why one change of a batch was refused. */
@@ -257,7 +265,10 @@ export class Store {
   readonly #signer: ChangeSigner | undefined;
   readonly #verifier = new SignatureVerifier();
   readonly #hwmPath: string | undefined;
+  readonly #now: () => number;
   #anchors: Record<string, string> = {};
+  // Changes to name-keyed tables older than this created no row here: their tombstones may be compacted.
+  #compactedHlc = "";
   #durableVersion = 0;
   #hwmTarget = 0;
   #hwmWrites: Promise<void> = Promise.resolve();
@@ -271,6 +282,7 @@ export class Store {
     this.#db = db;
     this.siteId = options.siteId;
     this.clusterId = options.clusterId;
+    this.#now = options.now ?? Date.now;
     this.#clock = new HybridClock(options.now);
     this.#signer = options.signingSecret === undefined ? undefined : new ChangeSigner(options.signingSecret);
     this.#hwmPath = options.path === ":memory:" || options.path === ""
@@ -318,6 +330,10 @@ export class Store {
     if (!db.prepare(`PRAGMA table_info(changes)`).all().some((c) => c.name === "sig")) {
       db.exec(`ALTER TABLE changes ADD COLUMN sig TEXT`);
     }
+    // `floor`: every version of the site up to it that is not in the log was compacted (see compact).
+    if (!db.prepare(`PRAGMA table_info(sites)`).all().some((c) => c.name === "floor")) {
+      db.exec(`ALTER TABLE sites ADD COLUMN floor INTEGER NOT NULL DEFAULT 0`);
+    }
     this.#checkIdentity("cluster_id", this.clusterId);
     this.#checkIdentity("site_id", this.siteId);
     this.#anchors = this.#readAnchors();
@@ -331,10 +347,16 @@ export class Store {
     }
     // The own site's entry in `sites` is refreshed here, not on each local write: the log is the truth.
     const own = db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(this.siteId);
+    // Compaction may have removed this Machine's latest changes from the log; `sites` still counts them.
+    const counted = db.prepare(`SELECT max AS v FROM sites WHERE site = ?`).get(this.siteId);
+    const compacted = db.prepare(`SELECT value FROM meta WHERE name = 'compacted_hlc'`).get();
+    if (typeof compacted?.value === "string" && HLC_PATTERN.test(compacted.value)) {
+      this.#compactedHlc = compacted.value;
+    }
     // A version that left this Machine is never reused, even when a crash lost it from the log: the high-water
     // mark was made durable before it left (see outbound), and numbering resumes above it.
     this.#durableVersion = this.#readHighWater();
-    this.#ownVersion = Math.max(Number(own?.v ?? 0), this.#durableVersion);
+    this.#ownVersion = Math.max(Number(own?.v ?? 0), Number(counted?.v ?? 0), this.#durableVersion);
     if (this.#ownVersion > 0) this.#advance(this.siteId, this.#ownVersion);
     const last = db.prepare(`SELECT max(hlc) AS h FROM changes`).get();
     if (typeof last?.h === "string") this.#clock.observe(last.h);
@@ -778,6 +800,12 @@ export class Store {
   #merge(change: Change, body: Record<string, unknown> | undefined): void {
     const spec = TABLES[change.table];
     if (spec === undefined) return;
+    // A name-keyed write older than the compaction horizon may lose to a tombstone compacted away here: it may
+    // change a row still held, never create one (its writer was cut off longer than the horizon).
+    if (
+      spec.kind === "name" && change.hlc < this.#compactedHlc && change.site !== this.siteId &&
+      this.#rowOwner(spec.name, change.key) === undefined
+    ) return;
     this.#putRow(spec, this.#rowWriters(spec).merge, change, body);
   }
 
@@ -813,6 +841,7 @@ export class Store {
     const result: ApplyResult = { applied: 0, duplicates: 0, rejected: [] };
     const valid: Screened[] = [];
     const exists = this.#statement(`SELECT 1 FROM changes WHERE site = ? AND version = ?`);
+    const floor = this.#statement(`SELECT floor FROM sites WHERE site = ?`);
     inputs.forEach((input, index) => {
       const checked = checkChange(input);
       if ("reason" in checked) {
@@ -837,7 +866,12 @@ export class Store {
         ));
         return;
       }
-      if (exists.get(change.site, change.version) !== undefined) {
+      // A version at or below the site's floor is held or was compacted away: applying it again could bring
+      // back a row whose tombstone is gone.
+      if (
+        exists.get(change.site, change.version) !== undefined ||
+        change.version <= Number(floor.get(change.site)?.floor ?? 0)
+      ) {
         result.duplicates += 1;
         return;
       }
@@ -1088,6 +1122,157 @@ export class Store {
       }
     }
     return true;
+  }
+
+  /**
+   * Removes from the log what no replica needs any more: changes older than `horizonMs` that a newer change
+   * superseded, and tombstones older than it with their rows. Only versions below a site's contiguous watermark
+   * go, and each site's floor rises past them, so a peer whose vector is below a floor (it was cut off longer
+   * than the horizon) knows it must take a full copy ({@linkcode Store.completeFullSync}). Admissions and tables
+   * this release does not know are kept whole.
+   */
+  compact(options: { horizonMs: number }): CompactResult {
+    this.#assertOpen();
+    const horizon = encodeHlc({ ms: Math.max(0, Math.floor(this.#now()) - options.horizonMs), counter: 0 });
+    const result: CompactResult = { superseded: 0, tombstones: 0 };
+    this.#transaction(() => {
+      // The own site's entry is refreshed here: its floor must be readable, and its count survive a reopen.
+      this.#statement(
+        `INSERT INTO sites (site, contiguous, max) VALUES (?, ?, ?) ON CONFLICT (site) DO UPDATE SET
+         contiguous = MAX(contiguous, excluded.contiguous), max = MAX(max, excluded.max)`,
+      ).run(this.siteId, this.#ownContiguous, this.#ownVersion);
+      const floors = new Map<string, number>();
+      const note = (site: unknown, version: unknown): void => {
+        floors.set(String(site), Math.max(floors.get(String(site)) ?? 0, Number(version)));
+      };
+      const below = (alias: string): string =>
+        `${alias}.version <= coalesce((SELECT contiguous FROM sites s WHERE s.site = ${alias}.site), 0)`;
+      for (const spec of Object.values(TABLES)) {
+        if (spec.name === "members") continue;
+        const table = spec.name;
+        const superseded = `FROM changes AS c WHERE c.tbl = '${table}' AND c.hlc < ? AND ${below("c")}
+          AND (c.site, c.version) NOT IN (SELECT site, version FROM ${table})`;
+        for (
+          const row of this.#db.prepare(`SELECT c.site, max(c.version) AS v ${superseded} GROUP BY c.site`)
+            .all(horizon)
+        ) {
+          note(row.site, row.v);
+        }
+        result.superseded += Number(
+          this.#db.prepare(
+            `DELETE FROM changes WHERE (site, version) IN (SELECT c.site, c.version ${superseded})`,
+          )
+            .run(horizon).changes,
+        );
+        // A tombstone goes only when it is the last change of its key held (or none is, after a full sync).
+        const dead = this.#db.prepare(
+          `SELECT r.key, r.site, r.version FROM ${table} AS r WHERE r.deleted = 1 AND r.hlc < ? AND ${
+            below("r")
+          }
+           AND (r.key IN (SELECT key FROM changes WHERE tbl = '${table}' GROUP BY key HAVING count(*) = 1)
+             OR r.key NOT IN (SELECT key FROM changes WHERE tbl = '${table}'))`,
+        ).all(horizon);
+        const dropChange = this.#statement(`DELETE FROM changes WHERE site = ? AND version = ?`);
+        const dropRow = this.#statement(`DELETE FROM ${table} WHERE key = ?`);
+        for (const row of dead) {
+          dropChange.run(row.site as string, row.version as number);
+          dropRow.run(row.key as string);
+          note(row.site, row.version);
+          result.tombstones += 1;
+        }
+      }
+      const raise = this.#statement(`UPDATE sites SET floor = MAX(floor, ?) WHERE site = ?`);
+      for (const [site, version] of floors) raise.run(version, site);
+      if (result.superseded + result.tombstones > 0 && horizon > this.#compactedHlc) {
+        this.#setCompactedHlc(horizon);
+      }
+    });
+    // The freed pages are reused by later writes; the write-ahead log is folded in so it does not keep them too.
+    if (result.superseded + result.tombstones > 0) this.checkpoint();
+    return result;
+  }
+
+  /** Folds the write-ahead log into the main file and truncates it. */
+  checkpoint(): void {
+    this.#assertOpen();
+    this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+
+  #setCompactedHlc(hlc: string): void {
+    this.#statement(`INSERT INTO meta (name, value) VALUES ('compacted_hlc', ?)
+      ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(hlc);
+    this.#compactedHlc = hlc;
+  }
+
+  /** Each site's floor above 0: versions up to it missing from the log were compacted (or never needed). */
+  floors(): Record<string, number> {
+    this.#assertOpen();
+    const floors: Record<string, number> = {};
+    for (const row of this.#statement(`SELECT site, floor FROM sites WHERE floor > 0`).all()) {
+      floors[String(row.site)] = Number(row.floor);
+    }
+    return floors;
+  }
+
+  /** The compaction horizon this replica applies (an HLC), or "" before any compaction. */
+  get compactedHlc(): string {
+    return this.#compactedHlc;
+  }
+
+  /**
+   * Ends a full sync: the caller pulled every change a peer held (applied as usual) and passes what the peer
+   * said at the start — its vector, floors and compaction horizon — and the `table\0key` of every change it sent.
+   * A row here that the peer's vector covers but the peer sent nothing for was deleted there and its tombstone
+   * compacted: it becomes a tombstone here too, its changes leave the log. Then this replica holds what the peer
+   * held, so it adopts the peer's watermarks and floors. Returns how many rows it deleted.
+   */
+  completeFullSync(
+    peer: { vector: VersionVector; floors: Record<string, number>; compactedHlc?: string },
+    seen: ReadonlySet<string>,
+  ): number {
+    this.#assertOpen();
+    let removed = 0;
+    const seqBefore = this.#seq;
+    try {
+      this.#transaction(() => {
+        for (const spec of Object.values(TABLES)) {
+          const stale = this.#db.prepare(`SELECT key, site, version FROM ${spec.name} WHERE deleted = 0`)
+            .all()
+            .filter((r) =>
+              !seen.has(`${spec.name}\0${r.key}`) && holds(peer.vector[String(r.site)], Number(r.version))
+            );
+          const bury = this.#statement(`UPDATE ${spec.name} SET deleted = 1, seq = ? WHERE key = ?`);
+          const forget = this.#statement(`DELETE FROM changes WHERE tbl = ? AND key = ?`);
+          for (const row of stale) {
+            this.#seq += 1;
+            bury.run(this.#seq, row.key as string);
+            forget.run(spec.name, row.key as string);
+            removed += 1;
+          }
+        }
+        const adopt = this.#statement(
+          `INSERT INTO sites (site, contiguous, max, floor) VALUES (?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET
+           contiguous = MAX(contiguous, excluded.contiguous), max = MAX(max, excluded.max),
+           floor = MAX(floor, excluded.floor)`,
+        );
+        for (const [site, held] of Object.entries(peer.vector)) {
+          if (site === this.siteId || !SITE_ID_PATTERN.test(site)) continue;
+          const floor = Math.min(Math.max(0, Math.floor(peer.floors[site] ?? 0)), held.c);
+          adopt.run(site, held.c, held.c, floor);
+          this.#advance(site, held.c);
+        }
+        const horizon = peer.compactedHlc;
+        if (
+          horizon !== undefined && HLC_PATTERN.test(horizon) && horizon > this.#compactedHlc &&
+          this.#clock.aheadMs(horizon) <= 0
+        ) this.#setCompactedHlc(horizon);
+      });
+    } catch (error) {
+      this.#seq = seqBefore;
+      throw error;
+    }
+    if (this.#seq > seqBefore) this.#emit({ seq: this.#seq, changes: [], origin: "remote", pulled: true });
+    return removed;
   }
 
   /** Keys changed after local sequence number `seq`, per table, without reading whole tables. */

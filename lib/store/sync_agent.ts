@@ -5,20 +5,21 @@
  * @module
  */
 
-import type { Change } from "./change.ts";
+import { type Change, SITE_ID_PATTERN } from "./change.ts";
 import { StoreError } from "./errors.ts";
 import {
   CLUSTER_HEADER,
   type ErrorBody,
   MAX_PUSH_CHANGES,
   MAX_REPLY_BYTES,
+  MAX_SITES,
   type PushResponse,
   SYNC_PREFIX,
   type SyncResponse,
   type VectorResponse,
 } from "./protocol.ts";
 import type { Rejection, Store } from "./store.ts";
-import type { VersionVector } from "./vector.ts";
+import { type VersionVector, VersionVectorSchema } from "./vector.ts";
 import { readBodyCapped } from "../util/mod.ts";
 
 /** Something the agent did, for logs and tests. */
@@ -28,7 +29,9 @@ export type SyncEvent =
   | { type: "refused"; peer: string; rejected: Rejection[] }
   | { type: "push_failed"; peer: string; error: string }
   | { type: "sync_failed"; peer: string; error: string }
-  | { type: "round_failed"; error: string };
+  | { type: "round_failed"; error: string }
+  | { type: "full_sync"; peer: string; received: number; removed: number }
+  | { type: "compacted"; superseded: number; tombstones: number };
 
 /** How a {@linkcode SyncAgent} finds peers and paces itself. */
 export interface SyncAgentOptions {
@@ -44,8 +47,41 @@ export interface SyncAgentOptions {
   timeoutMs?: number;
   /** Changes per anti-entropy page. Defaults to 5000. */
   pageLimit?: number;
+  /**
+   * How old a superseded change or a tombstone must be before compaction removes it. Defaults to
+   * {@linkcode COMPACTION_HORIZON_MS} (7 days). A Machine cut off longer than this rejoins by a full sync.
+   */
+  horizonMs?: number;
+  /** Milliseconds between compactions. Defaults to one hour. */
+  compactEveryMs?: number;
   /** Told about applies and failures. */
   onEvent?: (event: SyncEvent) => void;
+}
+
+/** The default compaction horizon: 7 days. */
+export const COMPACTION_HORIZON_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Most pages one full sync takes before giving up (it is retried whole on a later round). */
+const FULL_SYNC_PAGES = 1000;
+
+// True when a peer's floors say it compacted versions this replica never received.
+function behindFloors(mine: VersionVector, floors: unknown): boolean {
+  if (floors === null || typeof floors !== "object") return false;
+  return Object.entries(floors as Record<string, unknown>).some(([site, floor]) =>
+    typeof floor === "number" && floor > (mine[site]?.c ?? 0)
+  );
+}
+
+// Floors from a reply, keeping only well-formed entries: the reply is another Machine's word.
+function readFloors(floors: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (floors === null || typeof floors !== "object") return out;
+  for (const [site, floor] of Object.entries(floors as Record<string, unknown>).slice(0, MAX_SITES)) {
+    if (SITE_ID_PATTERN.test(site) && Number.isSafeInteger(floor) && (floor as number) > 0) {
+      out[site] = floor as number;
+    }
+  }
+  return out;
 }
 
 /** Outcome of one anti-entropy exchange. */
@@ -86,6 +122,7 @@ export class SyncAgent {
 
   readonly #store: Store;
   readonly #options: Required<Omit<SyncAgentOptions, "onEvent">> & Pick<SyncAgentOptions, "onEvent">;
+  #compactTimer: ReturnType<typeof setInterval> | undefined;
   readonly #inflight = new Set<Promise<unknown>>();
   #queue: Change[] = [];
   #pushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -102,6 +139,8 @@ export class SyncAgent {
       pushDelayMs: 5,
       timeoutMs: 10_000,
       pageLimit: 5000,
+      horizonMs: COMPACTION_HORIZON_MS,
+      compactEveryMs: 60 * 60 * 1000,
       ...options,
     };
   }
@@ -117,6 +156,17 @@ export class SyncAgent {
       this.#schedulePush();
     });
     this.#scheduleRound();
+    this.#compactTimer = setInterval(() => this.compact(), this.#options.compactEveryMs);
+  }
+
+  /** Compacts the store past the horizon now; reports what went, never throws. */
+  compact(): void {
+    try {
+      const removed = this.#store.compact({ horizonMs: this.#options.horizonMs });
+      this.#options.onEvent?.({ type: "compacted", ...removed });
+    } catch (error) {
+      this.#options.onEvent?.({ type: "round_failed", error: `Compaction failed: ${String(error)}` });
+    }
   }
 
   /** Stops timers and waits for requests in flight. */
@@ -126,6 +176,8 @@ export class SyncAgent {
     this.#unsubscribe = undefined;
     clearTimeout(this.#pushTimer);
     clearTimeout(this.#roundTimer);
+    clearInterval(this.#compactTimer);
+    this.#compactTimer = undefined;
     this.#pushTimer = undefined;
     this.#roundTimer = undefined;
     this.#queue = [];
@@ -264,16 +316,73 @@ export class SyncAgent {
     return (await this.#request<VectorResponse>(peer, "/vector")).vector;
   }
 
+  /**
+   * Takes a whole copy of the peer's log (every change it holds, verified and merged as usual, page by page),
+   * then lets the store drop what the peer deleted and compacted meanwhile and adopt its watermarks. Run when the
+   * peer's floors show this replica was cut off longer than the compaction horizon.
+   */
+  async fullSync(peer: string): Promise<SyncResult> {
+    const result: SyncResult = { received: 0, sent: 0, rejected: [] };
+    // What this pull has received so far, as a vector: the peer sends each site's versions in ascending order,
+    // admissions first, so a site's watermark is the last non-admission version it sent.
+    const cursor: VersionVector = {};
+    const seen = new Set<string>();
+    let start: { vector: VersionVector; floors: Record<string, number>; compactedHlc?: string } | undefined;
+    for (let page = 0; page < FULL_SYNC_PAGES; page++) {
+      const reply = await this.#request<SyncResponse>(peer, "/sync", {
+        site: this.#store.siteId,
+        vector: cursor,
+        limit: this.#options.pageLimit,
+      });
+      if (!Array.isArray(reply.changes)) {
+        throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
+      }
+      if (start === undefined) {
+        const vector = VersionVectorSchema.safeParse(reply.vector);
+        if (!vector.success) throw new StoreError("unavailable", `Peer "${peer}" sent a malformed vector`);
+        start = {
+          vector: vector.data,
+          floors: readFloors(reply.floors),
+          compactedHlc: typeof reply.compacted === "string" ? reply.compacted : undefined,
+        };
+      }
+      for (const change of reply.changes as unknown[]) {
+        const c = change as Partial<Change> | null;
+        if (typeof c?.site !== "string" || !Number.isSafeInteger(c.version)) continue;
+        seen.add(`${c.table}\0${c.key}`);
+        const held = cursor[c.site] ??= { c: 0 };
+        if (c.table === "members") (held.r ??= []).push([c.version!, c.version!]);
+        else held.c = Math.max(held.c, c.version!);
+      }
+      const applied = await this.#store.receive(reply.changes, { pulled: true });
+      if (applied.rejected.length > 0) {
+        this.#options.onEvent?.({ type: "refused", peer, rejected: applied.rejected });
+      }
+      result.received += applied.applied;
+      result.rejected.push(...applied.rejected);
+      if (!reply.more) {
+        const removed = this.#store.completeFullSync(start, seen);
+        this.#options.onEvent?.({ type: "full_sync", peer, received: result.received, removed });
+        return result;
+      }
+      if (reply.changes.length === 0) break;
+    }
+    throw new StoreError("unavailable", `Full sync from peer "${peer}" did not finish; it is retried later`);
+  }
+
   /** One anti-entropy exchange: pull what this replica lacks, then push what the peer lacks. */
   async syncOnce(peer: string): Promise<SyncResult> {
     const result: SyncResult = { received: 0, sent: 0, rejected: [] };
     let theirs: VersionVector | undefined;
     for (let page = 0; page < 100; page++) {
+      const mine = this.#store.vector();
       const reply = await this.#request<SyncResponse>(peer, "/sync", {
         site: this.#store.siteId,
-        vector: this.#store.vector(),
+        vector: mine,
         limit: this.#options.pageLimit,
       });
+      // The peer compacted changes this replica never received: only a whole copy brings it level.
+      if (page === 0 && behindFloors(mine, reply.floors)) return await this.fullSync(peer);
       theirs = reply.vector;
       if (reply.changes.length === 0) break;
       this.#options.onEvent?.({ type: "apply_start", peer, changes: reply.changes.length });

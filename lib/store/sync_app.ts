@@ -114,6 +114,9 @@ export function createSyncApp(
     const page = store.changesMissingFrom(request.vector, request.limit);
     const changes = await store.outbound(page.changes);
     const body: SyncResponse = { site: store.siteId, vector: store.vector(), changes, more: page.more };
+    const floors = store.floors();
+    if (Object.keys(floors).length > 0) body.floors = floors;
+    if (store.compactedHlc !== "") body.compacted = store.compactedHlc;
     return c.json(body);
   });
 
