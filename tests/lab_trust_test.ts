@@ -21,6 +21,7 @@ interface Listed {
     membership: string;
     "public_key"?: string;
     "signing_key"?: string;
+    "refused_changes"?: number;
   }[];
 }
 
@@ -207,6 +208,12 @@ Deno.test(needs(["lab"], {
           /store: refused a change from Machine "\w+": Refused change \w+:1000000: it is not signed/,
         );
         assert.match(log, new RegExp(`Machine "${outsiderId}" is not admitted here \\(\\d+ so far\\)`));
+        // ...and shown per delivering Machine where the operator looks.
+        const seen = (await ls("m1")).machines.find((m) => m.id === m2.id);
+        assert.equal(seen?.refused_changes, 3, JSON.stringify(seen));
+        const table = (await lab.on("m1", ["machine", "ls"])).stdout;
+        assert.match(table, /REFUSED/);
+        assert.match(table, new RegExp(`^m2 +${m2.id} .* 3 +`, "m"), table);
       },
     );
 

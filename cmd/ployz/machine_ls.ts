@@ -26,10 +26,21 @@ export function machineTable(list: ListMachinesResponse): string {
     m.membership,
     m.last_handshake_at ?? "-",
     m.last_store_traffic_at ?? "-",
+    m.refused_changes === undefined ? "-" : String(m.refused_changes),
     m.endpoints.join(",") || "-",
   ]);
   const table = columns(
-    ["NAME", "ID", "SUBNET", "PHASE", "MEMBERSHIP", "LAST HANDSHAKE", "LAST STORE TRAFFIC", "ENDPOINTS"],
+    [
+      "NAME",
+      "ID",
+      "SUBNET",
+      "PHASE",
+      "MEMBERSHIP",
+      "LAST HANDSHAKE",
+      "LAST STORE TRAFFIC",
+      "REFUSED",
+      "ENDPOINTS",
+    ],
     rows,
   );
   const mesh = list.mesh_error === undefined ? "" : `mesh: ${list.mesh_error}\n`;

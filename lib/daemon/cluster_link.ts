@@ -91,6 +91,8 @@ export interface PeerEvidence {
   /** When the interface last counted bytes received from each peer, per public key (ms since the epoch); read at
    * each tick, so as fresh as the tick period. Keepalives (every 25 s) and every reply count. */
   received: Map<string, number>;
+  /** Replicated changes refused since the daemon started, per Machine id that delivered them (pushed or pulled). */
+  refused?: Map<string, number>;
   /** Why the interface could not be read, if so. */
   error?: string;
 }
@@ -145,6 +147,9 @@ export class ClusterLink {
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   readonly #skipped = new Map<string, string>();
   readonly #refusals = new Set<string>();
+  readonly #refusedBy = new Map<string, number>();
+  // The Machine each sync request came from, by its caller address: a push names its sender's site itself.
+  readonly #callers = new WeakMap<Request, string>();
   #refused = 0;
 
   /** A stopped link; {@link ClusterLink.start} runs it. */
@@ -163,7 +168,9 @@ export class ClusterLink {
         onEvent: (event) => {
           if (event.type === "apply_done") this.#noteUrl(event.peer);
           if (event.type === "round_failed") this.#fail("sync", new Error(event.error));
-          if (event.type === "refused") this.#noteRefused(event.peer, event.rejected);
+          if (event.type === "refused") {
+            this.#noteRefused(event.peer, event.rejected, this.#peerOfUrl(event.peer));
+          }
           if (event.type === "full_sync") {
             this.#options.log(
               `took a full copy of the store from ${event.peer} (behind its compaction): ${event.received} changes, ${event.removed} rows deleted there meanwhile`,
@@ -250,7 +257,13 @@ export class ClusterLink {
     const settings = this.#options.settings;
     const traffic = new Map(this.#traffic);
     if (settings === undefined) {
-      return { handshakes: new Map(), traffic, received: new Map(), error: this.meshError };
+      return {
+        handshakes: new Map(),
+        traffic,
+        received: new Map(),
+        refused: new Map(),
+        error: this.meshError,
+      };
     }
     try {
       const reports = await readPeers(this.#runner, settings.interfaceName);
@@ -259,9 +272,16 @@ export class ClusterLink {
         handshakes: new Map(reports.map((p) => [p.publicKey, p.latestHandshake])),
         traffic,
         received: new Map(this.#received),
+        refused: new Map(this.#refusedBy),
       };
     } catch (error) {
-      return { handshakes: new Map(), traffic, received: new Map(this.#received), error: messageOf(error) };
+      return {
+        handshakes: new Map(),
+        traffic,
+        received: new Map(this.#received),
+        refused: new Map(this.#refusedBy),
+        error: messageOf(error),
+      };
     }
   }
 
@@ -385,7 +405,8 @@ export class ClusterLink {
     if (this.#server !== undefined || this.#controller.signal.aborted) return;
     const gateway = parseMachineSubnet(this.#options.subnet).gateway;
     const app = createSyncApp(this.#options.store, {
-      onRejected: (site, rejected) => this.#noteRefused(`Machine "${site.slice(0, 64)}"`, rejected),
+      onRejected: (site, rejected, request) =>
+        this.#noteRefused(`Machine "${site.slice(0, 64)}"`, rejected, this.#callers.get(request)),
     });
     const abort = new AbortController();
     try {
@@ -400,7 +421,8 @@ export class ClusterLink {
         const rpc = this.#options.rpc;
         const path = new URL(request.url).pathname;
         // Store sync is answered only to the Cluster's Machines, by the same caller check as Machine RPC.
-        if (!path.startsWith("/rpc/") && !this.#isPeerAddress(remote)) {
+        const caller = path.startsWith("/rpc/") ? undefined : this.#peerCaller(remote);
+        if (!path.startsWith("/rpc/") && caller === undefined) {
           return Response.json({
             code: "unauthenticated",
             message: `Store sync is served only to this Cluster's Machines: "${remote}" is not one`,
@@ -412,6 +434,7 @@ export class ClusterLink {
           info.completed.then(() => call.abort(), () => call.abort());
           return rpc(request, remote, call.signal);
         }
+        this.#callers.set(request, caller!);
         return app.fetch(request);
       });
       this.#serverAbort = abort;
@@ -491,8 +514,11 @@ export class ClusterLink {
   // A Machine that just left stays admitted for the grace its WireGuard peer keeps, so its last exchanges finish.
   // Counts every refusal and logs each distinct reason once (bounded), so a flood of forged changes cannot flood
   // the log.
-  #noteRefused(from: string, rejected: readonly Rejection[]): void {
+  #noteRefused(from: string, rejected: readonly Rejection[], deliveredBy: string | undefined): void {
     this.#refused += rejected.length;
+    if (deliveredBy !== undefined && (this.#refusedBy.has(deliveredBy) || this.#refusedBy.size < 4096)) {
+      this.#refusedBy.set(deliveredBy, (this.#refusedBy.get(deliveredBy) ?? 0) + rejected.length);
+    }
     for (const r of rejected) {
       const reason = r.reason.replace(/^Refused change [^:]*:\d+: /, "").slice(0, 300);
       if (this.#refusals.has(reason) || this.#refusals.size >= 256) continue;
@@ -503,14 +529,23 @@ export class ClusterLink {
     }
   }
 
-  #isPeerAddress(address: string): boolean {
+  // The Machine id a sync caller's address belongs to, when it is a current (or just departed) peer.
+  #peerCaller(address: string): string | undefined {
     const peers = [...this.#currentPeers(), ...[...this.#departed.values()].map((d) => d.peer)];
     const rows = peers.map((p) => ({
       id: p.machineId,
       subnet: p.subnet,
       "public_key": p.publicKey,
     }));
-    return meshCaller(address, rows, this.#options.selfId) !== undefined;
+    return meshCaller(address, rows, this.#options.selfId)?.id;
+  }
+
+  #peerOfUrl(url: string): string | undefined {
+    try {
+      return this.#peerCaller(new URL(url).hostname);
+    } catch {
+      return undefined;
+    }
   }
 
   async #applyPeers(): Promise<void> {

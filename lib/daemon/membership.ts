@@ -54,6 +54,8 @@ export function listMachines(input: {
     if (store !== undefined) out["last_store_traffic_at"] = store;
     const received = iso(lastReceived);
     if (received !== undefined) out["last_received_at"] = received;
+    const refused = evidence.refused?.get(row.id);
+    if (!self && evidence.refused !== undefined) out["refused_changes"] = refused ?? 0;
     return out;
   });
   machines.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));

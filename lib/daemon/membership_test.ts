@@ -18,6 +18,7 @@ Deno.test("listMachines judges each peer from the observer's own evidence and na
       handshakes: new Map([[KEY_B, now - 5_000], [KEY_C, now - 200_000]]),
       traffic: new Map([["c", now - 60_000]]),
       received: new Map([[KEY_C, now - 100_000]]),
+      refused: new Map([["b", 3]]),
     },
     thresholds: { handshakeUpMs: 185_000, storeUpMs: 30_000, downAfterMs: 275_000 },
     now,
@@ -33,5 +34,7 @@ Deno.test("listMachines judges each peer from the observer's own evidence and na
   equal(answer.machines[0].self, true);
   equal(answer.machines[2].last_store_traffic_at, "2026-01-01T00:09:00.000Z");
   equal(answer.machines[2].last_received_at, "2026-01-01T00:08:20.000Z");
+  // Refusals are counted per delivering Machine; the observer has none of its own.
+  deepEqual(answer.machines.map((m) => m.refused_changes), [undefined, 3, 0, 0]);
   equal(answer.mesh_error, undefined);
 });

@@ -177,6 +177,12 @@ export interface ListedMachine {
   "last_store_traffic_at"?: string;
   /** When the observer's WireGuard interface last counted bytes from it, keepalives included (ISO 8601). */
   "last_received_at"?: string;
+  /**
+   * Replicated changes the observer refused (bad or missing signature, unadmitted author, malformed, clock too
+   * far ahead) among those this Machine delivered to it, since the observer's daemon started. Absent for the
+   * observer itself and from daemons that do not count.
+   */
+  "refused_changes"?: number;
 }
 
 /** What `ployz.machine.list.v1` answers: one Machine's observation, never the Cluster's truth. */
@@ -210,6 +216,7 @@ export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.loo
     "last_handshake_at": text.optional(),
     "last_store_traffic_at": text.optional(),
     "last_received_at": text.optional(),
+    "refused_changes": z.number().int().min(0).optional(),
   })).max(65536),
   "mesh_error": text.optional(),
   members: z.array(z.looseObject({ id, "signing_key": key })).max(65536).optional(),

@@ -72,8 +72,11 @@ export interface SyncApp {
 export function createSyncApp(
   store: Store,
   options: {
-    /** Told of every push that carried changes this replica refused, with the site the sender named. */
-    onRejected?: (site: string, rejected: Rejection[]) => void;
+    /**
+     * Told of every push that carried changes this replica refused, with the site the sender named and the
+     * request (whose caller the server knows).
+     */
+    onRejected?: (site: string, rejected: Rejection[], request: Request) => void;
   } = {},
 ): SyncApp {
   const app = new Hono();
@@ -103,7 +106,7 @@ export function createSyncApp(
     const request = await readJson(c.req.raw, PushRequestSchema);
     if (request instanceof Response) return request;
     const result = await store.receive(request.changes);
-    if (result.rejected.length > 0) options.onRejected?.(request.site, result.rejected);
+    if (result.rejected.length > 0) options.onRejected?.(request.site, result.rejected, c.req.raw);
     const body: PushResponse = { site: store.siteId, ...result };
     return c.json(body);
   });
