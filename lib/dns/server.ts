@@ -9,6 +9,13 @@ import { sleep } from "../util/mod.ts";
 /** An idle TCP client is closed after this long (bounded, so idle clients cannot hold sockets). */
 const TCP_IDLE_MS = 10_000;
 
+/**
+ * Most TCP clients served at once, over every listener. A connection past it is closed as soon as it is accepted,
+ * so a container opening connections cannot exhaust the process's descriptors; UDP, which carries almost every
+ * query, is not affected.
+ */
+export const MAX_TCP_CONNECTIONS = 256;
+
 /** Receives kept pending per UDP socket. */
 const UDP_RECEIVERS = 4;
 
@@ -57,6 +64,8 @@ export function createDnsServer(log: (line: string) => void): DnsServer {
   // see whether anything arrived between two of its checks.
   let received = 0;
   let inFlight = 0;
+  // True while TCP clients are refused at the cap, so the refusal is logged once per episode.
+  let tcpFull = false;
 
   function track(work: Promise<void>): void {
     inFlight++;
@@ -102,6 +111,13 @@ export function createDnsServer(log: (line: string) => void): DnsServer {
     try {
       for await (const conn of listener) {
         received++;
+        if (tcpConns.size >= MAX_TCP_CONNECTIONS) {
+          conn.close();
+          if (!tcpFull) log(`Refusing TCP clients: ${MAX_TCP_CONNECTIONS} are connected`);
+          tcpFull = true;
+          continue;
+        }
+        tcpFull = false;
         tcpConns.add(conn);
         // Not tracked as in flight: a client may hold an idle connection open for TCP_IDLE_MS.
         serveTcp(conn).finally(() => tcpConns.delete(conn));

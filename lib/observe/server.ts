@@ -10,7 +10,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { z } from "zod";
-import { type ErrorCode } from "../util/mod.ts";
+import { type ErrorCode, readBodyCapped } from "../util/mod.ts";
 import { ObserveError } from "./errors.ts";
 import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
@@ -30,6 +30,9 @@ const STATUS: Partial<Record<ErrorCode, 400 | 404 | 409 | 500 | 503>> = {
 };
 
 const HEARTBEAT_MS = 5000;
+
+/** Largest request body observe.sock reads, in bytes: a query is a few hundred; the rest is refused unread. */
+export const MAX_OBSERVE_REQUEST_BYTES = 1024 * 1024;
 
 /** The observe.sock request handler. */
 export interface ObserveApp {
@@ -98,9 +101,16 @@ export function createObserveApp(
 }
 
 async function parseBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
+  const bytes = await readBodyCapped(c.req.raw, MAX_OBSERVE_REQUEST_BYTES);
+  if (bytes === undefined) {
+    throw new ObserveError(
+      "invalid_argument",
+      `Cannot read the request: the body exceeds ${MAX_OBSERVE_REQUEST_BYTES} bytes`,
+    );
+  }
   let body: unknown;
   try {
-    body = await c.req.json();
+    body = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     throw new ObserveError("invalid_argument", "Cannot read the request: the body is not JSON");
   }

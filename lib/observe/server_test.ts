@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Ingester } from "./ingester.ts";
 import { openLogStore } from "./log_store.ts";
-import { serveObserveSocket } from "./server.ts";
+import { MAX_OBSERVE_REQUEST_BYTES, serveObserveSocket } from "./server.ts";
 import { append, frames, makeContainer, numbered, ployzLabels, T0, tempDir } from "./test_support.ts";
 
 const ID = "d".repeat(64);
@@ -107,6 +107,40 @@ Deno.test("a stale socket file is replaced; a live one is refused with conflict"
     await server.finished;
   } finally {
     stop.abort();
+    store.close();
+  }
+});
+
+Deno.test("observe.sock refuses a 100 MB chunked body at its cap without reading the rest", async () => {
+  await using dir = await tempDir();
+  const store = openLogStore({ path: join(dir.path, "observe.db") });
+  const stop = new AbortController();
+  const path = join(dir.path, "observe.sock");
+  const server = await serveObserveSocket(store, path, stop.signal);
+  const client = Deno.createHttpClient({ proxy: { transport: "unix", path } });
+  try {
+    const total = 100 * 1024 * 1024;
+    const chunk = new Uint8Array(64 * 1024).fill(0x20);
+    let pulled = 0;
+    // No content-length: the server can only find the size by reading.
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller): void {
+        if (pulled >= total) return controller.close();
+        pulled += chunk.length;
+        controller.enqueue(chunk.slice());
+      },
+    }, { highWaterMark: 0 });
+    const response = await fetch("http://observe/observe/v1/log_history", { method: "POST", body, client });
+    const answer = await response.json();
+    assert.equal(response.status, 400);
+    assert.equal(answer.code, "invalid_argument");
+    assert.match(answer.message, /exceeds 1048576 bytes/);
+    assert.ok(pulled > MAX_OBSERVE_REQUEST_BYTES, "the cap, not an early close, refused it");
+    assert.ok(pulled < total / 4, `the server read ${pulled} of ${total} bytes`);
+  } finally {
+    client.close();
+    stop.abort();
+    await server.finished;
     store.close();
   }
 });
