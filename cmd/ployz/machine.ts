@@ -22,6 +22,16 @@ export const machineCommand: Command = {
       () => import("./machine_ls.ts").then((m) => m.machineLsCommand),
     ),
     lazyCommand(
+      "label",
+      "Set or remove a Machine's Labels (placement constraints read them)",
+      () => import("./machine_label.ts").then((m) => m.machineLabelCommand),
+    ),
+    lazyCommand(
+      "accept",
+      "Set whether a Machine accepts new workloads and an Ingress Proxy",
+      () => import("./machine_label.ts").then((m) => m.machineAcceptCommand),
+    ),
+    lazyCommand(
       "rm",
       "Ask a Machine to leave the Cluster (its row is tombstoned by itself)",
       () => import("./machine_rm.ts").then((m) => m.machineRmCommand),

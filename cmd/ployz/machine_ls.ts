@@ -28,6 +28,8 @@ export function machineTable(list: ListMachinesResponse): string {
     m.last_store_traffic_at ?? "-",
     m.refused_changes === undefined ? "-" : String(m.refused_changes),
     m.endpoints.join(",") || "-",
+    Object.entries(m.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-",
+    `${m.accepts_workloads === false ? "-" : "workloads"},${m.accepts_ingress === false ? "-" : "ingress"}`,
   ]);
   const table = columns(
     [
@@ -40,6 +42,8 @@ export function machineTable(list: ListMachinesResponse): string {
       "LAST STORE TRAFFIC",
       "REFUSED",
       "ENDPOINTS",
+      "LABELS",
+      "ACCEPTS",
     ],
     rows,
   );

@@ -18,13 +18,19 @@
 import { join } from "node:path";
 import type { Engine, NetworkSpec } from "../deploy/mod.ts";
 import type { MembershipThresholds } from "../mesh/mod.ts";
-import type { JoinRequest, LeaveRequest, LeaveResponse, ListMachinesResponse } from "../rpc/mod.ts";
+import type {
+  ConfigureMachineRequest,
+  JoinRequest,
+  LeaveRequest,
+  LeaveResponse,
+  ListMachinesResponse,
+} from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import type { Machine, Store, VersionVector } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
 import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
 import { mintId } from "./ids.ts";
-import { type LocalMachine, writeMachineFile } from "./machine_file.ts";
+import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { listMachines } from "./membership.ts";
 import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
 
@@ -165,6 +171,20 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
   /** Leaves the Cluster: removes this Machine's containers and rows, delivers the tombstone, keeps the old store. */
   leave(req: LeaveRequest): Promise<LeaveResponse> {
     return this.#serialized(() => this.#leave(req));
+  }
+
+  /**
+   * Changes this Machine's own Labels and acceptance flags: checked, written durably to the record, then
+   * published in its row. Nothing running is touched (labels never evict).
+   */
+  configure(req: ConfigureMachineRequest): Promise<LocalMachine> {
+    return this.#serialized(async () => {
+      const next = configuredRecord(this.#record, req);
+      await writeMachineFile(this.#deps.dataDir, next);
+      this.#record = next;
+      this.#publish();
+      return next;
+    });
   }
 
   /** The store, or a `conflict` naming the phase when the Machine does not participate. */

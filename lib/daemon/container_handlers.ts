@@ -5,7 +5,14 @@
  * @module
  */
 
-import { type ContainerSpec, DockerError, type Engine, LABELS, validateSpec } from "../deploy/mod.ts";
+import {
+  type ContainerSpec,
+  DockerError,
+  type Engine,
+  LABELS,
+  placementRefusal,
+  validateSpec,
+} from "../deploy/mod.ts";
 import { isIngressProxy } from "../serving/mod.ts";
 import {
   type ContainerResponse,
@@ -13,7 +20,7 @@ import {
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
-import type { LocalMachine } from "./machine_file.ts";
+import { type LocalMachine, recordLabels } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
 import { materializeFiles, projectLock, projectOf, pruneFiles } from "./shipped_files.ts";
@@ -57,6 +64,37 @@ function asSpec(document: object): ContainerSpec {
     );
   }
   return spec;
+}
+
+/**
+ * Refuses a new container this Machine's record does not admit, naming the failed check: an Ingress Proxy needs
+ * ingress acceptance, any other container workload acceptance, and the spec's placement must hold on this
+ * Machine's own name, id and Labels (docs/bets.md, bet 10: Machine-local admission). Existing containers are
+ * never touched by a change to these.
+ */
+export function admit(record: LocalMachine, spec: ContainerSpec): void {
+  const refuse = (check: string, message: string): never => {
+    throw new RpcError(
+      "conflict",
+      `Machine "${record.name}" refuses to create "${spec.name}": ${message}`,
+      { details: { check, "machine_id": record.id, container: spec.name } },
+    );
+  };
+  if (isIngressProxy({ project: spec.project, service: spec.service })) {
+    if (record.accepts_ingress === false) refuse("accepts_ingress", "it does not accept ingress");
+    return;
+  }
+  if (record.accepts_workloads === false) {
+    refuse("accepts_workloads", "it does not accept workloads (drained or set with machine accept)");
+  }
+  if (spec.placement !== undefined) {
+    const why = placementRefusal(spec.placement, {
+      id: record.id,
+      name: record.name,
+      labels: recordLabels(record),
+    });
+    if (why !== undefined) refuse("placement", why);
+  }
 }
 
 /** The handlers of the container routes. */
@@ -141,7 +179,8 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     const spec = asSpec(req.spec);
     const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
     if (prior === undefined) {
-      // Machine-local admission, against this Machine's own Docker, before anything is created.
+      // Machine-local admission, against this Machine's own record and Docker, before anything is created.
+      admit(record, spec);
       if (!await engine.imageExists(spec.image, ctx.signal)) {
         throw new RpcError(
           "not_found",

@@ -8,6 +8,8 @@
 
 import { join } from "node:path";
 import { z } from "zod";
+import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
 import { writeFileAtomic } from "../util/mod.ts";
 import { isMintedId, mintId } from "./ids.ts";
 
@@ -97,4 +99,53 @@ export async function loadOrCreateMachine(
   await Deno.mkdir(dataDir, { recursive: true });
   await writeMachineFile(dataDir, record);
   return { record, created: true };
+}
+
+/** The Machine Labels a record holds; a value that is not a string map reads as none. */
+export function recordLabels(record: LocalMachine): Record<string, string> {
+  const labels = record.labels;
+  if (labels === null || typeof labels !== "object" || Array.isArray(labels)) return {};
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(labels)) if (typeof value === "string") out[key] = value;
+  return out;
+}
+
+/**
+ * The record after a `configure` request: labels set and removed, flags changed. Every key and value is checked
+ * first, so a bad one changes nothing; the error names it.
+ */
+export function configuredRecord(
+  record: LocalMachine,
+  req: {
+    "set_labels"?: Record<string, string>;
+    "remove_labels"?: string[];
+    "accepts_workloads"?: boolean;
+    "accepts_ingress"?: boolean;
+  },
+): LocalMachine {
+  const refuse = (message: string, details: Record<string, unknown>): never => {
+    throw new RpcError("invalid_argument", `Machine "${record.name}": ${message} (nothing was changed)`, {
+      details,
+    });
+  };
+  const labels = recordLabels(record);
+  for (const key of req.remove_labels ?? []) {
+    const problem = labelKeyProblem(key);
+    if (problem !== undefined) refuse(problem, { label: key });
+    delete labels[key];
+  }
+  for (const [key, value] of Object.entries(req.set_labels ?? {})) {
+    const problem = labelKeyProblem(key) ?? labelValueProblem(key, value);
+    if (problem !== undefined) refuse(problem, { label: key });
+    labels[key] = value;
+  }
+  if (Object.keys(labels).length > LABEL_LIMITS.count) {
+    refuse(`a Machine holds at most ${LABEL_LIMITS.count} labels`, { count: Object.keys(labels).length });
+  }
+  const next: LocalMachine = { ...record };
+  if (Object.keys(labels).length > 0) next.labels = Object.fromEntries(Object.entries(labels).sort());
+  else delete next.labels;
+  if (req.accepts_workloads !== undefined) next["accepts_workloads"] = req.accepts_workloads;
+  if (req.accepts_ingress !== undefined) next["accepts_ingress"] = req.accepts_ingress;
+  return next;
 }

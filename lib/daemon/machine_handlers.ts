@@ -9,7 +9,7 @@
 import type { Engine } from "../deploy/mod.ts";
 import { type MachineRecord, type ObserveStatus, PROTOCOL_MAJOR, type RpcHandlers } from "../rpc/mod.ts";
 import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
-import type { LocalMachine } from "./machine_file.ts";
+import { type LocalMachine, recordLabels } from "./machine_file.ts";
 
 /** What the machine handlers need from the running daemon. */
 export interface MachineHost {
@@ -32,7 +32,14 @@ export interface MachineHost {
 /** The handlers of the machine routes. */
 export type MachineHandlers = Pick<
   RpcHandlers,
-  "describeContract" | "status" | "init" | "listMachines" | "joinMachine" | "admitPeer" | "leaveMachine"
+  | "describeContract"
+  | "status"
+  | "init"
+  | "listMachines"
+  | "joinMachine"
+  | "admitPeer"
+  | "leaveMachine"
+  | "configureMachine"
 >;
 
 /** The record as the wire shows it: everything but local bookkeeping; never key material. */
@@ -45,6 +52,9 @@ export function machineToWire(record: LocalMachine): MachineRecord {
   if (typeof record.signing_key === "string") out["signing_key"] = record.signing_key;
   // Every Machine accepts ingress unless its record says otherwise.
   if (typeof record.accepts_ingress === "boolean") out["accepts_ingress"] = record.accepts_ingress;
+  if (typeof record.accepts_workloads === "boolean") out["accepts_workloads"] = record.accepts_workloads;
+  const labels = recordLabels(record);
+  if (Object.keys(labels).length > 0) out.labels = labels;
   return out;
 }
 
@@ -101,5 +111,8 @@ export function machineHandlers(host: MachineHost): MachineHandlers {
       return { "machine_id": lifecycle.record.id, ...result };
     },
     leaveMachine: (req) => lifecycle.leave(req),
+    async configureMachine(req) {
+      return { machine: machineToWire(await lifecycle.configure(req)) };
+    },
   };
 }

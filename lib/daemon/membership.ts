@@ -47,6 +47,14 @@ export function listMachines(input: {
     if (typeof row.phase === "string") out.phase = row.phase;
     if (row.public_key !== undefined) out["public_key"] = row.public_key;
     if (typeof row.signing_key === "string") out["signing_key"] = row.signing_key;
+    // Another Machine's row is untrusted input: only a string map is shown.
+    if (row.labels !== null && typeof row.labels === "object" && !Array.isArray(row.labels)) {
+      const labels = Object.entries(row.labels as Record<string, unknown>)
+        .filter((e): e is [string, string] => typeof e[1] === "string");
+      if (labels.length > 0) out.labels = Object.fromEntries(labels);
+    }
+    if (typeof row.accepts_workloads === "boolean") out["accepts_workloads"] = row.accepts_workloads;
+    if (typeof row.accepts_ingress === "boolean") out["accepts_ingress"] = row.accepts_ingress;
     if (self) out.self = true;
     const handshake = iso(latestHandshake);
     if (handshake !== undefined) out["last_handshake_at"] = handshake;

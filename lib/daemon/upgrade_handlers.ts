@@ -38,6 +38,7 @@ export const MUTATING_ROUTES: readonly RouteName[] = Object.freeze([
   "removeContainer",
   "joinMachine",
   "leaveMachine",
+  "configureMachine",
 ]);
 
 /** What the upgrade handlers need from the daemon. */

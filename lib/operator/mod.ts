@@ -65,6 +65,7 @@ export {
   throughEntry,
 } from "./targets.ts";
 export { copyImage, type ImageCopy, pickMachine } from "./image_copy.ts";
+export { configureMachine, labelRequest, onOff } from "./machine_settings.ts";
 export { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 export { clientOf, type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
 export {

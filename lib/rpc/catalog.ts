@@ -35,6 +35,8 @@ import type { InspectImageRequest, InspectImageResponse } from "./image_routes.t
 import type {
   AdmitPeerRequest,
   AdmitPeerResponse,
+  ConfigureMachineRequest,
+  ConfigureMachineResponse,
   DescribeContractResponse,
   InitRequest,
   InitResponse,
@@ -106,6 +108,8 @@ export interface RouteTypes extends ExecRouteTypes {
   admitPeer: [AdmitPeerRequest, AdmitPeerResponse];
   /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
   leaveMachine: [LeaveRequest, LeaveResponse];
+  /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
+  configureMachine: [ConfigureMachineRequest, ConfigureMachineResponse];
   /** `ployz.observe.log_history.v1`: this Machine's stored container output. */
   logHistory: [LogHistoryRequest, LogHistoryResponse];
   /** `ployz.observe.tail_logs.v1` (an NDJSON stream of frames). */

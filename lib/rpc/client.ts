@@ -27,6 +27,8 @@ import type { InspectImageRequest, InspectImageResponse } from "./image_routes.t
 import type {
   AdmitPeerRequest,
   AdmitPeerResponse,
+  ConfigureMachineRequest,
+  ConfigureMachineResponse,
   DescribeContractResponse,
   InitRequest,
   InitResponse,
@@ -131,6 +133,11 @@ export interface MachineClient extends Disposable {
   admitPeer(request: AdmitPeerRequest, options?: CallOptions): Promise<AdmitPeerResponse>;
   /** Asks the Machine to leave its Cluster: it tombstones its own row and removes its interface. */
   leaveMachine(request: LeaveRequest, options?: CallOptions): Promise<LeaveResponse>;
+  /** Asks the Machine to change its own Labels and acceptance flags. */
+  configureMachine(
+    request: ConfigureMachineRequest,
+    options?: CallOptions,
+  ): Promise<ConfigureMachineResponse>;
   /** Asks the Machine to upgrade itself from its own release source; a known request key finds its attempt. */
   upgradeMachine(request: UpgradeMachineRequest, options?: CallOptions): Promise<UpgradeMachineResponse>;
   /** Reads an upgrade attempt on the Machine. */
@@ -331,6 +338,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     joinMachine: (req, o) => call("joinMachine", req, o?.signal),
     admitPeer: (req, o) => call("admitPeer", req, o?.signal),
     leaveMachine: (req, o) => call("leaveMachine", req, o?.signal),
+    configureMachine: (req, o) => call("configureMachine", req, o?.signal),
     upgradeMachine: (req, o) => call("upgradeMachine", req, o?.signal),
     upgradeStatus: (req, o) => call("upgradeStatus", req, o?.signal),
     logHistory: (req, o) => call("logHistory", req, o?.signal),

@@ -62,6 +62,10 @@ export interface MachineRecord {
   "signing_key"?: string;
   /** False when the Machine refuses ingress (no Ingress Proxy slot); absent means it accepts ingress. */
   "accepts_ingress"?: boolean;
+  /** False when the Machine refuses new workloads (a drained Machine); absent means it accepts them. */
+  "accepts_workloads"?: boolean;
+  /** Its Machine Labels, set by `ployz machine label`; absent means none. */
+  labels?: Record<string, string>;
   /** The Docker bridge network its containers join (absent from older daemons: `ployz`). */
   "docker_network"?: string;
 }
@@ -77,6 +81,8 @@ export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
   "public_key": z.string().max(128).optional(),
   "signing_key": z.string().max(128).optional(),
   "accepts_ingress": z.boolean().optional(),
+  "accepts_workloads": z.boolean().optional(),
+  labels: z.record(z.string().max(128), z.string().max(256)).optional(),
   "docker_network": z.string().max(128).optional(),
 });
 
@@ -167,6 +173,12 @@ export interface ListedMachine {
   "public_key"?: string;
   /** Ed25519 key its replicated changes are signed with. */
   "signing_key"?: string;
+  /** Its Machine Labels, as its own row says. */
+  labels?: Record<string, string>;
+  /** False when its row refuses new workloads. */
+  "accepts_workloads"?: boolean;
+  /** False when its row refuses ingress. */
+  "accepts_ingress"?: boolean;
   /** The observer's judgement; the observer itself is `up`. */
   membership: MembershipWire;
   /** True for the observer's own row. */
@@ -211,6 +223,9 @@ export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.loo
     phase: z.string().max(64).optional(),
     "public_key": z.string().max(128).optional(),
     "signing_key": z.string().max(128).optional(),
+    labels: z.record(z.string().max(128), z.string().max(256)).optional(),
+    "accepts_workloads": z.boolean().optional(),
+    "accepts_ingress": z.boolean().optional(),
     membership: z.string().max(32),
     self: z.boolean().optional(),
     "last_handshake_at": text.optional(),
@@ -364,6 +379,40 @@ export const LeaveResponseSchema: z.ZodType<LeaveResponse> = z.looseObject({
   "interface_removed": z.boolean().default(false),
 });
 
+/**
+ * What `ployz.machine.configure.v1` asks: changes to the Machine's own Labels and acceptance flags, which it
+ * writes in its own record and row. Absent fields are left as they are.
+ */
+export interface ConfigureMachineRequest {
+  /** Labels to set, by key. */
+  "set_labels"?: Record<string, string>;
+  /** Label keys to remove. */
+  "remove_labels"?: string[];
+  /** Accept new workloads (Service containers). */
+  "accepts_workloads"?: boolean;
+  /** Accept an Ingress Proxy. */
+  "accepts_ingress"?: boolean;
+}
+
+/** Reader of {@link ConfigureMachineRequest}; the daemon checks each key and value itself. */
+export const ConfigureMachineRequestSchema: z.ZodType<ConfigureMachineRequest> = z.object({
+  "set_labels": z.record(z.string().max(1024), z.string().max(4096)).optional(),
+  "remove_labels": z.array(z.string().max(1024)).max(256).optional(),
+  "accepts_workloads": z.boolean().optional(),
+  "accepts_ingress": z.boolean().optional(),
+});
+
+/** What `ployz.machine.configure.v1` answers: the record after the change. */
+export interface ConfigureMachineResponse {
+  /** The Machine record after the call. */
+  machine: MachineRecord;
+}
+
+/** Tolerant reader of {@link ConfigureMachineResponse}. */
+export const ConfigureMachineResponseSchema: z.ZodType<ConfigureMachineResponse> = z.looseObject({
+  machine: MachineRecordSchema,
+});
+
 /** The Machine routes, by method name. */
 export const MACHINE_ROUTES: {
   /** `ployz.machine.describe_contract.v1`. */
@@ -380,6 +429,8 @@ export const MACHINE_ROUTES: {
   readonly admitPeer: Route<AdmitPeerRequest, AdmitPeerResponse>;
   /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
   readonly leaveMachine: Route<LeaveRequest, LeaveResponse>;
+  /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
+  readonly configureMachine: Route<ConfigureMachineRequest, ConfigureMachineResponse>;
 } = Object.freeze({
   describeContract: {
     capability: "ployz.machine.describe_contract.v1",
@@ -411,5 +462,10 @@ export const MACHINE_ROUTES: {
     capability: "ployz.machine.leave.v1",
     request: LeaveRequestSchema,
     response: LeaveResponseSchema,
+  },
+  configureMachine: {
+    capability: "ployz.machine.configure.v1",
+    request: ConfigureMachineRequestSchema,
+    response: ConfigureMachineResponseSchema,
   },
 });

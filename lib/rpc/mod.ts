@@ -41,6 +41,8 @@ export type { InspectImageRequest, InspectImageResponse } from "./image_routes.t
 export type {
   AdmitPeerRequest,
   AdmitPeerResponse,
+  ConfigureMachineRequest,
+  ConfigureMachineResponse,
   DescribeContractResponse,
   DockerStatus,
   InitRequest,

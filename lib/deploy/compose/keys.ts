@@ -148,8 +148,14 @@ export const SERVICE_KEYS: Record<string, KeyRule> = {
 /** `deploy` keys. */
 export const DEPLOY_KEYS: Record<string, KeyRule> = {
   ...read(["mode", "replicas", "update_config", "resources"]),
-  placement: { refuse: "is not supported: use x-machines" },
+  ...read(["placement"]),
   ...warned(["endpoint_mode", "labels", "restart_policy", "rollback_config"]),
+};
+
+/** `deploy.placement` keys. */
+export const PLACEMENT_KEYS: Record<string, KeyRule> = {
+  ...read(["constraints"]),
+  ...warned(["preferences", "max_replicas_per_node"]),
 };
 
 /** `deploy.update_config` keys. */

@@ -195,7 +195,7 @@ Deno.test("loadCompose() refuses an unknown top-level key but allows x- keys", (
   );
 });
 
-Deno.test("loadCompose() refuses deploy.placement and applies security_opt and read_only", () => {
+Deno.test("loadCompose() refuses an unsupported placement constraint and applies security_opt and read_only", () => {
   const text = [
     "services:",
     "  web:",
@@ -206,8 +206,11 @@ Deno.test("loadCompose() refuses deploy.placement and applies security_opt and r
     "      placement: {constraints: [node.role==manager]}",
   ].join("\n");
   const list = problems(text);
-  assert.deepEqual(list.map((item) => [item.line, item.path]), [[7, "services.web.deploy.placement"]]);
-  assert.match(list[0].message, /use x-machines/);
+  assert.deepEqual(list.map((item) => [item.line, item.path]), [[
+    7,
+    "services.web.deploy.placement.constraints[0]",
+  ]]);
+  assert.match(list[0].message, /unsupported placement constraint "node.role==manager"/);
   const { project } = loadText(text.split("\n").slice(0, 5).join("\n"));
   assert.equal(project.services.web.readOnly, true);
   assert.deepEqual(project.services.web.securityOpt, ["no-new-privileges"]);

@@ -55,6 +55,17 @@ export {
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
 export { parseBytes, parseDurationMs } from "./units.ts";
 export { canonicalJson } from "./canonical_json.ts";
+export {
+  constraintHolds,
+  LABEL_LIMITS,
+  labelKeyProblem,
+  labelValueProblem,
+  type MachineFacts,
+  parseConstraint,
+  type PlacementConstraint,
+  placementRefusal,
+  type PlacementRule,
+} from "./placement.ts";
 export { SERVING_LABELS, servingLabels, type ServingSource } from "./serving_labels.ts";
 export type {
   BindMount,

@@ -16,6 +16,7 @@ import {
   HEALTHCHECK_KEYS,
   LIMITS_KEYS,
   LOGGING_KEYS,
+  PLACEMENT_KEYS,
   RESERVATIONS_KEYS,
   RESOURCES_KEYS,
   SERVICE_KEYS,
@@ -24,6 +25,7 @@ import {
 import { type FileContents, type FileSource, MAX_SHIPPED_BYTES, readFileRefs, shipBind } from "./files.ts";
 import { MAX_FILE_BYTES, MAX_REPLICAS, oversize } from "./limits.ts";
 import { readMounts } from "./mounts.ts";
+import { parseConstraint } from "./placement.ts";
 import { absolutePathProblem } from "./names.ts";
 import { readPorts } from "./service_ports.ts";
 import { parseEnvFile } from "./env_file.ts";
@@ -168,7 +170,7 @@ export function readService(
 
   const environment = readEnvironment(scope, name, get("env_file"), get("environment"));
   const labels = readLabels(reader, value("labels"), at("labels"));
-  const { mode, replicas, update, resources, pidsLimit, deviceRequests } = readDeploy(
+  const { mode, replicas, update, resources, pidsLimit, deviceRequests, constraints } = readDeploy(
     reader,
     get("deploy"),
     get("scale"),
@@ -336,6 +338,7 @@ export function readService(
     profiles,
     update,
     machines,
+    ...(constraints.length > 0 ? { constraints } : {}),
     caddy,
     preDeploy,
     readOnly,
@@ -779,6 +782,28 @@ interface DeployFields {
   resources: NormalizedResources;
   pidsLimit: number | null;
   deviceRequests: NormalizedDeviceRequest[];
+  constraints: string[];
+}
+
+/** `deploy.placement.constraints`: each parsed now, so a bad one is refused at its position. */
+function readPlacement(reader: Reader, placement: Entry | undefined): string[] {
+  if (placement === undefined || placement.value === null) return [];
+  const keys = checkKeys(reader, entries(reader, placement.value, placement.path) ?? [], PLACEMENT_KEYS, {
+    where: "placement",
+  });
+  const entry = keys.get("constraints");
+  if (entry === undefined || entry.value === null) return [];
+  const out: string[] = [];
+  const nodes = items(reader, entry.value, entry.path) ?? [];
+  nodes.forEach((node, i) => {
+    const path = child(entry.path, i);
+    const raw = text(reader, node, path);
+    if (raw === undefined) return;
+    const parsed = parseConstraint(raw);
+    if (typeof parsed === "string") fail(reader, node, path, parsed);
+    else if (!out.includes(parsed.text)) out.push(parsed.text);
+  });
+  return out;
 }
 
 function readDeploy(
@@ -790,6 +815,7 @@ function readDeploy(
   const keys = deploy === undefined
     ? new Map<string, Entry>()
     : checkKeys(reader, entries(reader, deploy.value, deploy.path) ?? [], DEPLOY_KEYS, { where: "deploy" });
+  const constraints = readPlacement(reader, keys.get("placement"));
   const modeEntry = keys.get("mode");
   const modeText = modeEntry === undefined || modeEntry.value === null
     ? "replicated"
@@ -919,7 +945,7 @@ function readDeploy(
       if (devices !== undefined) deviceRequests = readDeviceRequests(reader, devices.value, devices.path);
     }
   }
-  return { mode, replicas, update, resources, pidsLimit, deviceRequests };
+  return { mode, replicas, update, resources, pidsLimit, deviceRequests, constraints };
 }
 
 function readUlimits(reader: Reader, entry: Entry | undefined): NormalizedResources["ulimits"] {

@@ -35,6 +35,8 @@ const PLANNER_ONLY = new Set([
   "pullPolicy",
   // The image reference carries the build's content digest; where the context lies is no container setting.
   "build",
+  // Where a container may run, not what it is: a Machine that still satisfies the constraints keeps it.
+  "constraints",
 ]);
 
 function sortedByJson<T>(list: readonly T[]): T[] {

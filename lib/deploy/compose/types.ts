@@ -233,6 +233,11 @@ export interface NormalizedService {
   };
   /** `x-machines`: names or IDs of Machines this Service may run on; empty means any. */
   machines: string[];
+  /**
+   * `deploy.placement.constraints`, normalized (`node.labels.region == eu`); every one must hold on a Machine.
+   * Absent when none are given, so Saved State written before it was read reads the same.
+   */
+  constraints?: string[];
   /** `x-caddy`: Caddyfile fragment text (read from the file when given as a path), or null. */
   caddy: string | null;
   /** `x-pre_deploy`, or null. */

@@ -235,6 +235,11 @@ export interface ContainerSpec {
    * reads them once, so a changed file means a new container: they are part of the spec digest.
    */
   reads?: Record<string, string>;
+  /**
+   * Where it may run (`x-machines`, `deploy.placement.constraints`): the Machine re-checks it against its own
+   * Labels before creating (Machine-local admission). Not part of the digest: it says where, not what.
+   */
+  placement?: { machines?: string[]; constraints?: string[] };
 }
 
 /** The `local` log driver policy every container gets. */
@@ -378,6 +383,18 @@ export function validateSpec(spec: ContainerSpec): void {
       throw invalid(spec, `device "${device.host}:${device.container}" needs absolute paths`);
     }
   }
+  const placement = spec.placement;
+  if (placement !== undefined) {
+    for (const list of [placement.machines, placement.constraints]) {
+      if (
+        list !== undefined &&
+        (!Array.isArray(list) || list.length > 256 ||
+          list.some((x) => typeof x !== "string" || x.length > 512))
+      ) {
+        throw invalid(spec, `"placement" must hold lists of at most 256 names or constraints`);
+      }
+    }
+  }
   const r = spec.resources;
   for (const [field, value] of Object.entries(r ?? {})) {
     if (field === "ulimits") continue;
@@ -407,11 +424,11 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * `sha256:<hex>` of everything that defines the container, env values and `reads` included; the identity fields
- * (name, creation key, deployment, slot) are left out, so two slots of one spec share a digest. The image is
+ * (name, creation key, deployment, slot) and its placement are left out, so two slots of one spec share a digest. The image is
  * compared by reference here and by id in observations.
  */
 export function specDigest(spec: ContainerSpec): string {
-  const { name: _n, creationKey: _k, deployment: _d, slot: _s, ...rest } = spec;
+  const { name: _n, creationKey: _k, deployment: _d, slot: _s, placement: _p, ...rest } = spec;
   return `sha256:${createHash("sha256").update(canonicalJson(rest)).digest("hex")}`;
 }
 

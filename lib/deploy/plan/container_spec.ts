@@ -172,8 +172,19 @@ export function serviceContainerSpec(
     log: service.logging.driver === "local" && Object.keys(service.logging.options).length === 0
       ? undefined
       : { driver: service.logging.driver, options: record(service.logging.options) },
+    placement: placementOf(service),
   };
   return JSON.parse(JSON.stringify(spec));
+}
+
+/** What the Machine re-checks before creating the Service's container; absent when the Service names nothing. */
+function placementOf(service: NormalizedService): ContainerSpec["placement"] {
+  const constraints = service.constraints ?? [];
+  if (service.machines.length === 0 && constraints.length === 0) return undefined;
+  return {
+    machines: service.machines.length === 0 ? undefined : [...service.machines],
+    constraints: constraints.length === 0 ? undefined : [...constraints],
+  };
 }
 
 /** The spec of a Service's pre-deploy hook container: the Service's container with the hook's command. */

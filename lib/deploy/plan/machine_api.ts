@@ -66,6 +66,10 @@ export interface MachineRecordView {
   subnet?: string;
   /** False when the Machine's record refuses ingress; absent means it accepts ingress. */
   "accepts_ingress"?: boolean;
+  /** False when the Machine's record refuses new workloads; absent means it accepts them. */
+  "accepts_workloads"?: boolean;
+  /** Its Machine Labels; absent from older daemons. */
+  labels?: Record<string, string>;
   /** The Docker bridge network its containers join; absent from older daemons. */
   "docker_network"?: string;
 }

@@ -220,3 +220,41 @@ Deno.test("planDeploy puts each container on the Docker network its Machine's re
     ["one:ployz-a", "two:ployz-b", "three:ployz"],
   );
 });
+
+Deno.test("planDeploy places by label constraints and refuses one that holds nowhere, naming it", async () => {
+  const machines = three();
+  machines[0].labels = { region: "eu" };
+  machines[2].labels = { region: "eu" };
+  const p = project([service("web", { replicas: 2, constraints: ["node.labels.region == eu"] })]);
+  assert.deepEqual(where((await plan(p, machines)).ops), ["create web/1@one", "create web/2@three"]);
+  const not = project([service("web", { replicas: 2, constraints: ["node.hostname != two"] })]);
+  assert.deepEqual(where((await plan(not, machines)).ops), ["create web/1@one", "create web/2@three"]);
+  const us = project([service("web", { constraints: ["node.labels.region == us"] })]);
+  await assert.rejects(plan(us, machines), (e: Error) => {
+    assert.match(
+      e.message,
+      /"shop\/web" can run on no observed Machine: "one": constraint "node.labels.region == us"/,
+    );
+    return true;
+  });
+});
+
+Deno.test("planDeploy moves replicated slots off a Machine refusing workloads and keeps its Global slot", async () => {
+  const p = project([service("web", { replicas: 3 }), service("agent", { mode: "global", replicas: null })]);
+  const machines = three();
+  for (const [i, m] of machines.entries()) {
+    m.add(serviceContainerSpec(p, p.services.web, { deploymentId: D1, slot: String(i + 1) }));
+    m.add(serviceContainerSpec(p, p.services.agent, { deploymentId: D1, slot: "1" }));
+  }
+  machines[1].acceptsWorkloads = false;
+  const result = await plan(p, machines);
+  // The moved slot starts elsewhere first; the old one is removed after.
+  assert.deepEqual(where(result.ops), ["create web/2@three", "remove web/2@two"]);
+  const removal = result.ops.find((op) => op.kind === "remove");
+  assert.equal(removal?.kind === "remove" ? removal.reason : "", "ineligible");
+  assert.ok(
+    result.warnings.some((w) => /keeps its container on "two", which does not accept workloads/.test(w)),
+  );
+  for (const m of machines) m.acceptsWorkloads = false;
+  await assert.rejects(plan(p, machines), /do not accept workloads/);
+});

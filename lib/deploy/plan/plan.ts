@@ -21,6 +21,7 @@
  * @module
  */
 
+import { type MachineFacts, placementRefusal } from "../compose/placement.ts";
 import { compareServiceSpecs } from "../compose/spec.ts";
 import type { NormalizedProject, NormalizedService, VolumeMount } from "../compose/types.ts";
 import { type ContainerSpec, specDigest } from "../docker/spec.ts";
@@ -105,25 +106,68 @@ function updateOrder(service: NormalizedService): { order: "start-first" | "stop
   return { order: "start-first", reason: "default" };
 }
 
-function eligibleMachines(
+function factsOf(m: MachineObservation): MachineFacts {
+  return { id: m.machineId, name: m.machineName, labels: m.labels ?? {} };
+}
+
+/**
+ * The Machines a Service may get new containers on: participating, accepting workloads, and meeting its
+ * `x-machines` and placement constraints. `held` are those that meet its placement but refuse new workloads (a
+ * drained Machine): a Global slot already there is kept, a replicated slot there moves elsewhere.
+ */
+function placeable(
   project: NormalizedProject,
   service: NormalizedService,
   machines: MachineObservation[],
-): MachineObservation[] {
+): { eligible: MachineObservation[]; held: MachineObservation[] } {
   const participating = machines.filter((m) => m.phase === "participating");
-  if (service.machines.length === 0) return participating;
-  const wanted = new Set(service.machines);
-  const eligible = participating.filter((m) => wanted.has(m.machineName) || wanted.has(m.machineId));
-  if (eligible.length === 0) {
+  const where = `Service "${project.name}/${service.name}"`;
+  const named = service.machines.length === 0
+    ? participating
+    : participating.filter((m) =>
+      service.machines.includes(m.machineName) || service.machines.includes(m.machineId)
+    );
+  if (named.length === 0 && participating.length > 0) {
     throw new DeployError(
       "invalid_argument",
-      `Service "${project.name}/${service.name}" can run on no observed Machine: x-machines names ${
+      `${where} can run on no observed Machine: x-machines names ${
         service.machines.map((m) => `"${m}"`).join(", ")
       }`,
       { service: service.name, machines: service.machines },
     );
   }
-  return eligible;
+  const rule = { constraints: service.constraints };
+  const refusals = named.map((m) => ({ m, why: placementRefusal(rule, factsOf(m)) }));
+  const fits = refusals.filter((r) => r.why === undefined).map((r) => r.m);
+  const eligible = fits.filter((m) => m.acceptsWorkloads !== false);
+  const held = fits.filter((m) => m.acceptsWorkloads === false);
+  if (fits.length === 0 && named.length > 0) {
+    throw new DeployError(
+      "invalid_argument",
+      `${where} can run on no observed Machine: ${
+        refusals.map((r) => `"${r.m.machineName}": ${r.why}`).join("; ")
+      }`,
+      { service: service.name, constraints: service.constraints ?? [] },
+    );
+  }
+  if (eligible.length === 0 && held.length > 0) {
+    throw new DeployError(
+      "conflict",
+      `${where} can run on no observed Machine: ${
+        held.map((m) => `"${m.machineName}"`).join(", ")
+      } meet its placement but do not accept workloads ("ployz machine accept NAME --workloads on")`,
+      { service: service.name, held: held.map((m) => m.machineName) },
+    );
+  }
+  return { eligible, held };
+}
+
+function eligibleMachines(
+  project: NormalizedProject,
+  service: NormalizedService,
+  machines: MachineObservation[],
+): MachineObservation[] {
+  return placeable(project, service, machines).eligible;
 }
 
 /** The Docker network a container on `machine` joins: what its record names, else the plan's default. */
@@ -169,7 +213,7 @@ function planService(
   warnings: string[],
 ): ServicePlan {
   const { project, deploymentId } = options.intent;
-  const eligible = eligibleMachines(project, service, options.snapshot.machines);
+  const { eligible, held } = placeable(project, service, options.snapshot.machines);
   const monitorMs = service.update.monitorMs ?? options.monitorMs ?? DEFAULT_MONITOR_MS;
   const gate: HealthGate | null = options.skipHealth ? null : healthGate(service.healthcheck, monitorMs);
   const { order, reason } = updateOrder(service);
@@ -283,8 +327,35 @@ function planService(
       removals.push({ ...at, kind: "remove", container: ref(gone), reason: "superseded" });
     }
   }
+  // A Global slot on a Machine that refuses new workloads stays as it is: a Drain moves replicated slots only.
+  if (service.mode === "global") {
+    for (const m of held) {
+      const there = slotted.filter((p) => p.machine.machineId === m.machineId);
+      for (const p of there) claimed.add(p.container.id);
+      if (there.length > 0) {
+        warnings.push(
+          `Global Service "${project.name}/${service.name}" keeps its container on "${m.machineName}", which does not accept workloads`,
+        );
+      }
+    }
+  }
+  const ineligible = new Set(
+    options.snapshot.machines.filter((m) => !eligible.includes(m) && !held.includes(m)).map((m) =>
+      m.machineId
+    ),
+  );
+  for (const m of held) if (service.mode !== "global") ineligible.add(m.machineId);
   for (const p of slotted) {
     if (claimed.has(p.container.id)) continue;
+    if (ineligible.has(p.machine.machineId)) {
+      removals.push({
+        ...base(p.machine, p.container.slot),
+        kind: "remove",
+        container: ref(p.container),
+        reason: "ineligible",
+      });
+      continue;
+    }
     const numeric = /^[1-9][0-9]*$/.test(p.container.slot);
     removals.push({
       ...base(p.machine, p.container.slot),

@@ -24,6 +24,10 @@ export interface MachineObservation {
   images: Record<string, boolean>;
   /** False when its record refuses ingress; absent means it accepts ingress. */
   acceptsIngress?: boolean;
+  /** False when its record refuses new workloads (a drained Machine); absent means it accepts them. */
+  acceptsWorkloads?: boolean;
+  /** Its Machine Labels, as its record says; absent from older daemons (no labels). */
+  labels?: Record<string, string>;
   /** The Docker network its record names; absent from older daemons (the plan's default then). */
   network?: string;
   /** Its Ingress Proxy containers, when the Snapshot asked for them. */
@@ -93,6 +97,8 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
       containers: list.containers.filter((c) => c.project === request.project),
       images,
       acceptsIngress: status.machine.accepts_ingress !== false,
+      acceptsWorkloads: status.machine.accepts_workloads !== false,
+      labels: { ...status.machine.labels ?? {} },
     };
     if (typeof status.machine.docker_network === "string") {
       observation.network = status.machine.docker_network;

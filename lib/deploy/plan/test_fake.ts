@@ -30,13 +30,17 @@ export class FakeMachine implements MachineApi {
 
   /** What the Machine's record says about ingress. */
   acceptsIngress = true;
+  /** What the Machine's record says about workloads. */
+  acceptsWorkloads = true;
+  /** Its Machine Labels. */
+  labels: Record<string, string> = {};
 
   constructor(readonly id = "m1", readonly name = "one") {}
 
   /** Adds an observed container built from `spec`. */
   add(spec: ContainerSpec, state = "running"): ObservedContainerView {
     const c: ObservedContainerView = {
-      id: `c${this.#next++}`,
+      id: `${this.id}-c${this.#next++}`,
       name: spec.name,
       project: spec.project,
       service: spec.service,
@@ -272,6 +276,8 @@ export async function snapshotOfAll(
       containers: list.containers,
       images: Object.fromEntries([...refs].map((i) => [i, machine.images.has(i)])),
       acceptsIngress: machine.acceptsIngress,
+      acceptsWorkloads: machine.acceptsWorkloads,
+      labels: machine.labels,
       ...(proxies === undefined ? {} : { ingress: proxies }),
     };
   }));

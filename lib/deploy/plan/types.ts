@@ -104,7 +104,7 @@ export interface RemoveOp extends OpBase {
    * `scale_down`, `obsolete_service`, `duplicate` (a second container in one slot), `superseded` (a stopped old
    * container beside its UpToDate replacement, e.g. one a retire loop stopped) or `requested`.
    */
-  reason: "scale_down" | "obsolete_service" | "duplicate" | "superseded" | "requested";
+  reason: "scale_down" | "obsolete_service" | "duplicate" | "superseded" | "requested" | "ineligible";
 }
 
 /** Run a Service's `x-pre_deploy` hook to completion before its containers change. */

@@ -1,0 +1,60 @@
+// `ployz machine label` and `ployz machine accept`: the named Machine changes its own Labels and acceptance flags
+// (only it writes its row). Nothing running moves: the next Deploy or Drain applies them.
+import type { Command } from "../../lib/cli/mod.ts";
+import { configureMachine, labelRequest, onOff } from "../../lib/operator/mod.ts";
+import type { MachineRecord } from "../../lib/rpc/mod.ts";
+import { jsonLine, withMachine } from "./connect.ts";
+
+/** One line describing a Machine's Labels and flags. */
+export function settingsLine(machine: MachineRecord): string {
+  const labels = Object.entries(machine.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-";
+  return `Machine "${machine.name}" (${machine.id}): labels ${labels}; workloads ${
+    machine.accepts_workloads === false ? "off" : "on"
+  }; ingress ${machine.accepts_ingress === false ? "off" : "on"}\n`;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+/** `ployz machine label`. */
+export const machineLabelCommand: Command = {
+  name: "label",
+  summary: "Set or remove a Machine's Labels (placement constraints read them)",
+  usage: "MACHINE KEY=VALUE... [--rm KEY]... [--json]",
+  description:
+    "The Machine writes its own Labels; running containers stay where they are (labels never evict).",
+  positionals: [1, 64],
+  options: { rm: { type: "string", multiple: true }, json: { type: "boolean" } },
+  async run({ values, positionals, io }): Promise<number> {
+    const [machine, ...words] = positionals;
+    const answer = await withMachine((entry) =>
+      configureMachine(entry, machine, labelRequest(words, strings(values.rm)))
+    );
+    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
+    return 0;
+  },
+};
+
+/** `ployz machine accept`. */
+export const machineAcceptCommand: Command = {
+  name: "accept",
+  summary: "Set whether a Machine accepts new workloads and an Ingress Proxy",
+  usage: "MACHINE [--workloads on|off] [--ingress on|off] [--json]",
+  description:
+    "The Machine writes its own flags and checks them before every create; running containers are not touched.",
+  positionals: [1, 1],
+  options: { workloads: { type: "string" }, ingress: { type: "string" }, json: { type: "boolean" } },
+  async run({ values, positionals, io }): Promise<number> {
+    const answer = await withMachine(async (entry) => {
+      const workloads = onOff("workloads", values.workloads as string | undefined);
+      const ingress = onOff("ingress", values.ingress as string | undefined);
+      const request: Record<string, boolean> = {};
+      if (workloads !== undefined) request["accepts_workloads"] = workloads;
+      if (ingress !== undefined) request["accepts_ingress"] = ingress;
+      return await configureMachine(entry, positionals[0], request);
+    });
+    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
+    return 0;
+  },
+};

@@ -1,0 +1,144 @@
+// Machine Labels, acceptance flags and placement constraints, end to end on a real 3-Machine lab: each Machine
+// writes its own Labels (seen by the others in `machine ls`), a Deploy places by `deploy.placement.constraints`,
+// a constraint holding nowhere is refused naming it, changing a label moves nothing, and each Machine's own
+// admission refuses a create its record does not admit, naming the check.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
+import { IMAGE } from "./support/docker.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+
+interface Listed {
+  machines: { "machine_name": string; containers: { project: string; service: string; slot: string }[] }[];
+}
+
+function compose(constraint: string): string {
+  return `name: geo
+services:
+  web:
+    image: ${IMAGE}
+    command: ["sleep", "3600"]
+    stop_grace_period: 1s
+    deploy:
+      replicas: 2
+      placement:
+        constraints: ["${constraint}"]
+`;
+}
+
+Deno.test(needs(["lab"], {
+  name: "labels and acceptance flags are the Machine's own, placement follows them, admission re-checks them",
+  async fn() {
+    await using lab = await startLab("pl", 3);
+    await machinesUp(lab, "m1", 3);
+
+    // Each Machine writes its own labels, asked through m1; the others see them in their own `machine ls`.
+    await lab.on("m1", ["machine", "label", "m1", "region=eu"]).then((r) =>
+      assert.equal(r.code, 0, r.stderr)
+    );
+    const m3 = await lab.on("m1", ["machine", "label", "m3", "region=eu", "disk=ssd"]);
+    assert.equal(m3.code, 0, m3.stderr);
+    assert.match(m3.stdout, /Machine "m3" \(\w+\): labels disk=ssd,region=eu; workloads on; ingress on/);
+    const bad = await lab.on("m1", ["machine", "label", "m2", "re gion=eu"]);
+    assert.equal(bad.code, 1, bad.stdout);
+    assert.match(bad.stderr, /^error\[invalid_argument\]: invalid label key "re gion"/);
+    const badFlag = await lab.on("m1", ["machine", "accept", "m2", "--workloads", "maybe"]);
+    assert.match(
+      badFlag.stderr,
+      /^error\[invalid_argument\]: Invalid --workloads "maybe": expected on or off/,
+    );
+    await eventually(30_000, "m2 sees m1's and m3's labels", async () => {
+      const listed = await lab.on("m2", ["machine", "ls"]);
+      const lines = listed.stdout.split("\n");
+      const m1 = lines.find((l) => l.startsWith("m1 "));
+      const m3Line = lines.find((l) => l.startsWith("m3 "));
+      return m1?.includes("region=eu") && m3Line?.includes("disk=ssd,region=eu") ? true : undefined;
+    });
+
+    // Placement by label: both replicas on the eu Machines, none on m2.
+    const path = join(lab.dir, "geo.yaml");
+    await Deno.writeTextFile(path, compose("node.labels.region == eu"));
+    const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
+    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+    const placed = async (): Promise<string[]> => {
+      const result = await lab.on("m1", ["ps", "--all-machines", "--json"]);
+      const parsed = JSON.parse(result.stdout) as Listed;
+      return parsed.machines.flatMap((m) =>
+        m.containers.filter((c) => c.project === "geo").map((c) => `${c.service}/${c.slot}@${m.machine_name}`)
+      ).sort();
+    };
+    assert.deepEqual(await placed(), ["web/1@m1", "web/2@m3"]);
+
+    // A constraint that holds on no Machine is refused before anything runs, naming it.
+    await Deno.writeTextFile(path, compose("node.labels.region == us"));
+    const nowhere = await lab.on("m1", ["deploy", "-f", path, "-y"]);
+    assert.notEqual(nowhere.code, 0);
+    assert.match(
+      nowhere.stderr,
+      /error\[invalid_argument\]: Service "geo\/web" can run on no observed Machine: "m1": constraint "node.labels.region == us" does not hold \(its label region is "eu"\)/,
+    );
+    await Deno.writeTextFile(path, compose("node.role == manager"));
+    const unsupported = await lab.on("m1", ["deploy", "-f", path, "-y"]);
+    assert.match(
+      unsupported.stderr,
+      /geo\.yaml:10:23: .*unsupported placement constraint "node\.role == manager"/,
+    );
+
+    // Changing a label evicts nothing.
+    await lab.on("m1", ["machine", "label", "m3", "--rm", "region"]).then((r) =>
+      assert.equal(r.code, 0, r.stderr)
+    );
+    assert.deepEqual(await placed(), ["web/1@m1", "web/2@m3"]);
+
+    // Each Machine's own admission refuses a new container its record does not admit, naming the check.
+    const accept = await lab.on("m1", ["machine", "accept", "m2", "--workloads", "off"]);
+    assert.equal(accept.code, 0, accept.stderr);
+    assert.match(accept.stdout, /workloads off; ingress on/);
+    const listed = await lab.on("m1", ["machine", "ls"]);
+    assert.match(listed.stdout.split("\n").find((l) => l.startsWith("m2 ")) ?? "", /-,ingress$/);
+    const spec = (name: string, placement?: { constraints: string[] }) => ({
+      spec: {
+        name,
+        creationKey: crypto.randomUUID(),
+        project: "geo",
+        service: "web",
+        deployment: "d".repeat(32),
+        slot: "9",
+        image: IMAGE,
+        ...(placement === undefined ? {} : { placement }),
+      },
+      start: false,
+    });
+    const refusal = async (m: string, request: ReturnType<typeof spec>): Promise<string> => {
+      const client = connectMachine({ socketPath: join(lab.dir, m, "run", "ployz.sock") });
+      try {
+        await client.ensureContainer(request);
+        return "created";
+      } catch (error) {
+        assert.ok(error instanceof RpcError, String(error));
+        return `${error.code} ${error.details.check}: ${error.message}`;
+      } finally {
+        client.close();
+      }
+    };
+    assert.match(
+      await refusal("m2", spec("geo-web-9-drained")),
+      /^conflict accepts_workloads: Machine "m2" refuses to create "geo-web-9-drained": it does not accept workloads/,
+    );
+    assert.match(
+      await refusal("m3", spec("geo-web-9-placed", { constraints: ["node.labels.region == eu"] })),
+      /^conflict placement: Machine "m3" refuses .*constraint "node.labels.region == eu" does not hold \(its label region is unset\)/,
+    );
+    // With m2 refusing workloads and m3 no longer eu, a replicated Service without constraints goes to m1 and m3.
+    await Deno.writeTextFile(path, compose("node.hostname != m9").replace("geo", "spread"));
+    const spread = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
+    assert.equal(spread.code, 0, spread.stderr + spread.stdout);
+    const result = JSON.parse((await lab.on("m1", ["ps", "--all-machines", "--json"])).stdout) as Listed;
+    const spreadOn = result.machines.flatMap((m) =>
+      m.containers.filter((c) => c.project === "spread").map((c) => m.machine_name)
+    ).sort();
+    assert.deepEqual(spreadOn, ["m1", "m3"]);
+  },
+}));
