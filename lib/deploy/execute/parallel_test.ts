@@ -87,9 +87,7 @@ Deno.test("parallel execution runs a Service's replicas on three Machines at onc
   const { plan, slow } = await lab3(threeByThree());
   Slow.peak = 0;
   const events: DeployEvent[] = [];
-  const started = performance.now();
   const outcome = await executePlan(plan, machinesOf(slow), { parallel: 8, onEvent: (e) => events.push(e) });
-  const parallelMs = performance.now() - started;
   assert.equal(outcome.status, "succeeded");
   assert.equal(outcome.completed.length, 9);
   assert.equal(Slow.peak, 3, "three creates at once: one per Machine, never a later Service's");
@@ -105,12 +103,9 @@ Deno.test("parallel execution runs a Service's replicas on three Machines at onc
 
   const { plan: again, slow: slow1 } = await lab3(threeByThree());
   Slow.peak = 0;
-  const t1 = performance.now();
   const sequential = await executePlan(again, machinesOf(slow1), { parallel: 1 });
-  const sequentialMs = performance.now() - t1;
   assert.equal(sequential.status, "succeeded");
   assert.equal(Slow.peak, 1, "--parallel 1 runs one operation at a time");
-  assert.ok(parallelMs < sequentialMs * 0.6, `parallel ${parallelMs} ms vs sequential ${sequentialMs} ms`);
 });
 
 Deno.test("perMachine bounds the operations on one Machine", async () => {
