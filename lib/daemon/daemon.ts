@@ -217,7 +217,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       filesDir: join(layout.dataDir, "files"),
     }),
     ...imageHandlers({ engine, self, resolve: meshTarget, stopping: stopping.signal, log }),
-    ...execHandlers({ engine, dockerSocket: layout.dockerSocket, stopping: stopping.signal, log }),
+    ...execHandlers({ engine, stopping: stopping.signal, log }),
     ...servingHandlers(lifecycle),
     ...observeHandlers({
       record: () => lifecycle.record,

@@ -1,6 +1,7 @@
 /**
  * `ployz exec` on this Machine: `ployz.container.exec.v1` creates a Docker exec in an owned container and starts it
- * attached over a hijacked connection to the Docker socket; `exec_attach.v1` streams its output as NDJSON frames
+ * attached over a hijacked connection to the Docker socket (both through the Engine, so its deadlines and errors
+ * hold); `exec_attach.v1` streams its output as NDJSON frames
  * and ends with its exit code; `exec_input.v1` writes stdin, resizes the TTY or closes stdin. A session lives until
  * its process ends, its attach stream is dropped, or nobody attaches within {@link ATTACH_WITHIN_MS}; at most
  * {@link MAX_SESSIONS} run at once.
@@ -10,6 +11,7 @@
 
 import { Buffer } from "node:buffer";
 import type { Engine } from "../deploy/mod.ts";
+import { sleep } from "../util/mod.ts";
 import {
   type ExecFrame,
   type ExecInputResponse,
@@ -30,10 +32,8 @@ const END_OF_TRANSMISSION = new Uint8Array([4]);
 
 /** What the exec handlers need from the daemon. */
 export interface ExecHost {
-  /** This Machine's Docker (ownership checks). */
+  /** This Machine's Docker. */
   readonly engine: Engine;
-  /** The Docker socket the exec's stream is hijacked from. */
-  readonly dockerSocket: string;
   /** Aborts when the daemon stops. */
   readonly stopping: AbortSignal;
   /** One line per notable event. */
@@ -53,89 +53,9 @@ interface Session {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** A JSON call to the Docker API over its unix socket. */
-async function dockerJson(
-  socket: string,
-  method: string,
-  path: string,
-  body: unknown,
-  signal: AbortSignal,
-): Promise<Record<string, unknown>> {
-  const client = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
-  try {
-    // Over the unix socket the host name is never resolved; `ployz` is the one the serve permission set allows.
-    const response = await fetch(`http://ployz/v1.41${path}`, {
-      method,
-      client,
-      signal,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) {
-      let message = text.trim();
-      try {
-        message = String(JSON.parse(text).message ?? message);
-      } catch {
-        // not JSON: keep the text
-      }
-      throw new RpcError(
-        response.status === 404 ? "not_found" : "unavailable",
-        `Docker: ${message.slice(0, 300)}`,
-      );
-    }
-    return text === "" ? {} : JSON.parse(text);
-  } finally {
-    client.close();
-  }
-}
-
-/** Starts exec `id` over a raw connection and returns it after Docker's `101 UPGRADED`. */
-async function hijack(
-  socket: string,
-  id: string,
-  tty: boolean,
-): Promise<{ conn: Deno.UnixConn; rest: Uint8Array }> {
-  const conn = await Deno.connect({ transport: "unix", path: socket });
-  try {
-    const body = JSON.stringify({ Detach: false, Tty: tty });
-    await conn.write(encoder.encode(
-      `POST /v1.41/exec/${encodeURIComponent(id)}/start HTTP/1.1\r\nHost: docker\r\n` +
-        `Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n` +
-        `Content-Length: ${encoder.encode(body).length}\r\n\r\n${body}`,
-    ));
-    let buffer = new Uint8Array(0);
-    const chunk = new Uint8Array(16 * 1024);
-    for (;;) {
-      const text = decoder.decode(buffer);
-      const end = text.indexOf("\r\n\r\n");
-      if (end >= 0) {
-        const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
-        if (status !== "101" && status !== "200") {
-          throw new RpcError("unavailable", `Docker refused to start the exec: ${text.split("\r\n")[0]}`);
-        }
-        return { conn, rest: buffer.slice(encoder.encode(text.slice(0, end + 4)).length) };
-      }
-      if (buffer.length > 64 * 1024) {
-        throw new RpcError("unavailable", "Docker's answer to the exec had no end");
-      }
-      const n = await conn.read(chunk);
-      if (n === null) throw new RpcError("unavailable", "Docker closed the exec connection before answering");
-      const next = new Uint8Array(buffer.length + n);
-      next.set(buffer);
-      next.set(chunk.subarray(0, n), buffer.length);
-      buffer = next;
-    }
-  } catch (error) {
-    conn.close();
-    throw error;
-  }
 }
 
 /** Splits Docker's multiplexed (non-TTY) output into frames: 8-byte header (stream, 0, 0, 0, size), payload. */
@@ -199,18 +119,10 @@ export function execHandlers(host: ExecHost): RpcHandlers {
     const deadline = Date.now() + EXIT_WITHIN_MS;
     try {
       for (;;) {
-        const inspected = await dockerJson(
-          host.dockerSocket,
-          "GET",
-          `/exec/${encodeURIComponent(session.id)}/json`,
-          undefined,
-          AbortSignal.timeout(10_000),
-        );
-        if (inspected.Running !== true) {
-          return typeof inspected.ExitCode === "number" ? inspected.ExitCode : null;
-        }
+        const state = await host.engine.inspectExec(session.id);
+        if (!state.running) return state.exitCode;
         if (Date.now() > deadline) return null;
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await sleep(50);
       }
     } catch (error) {
       host.log(`exec ${session.id.slice(0, 12)}: cannot read its exit code: ${messageOf(error)}`);
@@ -220,13 +132,8 @@ export function execHandlers(host: ExecHost): RpcHandlers {
 
   async function resize(session: Session, cols: number, rows: number, signal: AbortSignal): Promise<void> {
     if (!session.tty) return;
-    await dockerJson(
-      host.dockerSocket,
-      "POST",
-      `/exec/${encodeURIComponent(session.id)}/resize?h=${rows}&w=${cols}`,
-      undefined,
-      signal,
-    ).catch(() => {}); // A process that already ended has no TTY to resize.
+    // A process that already ended has no TTY to resize.
+    await host.engine.resizeExec(session.id, { cols, rows }, signal).catch(() => {});
   }
 
   return {
@@ -259,16 +166,8 @@ export function execHandlers(host: ExecHost): RpcHandlers {
           },
         );
       }
-      const created = await dockerJson(
-        host.dockerSocket,
-        "POST",
-        `/containers/${encodeURIComponent(observed.id)}/exec`,
-        { AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: req.tty, Cmd: req.cmd },
-        ctx.signal,
-      );
-      const id = String(created.Id ?? "");
-      if (!/^[0-9a-f]{12,128}$/.test(id)) throw new RpcError("internal", "Docker answered no exec id");
-      const { conn, rest } = await hijack(host.dockerSocket, id, req.tty);
+      const id = await host.engine.createExec(observed.id, { cmd: req.cmd, tty: req.tty }, ctx.signal);
+      const { conn, rest } = await host.engine.startExec(id, req.tty, ctx.signal);
       const session: Session = {
         id,
         container: observed.name,

@@ -2,11 +2,12 @@
 // session and a plain one, stdin in, stdout and stderr apart, the exit code out, a foreign container refused.
 import { deepEqual, equal, match, rejects } from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import type { Engine } from "../deploy/mod.ts";
+import { openEngine } from "../deploy/mod.ts";
 import { type ExecFrame, parseExecFrame, type RpcError } from "../rpc/mod.ts";
 import { execHandlers } from "./exec_handlers.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
+const MACHINE = "m-exec-test";
 const HAVE = await Deno.stat(SOCKET).then((s) => s.isSocket, () => false);
 
 async function docker(args: string[]): Promise<string> {
@@ -38,26 +39,25 @@ Deno.test({
   async fn() {
     if (!HAVE) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
     const name = `ployz-exec-test-${crypto.randomUUID().slice(0, 8)}`;
-    const id = await docker([
+    await docker([
       "run",
       "-d",
       "--name",
       name,
       "--label",
       "ployz.test=exec",
+      "--label",
+      "ployz.managed=1",
+      "--label",
+      `ployz.machine=${MACHINE}`,
       "ployz-test/busybox:1",
       "sleep",
       "300",
     ]);
     const stopping = new AbortController();
     try {
-      let owned = true;
-      const engine = {
-        inspectContainer: () => Promise.resolve({ id, name, owned, state: "running" }),
-      } as unknown as Engine;
       const handlers = execHandlers({
-        engine,
-        dockerSocket: SOCKET,
+        engine: openEngine({ socketPath: SOCKET, machineId: MACHINE }),
         stopping: stopping.signal,
         log: () => {},
       });
@@ -85,8 +85,12 @@ Deno.test({
         }
         await rejects(handlers.execInput!({ session, eof: true }, ctx), /No exec session/);
       }
-      owned = false;
-      await rejects(handlers.execStart!({ id: name, cmd: ["true"], tty: false }, ctx), (e: RpcError) => {
+      const foreign = execHandlers({
+        engine: openEngine({ socketPath: SOCKET, machineId: "m-someone-else" }),
+        stopping: stopping.signal,
+        log: () => {},
+      });
+      await rejects(foreign.execStart!({ id: name, cmd: ["true"], tty: false }, ctx), (e: RpcError) => {
         equal(e.code, "conflict");
         match(e.message, /does not own it/);
         return true;

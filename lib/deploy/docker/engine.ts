@@ -24,6 +24,15 @@ import {
 import { type Deadlines, resolveDeadlines } from "./deadline.ts";
 import { DockerError } from "./errors.ts";
 import { containerEvents, type EventOptions } from "./events.ts";
+import {
+  createExec,
+  type ExecConnection,
+  type ExecOptions,
+  type ExecState,
+  inspectExec,
+  resizeExec,
+  startExec,
+} from "./exec.ts";
 import { type HealthOptions, type HealthResult, waitHealthy } from "./health.ts";
 import { imageExists, inspectImage, type LoadedImages, loadImage, pullImage, saveImage } from "./images.ts";
 import { LABELS } from "./labels.ts";
@@ -114,6 +123,14 @@ export interface Engine {
   ensureNetwork(spec: NetworkSpec, signal?: AbortSignal): Promise<NetworkInfo>;
   /** Docker's log stream of a container (stdout and stderr, demultiplexed); cancelling it ends the request. */
   containerLogs(ref: string, options?: LogsOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Creates an exec in an owned container (stdin, stdout and stderr attached); answers its id. */
+  createExec(ref: string, options: ExecOptions, signal?: AbortSignal): Promise<string>;
+  /** Starts an exec attached; the connection then carries its stdin and output, with no deadline. */
+  startExec(id: string, tty: boolean, signal?: AbortSignal): Promise<ExecConnection>;
+  /** Whether an exec still runs, and its exit code. */
+  inspectExec(id: string, signal?: AbortSignal): Promise<ExecState>;
+  /** Sets an exec's TTY size. */
+  resizeExec(id: string, size: { cols: number; rows: number }, signal?: AbortSignal): Promise<void>;
   /** Whether the image is on this Machine. */
   imageExists(ref: string, signal?: AbortSignal): Promise<boolean>;
   /** The id of a local image, or `undefined` when the image is not on this Machine. */
@@ -194,6 +211,10 @@ export function openEngine(options: EngineOptions): Engine {
     waitHealthy: (ref, opts) => waitHealthy(client, ref, opts),
     ensureNetwork: (spec, signal) => ensureNetwork(client, spec, signal),
     containerLogs: (ref, opts) => containerLogs(client, ref, opts),
+    createExec: (ref, opts, signal) => createExec(client, ref, opts, signal),
+    startExec: (id, tty, signal) => startExec(client, id, tty, signal),
+    inspectExec: (id, signal) => inspectExec(client, id, signal),
+    resizeExec: (id, size, signal) => resizeExec(client, id, size, signal),
     imageExists: (ref, signal) => imageExists(client, ref, signal),
     async imageId(ref: string, signal?: AbortSignal): Promise<string | undefined> {
       return (await inspectImage(client, ref, signal))?.Id;

@@ -57,6 +57,7 @@ export type { NetworkInfo, NetworkSpec } from "./network.ts";
 export type { LoadedImages } from "./images.ts";
 export type { LogsOptions } from "./logs.ts";
 export type { EventOptions } from "./events.ts";
+export type { ExecConnection, ExecOptions, ExecState } from "./exec.ts";
 export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";
 export {
   type Engine,
