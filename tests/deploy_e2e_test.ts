@@ -5,7 +5,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { connectMachine, type MachineClient } from "../lib/rpc/mod.ts";
 import { type MachineEnv, machineEnv, outcomeOf, ployz, spawnProgram, startServe } from "./support/daemon.ts";
-import { DOCKER_SOCKET, freePort, IMAGE, removeByLabel } from "./support/docker.ts";
+import { DOCKER_SOCKET, dockerRootOf, freePort, IMAGE, removeByLabel } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
 import { sleep } from "./support/poll.ts";
 
@@ -77,13 +77,14 @@ Deno.test(needs(["docker"], {
   sanitizeResources: true,
   async fn(t) {
     const root = await Deno.makeTempDir({ prefix: "ployz-deploy-" });
+    const raw = new Docker({ socketPath: DOCKER_SOCKET });
+    // The real data root: a failed hook's output reaches the Deploy through the Observe Store, which reads it there.
     const env = await machineEnv(root, {
       dockerSocket: DOCKER_SOCKET,
-      dockerRoot: join(root, "docker"),
+      dockerRoot: await dockerRootOf(raw),
       network: NETWORK,
       run: RUN,
     });
-    const raw = new Docker({ socketPath: DOCKER_SOCKET });
     await raw.getImage(IMAGE).tag({ repo: "ployz-test/busybox", tag: "2" });
     const serving = await startServe(env);
     const client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });

@@ -241,18 +241,10 @@ Deno.test(needs(["docker"], {
         },
       );
 
-      await t.step("wait_healthy, logs and image inspect", async () => {
+      await t.step("wait_healthy and image inspect", async () => {
         const health = await client.waitHealthy({ id, deadline_ms: 20_000, monitor_ms: 500 });
         equal(health.passed, true, JSON.stringify(health));
         equal(health.evidence.state, "running");
-        const logs = await text(await client.containerLogs({ id, tail: 10 }));
-        match(logs, /hello-out/);
-        match(logs, /hello-err/);
-        const follow = await client.containerLogs({ id, follow: true });
-        const reader = follow.getReader();
-        const first = await reader.read();
-        ok(new TextDecoder().decode(first.value).includes("hello"));
-        await reader.cancel();
         const image = await client.inspectImage({ ref: IMAGE });
         equal(image.present, true);
         match(image.id ?? "", /^sha256:/);
@@ -287,7 +279,6 @@ Deno.test(needs(["docker"], {
         match(error.message, /does not own/);
         await refused(client.startContainer({ id: name }), "conflict");
         await refused(client.removeContainer({ id: name }), "conflict");
-        await refused(client.containerLogs({ id: name }), "conflict");
         const after = await hand.inspect();
         equal(after.Id, before.Id);
         equal(after.State.Status, "created");
@@ -323,6 +314,16 @@ Deno.test(needs(["docker"], {
           let response = await post("ployz.machine.teleport.v1", { protocol_major: 1 });
           equal(response.status, 404);
           deepEqual((await response.json()).error.details, { capability: "ployz.machine.teleport.v1" });
+          // A retired route is no longer advertised and is refused, naming it and what replaced it.
+          response = await post("ployz.container.logs.v1", { protocol_major: 1, id: "x" });
+          equal(response.status, 404);
+          const retired = (await response.json()).error;
+          match(
+            retired.message,
+            /"ployz\.container\.logs\.v1" was retired; use ployz\.observe\.log_history\.v1/,
+          );
+          deepEqual(retired.details, { capability: "ployz.container.logs.v1" });
+          ok(!contract.capabilities.includes("ployz.container.logs.v1"));
           response = await post(CAPABILITIES.status, { protocol_major: 2 });
           let error = (await response.json()).error;
           equal(error.code, "unsupported");

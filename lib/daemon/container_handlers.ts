@@ -107,7 +107,6 @@ export type ContainerHandlers = Pick<
   | "stopContainer"
   | "removeContainer"
   | "waitHealthy"
-  | "containerLogs"
 >;
 
 /** The container route handlers. */
@@ -144,25 +143,6 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       })
     ) return undefined;
     return { id: o.id, hooks };
-  }
-
-  async function ownedOrRefuse(action: string, id: string, signal: AbortSignal): Promise<string> {
-    const o = await engine.inspectContainer(id, signal);
-    if (o === undefined) {
-      throw new RpcError("not_found", `Cannot ${action} container "${id}": no such container`, {
-        details: { container: id },
-      });
-    }
-    if (!o.owned) {
-      throw new RpcError(
-        "conflict",
-        `Refusing to ${action} container "${o.name}": Ployz on this Machine does not own it`,
-        {
-          details: { container: o.name },
-        },
-      );
-    }
-    return o.id;
   }
 
   /**
@@ -282,11 +262,6 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
         signal,
       });
       return healthToWire(result);
-    },
-    async containerLogs(req, ctx) {
-      const signal = linked(ctx.signal);
-      const id = await ownedOrRefuse("read the logs of", req.id, signal);
-      return await engine.containerLogs(id, { tail: req.tail, follow: req.follow, signal });
     },
   };
 }

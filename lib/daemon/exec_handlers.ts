@@ -10,7 +10,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import type { Engine } from "../deploy/mod.ts";
+import { Demuxer, type Engine } from "../deploy/mod.ts";
 import { sleep } from "../util/mod.ts";
 import {
   type ExecFrame,
@@ -56,29 +56,6 @@ const encoder = new TextEncoder();
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Splits Docker's multiplexed (non-TTY) output into frames: 8-byte header (stream, 0, 0, 0, size), payload. */
-function demuxer(): (bytes: Uint8Array) => ExecFrame[] {
-  let buffer = new Uint8Array(0);
-  return (bytes) => {
-    const next = new Uint8Array(buffer.length + bytes.length);
-    next.set(buffer);
-    next.set(bytes, buffer.length);
-    buffer = next;
-    const frames: ExecFrame[] = [];
-    while (buffer.length >= 8) {
-      const size = new DataView(buffer.buffer, buffer.byteOffset).getUint32(4);
-      if (buffer.length < 8 + size) break;
-      frames.push({
-        type: "output",
-        stream: buffer[0] === 2 ? "stderr" : "stdout",
-        data: Buffer.from(buffer.subarray(8, 8 + size)).toString("base64"),
-      });
-      buffer = buffer.slice(8 + size);
-    }
-    return frames;
-  };
 }
 
 /** The exec handlers. */
@@ -198,11 +175,13 @@ export function execHandlers(host: ExecHost): RpcHandlers {
       }
       session.attached = true;
       clearTimeout(session.timer);
-      const split = session.tty ? undefined : demuxer();
+      const demuxer = session.tty ? undefined : new Demuxer();
       const frames = (bytes: Uint8Array): ExecFrame[] =>
-        split === undefined
-          ? [{ type: "output", stream: "stdout", data: Buffer.from(bytes).toString("base64") }]
-          : split(bytes);
+        (demuxer?.push(bytes) ?? [{ stream: "stdout", data: bytes }]).map((f) => ({
+          type: "output",
+          stream: f.stream,
+          data: Buffer.from(f.data).toString("base64"),
+        }));
       const line = (frame: ExecFrame): Uint8Array => encoder.encode(JSON.stringify(frame) + "\n");
       const reader = session.conn.readable.getReader();
       let first: Uint8Array | undefined = session.leftover.length > 0 ? session.leftover : undefined;

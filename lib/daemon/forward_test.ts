@@ -12,13 +12,13 @@ function target(): { server: Deno.HttpServer<Deno.NetAddr>; port: number } {
         "machine_name": "m2",
         "protocol_major": 1,
         "daemon_version": "0.0.0-test",
-        capabilities: ["ployz.machine.describe_contract.v1", "ployz.container.logs.v1"],
+        capabilities: ["ployz.machine.describe_contract.v1", "ployz.observe.tail_logs.v1"],
       }),
-    containerLogs: (req) =>
+    tailLogs: (req) =>
       Promise.resolve(
         new ReadableStream({
           start(c): void {
-            c.enqueue(new TextEncoder().encode(`line one of ${req.id}\n`));
+            c.enqueue(new TextEncoder().encode(`line one of ${req.selector.container}\n`));
             c.enqueue(new TextEncoder().encode("line two\n"));
             c.close();
           },
@@ -62,9 +62,9 @@ Deno.test("a forwarded call answers with the target's own JSON, stream and error
     using m2 = viaEntry(entry, "m2id", { name: "m2" });
     const contract = await m2.describeContract();
     equal(contract.machine_name, "m2");
-    await m2.requireCapability("ployz.container.logs.v1");
+    await m2.requireCapability("ployz.observe.tail_logs.v1");
 
-    const stream = await m2.containerLogs({ id: "abc" });
+    const stream = await m2.tailLogs({ selector: { container: "abc" } });
     equal(await new Response(stream).text(), "line one of abc\nline two\n");
 
     const refused = await m2.stopContainer({ id: "x" }).then(() => undefined, (e) => e);

@@ -119,8 +119,8 @@ export class FakeMachine implements DeployMachineApi {
       },
     });
   }
-  containerLogs(): Promise<ReadableStream<Uint8Array>> {
-    return Promise.resolve(new Response("").body!);
+  logHistory(): Promise<{ lines: { text: string }[] }> {
+    return Promise.resolve({ lines: [] });
   }
   inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
     return Promise.resolve({ present: this.images.has(r.ref) });

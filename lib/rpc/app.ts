@@ -6,7 +6,7 @@
  */
 
 import { Hono } from "hono";
-import { CATALOG, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
+import { CATALOG, RETIRED_CAPABILITIES, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
 import { errorBody, openEnvelope } from "./envelope.ts";
 import { readBodyCapped } from "../util/mod.ts";
 import { httpStatusOf, RpcError } from "./errors.ts";
@@ -62,9 +62,13 @@ function refusal(error: RpcError): Response {
 }
 
 function notServed(capability: string): RpcError {
-  return new RpcError("unsupported", `This Machine does not serve "${capability}"`, {
-    details: { capability },
-  });
+  const replacement = Object.hasOwn(RETIRED_CAPABILITIES, capability)
+    ? RETIRED_CAPABILITIES[capability]
+    : undefined;
+  const message = replacement === undefined
+    ? `This Machine does not serve "${capability}"`
+    : `"${capability}" was retired; use ${replacement}`;
+  return new RpcError("unsupported", message, { details: { capability } });
 }
 
 async function readJson(request: Request, capability: string): Promise<unknown> {

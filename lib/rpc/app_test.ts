@@ -49,6 +49,22 @@ Deno.test("createRpcApp refuses an unknown capability with details.capability", 
   deepEqual(errorOf(json).details, { capability: "ployz.machine.teleport.v1" });
 });
 
+Deno.test("createRpcApp refuses a retired capability, naming it and its replacement", async () => {
+  const { status, json } = await call({}, "ployz.container.logs.v1", { "protocol_major": 1, id: "x" });
+  equal(status, 404);
+  equal(errorOf(json).code, "unsupported");
+  match(
+    String(errorOf(json).message),
+    /"ployz\.container\.logs\.v1" was retired; use ployz\.observe\.log_history\.v1/,
+  );
+  deepEqual(errorOf(json).details, { capability: "ployz.container.logs.v1" });
+  ok(
+    !advertisedCapabilities({ tailLogs: () => Promise.reject(new Error("not reached")) }).includes(
+      "ployz.container.logs.v1",
+    ),
+  );
+});
+
 Deno.test("createRpcApp refuses a catalogued route it has no handler for, and does not advertise it", async () => {
   const handlers: RpcHandlers = { status: () => Promise.resolve(STATUS) };
   const { status, json } = await call(handlers, CAPABILITIES.init, { "protocol_major": 1 });

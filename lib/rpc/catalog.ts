@@ -18,7 +18,6 @@ import { UPGRADE_ROUTES } from "./upgrade_routes.ts";
 
 export { PROTOCOL_MAJOR, type Route } from "./route.ts";
 import type {
-  ContainerLogsRequest,
   ContainerRefRequest,
   ContainerResponse,
   EnsureContainerRequest,
@@ -96,8 +95,6 @@ export interface RouteTypes extends ExecRouteTypes {
   removeContainer: [ContainerRefRequest, RemoveContainerResponse];
   /** `ployz.container.wait_healthy.v1`. */
   waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
-  /** `ployz.container.logs.v1` (a `text/plain` stream). */
-  containerLogs: [ContainerLogsRequest, ReadableStream<Uint8Array>];
   /** `ployz.image.inspect.v1`. */
   inspectImage: [InspectImageRequest, InspectImageResponse];
   /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
@@ -156,6 +153,15 @@ export const CAPABILITIES: { readonly [K in RouteName]: string } = Object.freeze
     [K in RouteName]: string;
   },
 );
+
+/**
+ * Capabilities no longer served, each with what replaced it (rule 6: no longer advertised, and refused naming the
+ * capability and its replacement).
+ */
+export const RETIRED_CAPABILITIES: Readonly<Record<string, string>> = Object.freeze({
+  // Docker's own log stream of one container; the Observe Store keeps the same output, of removed containers too.
+  "ployz.container.logs.v1": "ployz.observe.log_history.v1 or ployz.observe.tail_logs.v1",
+});
 
 /** The route serving a capability name, or `undefined` for a name this release does not know. */
 export function routeOf(capability: string): RouteName | undefined {

@@ -6,7 +6,6 @@
 
 import { CATALOG, type RouteName, type RouteTypes } from "./catalog.ts";
 import type {
-  ContainerLogsRequest,
   ContainerRefRequest,
   ContainerResponse,
   ContainerSpecDocument,
@@ -115,8 +114,6 @@ export interface MachineClient extends Disposable {
   removeContainer(request: ContainerRefRequest, options?: CallOptions): Promise<RemoveContainerResponse>;
   /** Runs the health gate on the Machine and returns its verdict and evidence. */
   waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
-  /** Docker's logs of an owned container, as text. */
-  containerLogs(request: ContainerLogsRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** Starts a command in an owned container (`ployz exec`); answers the session to attach to. */
   execStart(request: ExecStartRequest, options?: CallOptions): Promise<ExecStartResponse>;
   /** The session's output as NDJSON frames, then its exit code; one attach per session. */
@@ -263,7 +260,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
   }
 
   async function call<
-    K extends Exclude<RouteName, "containerLogs" | "tailLogs" | "forward" | "exportImage" | "execAttach">,
+    K extends Exclude<RouteName, "tailLogs" | "forward" | "exportImage" | "execAttach">,
   >(
     name: K,
     fields: object,
@@ -323,10 +320,6 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     stopContainer: (req, o) => call("stopContainer", req, o?.signal),
     removeContainer: (req, o) => call("removeContainer", req, o?.signal),
     waitHealthy: (req, o) => call("waitHealthy", req, o?.signal),
-    async containerLogs(req, o): Promise<ReadableStream<Uint8Array>> {
-      const response = await post("containerLogs", req, o?.signal);
-      return response.body ?? new ReadableStream({ start: (c) => c.close() });
-    },
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
     execStart: (req, o) => call("execStart", req, o?.signal),
     async execAttach(req, o): Promise<ReadableStream<Uint8Array>> {

@@ -326,23 +326,6 @@ export const WaitHealthyResponseSchema: z.ZodType<WaitHealthyResponse> = z.loose
   }),
 });
 
-/** What `ployz.container.logs.v1` asks; the answer is a `text/plain` stream. */
-export interface ContainerLogsRequest {
-  /** Docker id or container name. */
-  id: string;
-  /** Only the last lines; all when absent. */
-  tail?: number;
-  /** Keep the stream open for new output. */
-  follow?: boolean;
-}
-
-/** Reader of {@link ContainerLogsRequest}; fields it does not know are ignored. */
-export const ContainerLogsRequestSchema: z.ZodType<ContainerLogsRequest> = z.object({
-  id,
-  tail: z.number().int().min(0).max(1_000_000).optional(),
-  follow: z.boolean().optional(),
-});
-
 /** The container routes, by method name. */
 export const CONTAINER_ROUTES: {
   /** `ployz.container.list.v1`. */
@@ -359,8 +342,6 @@ export const CONTAINER_ROUTES: {
   readonly removeContainer: Route<ContainerRefRequest, RemoveContainerResponse>;
   /** `ployz.container.wait_healthy.v1`. */
   readonly waitHealthy: Route<WaitHealthyRequest, WaitHealthyResponse>;
-  /** `ployz.container.logs.v1` (a `text/plain` stream). */
-  readonly containerLogs: Route<ContainerLogsRequest, ReadableStream<Uint8Array>>;
 } = Object.freeze({
   listContainers: {
     capability: "ployz.container.list.v1",
@@ -396,10 +377,5 @@ export const CONTAINER_ROUTES: {
     capability: "ployz.container.wait_healthy.v1",
     request: WaitHealthyRequestSchema,
     response: WaitHealthyResponseSchema,
-  },
-  containerLogs: {
-    capability: "ployz.container.logs.v1",
-    request: ContainerLogsRequestSchema,
-    response: "stream",
   },
 });

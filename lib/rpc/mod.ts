@@ -19,7 +19,6 @@
 export { httpStatusOf, isRpcErrorCode, RPC_ERROR_CODES, RpcError, type RpcErrorCode } from "./errors.ts";
 export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
 export type {
-  ContainerLogsRequest,
   ContainerRefRequest,
   ContainerResponse,
   ContainerSpecDocument,

@@ -43,10 +43,10 @@ Deno.test("one `dial-stdio --mux` process carries concurrent calls and an open s
         "machine_name": "one",
         "protocol_major": 1,
         "daemon_version": "0.1.0",
-        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.containerLogs],
+        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.tailLogs],
       }),
     // A stream that stays open until the test ends it: `logs -f` over the same connection as other calls.
-    containerLogs: () =>
+    tailLogs: () =>
       Promise.resolve(
         new ReadableStream<Uint8Array>({
           start(controller) {
@@ -65,7 +65,7 @@ Deno.test("one `dial-stdio --mux` process carries concurrent calls and an open s
   const session = muxSession(child.stdout, child.stdin);
   const client = connectMachine({ label: "mux", fetch: muxFetch(session, "mux") });
   try {
-    const reader = (await client.containerLogs({ id: "x" })).getReader();
+    const reader = (await client.tailLogs({ selector: {} })).getReader();
     equal(new TextDecoder().decode((await reader.read()).value), "first\n");
     const answers = await Promise.all(Array.from({ length: 20 }, () => client.describeContract()));
     deepEqual(new Set(answers.map((a) => a.machine_name)), new Set(["one"]));

@@ -19,9 +19,9 @@ Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a c
         "machine_name": "one",
         "protocol_major": 1,
         "daemon_version": "0.1.0",
-        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.containerLogs],
+        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.tailLogs],
       }),
-    containerLogs: () =>
+    tailLogs: () =>
       Promise.resolve(
         new ReadableStream<Uint8Array>({
           start(controller) {
@@ -57,7 +57,7 @@ Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a c
   try {
     const contract = await client.describeContract();
     equal(contract.machine_name, "one");
-    const logs = await new Response(await client.containerLogs({ id: "x" })).text();
+    const logs = await new Response(await client.tailLogs({ selector: {} })).text();
     equal(logs, "line 0\nline 1\nline 2\n");
     const refused = await client.inspectImage({ ref: "busybox" }).catch((e) => e);
     ok(refused instanceof RpcError);

@@ -36,7 +36,6 @@ import {
 import { type HealthOptions, type HealthResult, waitHealthy } from "./health.ts";
 import { imageExists, inspectImage, type LoadedImages, loadImage, pullImage, saveImage } from "./images.ts";
 import { LABELS } from "./labels.ts";
-import { containerLogs, type LogsOptions } from "./logs.ts";
 import { ensureNetwork, type NetworkInfo, type NetworkSpec } from "./network.ts";
 import type { ContainerEvent, ObservedContainer } from "./observe.ts";
 import { type ContainerSpec, DEFAULT_LOG_POLICY, type LogPolicy } from "./spec.ts";
@@ -121,8 +120,6 @@ export interface Engine {
   waitHealthy(ref: string, options?: HealthOptions): Promise<HealthResult>;
   /** Creates the Machine's bridge network or verifies the existing one. */
   ensureNetwork(spec: NetworkSpec, signal?: AbortSignal): Promise<NetworkInfo>;
-  /** Docker's log stream of a container (stdout and stderr, demultiplexed); cancelling it ends the request. */
-  containerLogs(ref: string, options?: LogsOptions): Promise<ReadableStream<Uint8Array>>;
   /** Creates an exec in an owned container (stdin, stdout and stderr attached); answers its id. */
   createExec(ref: string, options: ExecOptions, signal?: AbortSignal): Promise<string>;
   /** Starts an exec attached; the connection then carries its stdin and output, with no deadline. */
@@ -210,7 +207,6 @@ export function openEngine(options: EngineOptions): Engine {
     events: (signal, opts) => containerEvents(client, signal, opts),
     waitHealthy: (ref, opts) => waitHealthy(client, ref, opts),
     ensureNetwork: (spec, signal) => ensureNetwork(client, spec, signal),
-    containerLogs: (ref, opts) => containerLogs(client, ref, opts),
     createExec: (ref, opts, signal) => createExec(client, ref, opts, signal),
     startExec: (id, tty, signal) => startExec(client, id, tty, signal),
     inspectExec: (id, signal) => inspectExec(client, id, signal),

@@ -55,7 +55,7 @@ export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.
 export { MASQUERADE_OPTION } from "./network.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
 export type { LoadedImages } from "./images.ts";
-export type { LogsOptions } from "./logs.ts";
+export { type DemuxedFrame, Demuxer } from "./demux.ts";
 export type { EventOptions } from "./events.ts";
 export type { ExecConnection, ExecOptions, ExecState } from "./exec.ts";
 export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";

@@ -273,11 +273,29 @@ function ref(c: ObservedContainerView): ContainerRef {
   return { id: c.id, name: c.name };
 }
 
-async function logTail(api: MachineApi, id: string): Promise<string> {
+/**
+ * How long a failed hook's last lines may take to reach its Machine's Observe Store, which copies Docker's log
+ * files every half second and finds a new container within a few seconds.
+ */
+const HOOK_LOGS_WITHIN_MS = 5_000;
+
+/**
+ * The last lines of a hook container, from its Machine's Observe Store. The store copies output a moment after
+ * Docker writes it, so this reads until two reads agree on lines, or {@link HOOK_LOGS_WITHIN_MS} passes.
+ */
+async function logTail(ctx: Context, id: string): Promise<string> {
+  const until = Date.now() + HOOK_LOGS_WITHIN_MS;
+  let previous: string | undefined;
   try {
-    const stream = await api.containerLogs({ id, tail: 20 });
-    const text = await new Response(stream).text();
-    return text.length > 4000 ? text.slice(-4000) : text;
+    for (;;) {
+      const { lines } = await ctx.api.logHistory({ selector: { container: id }, since: "0", limit: 20 });
+      const text = lines.map((line) => line.partial === true ? line.text : `${line.text}\n`).join("");
+      if ((text !== "" && text === previous) || Date.now() >= until) {
+        return text.length > 4000 ? text.slice(-4000) : text;
+      }
+      previous = text;
+      await sleep(ctx.hookPollMs);
+    }
   } catch (error) {
     return `(logs unavailable: ${errorBody(error).message})`;
   }
@@ -308,7 +326,7 @@ async function hook(ctx: Context, op: HookOp): Promise<ContainerRef> {
         `Hook of Service "${op.project}/${op.service}" did not finish within ${
           Math.round(op.timeoutMs / 1000)
         } s: container "${seen.name}" stopped and kept`,
-        { container: seen.name, state: seen.state, logs: await logTail(ctx.api, seen.id) },
+        { container: seen.name, state: seen.state, logs: await logTail(ctx, seen.id) },
         { container: seen.name },
       );
     }
@@ -320,7 +338,7 @@ async function hook(ctx: Context, op: HookOp): Promise<ContainerRef> {
     seen = again;
   }
   if (seen.exit_code !== 0) {
-    const logs = await logTail(ctx.api, seen.id);
+    const logs = await logTail(ctx, seen.id);
     throw new StepFailure(
       "conflict",
       `Hook of Service "${op.project}/${op.service}" exited with code ${
@@ -380,7 +398,7 @@ function bounded(api: MachineApi, callMs: number): MachineApi {
   return new Proxy(api, {
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver);
-      if (typeof value !== "function" || key === "containerLogs") return value;
+      if (typeof value !== "function") return value;
       return async (request: Record<string, unknown>): Promise<unknown> => {
         const own = key === "waitHealthy"
           ? Number(request["deadline_ms"] ?? 0)

@@ -106,7 +106,8 @@ Deno.test("a failed hook keeps its container as evidence and stops the Deploy be
   assert.equal(outcome.status, "failed");
   assert.equal(outcome.failed?.op.kind, "hook");
   assert.match(outcome.failed!.error.message, /exited with code 3/);
-  assert.equal(outcome.failed?.evidence?.logs, "migration failed\n");
+  // Its output reached the Observe Store a line at a time: the executor waited until two reads agreed.
+  assert.equal(outcome.failed?.evidence?.logs, "running migration 7\nmigration failed\n");
   assert.deepEqual(outcome.notAttempted.map((op) => op.kind), ["create"]);
   const kept = [...m.containers.values()].filter((c) => c.slot === "hook");
   assert.equal(kept.length, 1);

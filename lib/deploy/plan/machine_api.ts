@@ -144,10 +144,10 @@ export interface MachineApi {
   waitHealthy(
     request: { id: string; "deadline_ms": number; "monitor_ms": number },
   ): Promise<WaitHealthyAnswer>;
-  /** `ployz.container.logs.v1`. */
-  containerLogs(
-    request: { id: string; tail?: number; follow?: boolean },
-  ): Promise<ReadableStream<Uint8Array>>;
+  /** `ployz.observe.log_history.v1`: the newest `limit` lines the Machine's Observe Store holds of a container. */
+  logHistory(
+    request: { selector: { container: string }; since: string; limit: number },
+  ): Promise<{ lines: { text: string; partial?: boolean }[] }>;
   /** `ployz.image.inspect.v1`. */
   inspectImage(request: { ref: string }): Promise<{ present: boolean; id?: string }>;
   /** `ployz.image.pull_from_peer.v1`; absent on a client that cannot ask it. */

@@ -147,8 +147,12 @@ export class FakeMachine implements MachineApi {
       },
     });
   }
-  containerLogs(): Promise<ReadableStream<Uint8Array>> {
-    return Promise.resolve(new Response("migration failed\n").body!);
+  /** A hook's output, which reaches the Observe Store one line per read, as a slow copy would. */
+  hookOutput = ["running migration 7", "migration failed"];
+  #logReads = 0;
+  logHistory(): Promise<{ lines: { text: string }[] }> {
+    const stored = this.hookOutput.slice(0, this.#logReads++);
+    return Promise.resolve({ lines: stored.map((text) => ({ text })) });
   }
   inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
     return Promise.resolve({ present: this.images.has(r.ref) });

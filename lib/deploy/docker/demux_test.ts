@@ -1,5 +1,5 @@
 import { deepEqual } from "node:assert/strict";
-import { Demuxer } from "./logs.ts";
+import { Demuxer } from "./demux.ts";
 
 function frame(stream: number, text: string): Uint8Array {
   const payload = new TextEncoder().encode(text);
@@ -10,13 +10,18 @@ function frame(stream: number, text: string): Uint8Array {
   return out;
 }
 
-Deno.test("Demuxer joins stdout and stderr payloads across arbitrary chunk boundaries", () => {
+Deno.test("Demuxer splits stdout and stderr frames across arbitrary chunk boundaries", () => {
   const bytes = new Uint8Array([...frame(1, "out line\n"), ...frame(2, "err line\n"), ...frame(1, "")]);
   for (const cut of [1, 3, 8, 9, 17, 20, bytes.length - 1]) {
     const demux = new Demuxer();
-    const text = new TextDecoder().decode(
-      new Uint8Array([...demux.push(bytes.slice(0, cut)), ...demux.push(bytes.slice(cut))]),
-    );
-    deepEqual(text, "out line\nerr line\n", `cut at ${cut}`);
+    const frames = [...demux.push(bytes.slice(0, cut)), ...demux.push(bytes.slice(cut))].map((f) => ({
+      stream: f.stream,
+      text: new TextDecoder().decode(f.data),
+    }));
+    deepEqual(frames, [
+      { stream: "stdout", text: "out line\n" },
+      { stream: "stderr", text: "err line\n" },
+      { stream: "stdout", text: "" },
+    ], `cut at ${cut}`);
   }
 });
