@@ -23,9 +23,8 @@
  * @module
  */
 
-export { type Daemon, type DaemonOptions, type DaemonPaths, startDaemon, toRpcError } from "./daemon.ts";
-export { storePath } from "./cluster_lifecycle.ts";
-export { type LocalMachine, machineFilePath, readMachineFile } from "./machine_file.ts";
+export { type Daemon, type DaemonOptions, type DaemonPaths, startDaemon } from "./daemon.ts";
+export { type LocalMachine } from "./machine_file.ts";
 /**
  * Where no systemd runs, the daemon keeps `ployzd dns` as a child it respawns with a bounded backoff; exported
  * for the end-to-end test that kills real children.
@@ -35,9 +34,6 @@ export {
   type SupervisedDnsRunner,
   supervisedDnsRunner,
 } from "./serving_runtime.ts";
-export { keyPath } from "./keys.ts";
-export { isMintedId, mintId } from "./ids.ts";
-export { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
-export { type MeshSettings, meshSettingsFromEnv, SYNC_PORT } from "./mesh_settings.ts";
+export { type MeshSettings, meshSettingsFromEnv } from "./mesh_settings.ts";
 export { materializeFiles, pruneFiles } from "./shipped_files.ts";
 export { type ObserveRunner, systemdObserveRunner } from "./observe_runtime.ts";

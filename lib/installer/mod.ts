@@ -25,51 +25,31 @@
  * @module
  */
 
-export { renderRuntimeUnit, renderUnit, unitName } from "./units.ts";
+export { renderRuntimeUnit } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
-export { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 export { InstallError } from "./errors.ts";
 export { DEFAULT_INSTALL_PATHS } from "./paths.ts";
 export type { InstallPaths } from "./paths.ts";
 /** The Machine layout units and install paths refer to (from lib/permissions). */
-export type { Layout } from "../permissions/mod.ts";
-export {
-  artifactName,
-  checkChannel,
-  checkVersion,
-  majorLine,
-  openReleaseSource,
-  resolveChannel,
-  withoutCredentials,
-} from "./release.ts";
+
+export { checkVersion } from "./release.ts";
 export {
   publicKeyOf,
   RELEASE_PUBLIC_KEY,
-  releasePublicKey,
   SIGNATURE_FILE,
   signSums,
   verifySumsSignature,
 } from "./signature.ts";
-export type { ReleaseSource } from "./release.ts";
-export { parseSha256Sums } from "./checksums.ts";
-export { checkAttemptId, journalHint, STAGES, workerUnit } from "./attempt.ts";
+export { checkAttemptId, STAGES } from "./attempt.ts";
 export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts";
-export {
-  directSystemd,
-  installFrom,
-  readAttempt,
-  requestUpgrade,
-  runWorker,
-  startUpgradeWorker,
-} from "./request.ts";
+export { installFrom, readAttempt, requestUpgrade, runWorker, startUpgradeWorker } from "./request.ts";
 export { activeState, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
 export { runningAttempt } from "./running.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
-export { currentVersion } from "./activate.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";
-export { checkSshDestination, shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh.ts";
+export { shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh.ts";
 export type { RemoteResult, RemoteShell, SshOptions } from "./ssh.ts";
-export { displaySource, parseProbe, ProvisionError, provisionHost } from "./provision.ts";
+export { displaySource, ProvisionError, provisionHost } from "./provision.ts";
 export type {
   HostProbe,
   ProvisionOptions,

@@ -1,13 +1,7 @@
 import { equal, rejects, throws } from "node:assert/strict";
 import { join } from "node:path";
-import {
-  artifactName,
-  checkVersion,
-  InstallError,
-  majorLine,
-  openReleaseSource,
-  resolveChannel,
-} from "./mod.ts";
+import { InstallError } from "./errors.ts";
+import { artifactName, checkVersion, majorLine, openReleaseSource, resolveChannel } from "./release.ts";
 
 Deno.test("checkVersion() accepts exact versions and refuses paths, ranges and channels", () => {
   equal(checkVersion("0.1.0"), "0.1.0");

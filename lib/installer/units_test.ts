@@ -1,7 +1,7 @@
 import { equal, match, ok, throws } from "node:assert/strict";
 import { join } from "node:path";
-import { renderUnit, type UnitSubcommand, UnitValueError } from "./mod.ts";
-import { environmentLine, quoteExecWord, quotePath } from "./systemd_escape.ts";
+import { renderUnit, type UnitSubcommand } from "./units.ts";
+import { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
 const HAVE_SYSTEMD_ANALYZE = await new Deno.Command("systemd-analyze", {

@@ -36,21 +36,13 @@
  */
 
 export { LabError } from "./errors.ts";
-export {
-  DEFAULT_LAB_NAME,
-  IMPAIRMENTS,
-  MAX_MACHINES,
-  planLab,
-  PROFILES,
-  RELAY_ADDRESS,
-  wgInterfaceName,
-} from "./plan.ts";
-export type { Impairment, LabPlan, MachinePlan, Profile } from "./plan.ts";
-export { relayPort, startRelay } from "./relay.ts";
+export { PROFILES, wgInterfaceName } from "./plan.ts";
+export type { LabPlan, MachinePlan, Profile } from "./plan.ts";
+export { startRelay } from "./relay.ts";
 export type { Relay, RelayConfig } from "./relay.ts";
-export { checkPrerequisites, LAB_COMMANDS, missingCommands } from "./prereq.ts";
+export { missingCommands } from "./prereq.ts";
 export type { LabState } from "./state.ts";
-export { LAB_CHAIN, labUp, LOSS_CHAIN } from "./up.ts";
+export { labUp } from "./up.ts";
 export type { LabUpOptions, LabUpResult } from "./up.ts";
 export { labDown } from "./down.ts";
 export type { LabDownResult } from "./down.ts";
@@ -66,5 +58,5 @@ export {
 } from "./ops.ts";
 export { DOCKER_NETWORKING } from "./dockerd.ts";
 export type { DockerNetworking } from "./dockerd.ts";
-export { DAEMON_ENV_PREFIXES, daemonClient, daemonSocket } from "./ployzd.ts";
+export { DAEMON_ENV_PREFIXES, daemonClient } from "./ployzd.ts";
 export type { LabMachineStatus, LabPeerStatus, LabStatus } from "./ops.ts";

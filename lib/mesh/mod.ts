@@ -8,23 +8,12 @@
  */
 
 export { MeshError } from "./errors.ts";
-export {
-  formatIpv4,
-  formatIpv4Network,
-  formatIpv6,
-  networkContains,
-  networksOverlap,
-  parseIpv4,
-  parseIpv4Network,
-} from "./cidr.ts";
+export { formatIpv4Network, networkContains, parseIpv4, parseIpv4Network } from "./cidr.ts";
 export type { Ipv4Network } from "./cidr.ts";
-export { ensurePrivateKeyFile, generatePrivateKey, parsePublicKey, publicKeyOf } from "./keys.ts";
+export { ensurePrivateKeyFile } from "./keys.ts";
 export {
   DEFAULT_CLUSTER_NETWORK,
-  machineSubnets,
-  MANAGEMENT_NETWORK,
   managementAddress,
-  parseClusterNetwork,
   parseMachineSubnet,
   peerAllowedIps,
   subnetInNetwork,
@@ -32,32 +21,16 @@ export {
 export type { MachineSubnet } from "./addressing.ts";
 export { chooseSubnet } from "./allocation.ts";
 export { type PeerCandidate, type PeerRowVerdict, type UsablePeer, usablePeers } from "./peer_rows.ts";
-export type { AllocationRecord, ChooseSubnetInput, SubnetChoice, SubnetClaim } from "./allocation.ts";
+export type { ChooseSubnetInput, SubnetChoice, SubnetClaim } from "./allocation.ts";
 export { DEFAULT_MEMBERSHIP_THRESHOLDS, observeMembership } from "./membership.ts";
 export type { MembershipEvidence, MembershipState, MembershipThresholds } from "./membership.ts";
-export {
-  DEFAULT_ENDPOINT_TIMING,
-  endpointStatus,
-  newEndpointSelection,
-  pollEndpoint,
-  replaceCandidates,
-  selectedEndpoint,
-} from "./endpoint.ts";
-export type {
-  EndpointObservation,
-  EndpointSelection,
-  EndpointState,
-  EndpointStatus,
-  EndpointTiming,
-} from "./endpoint.ts";
+export type { EndpointSelection, EndpointState } from "./endpoint.ts";
 export { EndpointDriver } from "./endpoint_driver.ts";
 export type { EndpointChange } from "./endpoint_driver.ts";
 export { hostRunner, netnsPath, netnsRunner, runChecked } from "./runner.ts";
 export type { CommandResult, CommandRunner, RunOptions } from "./runner.ts";
 export {
   ensureInterface,
-  interfaceExists,
-  parseDump,
   readHandshakes,
   readPeers,
   removeInterface,

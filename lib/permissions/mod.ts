@@ -18,5 +18,4 @@ export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
 export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";
 export { permissionFlags, unionOf } from "./flags.ts";
-export { runInWorker, workerPermissions } from "./worker.ts";
-export type { WorkerExit } from "./worker.ts";
+export { runInWorker } from "./worker.ts";

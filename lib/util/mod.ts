@@ -10,7 +10,7 @@
 
 export { type AtomicWriteOptions, syncDir, writeFileAtomic } from "./atomic_file.ts";
 export { readBodyCapped } from "./body.ts";
-export { CodedError, type CodedErrorOptions, ERROR_CODES, type ErrorCode, isErrorCode } from "./errors.ts";
+export { CodedError, ERROR_CODES, type ErrorCode, isErrorCode } from "./errors.ts";
 export { stopChild, type StopOptions } from "./process.ts";
 export { socketAnswers } from "./socket.ts";
 export { type PollOptions, pollUntil, sleep } from "./time.ts";
