@@ -85,7 +85,7 @@ export const ployz: Command = {
     ),
     lazyCommand(
       "rm",
-      "Remove a Project's or a Service's containers",
+      "Remove a Project or a Service: its containers on every Machine, and its Saved State",
       () => import("./rm.ts").then((m) => m.rmCommand),
     ),
     lazyCommand(

@@ -1,37 +1,150 @@
-// `ployz rm PROJECT[/SERVICE]`: remove containers, with a Preview and Data Loss confirmation.
-import type { Command } from "../../lib/cli/mod.ts";
-import { removeProject } from "../../lib/operator/mod.ts";
-import { openConfig, parseTarget } from "./connect.ts";
-import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
-import { listOption } from "./deploy.ts";
+// `ployz rm PROJECT[/SERVICE]`: a removal mark, the Saved State removed with it, and a bounded wait while each
+// reachable Machine removes its containers; `--status` and `--cancel` read and cancel marks.
+import { type Command, type Io, UsageError } from "../../lib/cli/mod.ts";
+import { toWire } from "../../lib/deploy/mod.ts";
+import { cancelRemoval, type RemovalOutcome, removalStatus, removeWithMark } from "../../lib/operator/mod.ts";
+import { jsonLine, openConfig, parseTarget } from "./connect.ts";
+import { deployReport, type OpenMachines, withDeployMachines } from "./deploy_machines.ts";
 
 /** `ployz rm`. */
 export const rmCommand: Command = {
   name: "rm",
-  summary: "Remove a Project's or a Service's containers",
-  usage: "PROJECT[/SERVICE] [-y] [--json] [--confirm-data-loss NAME,...]",
-  positionals: [1, 1],
+  summary: "Remove a Project or a Service: its containers on every Machine, and its Saved State",
+  usage: "PROJECT[/SERVICE] [-y] [--json] [--wait SECONDS] | --status [PROJECT] | --cancel PROJECT[/SERVICE]",
+  description:
+    "A Machine not reachable now removes its containers when it is next reachable (the removal stays " +
+    "pending until then; see --status). Named volumes are kept.",
+  positionals: [0, 1],
   options: {
     yes: { type: "boolean", short: "y" },
     json: { type: "boolean" },
-    "confirm-data-loss": { type: "string", multiple: true },
+    wait: { type: "string" },
+    status: { type: "boolean" },
+    cancel: { type: "boolean" },
   },
   async run({ values, positionals, io }): Promise<number> {
-    const { project, service } = parseTarget(positionals[0], false);
+    const json = values.json === true;
+    if (values.status === true) {
+      const project = positionals[0] === undefined ? undefined : parseTarget(positionals[0], false).project;
+      return await withDeployMachines(async (machines) => {
+        printStatus(
+          io,
+          machines,
+          await removalStatus(machines, project === undefined ? {} : { project }),
+          json,
+        );
+        return 0;
+      });
+    }
+    if (positionals[0] === undefined) throw new UsageError("ployz rm needs PROJECT or PROJECT/SERVICE");
+    const target = parseTarget(positionals[0], false);
+    if (values.cancel === true) {
+      return await withDeployMachines(async (machines) => {
+        const { removal } = await cancelRemoval(machines, target);
+        if (json) io.out(jsonLine({ type: "cancelled", removal }));
+        else {
+          io.out(
+            `Cancelled the removal of "${removal.project}/${removal.service}": containers already removed stay ` +
+              `removed, the others are kept; the Saved State is not restored (deploy again from the Compose file)\n`,
+          );
+        }
+        return 0;
+      });
+    }
+    const waitText = typeof values.wait === "string" ? values.wait : "60";
+    const waitSeconds = Number(waitText);
+    if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) {
+      throw new UsageError(`Invalid --wait "${waitText}": expected seconds from 0 to 3600`);
+    }
     const config = openConfig();
     try {
       const result = await withDeployMachines((machines) =>
-        removeProject(machines, config, { project, service }, {
-          report: deployReport(io, { json: values.json === true, verb: "remove" }),
+        removeWithMark(machines, config, target, {
+          report: deployReport(io, { json, verb: "remove" }),
+          progress: (line) => {
+            if (json) io.out(jsonLine({ type: "progress", line }));
+            else io.out(`${line}\n`);
+          },
           yes: values.yes === true,
-          dryRun: false,
-          confirmDataLoss: listOption(values["confirm-data-loss"]),
-          verb: "remove",
+          patienceMs: waitSeconds * 1000,
         })
       );
-      return flowExitCode(result);
+      if (result.status === "declined") {
+        io.err("Nothing changed: the operator declined\n");
+        return 1;
+      }
+      if (json) io.out(jsonLine({ type: "outcome", outcome: toWire(result.outcome) }));
+      else io.out(renderRemoval(result.outcome));
+      return result.outcome.status === "done" ? 0 : 1;
     } finally {
       config.close();
     }
   },
 };
+
+/** The closing summary of a removal. */
+function renderRemoval(outcome: RemovalOutcome): string {
+  const lines = [
+    outcome.status === "done"
+      ? `Removal of "${outcome.removal}" done (removal ${
+        outcome.removalId.slice(0, 8)
+      }, at ${outcome.observedAt})`
+      : `Removal of "${outcome.removal}" pending (removal ${
+        outcome.removalId.slice(0, 8)
+      }, at ${outcome.observedAt})`,
+    `Removed (${outcome.removed.length}):`,
+    ...outcome.removed.map((r) => `  - ${r.container.name} on ${r.machineName}`),
+  ];
+  if (outcome.pending.length > 0) {
+    lines.push(
+      `Pending (${outcome.pending.length} Machine${outcome.pending.length === 1 ? "" : "s"}): each removes ` +
+        `its containers when next reachable; see "ployz rm --status":`,
+    );
+    for (const p of outcome.pending) {
+      lines.push(`  - ${p.machineName}: ${p.reason}`);
+      for (const c of p.containers) lines.push(`      ${c.name}`);
+    }
+  }
+  lines.push(
+    outcome.savedState === "removed"
+      ? "Saved State: removed"
+      : outcome.savedState === "service_removed"
+      ? "Saved State: the Service was removed from it"
+      : "Saved State: none was held",
+  );
+  if (outcome.volumesKept.length > 0) lines.push(`Volumes kept: ${outcome.volumesKept.join(", ")}`);
+  return lines.join("\n") + "\n";
+}
+
+function printStatus(
+  io: Io,
+  machines: OpenMachines,
+  status: Awaited<ReturnType<typeof removalStatus>>,
+  json: boolean,
+): void {
+  const names = new Map(machines.handles.map((h) => [h.id, h.name]));
+  const nameOf = (id: string): string => names.get(id) ?? id.slice(0, 12);
+  if (json) {
+    for (const r of status.removals) io.out(jsonLine({ type: "removal", ...r }));
+    return;
+  }
+  if (status.removals.length === 0) {
+    io.out("No removal marks\n");
+    return;
+  }
+  io.out(`Removal marks, as Machine "${machines.handles[0]?.name ?? "?"}" sees them:\n`);
+  for (const { removal, acked, remaining } of status.removals) {
+    const state = removal.state !== "active" ? removal.state : remaining.length === 0 ? "done" : "pending";
+    io.out(
+      `${removal.project}/${removal.service}  ${state}  removal ${removal.id.slice(0, 8)}  marked ${
+        removal.created_at ?? "?"
+      }  acked by ${acked.length === 0 ? "none" : acked.map(nameOf).join(",")}\n`,
+    );
+    if (removal.state !== "active") continue;
+    const byMachine = new Map<string, string[]>();
+    for (const c of remaining) {
+      byMachine.set(c.machine_id, [...byMachine.get(c.machine_id) ?? [], `${c.name} (${c.state})`]);
+    }
+    for (const [id, list] of byMachine) io.out(`  remaining on ${nameOf(id)}: ${list.join(", ")}\n`);
+  }
+}

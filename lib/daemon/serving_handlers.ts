@@ -1,17 +1,20 @@
 /**
- * The serving routes of Machine RPC (`ployz.serving.*`): set a Serving Pointer and read its status, on a
- * participating Machine's copy of the store.
+ * The serving routes of Machine RPC (`ployz.serving.*`, `ployz.removal.*`): set a Serving Pointer and read its
+ * status, mark a removal or cancel it and list the marks, on a participating Machine's copy of the store.
  *
  * @module
  */
 
 import type { RpcHandlers } from "../rpc/mod.ts";
-import { pointerStatus, setServingPointer } from "../serving/mod.ts";
+import { listRemovals, markRemoval, pointerStatus, setServingPointer } from "../serving/mod.ts";
 import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
 import type { ServingRuntime } from "./serving_runtime.ts";
 
 /** The handlers of the serving routes. */
-export type ServingHandlers = Pick<RpcHandlers, "setPointer" | "pointerStatus">;
+export type ServingHandlers = Pick<
+  RpcHandlers,
+  "setPointer" | "pointerStatus" | "markRemoval" | "listRemovals"
+>;
 
 /** The serving route handlers; a Machine that does not participate refuses with `conflict`. */
 export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): ServingHandlers {
@@ -26,6 +29,13 @@ export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): Se
     pointerStatus(req) {
       const store = lifecycle.participatingStore("read a Serving Pointer");
       return Promise.resolve(pointerStatus(store, req, lifecycle.serving?.down()));
+    },
+    markRemoval(req) {
+      const { removal, previous } = markRemoval(lifecycle.participatingStore("mark a removal"), req);
+      return Promise.resolve(previous === undefined ? { removal } : { removal, previous });
+    },
+    listRemovals(req) {
+      return Promise.resolve({ removals: listRemovals(lifecycle.participatingStore("read removals"), req) });
     },
   };
 }

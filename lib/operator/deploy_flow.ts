@@ -17,7 +17,6 @@ import {
   outcomeJson,
   type Plan,
   planDeploy,
-  planRemoval,
   type Snapshot,
   takeSnapshot,
   toWire,
@@ -211,25 +210,6 @@ export async function executeAndRecord(
   return outcome;
 }
 
-/** Confirms and runs a plan, saying how it ended. */
-async function confirmAndRun(
-  plan: Plan,
-  machines: DeployMachines,
-  book: DeployBook,
-  options: FlowOptions,
-  record: Record<string, unknown>,
-): Promise<FlowResult> {
-  if (!await confirmPlan(plan, options)) {
-    if (options.dryRun) return { status: "previewed", plan };
-    return { status: plan.ops.length === 0 ? "unchanged" : "declined", plan };
-  }
-  return {
-    status: "ran",
-    plan,
-    outcome: await executeAndRecord(plan, machines, book, { ...options, record }),
-  };
-}
-
 /** A whole Deploy of `project`; saves its Saved State once admitted (confirmed, or nothing to do). */
 export async function deployProject(
   machines: DeployMachines,
@@ -302,28 +282,4 @@ export async function deployProject(
     record: { "intent_digest": intentDigest(project) },
   });
   return { status: "ran", plan, outcome };
-}
-
-/** `ployz rm`'s flow: removes a Project's or one Service's containers, with a Preview and Data Loss refusal. */
-export async function removeProject(
-  machines: DeployMachines,
-  book: DeployBook,
-  request: { project: string; service?: string },
-  options: FlowOptions,
-): Promise<FlowResult> {
-  const { project, service } = request;
-  const saved = book.savedState(project)?.compose as NormalizedProject | undefined;
-  const snapshot = await observe(machines, project, []);
-  const plan = planRemoval({
-    project,
-    service,
-    machines: snapshot.machines,
-    saved,
-    deploymentId: newDeploymentId(),
-    observedAt: snapshot.observedAt,
-  });
-  for (const f of snapshot.failures) {
-    plan.warnings.push(`Machine "${f.machineName}" was not observed (${f.error.code}: ${f.error.message})`);
-  }
-  return await confirmAndRun(plan, machines, book, options, { removal: service ?? "*" });
 }

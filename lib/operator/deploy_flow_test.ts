@@ -3,7 +3,7 @@
 import { deepEqual, equal, ok, rejects } from "node:assert/strict";
 import { CAPABILITIES } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
-import { deployProject, type FlowOptions, removeProject } from "./deploy_flow.ts";
+import { deployProject, type FlowOptions } from "./deploy_flow.ts";
 import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
 
 const SHOP = compose(`name: shop
@@ -139,45 +139,4 @@ Deno.test("a killed run of the same intent is resumed under its Deployment id", 
   equal(second.plan.deploymentId, first.plan.deploymentId);
   ok(second.plan.warnings[0].startsWith("Resuming Deployment"));
   equal(second.status === "ran" ? second.outcome.status : undefined, "succeeded");
-});
-
-const STORE = compose(`name: store
-services:
-  db:
-    image: app:1
-    volumes: ["data:/var/lib/db"]
-volumes:
-  data: {}
-`);
-
-Deno.test("removal refuses unconfirmed Data Loss, then removes what the Snapshot shows", async () => {
-  const one = new FakeMachine("m1", "one");
-  const book = new FakeBook();
-  await deployProject(cluster([one]), book, request(STORE), options(recorder(), { yes: true }));
-  const size = one.containers.size;
-  ok(size > 0);
-  const removal = (report = recorder(), confirmDataLoss: string[] = []): FlowOptions => ({
-    ...options(report, { yes: true, confirmDataLoss }),
-    verb: "remove",
-  });
-  await rejects(
-    removeProject(cluster([one]), book, { project: "store" }, removal()),
-    (e: CodedError) =>
-      e.code === "invalid_argument" && e.message.startsWith(`Refusing to remove: it destroys "store/db"`) &&
-      JSON.stringify(e.details.data_loss) === `["store/db"]`,
-  );
-  equal(one.containers.size, size);
-  const report = recorder();
-  const result = await removeProject(
-    cluster([one], ["three"]),
-    book,
-    { project: "store" },
-    removal(report, ["store/db"]),
-  );
-  equal(result.status, "ran");
-  equal(one.containers.size, 0);
-  const record = book.deployments("store")[0];
-  equal((record.outcome as Record<string, unknown>).removal, "*");
-  equal(record.status, "succeeded");
-  ok(report.previews[0].ops.every((op) => op.kind === "remove"));
 });

@@ -176,6 +176,9 @@ export class FakeBook implements DeployBook {
   savedProjects(): string[] {
     return [...this.states.keys()].sort();
   }
+  forgetState(project: string): void {
+    this.states.delete(project);
+  }
   saveDeployment(record: Parameters<DeployBook["saveDeployment"]>[0]): void {
     this.history.push(`${record.id.slice(0, 4)} ${record.status}`);
     this.records = [record, ...this.records.filter((r) => r.id !== record.id)];

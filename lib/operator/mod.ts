@@ -8,7 +8,8 @@
  *
  * The operator's flows live here too, written against the transport-free Machine API so fakes can drive them:
  * the Deploy (Snapshot through the Entry Machine, capability checks, Plan, Preview, execution, Outcome, Saved State
- * and Deployment records), the Global catch-up after a Machine joins, restarts, upgrades, log fan-out and image
+ * and Deployment records), the removal (`ployz rm`: a removal mark, the Saved State removed with it, a bounded
+ * wait for the reachable Machines), the Global catch-up after a Machine joins, restarts, upgrades, log fan-out and image
  * copies. Printing and asking stay with the caller, through callbacks.
  *
  * @module
@@ -77,9 +78,19 @@ export {
   type FlowOptions,
   type FlowResult,
   observe,
-  removeProject,
   requirePlanCapabilities,
 } from "./deploy_flow.ts";
+export {
+  cancelRemoval,
+  type PendingMachine,
+  type RemovalApi,
+  type RemovalBook,
+  type RemovalOptions,
+  type RemovalOutcome,
+  type RemovalResult,
+  removalStatus,
+  removeWithMark,
+} from "./removal_flow.ts";
 export {
   catchUpGlobal,
   catchUpOps,

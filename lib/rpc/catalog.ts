@@ -61,6 +61,10 @@ import type {
   PullFromPeerResponse,
 } from "./routing_routes.ts";
 import type {
+  ListRemovalsRequest,
+  ListRemovalsResponse,
+  MarkRemovalRequest,
+  MarkRemovalResponse,
   PointerStatusRequest,
   PointerStatusResponse,
   SetPointerRequest,
@@ -127,6 +131,10 @@ export interface RouteTypes extends ExecRouteTypes {
   setPointer: [SetPointerRequest, SetPointerResponse];
   /** `ployz.serving.pointer_status.v1`: a pointer and this Machine's view of its acks. */
   pointerStatus: [PointerStatusRequest, PointerStatusResponse];
+  /** `ployz.removal.mark.v1`: marks a Project or Service removed (a name-keyed row), or cancels the mark. */
+  markRemoval: [MarkRemovalRequest, MarkRemovalResponse];
+  /** `ployz.removal.list.v1`: removal marks and this Machine's view of their progress. */
+  listRemovals: [ListRemovalsRequest, ListRemovalsResponse];
 }
 
 /** A route's method name. */

@@ -60,6 +60,10 @@ import type {
 } from "./exec_routes.ts";
 import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
 import type {
+  ListRemovalsRequest,
+  ListRemovalsResponse,
+  MarkRemovalRequest,
+  MarkRemovalResponse,
   PointerStatusRequest,
   PointerStatusResponse,
   SetPointerRequest,
@@ -153,6 +157,10 @@ export interface MachineClient extends Disposable {
   setPointer(request: SetPointerRequest, options?: CallOptions): Promise<SetPointerResponse>;
   /** A Serving Pointer and this Machine's view of its acks. */
   pointerStatus(request: PointerStatusRequest, options?: CallOptions): Promise<PointerStatusResponse>;
+  /** Marks a Project or Service removed, or cancels its mark. */
+  markRemoval(request: MarkRemovalRequest, options?: CallOptions): Promise<MarkRemovalResponse>;
+  /** Removal marks and this Machine's view of their progress. */
+  listRemovals(request: ListRemovalsRequest, options?: CallOptions): Promise<ListRemovalsResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -347,6 +355,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     pullImageFromPeer: (req, o) => call("pullImageFromPeer", req, o?.signal),
     setPointer: (req, o) => call("setPointer", req, o?.signal),
     pointerStatus: (req, o) => call("pointerStatus", req, o?.signal),
+    markRemoval: (req, o) => call("markRemoval", req, o?.signal),
+    listRemovals: (req, o) => call("listRemovals", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

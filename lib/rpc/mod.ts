@@ -109,9 +109,14 @@ export {
   type RpcHandlers,
 } from "./app.ts";
 export type {
+  ListRemovalsRequest,
+  ListRemovalsResponse,
+  MarkRemovalRequest,
+  MarkRemovalResponse,
   PointerStatusRequest,
   PointerStatusResponse,
   PointerWire,
+  RemovalWire,
   SetPointerRequest,
   SetPointerResponse,
 } from "./serving_routes.ts";

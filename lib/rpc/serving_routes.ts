@@ -97,10 +97,115 @@ export const PointerStatusResponseSchema: z.ZodType<PointerStatusResponse> = z.l
   missing: z.array(z.string()),
 });
 
+/** A removal mark on the wire. */
+export interface RemovalWire {
+  /** Project name. */
+  project: string;
+  /** Service name, or `*` for the whole Project. */
+  service: string;
+  /** The removal's id. */
+  id: string;
+  /** Deployments whose containers it removes. */
+  deployments: string[];
+  /** `active` or `cancelled`. */
+  state: string;
+  /** When it was marked, ISO 8601. */
+  "created_at"?: string;
+  /** Machines whose acks a live container waits for. */
+  "ack_from"?: string[];
+}
+
+const RemovalWireSchema: z.ZodType<RemovalWire> = z.looseObject({
+  project: z.string(),
+  service: z.string(),
+  id: z.string(),
+  deployments: z.array(z.string()),
+  state: z.string(),
+  "created_at": z.string().optional(),
+  "ack_from": z.array(z.string()).optional(),
+});
+
+/** What `ployz.removal.mark.v1` asks: mark a Project (or one Service) removed, or cancel its mark. */
+export interface MarkRemovalRequest {
+  /** Project name. */
+  project: string;
+  /** Service name; absent for the whole Project. */
+  service?: string;
+  /** The removal's id. */
+  id: string;
+  /** Deployments the caller knows of; the Machine adds those its copy holds. */
+  deployments: string[];
+  /** `active` marks, `cancelled` cancels. */
+  state: "active" | "cancelled";
+  /** Machines whose acks a live container waits for (the ones the caller reached). */
+  "ack_from"?: string[];
+}
+
+/** Reader of {@link MarkRemovalRequest}; fields it does not know are ignored. */
+export const MarkRemovalRequestSchema: z.ZodType<MarkRemovalRequest> = z.object({
+  project: name,
+  service: name.optional(),
+  id,
+  deployments: z.array(id).max(1024),
+  state: z.enum(["active", "cancelled"]),
+  "ack_from": z.array(id).max(1024).optional(),
+});
+
+/** What `ployz.removal.mark.v1` answers. */
+export interface MarkRemovalResponse {
+  /** The mark as this Machine wrote it. */
+  removal: RemovalWire;
+  /** The mark it replaced, if any. */
+  previous?: RemovalWire;
+}
+
+/** Tolerant reader of {@link MarkRemovalResponse}. */
+export const MarkRemovalResponseSchema: z.ZodType<MarkRemovalResponse> = z.looseObject({
+  removal: RemovalWireSchema,
+  previous: RemovalWireSchema.optional(),
+});
+
+/** What `ployz.removal.list.v1` asks. */
+export interface ListRemovalsRequest {
+  /** Only this Project's marks. */
+  project?: string;
+}
+
+/** Reader of {@link ListRemovalsRequest}. */
+export const ListRemovalsRequestSchema: z.ZodType<ListRemovalsRequest> = z.object({
+  project: name.optional(),
+});
+
+/** What `ployz.removal.list.v1` answers: this Machine's copy of the marks and their progress. */
+export interface ListRemovalsResponse {
+  /** Each mark, who acked it, and the covered container rows this copy still holds. */
+  removals: {
+    removal: RemovalWire;
+    acked: string[];
+    remaining: { "machine_id": string; id: string; name: string; state: string }[];
+  }[];
+}
+
+/** Tolerant reader of {@link ListRemovalsResponse}. */
+export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.looseObject({
+  removals: z.array(z.looseObject({
+    removal: RemovalWireSchema,
+    acked: z.array(z.string()),
+    remaining: z.array(z.looseObject({
+      "machine_id": z.string(),
+      id: z.string(),
+      name: z.string(),
+      state: z.string(),
+    })),
+  })),
+});
+
 /** The serving rows, to be spread into the catalog. */
 export const SERVING_ROUTES: {
   readonly setPointer: Route<SetPointerRequest, SetPointerResponse>;
   readonly pointerStatus: Route<PointerStatusRequest, PointerStatusResponse>;
+  readonly markRemoval: Route<MarkRemovalRequest, MarkRemovalResponse>;
+  readonly listRemovals: Route<ListRemovalsRequest, ListRemovalsResponse>;
 } = Object.freeze({
   setPointer: {
     capability: "ployz.serving.set_pointer.v1",
@@ -111,5 +216,15 @@ export const SERVING_ROUTES: {
     capability: "ployz.serving.pointer_status.v1",
     request: PointerStatusRequestSchema,
     response: PointerStatusResponseSchema,
+  },
+  markRemoval: {
+    capability: "ployz.removal.mark.v1",
+    request: MarkRemovalRequestSchema,
+    response: MarkRemovalResponseSchema,
+  },
+  listRemovals: {
+    capability: "ployz.removal.list.v1",
+    request: ListRemovalsRequestSchema,
+    response: ListRemovalsResponseSchema,
   },
 });

@@ -14,6 +14,9 @@
  *   ({@link writeAcks}); {@link retireDecision} stops a Machine's own superseded containers once every Machine not
  *   Down acked, or after the bound ({@link retireAfterMsFromEnv}, default 300 s); {@link startServingLoop} runs it
  *   all from store changes, marking a container stopping and waiting for the local proxy to drop it first.
+ * - **Removal marks.** `ployz rm` writes a name-keyed mark ({@link markRemoval}); every Machine leaves the covered
+ *   containers out of its projections and acks it; each Machine stops and removes its own covered containers
+ *   ({@link removalDecision}), also when it was unreachable during `rm` and gets the mark later.
  * - **Ingress Proxy.** Caddy in a container, `ployz-system/caddy` ({@link ingressContainerSpec}); a Deploy fills
  *   missing or stopped slots ({@link fillIngressSlot}); the daemon starts the newest local proxy whose last start
  *   failed exactly under bet 10's conditions ({@link ingressStartDecision}, {@link startIngressDriver}).
@@ -95,6 +98,19 @@ export {
   type ServingSource,
 } from "./labels.ts";
 export { pointerStatus, setServingPointer } from "./pointer.ts";
+export {
+  activeRemoval,
+  coveringRemoval,
+  removalAckPointer,
+  removalAcksToWrite,
+  type RemovalDecision,
+  removalDecision,
+  type RemovalInput,
+  type RemovalItem,
+  removalKey,
+  WHOLE_PROJECT,
+} from "./removal.ts";
+export { listRemovals, markRemoval, type RemovalView } from "./removal_rows.ts";
 export {
   DEFAULT_RETIRE_AFTER_MS,
   retireAfterMsFromEnv,

@@ -21,7 +21,8 @@ import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
 import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
-import { type RetireDecision, retireDecision, type RetireItem } from "./retire.ts";
+import { removalAcksToWrite, type RemovalDecision, removalDecision } from "./removal.ts";
+import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
 
 /** Options of {@link startServingLoop}. */
 export interface ServingLoopOptions {
@@ -67,6 +68,10 @@ export interface ServingPass {
   retire: RetireDecision;
   /** Containers stopped by this pass. */
   stopped: string[];
+  /** The removal decision (removal marks this Machine honours for its own containers). */
+  removal: RemovalDecision;
+  /** Containers removed by this pass. */
+  removed: string[];
   /** Errors met. */
   errors: string[];
 }
@@ -93,6 +98,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   const admin = options.admin?.() ?? openCaddyAdmin(socket);
   const marks = new Set<string>();
   const firstSeen = new Map<string, number>();
+  const removalFirstSeen = new Map<string, number>();
   let lastKey: string | undefined;
   let dials: string[] = [];
   const controller = new AbortController();
@@ -121,25 +127,39 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       retireAfterMs: options.retireAfterMs,
     });
     for (const item of retire.retire) marks.add(item.containerId);
+    const removals = store.removals.list();
+    const removal = removalDecision({
+      machineId,
+      nowMs: Date.now(),
+      containers,
+      removals,
+      acks: store.acks.list(),
+      machines: store.machines.list().map((m) => m.id),
+      down: options.down?.() ?? new Set(),
+      firstSeen: removalFirstSeen,
+      boundMs: options.retireAfterMs ?? DEFAULT_RETIRE_AFTER_MS,
+    });
     const live = new Set(
       containers.filter((r) => r.state === "running" || r.state === "restarting").map((r) => r.id),
     );
     for (const id of [...marks]) if (!live.has(id)) marks.delete(id);
 
+    // Covered by a removal mark or retired: out of both projections at once.
+    const leaving = new Set([...marks, ...removal.leaving]);
     let dnsWritten = false;
     try {
       dnsWritten = await writer.write(projectDns(containers, pointers, {
         machineId,
         listen: options.dnsListen,
         upstreams,
-        stopping: marks,
+        stopping: leaving,
         now: new Date(),
       }));
     } catch (error) {
       errors.push(`cannot write "${writer.path}": ${(error as Error).message}`);
     }
 
-    const projection = projectCaddy(containers, pointers, { machineId, stopping: marks });
+    const projection = projectCaddy(containers, pointers, { machineId, stopping: leaving });
     const proxy = localProxy(containers);
     let caddy: ServingPass["caddy"] = "absent";
     let caddyReport: CaddyLoadReport | undefined;
@@ -173,6 +193,10 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     if (dnsWritten && caddy !== "failed") {
       try {
         acks = writeAcks(store, pointers);
+        for (const row of removalAcksToWrite(machineId, removals, store.acks.list(), new Date())) {
+          store.acks.put(row);
+          acks++;
+        }
       } catch (error) {
         errors.push(`cannot write acks: ${(error as Error).message}`);
       }
@@ -194,8 +218,24 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         errors.push(`cannot stop "${item.name}": ${(error as Error).message}`);
       }
     }
+    const removed: string[] = [];
+    for (const item of removal.remove) {
+      const row = containers.find((r) => r.id === item.containerId);
+      const addresses = row?.addresses ?? [];
+      if (item.live && dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)))) continue;
+      try {
+        if (item.live) await engine.stopContainer(item.containerId, { signal: controller.signal });
+        await engine.removeContainer(item.containerId, { signal: controller.signal });
+        removed.push(item.containerId);
+        log(`serving: removed "${item.name}" (removal of ${item.removal}: ${item.reason})`);
+      } catch (error) {
+        // Gone already (a `docker rm` by hand, or an earlier pass): nothing left to do.
+        if ((error as { code?: string }).code === "not_found") continue;
+        errors.push(`cannot remove "${item.name}" (removal of ${item.removal}): ${(error as Error).message}`);
+      }
+    }
     for (const e of errors) log(`serving: ${e}`);
-    armBound(retire.waiting);
+    armBound([...retire.waiting, ...removal.waiting]);
     return {
       dnsWritten,
       caddy,
@@ -204,6 +244,8 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       acks,
       retire,
       stopped,
+      removal,
+      removed,
       errors,
     };
   }
@@ -216,7 +258,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
 
   // A pass when the earliest waiting container's bound passes, so it stops then rather than up to a tick later.
   let bound: ReturnType<typeof setTimeout> | undefined;
-  function armBound(waiting: readonly RetireItem[]): void {
+  function armBound(waiting: readonly { dueAtMs: number }[]): void {
     if (bound !== undefined) clearTimeout(bound);
     bound = undefined;
     if (waiting.length === 0 || controller.signal.aborted) return;

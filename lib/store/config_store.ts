@@ -164,6 +164,11 @@ export class ConfigStore {
     };
   }
 
+  /** Removes a Project's Saved State (with its removal mark: nothing re-plans the Project from it). */
+  forgetState(project: string): void {
+    this.#db.prepare(`DELETE FROM saved_state WHERE project = ?`).run(project);
+  }
+
   /** The names of every Project with a Saved State, sorted. */
   savedProjects(): string[] {
     return this.#db.prepare(`SELECT project FROM saved_state ORDER BY project`).all().map((row) =>

@@ -51,6 +51,7 @@ export {
   type Container,
   type Machine,
   type Member,
+  type Removal,
   type ServingPointer,
   type Volume,
 } from "./schemas.ts";

@@ -212,6 +212,40 @@ export interface Ack {
   [field: string]: unknown;
 }
 
+/**
+ * A removal mark (`ployz rm`), keyed by "project/service" or "project/*" for a whole Project: the one persisted
+ * intent. Each Machine honours an active mark for its own containers of the listed Deployments: they leave every
+ * proxy, then stop and are removed. A newer Deployment of the same Project is never covered.
+ */
+export const RemovalSchema: z.ZodType<Removal> = z.looseObject({
+  project: name,
+  service: name,
+  id,
+  deployments: z.array(id).max(1024),
+  state: z.string().max(32),
+  "created_at": z.string().max(64).optional(),
+  "ack_from": z.array(id).max(1024).optional(),
+});
+/** A removal mark body. Unknown fields are kept. */
+export interface Removal {
+  /** Project name. */
+  project: string;
+  /** Service name, or `*` for every Service of the Project. */
+  service: string;
+  /** The removal's id (its Deployment record on the operator's side). */
+  id: string;
+  /** The Deployments whose containers it removes. */
+  deployments: string[];
+  /** `active`, or `cancelled` (a member cancelled it: nothing more is removed). */
+  state: string;
+  /** When it was marked, ISO 8601. */
+  "created_at"?: string;
+  /** The Machines the operator reached when marking: a live container waits for their acks (and no others'). */
+  "ack_from"?: string[];
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
 /** A Machine's admitted signing key, keyed by its id: written by the Machine that admitted it (its join). */
 export const MemberSchema: z.ZodType<Member> = z.looseObject({
   "machine_id": id,

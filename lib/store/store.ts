@@ -15,6 +15,7 @@ import type {
   Container,
   Machine,
   Member,
+  Removal,
   ServingPointer,
   Volume,
 } from "./schemas.ts";
@@ -256,6 +257,8 @@ export class Store {
   readonly acks: Table<Ack>;
   /** Admitted signing keys (name-keyed by Machine id). */
   readonly members: Table<Member>;
+  /** Removal marks (name-keyed by "project/service", `*` for a whole Project). */
+  readonly removals: Table<Removal>;
 
   readonly #db: DatabaseSync;
   readonly #clock: HybridClock;
@@ -296,6 +299,7 @@ export class Store {
     this.servingPointers = new Table(this, TABLES.serving_pointers);
     this.acks = new Table(this, TABLES.acks);
     this.members = new Table(this, TABLES.members);
+    this.removals = new Table(this, TABLES.removals);
     this.#init();
   }
 

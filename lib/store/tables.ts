@@ -12,6 +12,7 @@ import {
   ContainerSchema,
   MachineSchema,
   MemberSchema,
+  RemovalSchema,
   ServingPointerSchema,
   VolumeSchema,
 } from "./schemas.ts";
@@ -103,6 +104,13 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     ownerOfBody: (b) => field(b, "machine_id"),
     ownerOfKey: beforeSlash,
     filters: ["pointer"],
+  },
+  removals: {
+    name: "removals",
+    kind: "name",
+    schema: RemovalSchema,
+    keyOf: (b) => `${field(b, "project")}/${field(b, "service")}`,
+    filters: [],
   },
   // Admissions: name-keyed because the admitting Machine writes another Machine's entry. A Machine's key never
   // changes and its entry is never deleted, so its old changes stay verifiable after it leaves.

@@ -1,0 +1,122 @@
+// Removal marks, pure: what a mark covers, when a Machine's own covered container goes, and the acks it writes.
+import { deepEqual, equal } from "node:assert/strict";
+import type { Ack, Container, Removal } from "../store/mod.ts";
+import { markRemoval } from "./removal_rows.ts";
+import { coveringRemoval, removalAcksToWrite, removalDecision, type RemovalInput } from "./removal.ts";
+import { openStore } from "../store/mod.ts";
+
+function row(id: string, machine: string, fields: Partial<Container> = {}): Container {
+  return {
+    id,
+    "machine_id": machine,
+    name: id,
+    project: "shop",
+    service: "web",
+    deployment: "d1",
+    image: "app:1",
+    state: "running",
+    ...fields,
+  };
+}
+
+const MARK: Removal = { project: "shop", service: "*", id: "r1", deployments: ["d1"], state: "active" };
+
+function input(fields: Partial<RemovalInput>): RemovalInput {
+  return {
+    machineId: "m1",
+    nowMs: 1_000,
+    containers: [],
+    removals: [MARK],
+    acks: [],
+    machines: ["m1", "m2", "m3"],
+    down: new Set(),
+    firstSeen: new Map(),
+    boundMs: 300_000,
+    ...fields,
+  };
+}
+
+const ack = (m: string, deployment = "r1"): Ack => ({ "machine_id": m, pointer: "rm:shop/*", deployment });
+
+Deno.test("a mark covers its Deployments only: never a newer Deploy, another Service, or the Ingress Proxy", () => {
+  equal(coveringRemoval(row("a", "m1"), [MARK]), MARK);
+  equal(coveringRemoval(row("b", "m1", { deployment: "d2" }), [MARK]), undefined);
+  equal(
+    coveringRemoval(row("c", "m1", { project: "ployz-system" }), [{ ...MARK, project: "ployz-system" }]),
+    undefined,
+  );
+  equal(coveringRemoval(row("d", "m1", { service: "db" }), [{ ...MARK, service: "web" }]), undefined);
+  equal(coveringRemoval(row("e", "m1"), [{ ...MARK, state: "cancelled" }]), undefined);
+});
+
+Deno.test("every covered container leaves the projections; only this Machine's own are removed", () => {
+  const containers = [
+    row("a", "m1"),
+    row("b", "m2"),
+    row("c", "m1", { state: "exited" }),
+    row("n", "m1", { deployment: "d2" }),
+  ];
+  const d = removalDecision(input({ containers }));
+  deepEqual([...d.leaving].sort(), ["a", "b", "c"]);
+  deepEqual(d.remove.map((i) => [i.containerId, i.reason]), [["c", "at_rest"]]);
+  deepEqual(d.waiting.map((i) => [i.containerId, i.missing]), [["a", ["m1", "m2", "m3"]]]);
+});
+
+Deno.test("a live container goes once every Machine waited for acked, or the bound passed", () => {
+  const containers = [row("a", "m1")];
+  const firstSeen = new Map<string, number>();
+  const acked = removalDecision(input({ containers, firstSeen, acks: [ack("m1"), ack("m2"), ack("m3")] }));
+  deepEqual(acked.remove.map((i) => i.reason), ["acked"]);
+  // m3 was not reached when the mark was written: it is not waited for; an ack of an older mark does not count.
+  const from = removalDecision(input({
+    containers,
+    removals: [{ ...MARK, "ack_from": ["m1", "m2"] }],
+    acks: [ack("m1"), ack("m2", "r0")],
+  }));
+  deepEqual(from.waiting.map((i) => i.missing), [["m2"]]);
+  const down = removalDecision(input({ containers, acks: [ack("m1"), ack("m2")], down: new Set(["m3"]) }));
+  deepEqual(down.remove.map((i) => i.reason), ["acked"]);
+  const early = removalDecision(input({ containers, firstSeen }));
+  equal(early.remove.length, 0);
+  const late = removalDecision(input({ containers, firstSeen, nowMs: 1_000 + 300_000 }));
+  deepEqual(late.remove.map((i) => i.reason), ["bound"]);
+});
+
+Deno.test("a Machine acks each active mark once, and again for a new mark of the same key", () => {
+  const now = new Date(0);
+  deepEqual(removalAcksToWrite("m1", [MARK], [], now).map((a) => [a.pointer, a.deployment]), [[
+    "rm:shop/*",
+    "r1",
+  ]]);
+  deepEqual(removalAcksToWrite("m1", [MARK], [ack("m1")], now), []);
+  deepEqual(removalAcksToWrite("m1", [{ ...MARK, id: "r2" }], [ack("m1")], now).map((a) => a.deployment), [
+    "r2",
+  ]);
+  deepEqual(removalAcksToWrite("m1", [{ ...MARK, state: "cancelled" }], [], now), []);
+});
+
+Deno.test("marking adds the Deployments the store holds; cancelling needs an active mark", () => {
+  const store = openStore({ path: ":memory:", siteId: "m1", clusterId: "c" });
+  try {
+    store.containers.put(row("a", "m1", { deployment: "d0" }));
+    const { removal } = markRemoval(store, {
+      project: "shop",
+      id: "r1",
+      deployments: ["d1"],
+      state: "active",
+    });
+    deepEqual(removal.deployments.sort(), ["d0", "d1"]);
+    equal(store.removals.get("shop/*")?.state, "active");
+    markRemoval(store, { project: "shop", id: "r1", deployments: [], state: "cancelled" });
+    equal(store.removals.get("shop/*")?.state, "cancelled");
+    let code = "";
+    try {
+      markRemoval(store, { project: "shop", id: "r1", deployments: [], state: "cancelled" });
+    } catch (error) {
+      code = (error as { code: string }).code;
+    }
+    equal(code, "not_found");
+  } finally {
+    store.close();
+  }
+});

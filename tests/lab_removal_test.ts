@@ -1,0 +1,149 @@
+// Removal marks end to end on a real three-Machine lab: `ployz rm` of a Project with m3 partitioned away removes
+// the containers on m1 and m2, reports m3 pending with its reason, and removes the Saved State; `scale` then refuses
+// and nothing is recreated; after the heal m3 removes its own containers with no further command; adding m3 again
+// (Global catch-up) does not bring the Project back; `--status` and `--cancel` read and cancel marks; removing a
+// Project that does not exist is a clear error.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { IMAGE } from "./support/docker.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+
+Deno.test(needs(["lab"], {
+  name: "rm with m3 partitioned: pending on m3, finished by m3 after the heal; nothing resurrects it",
+  async fn(t) {
+    await using lab = await startLab("rmv", 3);
+    await machinesUp(lab, "m1", 3);
+    const compose = (name: string): Promise<string> => {
+      const path = join(lab.dir, `${name}.yaml`);
+      return Deno.writeTextFile(
+        path,
+        `name: ${name}
+services:
+  agent:
+    image: ${IMAGE}
+    command: ["sleep", "3600"]
+    deploy: {mode: global}
+    stop_grace_period: 1s
+  web:
+    image: ${IMAGE}
+    command: ["sleep", "3600"]
+    deploy: {replicas: 3}
+    stop_grace_period: 1s
+`,
+      ).then(() => path);
+    };
+    const held = async (m: string, project: string): Promise<string[]> => {
+      const r = await lab.docker(m, [
+        "ps",
+        "-a",
+        "--format",
+        "{{.Names}}",
+        "--filter",
+        `label=ployz.project=${project}`,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout.split("\n").filter((s) => s !== "").sort();
+    };
+    for (const p of ["gone", "kept"]) {
+      const r = await lab.on("m1", ["deploy", "-f", await compose(p), "-y", "--monitor", "1s"]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+    }
+    for (const m of ["m1", "m2", "m3"]) assert.equal((await held(m, "gone")).length, 2, `gone on ${m}`);
+
+    await t.step("a Project that does not exist is a clear error", async () => {
+      const r = await lab.on("m1", ["rm", "nope", "-y"]);
+      assert.notEqual(r.code, 0);
+      assert.match(
+        r.stderr,
+        /^error\[not_found\]: Project "nope" does not exist: no Saved State, and none of the 3 Machines that answered runs a container of it\n$/,
+      );
+    });
+
+    await t.step("rm with m3 partitioned: done on m1 and m2, pending on m3 with its reason", async () => {
+      await lab.lab(["partition", "m1,m2", "/", "m3"]).then((r) => assert.equal(r.code, 0, r.stderr));
+      const started = Date.now();
+      const r = await lab.on("m1", ["rm", "gone", "-y", "--wait", "30"]);
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(`rm with m3 partitioned: ${seconds} s\n${r.stdout}`);
+      assert.equal(r.code, 1, r.stderr + r.stdout);
+      assert.match(r.stdout, /Removal of "gone\/\*" pending/);
+      assert.match(r.stdout, /Removed \(4\):/);
+      assert.match(r.stdout, /Pending \(1 Machine\): .*\n {2}- m3: .*Cannot reach Machine "m3"/);
+      assert.match(r.stdout, /Saved State: removed/);
+      assert.deepEqual(await held("m1", "gone"), []);
+      assert.deepEqual(await held("m2", "gone"), []);
+      assert.equal((await held("m3", "gone")).length, 2, "m3 keeps them while cut off");
+      assert.equal((await held("m1", "kept")).length, 2, "another Project is untouched");
+      const status = await lab.on("m1", ["rm", "--status", "gone"]);
+      assert.equal(status.code, 0, status.stderr);
+      assert.match(
+        status.stdout,
+        /gone\/\* {2}pending {2}removal .* acked by m\d,m\d\n {2}remaining on m3: /,
+      );
+    });
+
+    await t.step("scale after rm refuses: the Saved State went with the mark", async () => {
+      const r = await lab.on("m1", ["scale", "gone/web=3", "-y"]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /error\[not_found\]: Project "gone" has no Saved State/);
+      assert.deepEqual(await held("m1", "gone"), []);
+    });
+
+    await t.step("after the heal m3 removes its own containers, with no command", async () => {
+      const healed = Date.now();
+      await lab.lab(["heal"]).then((r) => assert.equal(r.code, 0, r.stderr));
+      await eventually(
+        120_000,
+        "m3 removed its gone containers",
+        async () => (await held("m3", "gone")).length === 0 ? true : undefined,
+      );
+      console.log(`m3 finished the removal ${((Date.now() - healed) / 1000).toFixed(1)} s after the heal`);
+      assert.equal((await held("m3", "kept")).length, 2, "m3 keeps the other Project");
+      const status = await lab.on("m1", ["rm", "--status", "gone"]);
+      assert.match(status.stdout, /gone\/\* {2}done {2}/);
+    });
+
+    await t.step(
+      "adding m3 again runs the Global catch-up: the removed Project does not come back",
+      async () => {
+        const added = await lab.on("m1", [
+          "machine",
+          "add",
+          "--socket",
+          join(lab.dir, "m3", "run", "ployz.sock"),
+          "--name",
+          "m3",
+        ]);
+        assert.equal(added.code, 0, added.stderr + added.stdout);
+        assert.doesNotMatch(added.stdout, /"gone"/);
+        for (const m of ["m1", "m2", "m3"]) {
+          assert.deepEqual(await held(m, "gone"), [], `nothing of gone on ${m}`);
+        }
+      },
+    );
+
+    await t.step("rm of one Service, then --cancel of a mark; a redeploy is never covered", async () => {
+      const again = await lab.on("m1", ["deploy", "-f", await compose("gone"), "-y", "--monitor", "1s"]);
+      assert.equal(again.code, 0, again.stderr + again.stdout);
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.equal((await held(m, "gone")).length, 2, `redeployed on ${m}`);
+      }
+      const one = await lab.on("m1", ["rm", "kept/web", "-y"]);
+      assert.equal(one.code, 0, one.stderr + one.stdout);
+      assert.match(one.stdout, /Removal of "kept\/web" done/);
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.deepEqual(
+          (await held(m, "kept")).map((n) => n.replace(/-\d+-[0-9a-f]+$/, "")),
+          ["kept-agent"],
+          m,
+        );
+      }
+      const cancel = await lab.on("m1", ["rm", "--cancel", "kept/web"]);
+      assert.equal(cancel.code, 0, cancel.stderr);
+      const twice = await lab.on("m1", ["rm", "--cancel", "kept/web"]);
+      assert.match(twice.stderr, /error\[not_found\]: No active removal of "kept\/web" to cancel/);
+    });
+  },
+}));
