@@ -8,49 +8,26 @@
 //   `machine ls` round trip to the Entry Machine.
 // p50/p99 of every series are printed at the end, next to Deno's own table.
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   daemonClient,
   labHeal,
   labPartition,
   type LabState,
   labUp,
-  missingCommands,
   type Profile,
 } from "../../lib/lab/mod.ts";
 import { configHistory, enrollMachine } from "../../lib/mesh/mod.ts";
 import { openConfigStore } from "../../lib/store/mod.ts";
 import { sleep } from "../../lib/util/mod.ts";
 import { readRows, storeDigest, storeFile } from "../../tests/support/lab_store.ts";
+import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 const PROFILE_LIST = (Deno.env.get("PLOYZ_BENCH_PROFILES") ?? "clean,regional,flap").split(",") as Profile[];
 
-function ready(): boolean {
-  try {
-    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
-      Deno.statSync(HOST_DOCKER).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-const READY = ready();
-const samples = new Map<string, number[]>();
+const samples = new Series();
 const labs = new Map<Profile, { state: LabState; ids: Record<string, string> }>();
 let serial = 0;
-
-function record(series: string, ms: number): void {
-  const list = samples.get(series) ?? [];
-  list.push(ms);
-  samples.set(series, list);
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-}
 
 function docker(state: LabState, machine: string, args: string[]): string {
   const m = state.plan.machines.find((x) => x.name === machine)!;
@@ -125,24 +102,11 @@ async function setUp(profile: Profile): Promise<void> {
   await until(() => converged(state));
 }
 
-if (READY) {
+if (LAB_READY) {
   for (const profile of PROFILE_LIST) await setUp(profile);
   globalThis.addEventListener("unload", () => {
-    for (const [series, values] of samples) {
-      console.log(
-        `${series}: n=${values.length} p50=${percentile(values, 0.5).toFixed(1)} ms p99=${
-          percentile(values, 0.99).toFixed(1)
-        } ms max=${Math.max(...values).toFixed(1)} ms`,
-      );
-    }
-    for (const { state } of labs.values()) {
-      // Synchronous on purpose: unload does not wait for promises.
-      new Deno.Command(fileURLToPath(new URL("../../bin/ployz", import.meta.url)), {
-        args: ["lab", "down", "--dir", state.plan.dir],
-        stdout: "null",
-        stderr: "null",
-      }).outputSync();
-    }
+    samples.print(1);
+    for (const { state } of labs.values()) labDownSync(state.plan.dir);
   });
 }
 
@@ -153,7 +117,7 @@ for (const profile of PROFILE_LIST) {
     baseline: true,
     n: 100,
     warmup: 1,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       b.start();
@@ -161,7 +125,7 @@ for (const profile of PROFILE_LIST) {
       const t0 = performance.now();
       await until(() => holds(state, "m3", name));
       b.end();
-      record(`${profile} own-Machine publish`, performance.now() - t0);
+      samples.record(`${profile} own-Machine publish`, performance.now() - t0);
     },
   });
 
@@ -170,7 +134,7 @@ for (const profile of PROFILE_LIST) {
     group: `row propagation (${profile})`,
     n: 100,
     warmup: 1,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       const origin = ["m1", "m2", "m3"][serial % 3];
@@ -180,7 +144,7 @@ for (const profile of PROFILE_LIST) {
       const t0 = performance.now();
       await until(() => ["m1", "m2", "m3"].every((m) => holds(state, m, name)));
       b.end();
-      record(`${profile} propagation to all`, performance.now() - t0);
+      samples.record(`${profile} propagation to all`, performance.now() - t0);
     },
   });
 
@@ -190,7 +154,7 @@ for (const profile of PROFILE_LIST) {
     baseline: true,
     n: 5,
     warmup: 1,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       b.start();
@@ -199,7 +163,7 @@ for (const profile of PROFILE_LIST) {
       await until(() => holds(state, "m1", a) && holds(state, "m3", c));
       await until(() => converged(state));
       b.end();
-      record(`${profile} convergence without partition`, performance.now() - t0);
+      samples.record(`${profile} convergence without partition`, performance.now() - t0);
     },
   });
 
@@ -208,7 +172,7 @@ for (const profile of PROFILE_LIST) {
     group: `heal convergence (${profile})`,
     n: 5,
     warmup: 1,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       const dir = state.plan.dir;
@@ -220,7 +184,7 @@ for (const profile of PROFILE_LIST) {
       await labHeal({ dir });
       await until(() => converged(state), 120_000);
       b.end();
-      record(`${profile} convergence after heal`, performance.now() - t0);
+      samples.record(`${profile} convergence after heal`, performance.now() - t0);
     },
   });
 }
@@ -231,7 +195,7 @@ if (PROFILE_LIST.includes("clean")) {
     group: "machine add (clean)",
     baseline: true,
     n: 20,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn() {
       const { state } = labs.get("clean")!;
       using entry = daemonClient(state.plan.machines[0]);
@@ -244,7 +208,7 @@ if (PROFILE_LIST.includes("clean")) {
     group: "machine add (clean)",
     n: 5,
     warmup: 0,
-    ignore: !READY,
+    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get("clean")!;
       const [m1, , , m4] = state.plan.machines;
@@ -263,7 +227,7 @@ if (PROFILE_LIST.includes("clean")) {
         });
         b.end();
         if (!result.participating) throw new Error("m4 did not participate");
-        record("clean machine add to participating", performance.now() - t0);
+        samples.record("clean machine add to participating", performance.now() - t0);
       } finally {
         config.close();
       }

@@ -6,28 +6,17 @@
 // Baseline: the server on the same Machine (container to container over one bridge). The other case: the server on
 // m2, through both Machines' WireGuard (wireguard-go) and the underlay. Ratios print in Deno's table; per-request
 // p50/p99 (curl's time_total) and requests per second print at the end. Asserts nothing.
-import { fileURLToPath } from "node:url";
-import { daemonClient, labUp, type MachinePlan, missingCommands } from "../../lib/lab/mod.ts";
+import { daemonClient, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
 import type { LabState } from "../../lib/lab/mod.ts";
+import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 const SEQUENTIAL = 50;
 const PARALLEL = { total: 400, at: 8 };
 
-function ready(): boolean {
-  try {
-    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
-      Deno.statSync(HOST_DOCKER).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-const READY = ready();
 const decoder = new TextDecoder();
-const perRequest = new Map<string, number[]>();
-const rates = new Map<string, number[]>();
+const perRequest = new Series();
+const rates = new Series();
 let state: LabState | undefined;
 let clientPid = 0;
 const servers: Record<string, string> = {};
@@ -57,15 +46,6 @@ function curl(args: string[]): number[] {
   }).outputSync();
   if (!out.success) throw new Error(`curl failed: ${decoder.decode(out.stderr)}`);
   return decoder.decode(out.stdout).trim().split("\n").map((s) => Number(s) * 1000);
-}
-
-function record(map: Map<string, number[]>, key: string, values: number[]): void {
-  map.set(key, [...(map.get(key) ?? []), ...values]);
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
 
 async function setUp(): Promise<void> {
@@ -98,27 +78,16 @@ async function setUp(): Promise<void> {
   }
 }
 
-if (READY) {
+if (LAB_READY) {
   await setUp();
   globalThis.addEventListener("unload", () => {
-    for (const [series, values] of perRequest) {
-      console.log(
-        `${series}: n=${values.length} per request p50=${percentile(values, 0.5).toFixed(2)} ms p99=${
-          percentile(values, 0.99).toFixed(2)
-        } ms`,
-      );
-    }
-    for (const [series, values] of rates) {
+    perRequest.print(2);
+    for (const [series, values] of rates.entries()) {
       const mean = values.reduce((a, b) => a + b, 0) / values.length;
       console.log(`${series}: ${mean.toFixed(0)} requests/s (mean of ${values.length} runs)`);
     }
     if (state !== undefined) {
-      // Synchronous on purpose: unload does not wait for promises.
-      new Deno.Command(fileURLToPath(new URL("../../bin/ployz", import.meta.url)), {
-        args: ["lab", "down", "--dir", state.plan.dir],
-        stdout: "null",
-        stderr: "null",
-      }).outputSync();
+      labDownSync(state.plan.dir);
     }
   });
 }
@@ -133,11 +102,11 @@ for (const c of CASES) {
     name: `${SEQUENTIAL} sequential requests, ${c.name}`,
     group: "container HTTP latency",
     baseline: c.baseline,
-    ignore: !READY,
+    ignore: !LAB_READY,
     n: 20,
     warmup: 2,
     fn() {
-      record(perRequest, `latency, ${c.name}`, curl(urls(c.server, SEQUENTIAL)));
+      perRequest.record(`latency, ${c.name}`, ...curl(urls(c.server, SEQUENTIAL)));
     },
   });
 }
@@ -147,13 +116,13 @@ for (const c of CASES) {
     name: `${PARALLEL.total} requests ${PARALLEL.at} at a time, ${c.name}`,
     group: "container HTTP throughput",
     baseline: c.baseline,
-    ignore: !READY,
+    ignore: !LAB_READY,
     n: 10,
     warmup: 1,
     fn() {
       const started = performance.now();
       curl(["--parallel", "--parallel-max", String(PARALLEL.at), ...urls(c.server, PARALLEL.total)]);
-      record(rates, `throughput, ${c.name}`, [PARALLEL.total / ((performance.now() - started) / 1000)]);
+      rates.record(`throughput, ${c.name}`, PARALLEL.total / ((performance.now() - started) / 1000));
     },
   });
 }

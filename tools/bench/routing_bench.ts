@@ -4,39 +4,17 @@
 //   loading it); baseline: the same image saved and loaded on m1's own dockerd through the daemon's client-side
 //   path (`ployz.image.export.v1` read in full), so the ratio shows what the mesh and the load add.
 // p50/p99 of every series and the transfer throughput are printed at the end, next to Deno's own table.
-import { fileURLToPath } from "node:url";
-import { daemonClient, type LabState, labUp, missingCommands } from "../../lib/lab/mod.ts";
+import { daemonClient, type LabState, labUp } from "../../lib/lab/mod.ts";
 import { type MachineClient, viaEntry } from "../../lib/rpc/mod.ts";
 import { sleep } from "../../lib/util/mod.ts";
+import { LAB_READY, labDownSync, percentile, Series } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 
-function ready(): boolean {
-  try {
-    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
-      Deno.statSync(HOST_DOCKER).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-const READY = ready();
-const samples = new Map<string, number[]>();
+const samples = new Series();
 const rates: number[] = [];
 let lab: { state: LabState; ids: Record<string, string>; clients: Record<string, MachineClient> } | undefined;
 let serial = 0;
-
-function record(series: string, ms: number): void {
-  const list = samples.get(series) ?? [];
-  list.push(ms);
-  samples.set(series, list);
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-}
 
 function docker(machine: string, args: string[]): void {
   const m = lab!.state.plan.machines.find((x) => x.name === machine)!;
@@ -76,16 +54,10 @@ async function setUp(): Promise<void> {
   }
 }
 
-if (READY) {
+if (LAB_READY) {
   await setUp();
   globalThis.addEventListener("unload", () => {
-    for (const [series, values] of samples) {
-      console.log(
-        `${series}: n=${values.length} p50=${percentile(values, 0.5).toFixed(2)} ms p99=${
-          percentile(values, 0.99).toFixed(2)
-        } ms max=${Math.max(...values).toFixed(2)} ms`,
-      );
-    }
+    samples.print(2);
     if (rates.length > 0) {
       console.log(
         `image transfer m1 → m2: median ${
@@ -94,11 +66,7 @@ if (READY) {
       );
     }
     for (const c of Object.values(lab!.clients)) c.close();
-    new Deno.Command(fileURLToPath(new URL("../../bin/ployz", import.meta.url)), {
-      args: ["lab", "down", "--dir", lab!.state.plan.dir],
-      stdout: "null",
-      stderr: "null",
-    }).outputSync();
+    labDownSync(lab!.state.plan.dir);
   });
 }
 
@@ -108,13 +76,13 @@ Deno.bench({
   baseline: true,
   n: 300,
   warmup: 20,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     b.start();
     const t0 = performance.now();
     await lab!.clients.m2.describeContract();
     b.end();
-    record("describe_contract direct", performance.now() - t0);
+    samples.record("describe_contract direct", performance.now() - t0);
   },
 });
 
@@ -123,14 +91,14 @@ Deno.bench({
   group: "describe_contract",
   n: 300,
   warmup: 20,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     const via = viaEntry(lab!.clients.m1, lab!.ids.m2);
     b.start();
     const t0 = performance.now();
     await via.describeContract();
     b.end();
-    record("describe_contract via Entry", performance.now() - t0);
+    samples.record("describe_contract via Entry", performance.now() - t0);
   },
 });
 
@@ -140,14 +108,14 @@ Deno.bench({
   baseline: true,
   n: 5,
   warmup: 1,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     b.start();
     const t0 = performance.now();
     const stream = await lab!.clients.m1.exportImage({ ref: IMAGE });
     await stream.pipeTo(new WritableStream());
     b.end();
-    record("image export local", performance.now() - t0);
+    samples.record("image export local", performance.now() - t0);
   },
 });
 
@@ -156,7 +124,7 @@ Deno.bench({
   group: "image transfer",
   n: 5,
   warmup: 1,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     const ref = `ployz-bench/copy:${++serial}`;
     docker("m1", ["tag", IMAGE, ref]);
@@ -164,7 +132,7 @@ Deno.bench({
     const t0 = performance.now();
     const answer = await lab!.clients.m2.pullImageFromPeer({ ref, "from_machine_id": lab!.ids.m1 });
     b.end();
-    record("image pull m1 → m2", performance.now() - t0);
+    samples.record("image pull m1 → m2", performance.now() - t0);
     rates.push(answer.bytes / 1_000_000 / (answer.duration_ms / 1000));
     docker("m2", ["rmi", ref]);
     docker("m1", ["rmi", ref]);
