@@ -4,35 +4,14 @@
 // reuse the TCP connection but still start the bridge each time). The server runs in this process on a real unix
 // socket; the bridges are this checkout's ployzd.
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createRpcApp } from "./app.ts";
-import { CAPABILITIES } from "./catalog.ts";
 import { connectMachine } from "./client.ts";
-import { listenUnix } from "./listen.ts";
 import { muxSession } from "./mux.ts";
 import { muxFetch, stdioFetch } from "./stdio_transport.ts";
+import { dialStdio, startTestDaemon } from "./test_daemon.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const dir = Deno.makeTempDirSync({ prefix: "ployz-mux-bench-" });
-const app = createRpcApp({
-  describeContract: () =>
-    Promise.resolve({
-      "machine_id": "m1",
-      "machine_name": "one",
-      "protocol_major": 1,
-      "daemon_version": "0.1.0",
-      capabilities: [CAPABILITIES.describeContract],
-    }),
-});
-const server = await listenUnix(
-  { path: join(dir, "ployz.sock") },
-  (request, signal) => app.fetch(request, signal),
-);
-const bridge = {
-  cmd: Deno.execPath(),
-  args: ["run", "--quiet", "--no-prompt", "--allow-all", join(ROOT, "cmd", "ployzd.ts"), "dial-stdio"],
-  env: { PLOYZ_RUN_DIR: dir },
-};
+const daemon = await startTestDaemon({});
+const dir = daemon.dir;
+const bridge = dialStdio(dir);
 const child = new Deno.Command(bridge.cmd, {
   args: [...bridge.args, "--mux"],
   env: bridge.env,
@@ -51,7 +30,7 @@ globalThis.addEventListener("unload", () => {
   mux.close();
   perCall.close();
   void session.close();
-  void server.shutdown();
+  // unload does not wait for promises: the socket goes with the process, its directory now.
   Deno.removeSync(dir, { recursive: true });
 });
 

@@ -1,50 +1,15 @@
 import { deepEqual, equal, ok, rejects } from "node:assert/strict";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createRpcApp } from "./app.ts";
-import { CAPABILITIES } from "./catalog.ts";
 import { connectMachine } from "./client.ts";
 import { RpcError } from "./errors.ts";
-import { listenUnix } from "./listen.ts";
 import { encodeFrame, FRAME, MAX_FRAME, muxSession, readFrames } from "./mux.ts";
 import { muxFetch } from "./stdio_transport.ts";
+import { spawnDialStdio, startTestDaemon } from "./test_daemon.ts";
 
-const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const encoder = new TextEncoder();
 
-function bridge(dir: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--allow-read",
-      "--allow-write",
-      "--allow-net",
-      "--allow-env",
-      join(ROOT, "cmd", "ployzd.ts"),
-      "dial-stdio",
-      "--mux",
-    ],
-    env: { PLOYZ_RUN_DIR: dir },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
-
 Deno.test("one `dial-stdio --mux` process carries concurrent calls and an open stream beside them", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-mux-" });
   let tail!: ReadableStreamDefaultController<Uint8Array>;
-  const app = createRpcApp({
-    describeContract: () =>
-      Promise.resolve({
-        "machine_id": "m1",
-        "machine_name": "one",
-        "protocol_major": 1,
-        "daemon_version": "0.1.0",
-        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.tailLogs],
-      }),
+  await using daemon = await startTestDaemon({
     // A stream that stays open until the test ends it: `logs -f` over the same connection as other calls.
     tailLogs: () =>
       Promise.resolve(
@@ -56,11 +21,7 @@ Deno.test("one `dial-stdio --mux` process carries concurrent calls and an open s
         }),
       ),
   });
-  const server = await listenUnix(
-    { path: join(dir, "ployz.sock") },
-    (request, signal) => app.fetch(request, signal),
-  );
-  const child = bridge(dir);
+  const child = spawnDialStdio(daemon.dir, "--mux");
   const stderr = new Response(child.stderr).text();
   const session = muxSession(child.stdout, child.stdin);
   const client = connectMachine({ label: "mux", fetch: muxFetch(session, "mux") });
@@ -90,14 +51,12 @@ Deno.test("one `dial-stdio --mux` process carries concurrent calls and an open s
     const status = await child.status;
     await stderr;
     equal(status.code, 0);
-    await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
 Deno.test("`dial-stdio --mux` with no daemon exits before greeting, and the caller hears why", async () => {
   const dir = await Deno.makeTempDir({ prefix: "ployz-mux-" });
-  const child = bridge(dir);
+  const child = spawnDialStdio(dir, "--mux");
   const stderr = new Response(child.stderr).text();
   const session = muxSession(child.stdout, child.stdin);
   const client = connectMachine({ label: "mux", fetch: muxFetch(session, "ssh far", () => stderr) });

@@ -1,26 +1,12 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createRpcApp } from "./app.ts";
 import { CAPABILITIES } from "./catalog.ts";
 import { connectMachine } from "./client.ts";
 import { RpcError } from "./errors.ts";
-import { listenUnix } from "./listen.ts";
 import { stdioFetch } from "./stdio_transport.ts";
-
-const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+import { dialStdio, startTestDaemon } from "./test_daemon.ts";
 
 Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a chunked stream, a refusal", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-stdio-" });
-  const app = createRpcApp({
-    describeContract: () =>
-      Promise.resolve({
-        "machine_id": "m1",
-        "machine_name": "one",
-        "protocol_major": 1,
-        "daemon_version": "0.1.0",
-        capabilities: [CAPABILITIES.describeContract, CAPABILITIES.tailLogs],
-      }),
+  await using daemon = await startTestDaemon({
     tailLogs: () =>
       Promise.resolve(
         new ReadableStream<Uint8Array>({
@@ -31,29 +17,8 @@ Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a c
         }),
       ),
   });
-  const server = await listenUnix(
-    { path: join(dir, "ployz.sock") },
-    (request, signal) => app.fetch(request, signal),
-  );
   // The bridge the SSH path runs on the far side, here run locally instead of through ssh.
-  const client = connectMachine({
-    label: "dial-stdio",
-    fetch: stdioFetch({
-      cmd: Deno.execPath(),
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        "--allow-read",
-        "--allow-write",
-        "--allow-net",
-        "--allow-env",
-        join(ROOT, "cmd", "ployzd.ts"),
-        "dial-stdio",
-      ],
-      env: { PLOYZ_RUN_DIR: dir },
-    }),
-  });
+  const client = connectMachine({ label: "dial-stdio", fetch: stdioFetch(dialStdio(daemon.dir)) });
   try {
     const contract = await client.describeContract();
     equal(contract.machine_name, "one");
@@ -65,8 +30,6 @@ Deno.test("stdioFetch carries Machine RPC through `ployzd dial-stdio`: JSON, a c
     deepEqual(refused.details.capability, CAPABILITIES.inspectImage);
   } finally {
     client.close();
-    await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
