@@ -10,22 +10,14 @@ import {
 } from "./budget.ts";
 import { type LogStore, openLogStore } from "./log_store.ts";
 import { ObserveError } from "./errors.ts";
-import { T0, tempDir } from "./test_support.ts";
+import { identity, T0, tempDir } from "./test_support.ts";
 
 const HOUR = 3_600_000_000_000n;
 const encoder = new TextEncoder();
 
 /** Fills hours 0..hours-1 after T0 with `perHour` lines of ~200 bytes each. */
 function fill(store: LogStore, hours: number, perHour: number): void {
-  const { key } = store.upsertContainer({
-    containerId: "c".repeat(64),
-    name: "c",
-    machineId: "m",
-    project: "p",
-    service: "s",
-    deployment: "d",
-    slot: "0",
-  });
+  const { key } = store.upsertContainer(identity());
   for (let h = 0; h < hours; h++) {
     const entries = Array.from({ length: perHour }, (_, i) => ({
       stream: "stdout" as const,

@@ -5,6 +5,7 @@
  */
 
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { ContainerIdentity } from "./containers.ts";
 import type { LogStream } from "./log_entry.ts";
 import { ObserveError } from "./errors.ts";
 
@@ -73,15 +74,8 @@ export interface LogHistoryResult {
   notes: string[];
 }
 
-interface ContainerRow {
+interface ContainerRow extends ContainerIdentity {
   key: number;
-  containerId: string;
-  name: string;
-  machineId: string;
-  project: string;
-  service: string;
-  deployment: string;
-  slot: string;
 }
 
 /** The containers `selector` names; throws `ambiguous` when a container prefix matches several. */

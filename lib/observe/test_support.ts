@@ -7,10 +7,25 @@
 
 import { join } from "node:path";
 import protobuf from "protobufjs";
+import type { ContainerIdentity } from "./containers.ts";
 import type { LogEntryInput } from "./log_entry.ts";
 
 /** A base time: 2026-01-01T00:00:00Z in ns. */
 export const T0 = 1_767_225_600_000_000_000n;
+
+/** A container's identity with every label set; `overrides` replace fields. */
+export function identity(overrides: Partial<ContainerIdentity> = {}): ContainerIdentity {
+  return {
+    containerId: "c".repeat(64),
+    name: "c",
+    machineId: "m",
+    project: "p",
+    service: "s",
+    deployment: "d",
+    slot: "0",
+    ...overrides,
+  };
+}
 
 /** `n` numbered stdout lines one ms apart, starting at `start`. */
 export function numbered(prefix: string, n: number, start: bigint = T0, first = 0): LogEntryInput[] {

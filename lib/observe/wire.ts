@@ -6,7 +6,7 @@
 
 import { z } from "zod";
 import { ObserveError } from "./errors.ts";
-import { type LogHistoryQuery, type LogLine, MAX_HISTORY_LIMIT } from "./log_query.ts";
+import { type LogHistoryQuery, type LogLine, type LogSelector, MAX_HISTORY_LIMIT } from "./log_query.ts";
 import type { TailQuery } from "./tail.ts";
 
 /** A time on the wire: nanoseconds since the epoch as a decimal string, or an RFC 3339 timestamp. */
@@ -79,14 +79,21 @@ export function parseTime(field: string, value: string): bigint {
   return BigInt(ms) * 1_000_000n + subMs;
 }
 
-/** The history query a wire request asks for. */
-export function historyFromWire(request: z.infer<typeof LogHistoryRequest>): LogHistoryQuery {
+/** Whose lines a wire request asks for, and the text they must contain. */
+function selectorFromWire(request: z.infer<z.ZodObject<typeof selector>>): LogSelector & { grep?: string } {
   return {
     project: request.project,
     service: request.service,
     deployment: request.deployment,
     container: request.container,
     grep: request.grep,
+  };
+}
+
+/** The history query a wire request asks for. */
+export function historyFromWire(request: z.infer<typeof LogHistoryRequest>): LogHistoryQuery {
+  return {
+    ...selectorFromWire(request),
     since: parseTime("since", request.since),
     until: request.until === undefined ? undefined : parseTime("until", request.until),
     limit: request.limit,
@@ -96,11 +103,7 @@ export function historyFromWire(request: z.infer<typeof LogHistoryRequest>): Log
 /** The tail query a wire request asks for. */
 export function tailFromWire(request: z.infer<typeof TailLogsRequest>): TailQuery {
   return {
-    project: request.project,
-    service: request.service,
-    deployment: request.deployment,
-    container: request.container,
-    grep: request.grep,
+    ...selectorFromWire(request),
     since: request.since === undefined ? undefined : parseTime("since", request.since),
     backlog: request.backlog,
   };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { enforceBudget } from "../budget.ts";
 import { openLogStore } from "../log_store.ts";
-import { T0, tempDir } from "../test_support.ts";
+import { identity, T0, tempDir } from "../test_support.ts";
 import { MetricStore } from "./metric_store.ts";
 
 const HOUR_MS = 3600_000;
@@ -14,31 +14,14 @@ Deno.test("past the size cap, the oldest hour of logs and metrics goes together"
   const store = openLogStore({ path: join(dir.path, "observe.db") });
   try {
     const metrics = new MetricStore(store.database);
-    const { key } = store.upsertContainer({
-      containerId: "c".repeat(64),
-      name: "c",
-      machineId: "m",
-      project: "p",
-      service: "s",
-      deployment: "d",
-      slot: "0",
-    });
-    const identity = {
-      containerId: "c".repeat(64),
-      name: "c",
-      machineId: "m",
-      project: "p",
-      service: "s",
-      deployment: "d",
-      slot: "0",
-    };
+    const { key } = store.upsertContainer(identity());
     // Metrics start an hour before logs: hour 0 holds metrics only, hours 1–2 both.
     for (let h = 0; h < 3; h++) {
       for (let i = 0; i < 360; i++) {
         metrics.record({
           timeMs: T0_MS + h * HOUR_MS + i * 10_000,
           machine: { cpu: 1 },
-          containers: [{ identity, values: { cpu: 0.5, memory: 1e6 }, markers: [], gone: false }],
+          containers: [{ identity: identity(), values: { cpu: 0.5, memory: 1e6 }, markers: [], gone: false }],
         });
       }
       if (h === 0) continue;

@@ -32,16 +32,10 @@ export const METRICS: readonly MetricName[] = [
   "disk_free",
 ];
 
-/** Metrics sampled per container. */
-export const CONTAINER_METRICS: readonly MetricName[] = [
-  "cpu",
-  "memory",
-  "net_rx",
-  "net_tx",
-  "disk_read",
-  "disk_write",
-  "restarts",
-];
+/** Metrics sampled per container: all but the Machine's own load and free disk. */
+export const CONTAINER_METRICS: readonly MetricName[] = METRICS.filter((m) =>
+  m !== "load1" && m !== "disk_free"
+);
 
 /** Metrics sampled for the Machine itself. */
 export const MACHINE_METRICS: readonly MetricName[] = [
