@@ -137,7 +137,7 @@ Deno.test(needs(["lab"], {
     assert.equal(spread.code, 0, spread.stderr + spread.stdout);
     const result = JSON.parse((await lab.on("m1", ["ps", "--all-machines", "--json"])).stdout) as Listed;
     const spreadOn = result.machines.flatMap((m) =>
-      m.containers.filter((c) => c.project === "spread").map((c) => m.machine_name)
+      m.containers.filter((c) => c.project === "spread").map(() => m.machine_name)
     ).sort();
     assert.deepEqual(spreadOn, ["m1", "m3"]);
   },
