@@ -16,8 +16,8 @@
  * @module
  */
 
-export { httpStatusOf, isRpcErrorCode, RPC_ERROR_CODES, RpcError, type RpcErrorCode } from "./errors.ts";
-export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, routeOf, type RouteTypes } from "./catalog.ts";
+export { httpStatusOf, isRpcErrorCode, RpcError, type RpcErrorCode } from "./errors.ts";
+export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, type RouteTypes } from "./catalog.ts";
 export type {
   ContainerRefRequest,
   ContainerResponse,
@@ -61,7 +61,6 @@ export type {
   StatusResponse,
 } from "./machine_routes.ts";
 export type { EmptyRequest } from "./route.ts";
-export type { ErrorBody } from "./envelope.ts";
 export type {
   UpgradeAttemptWire,
   UpgradeMachineRequest,
@@ -87,7 +86,6 @@ export {
   type TailLogsRequest,
 } from "./observe_routes.ts";
 export {
-  FAN_OUT_DEADLINE_MS,
   fanOut,
   type FanOutFailure,
   type FanOutOmission,
@@ -143,7 +141,7 @@ export {
   MAX_EXEC_INPUT,
   parseExecFrame,
 } from "./exec_routes.ts";
-export { type BytePipe, exchange, muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
-export { MAX_FRAME, MUX_HELLO, type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
+export { muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
+export { type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";
 export { readBodyCapped } from "../util/mod.ts";

@@ -69,18 +69,11 @@ export {
   Table,
 } from "./store.ts";
 export type { SiteVersions, VersionVector } from "./vector.ts";
-export { generateSigningSecret, SIGNING_KEY_PATTERN, signingPublicKey } from "./signing.ts";
+export { generateSigningSecret, signingPublicKey } from "./signing.ts";
 export { MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
-export type { ErrorBody, PushResponse, SyncResponse, VectorResponse } from "./protocol.ts";
-export {
-  COMPACTION_HORIZON_MS,
-  SyncAgent,
-  type SyncAgentOptions,
-  type SyncEvent,
-  type SyncResult,
-  type SyncStats,
-} from "./sync_agent.ts";
+export type { PushResponse } from "./protocol.ts";
+export { COMPACTION_HORIZON_MS, SyncAgent, type SyncResult, type SyncStats } from "./sync_agent.ts";
 export {
   type Allocation,
   ConfigStore,
@@ -90,5 +83,4 @@ export {
   openConfigStore,
   type Receipt,
   type SavedState,
-  STATE_KEY_FILE,
 } from "./config_store.ts";
