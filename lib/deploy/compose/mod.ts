@@ -35,25 +35,15 @@
 
 export { loadCompose } from "./load.ts";
 export type { LoadComposeOptions, LoadedCompose } from "./load.ts";
-export { type FileContents, MAX_SHIPPED_BYTES } from "./files.ts";
+export { type FileContents } from "./files.ts";
 export { ComposeError, formatIssue } from "./issue.ts";
 export type { ComposeIssue } from "./issue.ts";
 export { INLINE_DOCKERFILE_NAME, MAX_INLINE_DOCKERFILE } from "./build.ts";
-export { compareServiceSpecs, serviceSpecDigest } from "./spec.ts";
-export type { SpecChange, SpecComparison } from "./spec.ts";
-export { interpolate } from "./interpolate.ts";
-export type { Interpolated } from "./interpolate.ts";
+export type { SpecChange } from "./spec.ts";
 export { parseEnvFile } from "./env_file.ts";
-export {
-  FileLimitError,
-  MAX_COMPOSE_BYTES,
-  MAX_FILE_BYTES,
-  MAX_REPLICAS,
-  MAX_SERVICES,
-  readBoundedFile,
-} from "./limits.ts";
+export { readBoundedFile } from "./limits.ts";
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
-export { parseBytes, parseDurationMs } from "./units.ts";
+export { parseDurationMs } from "./units.ts";
 export { canonicalJson } from "./canonical_json.ts";
 export {
   constraintHolds,

@@ -20,12 +20,11 @@
  */
 
 export { DockerError } from "./errors.ts";
-export { type Deadlines, DEFAULT_DEADLINES } from "./deadline.ts";
+export { type Deadlines } from "./deadline.ts";
 export { type LabelKeys, LABELS } from "./labels.ts";
 export {
   type ContainerDns,
   type ContainerSpec,
-  DEFAULT_LOG_POLICY,
   type DeviceRequestSpec,
   type DeviceSpec,
   fileCopyName,

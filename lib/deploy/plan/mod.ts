@@ -6,7 +6,7 @@
  * @module
  */
 
-export { DeployError, errorBody } from "./errors.ts";
+export { errorBody } from "./errors.ts";
 export type {
   HealthEvidenceView,
   MachineApi,
@@ -16,10 +16,9 @@ export type {
   ServingPointerView,
   WaitHealthyAnswer,
 } from "./machine_api.ts";
-export { containerName, creationKey, newDeploymentId } from "./keys.ts";
-export { hookContainerSpec, NETWORK, serviceContainerSpec, type SlotIdentity } from "./container_spec.ts";
-export { DEFAULT_MONITOR_MS, healthGate } from "./health.ts";
-export { type DeployIntent, deployIntent, serviceOrder } from "./intent.ts";
+export { newDeploymentId } from "./keys.ts";
+export { serviceContainerSpec, type SlotIdentity } from "./container_spec.ts";
+export { type DeployIntent, deployIntent } from "./intent.ts";
 export {
   type MachineObservation,
   type ObservationFailure,
@@ -28,9 +27,9 @@ export {
   type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";
-export { DEFAULT_HOOK_TIMEOUT_MS, planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
+export { planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";
-export { describeOp, nothingToDo, opTarget, renderPreview } from "./preview.ts";
+export { renderPreview } from "./preview.ts";
 export type {
   ContainerRef,
   CreateOp,
