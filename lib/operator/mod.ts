@@ -26,7 +26,7 @@ export {
   formatConnectUrl,
   parseConnectUrl,
 } from "./context.ts";
-export { describeChoice, openConnection, type SshConnectOptions, sshFailure } from "./connection.ts";
+export { describeChoice, openConnection, type SshConnectOptions } from "./connection.ts";
 export { OperatorError } from "./errors.ts";
 export {
   type RestartApi,
@@ -57,28 +57,16 @@ export {
   type UpgradeSequenceResult,
   type UpgradeTarget,
 } from "./upgrade_flow.ts";
-export {
-  entryOnly,
-  type ListedTargets,
-  listTargets,
-  type ListTargetsOptions,
-  type Reach,
-  throughEntry,
-} from "./targets.ts";
-export { copyImage, type ImageCopy, pickMachine } from "./image_copy.ts";
+export { type ListedTargets, listTargets, type ListTargetsOptions, type Reach } from "./targets.ts";
+export { copyImage, type ImageCopy } from "./image_copy.ts";
 export { configureMachine, labelRequest, onOff } from "./machine_settings.ts";
-export { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
-export { clientOf, type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
+export { type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
 export {
-  confirmPlan,
   type DeployBook,
   deployProject,
   type DeployReport,
-  executeAndRecord,
   type FlowOptions,
   type FlowResult,
-  observe,
-  requirePlanCapabilities,
 } from "./deploy_flow.ts";
 export {
   cancelRemoval,
@@ -91,10 +79,4 @@ export {
   removalStatus,
   removeWithMark,
 } from "./removal_flow.ts";
-export {
-  catchUpGlobal,
-  catchUpOps,
-  type CatchUpOptions,
-  type CatchUpResult,
-  type Joined,
-} from "./global_catch_up.ts";
+export { catchUpGlobal, type CatchUpOptions, type CatchUpResult, type Joined } from "./global_catch_up.ts";

@@ -24,30 +24,15 @@
  * @module
  */
 
-export { acksToWrite, writeAcks } from "./acks.ts";
-export {
-  CADDY_ADMIN_CONFIG,
-  CADDY_ADMIN_DIR_IN_CONTAINER,
-  type CaddyAdmin,
-  CaddyAdminError,
-  openCaddyAdmin,
-} from "./caddy_admin.ts";
-export {
-  type CaddyLoadOptions,
-  type CaddyLoadReport,
-  canonical,
-  configDials,
-  loadCaddy,
-} from "./caddy_loader.ts";
+export { CADDY_ADMIN_DIR_IN_CONTAINER, type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
+export { type CaddyLoadOptions, type CaddyLoadReport, configDials, loadCaddy } from "./caddy_loader.ts";
 export {
   type CaddyFragment,
   type CaddyProjection,
   type CaddyProjectionOptions,
   projectCaddy,
-  renderTemplate,
   type ServingProblem,
 } from "./caddy_projection.ts";
-export { type DnsProjectionOptions, dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 export {
   type DnsRunner,
   RUNTIME_UNIT_DIR,
@@ -55,24 +40,17 @@ export {
   systemdRuns,
   systemdUnitRunner,
 } from "./dns_unit.ts";
-export { DnsSpecWriter } from "./dns_writer.ts";
 export {
-  DEFAULT_INGRESS_RESCAN_MS,
   type IngressDriver,
   type IngressDriverOptions,
   IngressHoldBook,
-  ingressRescanMsFromEnv,
   startIngressDriver,
-  toScanned,
 } from "./ingress_driver.ts";
 export { fillIngressSlot, type IngressFill, type IngressFillApi } from "./ingress_fill.ts";
 export {
-  caddyAdminSocket,
   caddyRunDir,
-  DEFAULT_INGRESS_IMAGE,
   INGRESS_PROJECT,
   INGRESS_SERVICE,
-  ingressContainerName,
   ingressContainerSpec,
   ingressImage,
   type IngressSlotOptions,
@@ -81,22 +59,10 @@ export {
   type IngressHoldReason,
   type IngressHolds,
   type IngressRecord,
-  type IngressScan,
   type IngressStartDecision,
-  ingressStartDecision,
   isIngressProxy,
-  lastStartFailed,
-  type ScannedContainer,
 } from "./ingress_start.ts";
-export {
-  caddyFragment,
-  type IngressRoute,
-  ingressRoutes,
-  markedStopping,
-  SERVING_LABELS,
-  servingLabels,
-  type ServingSource,
-} from "./labels.ts";
+export { SERVING_LABELS } from "./labels.ts";
 export { pointerStatus, setServingPointer } from "./pointer.ts";
 export {
   activeRemoval,
@@ -111,26 +77,11 @@ export {
   WHOLE_PROJECT,
 } from "./removal.ts";
 export { listRemovals, markRemoval, type RemovalView } from "./removal_rows.ts";
-export {
-  DEFAULT_RETIRE_AFTER_MS,
-  retireAfterMsFromEnv,
-  type RetireDecision,
-  type RetireInput,
-  type RetireItem,
-} from "./retire.ts";
-export { retireDecision } from "./retire.ts";
+export { retireAfterMsFromEnv, type RetireDecision, type RetireItem } from "./retire.ts";
 export {
   type ServingLoop,
   type ServingLoopOptions,
   type ServingPass,
   startServingLoop,
 } from "./serving_loop.ts";
-export {
-  pointed,
-  servable,
-  type ServiceGroup,
-  serviceKey,
-  type ServingContext,
-  servingGroups,
-  supersededOf,
-} from "./serving_set.ts";
+export { type ServingContext } from "./serving_set.ts";
