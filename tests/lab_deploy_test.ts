@@ -7,7 +7,7 @@
 // after the heal both sides list everything.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { lastOutcome } from "./support/daemon.ts";
+import { followDeploy, lastOutcome } from "./support/daemon.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { ROOT } from "./support/spawn.ts";
@@ -132,37 +132,22 @@ Deno.test(needs(["lab"], {
       async () => {
         const path = join(lab.dir, "cut.yaml");
         await Deno.writeTextFile(path, cutCompose());
-        const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
-          args: ["deploy", "-f", path, "-y", "--monitor", "2s", "--json"],
-          env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
-          clearEnv: true,
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        const stderr = new Response(child.stderr).text();
         let cutAt = -1;
-        let text = "";
-        let buffered = "";
-        for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-          text += chunk;
-          buffered += chunk;
-          const lines = buffered.split("\n");
-          buffered = lines.pop() ?? "";
-          for (const line of lines) {
-            const event = JSON.parse(line);
+        const run = await followDeploy(
+          [join(ROOT, "bin", "ployz"), "deploy", "-f", path, "-y", "--monitor", "2s", "--json"],
+          lab.envOn("m1"),
+          async (event) => {
             // While m2's slot is being made, m3 drops off the mesh: the next operation, on m3, cannot run.
             if (cutAt < 0 && event.type === "step" && event.status === "running" && event.index === 1) {
               cutAt = event.index;
               const cut = await lab.lab(["partition", "m1,m2", "/", "m3"]);
               assert.equal(cut.code, 0, cut.stderr);
             }
-          }
-        }
-        const status = await child.status;
-        assert.equal(status.code, 1, `a partial Deploy exits 1: ${await stderr}`);
+          },
+        );
+        assert.equal(run.code, 1, `a partial Deploy exits 1: ${run.stderr}`);
         assert.equal(cutAt, 1, "the partition was made while operation 2 ran");
-        const outcome = lastOutcome<OutcomeJson>(text);
+        const outcome = lastOutcome<OutcomeJson>(run.transcript);
         assert.equal(outcome.status, "partial");
         assert.deepEqual(
           outcome.completed.map((op) => `${op.kind} ${op.service}@${op.machine_name}`),

@@ -4,7 +4,7 @@
 // unknown, and everything after is not attempted.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { lastOutcome } from "./support/daemon.ts";
+import { followDeploy, lastOutcome } from "./support/daemon.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { ROOT } from "./support/spawn.ts";
@@ -107,8 +107,11 @@ Deno.test(needs(["lab"], {
     await t.step("a Machine cut mid-Deploy under --parallel 8", async () => {
       const path = join(lab.dir, "cutp.yaml");
       await Deno.writeTextFile(path, threeByThree("cutp"));
-      const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
-        args: [
+      let plan: OpJson[] = [];
+      let cut = false;
+      const run = await followDeploy(
+        [
+          join(ROOT, "bin", "ployz"),
           "deploy",
           "-f",
           path,
@@ -121,24 +124,8 @@ Deno.test(needs(["lab"], {
           "--call-timeout",
           "15s",
         ],
-        env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
-        clearEnv: true,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      const stderr = new Response(child.stderr).text();
-      let plan: OpJson[] = [];
-      let cut = false;
-      let text = "";
-      let buffered = "";
-      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-        text += chunk;
-        buffered += chunk;
-        const lines = buffered.split("\n");
-        buffered = lines.pop() ?? "";
-        for (const line of lines) {
-          const event = JSON.parse(line);
+        lab.envOn("m1"),
+        async (event) => {
           if (event.type === "plan") plan = event.ops;
           // While m3's replica of a waits for its health, m3 drops off the mesh.
           if (
@@ -150,12 +137,11 @@ Deno.test(needs(["lab"], {
             const r = await lab.lab(["partition", "m1,m2", "/", "m3"]);
             assert.equal(r.code, 0, r.stderr);
           }
-        }
-      }
-      const status = await child.status;
-      assert.equal(status.code, 1, `a partial Deploy exits 1: ${await stderr}`);
+        },
+      );
+      assert.equal(run.code, 1, `a partial Deploy exits 1: ${run.stderr}`);
       assert.ok(cut, "the partition was made while m3's operation ran");
-      const outcome = lastOutcome<OutcomeJson>(text);
+      const outcome = lastOutcome<OutcomeJson>(run.transcript);
       assert.equal(outcome.status, "partial");
       assert.deepEqual(outcome.completed.map(at).sort(), ["create a@m1", "create a@m2"]);
       assert.equal(outcome.failed?.op.machine_name, "m3");

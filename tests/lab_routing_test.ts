@@ -11,7 +11,7 @@ import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/r
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import type { RunResult } from "./support/spawn.ts";
-import { labDocker, ployzCli } from "./support/lab.ts";
+import { labDocker, onPloyzNetwork, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
@@ -140,17 +140,13 @@ Deno.test(needs(["lab"], {
 
       await t.step("m1's mesh port answers no caller that is not a Machine of the Cluster", async () => {
         // A container on m2 reaches m1's gateway over WireGuard, from an address inside m2's subnet.
-        const probe = await docker("m2", [
-          "run",
-          "--rm",
-          "--network",
-          "ployz",
-          IMAGE,
-          "sh",
-          "-c",
-          `wget -q -O - --post-data '{"protocol_major":1}' ` +
-          `http://10.210.0.1:51000/rpc/ployz.machine.describe_contract.v1 2>&1; echo rc=$?`,
-        ]);
+        const probe = await docker(
+          "m2",
+          onPloyzNetwork(
+            `wget -q -O - --post-data '{"protocol_major":1}' ` +
+              `http://10.210.0.1:51000/rpc/ployz.machine.describe_contract.v1 2>&1; echo rc=$?`,
+          ),
+        );
         assert.match(probe.stdout, /401 Unauthorized/, probe.stdout + probe.stderr);
         assert.match(probe.stdout, /rc=1/);
         // The host is off the mesh: the firewall drops what does not come in over WireGuard.

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine } from "../lib/rpc/mod.ts";
 import { IMAGE } from "./support/docker.ts";
-import { startLab } from "./support/lab.ts";
+import { onPloyzNetwork, startLab } from "./support/lab.ts";
 import { readRows } from "./support/lab_store.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
@@ -157,16 +157,7 @@ Deno.test(needs(["lab"], {
             `echo "== ${g}${path}"; wget -T 5 -q -O- --header 'x-ployz-cluster-id: guess' http://${g}:51000${path} 2>&1; echo "rc=$?"`
           )
         );
-        const result = await lab.docker("m2", [
-          "run",
-          "--rm",
-          "--network",
-          "ployz",
-          IMAGE,
-          "sh",
-          "-c",
-          probes.join("; "),
-        ]);
+        const result = await lab.docker("m2", onPloyzNetwork(probes.join("; ")));
         assert.equal(result.code, 0, result.stderr);
         const answers = result.stdout.split("== ").filter((s) => s.trim() !== "");
         assert.equal(answers.length, 4, result.stdout);

@@ -16,6 +16,7 @@ import { sshArgs } from "../lib/installer/mod.ts";
 import { chooseConnection, openConnection } from "../lib/operator/mod.ts";
 import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch, viaEntry } from "../lib/rpc/mod.ts";
+import { followDeploy, lastOutcome } from "./support/daemon.ts";
 import { IMAGE } from "./support/docker.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
@@ -53,13 +54,6 @@ interface OutcomeJson {
     "outcome_unknown"?: boolean;
   };
   "not_attempted": { kind: string; "machine_name": string; service: string }[];
-}
-
-function lastOutcome(ndjson: string): OutcomeJson {
-  const lines = ndjson.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-  const outcome = lines.reverse().find((l) => l.type === "outcome");
-  assert.ok(outcome !== undefined, `no outcome in: ${ndjson}`);
-  return outcome.outcome as OutcomeJson;
 }
 
 async function sh(cmd: string, args: string[]): Promise<RunResult> {
@@ -318,7 +312,7 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           const started = performance.now();
           const deployed = await opOk(["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
           opSeconds = (performance.now() - started) / 1000;
-          assert.equal(lastOutcome(deployed.stdout).status, "succeeded", deployed.stdout);
+          assert.equal(lastOutcome<OutcomeJson>(deployed.stdout).status, "succeeded", deployed.stdout);
           // Without x-context and with no current context, the operator namespace has no Machine to talk to.
           const bare = await op(["ps"]);
           assert.equal(bare.code, 1);
@@ -607,8 +601,10 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
               `  after:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n    depends_on: [web]\n` +
               `    x-machines: [m1]\n    stop_grace_period: 1s\n`,
           );
-          const child = new Deno.Command("ip", {
-            args: [
+          let cut = false;
+          const deployed = await followDeploy(
+            [
+              "ip",
               "netns",
               "exec",
               opNs,
@@ -621,23 +617,8 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
               "2s",
               "--json",
             ],
-            env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...operatorEnv },
-            clearEnv: true,
-            stdin: "null",
-            stdout: "piped",
-            stderr: "piped",
-          }).spawn();
-          const stderr = new Response(child.stderr).text();
-          let cut = false;
-          let text = "";
-          let buffered = "";
-          for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-            text += chunk;
-            buffered += chunk;
-            const lines = buffered.split("\n");
-            buffered = lines.pop() ?? "";
-            for (const line of lines) {
-              const event = JSON.parse(line);
+            operatorEnv,
+            async (event) => {
               if (!cut && event.type === "step" && event.status === "running" && event.index === 1) {
                 cut = true;
                 // The per-connection sshd processes are children of the sshd this test started: kill them.
@@ -646,12 +627,11 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
                 assert.ok(pids.length > 0, "a session is open");
                 for (const pid of pids) Deno.kill(Number(pid), "SIGKILL");
               }
-            }
-          }
-          const status = await child.status;
+            },
+          );
           assert.ok(cut, "the connection was cut while operation 2 ran");
-          assert.equal(status.code, 1, `a partial Deploy exits 1: ${await stderr}`);
-          const outcome = lastOutcome(text);
+          assert.equal(deployed.code, 1, `a partial Deploy exits 1: ${deployed.stderr}`);
+          const outcome = lastOutcome<OutcomeJson>(deployed.transcript);
           assert.equal(outcome.status, "partial");
           assert.deepEqual(outcome.completed.map((op) => `${op.kind} ${op.service}@${op.machine_name}`), [
             "create web@m1",
@@ -669,7 +649,7 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           );
 
           const again = await opOk(["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
-          const finished = lastOutcome(again.stdout);
+          const finished = lastOutcome<OutcomeJson>(again.stdout);
           assert.equal(finished.status, "succeeded", again.stdout);
           const ps = JSON.parse((await opOk(["ps", "cut", "--json"])).stdout);
           const placed = ps.machines.flatMap((

@@ -169,3 +169,39 @@ export function lastOutcome<T = Record<string, unknown>>(ndjson: string): T {
   if (outcome === undefined) throw new Error(`No outcome line in: ${ndjson}`);
   return outcome.outcome as T;
 }
+
+/** One event of a `deploy --json` transcript. */
+// deno-lint-ignore no-explicit-any
+export type DeployEventJson = Record<string, any>;
+
+/**
+ * Runs a `ployz deploy … --json` command line (`argv[0]` the program) with exactly `env` (plus PATH) and hands each
+ * event to `onEvent` as it arrives, so a test can act on the Cluster mid-Deploy; answers the exit code, the whole
+ * transcript and stderr.
+ */
+export async function followDeploy(
+  argv: string[],
+  env: Record<string, string>,
+  onEvent: (event: DeployEventJson) => Promise<void> | void,
+): Promise<{ code: number; transcript: string; stderr: string }> {
+  const child = new Deno.Command(argv[0], {
+    args: argv.slice(1),
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...env },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  let transcript = "";
+  let buffered = "";
+  for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+    transcript += chunk;
+    buffered += chunk;
+    const lines = buffered.split("\n");
+    buffered = lines.pop() ?? "";
+    for (const line of lines) await onEvent(JSON.parse(line));
+  }
+  const { code } = await child.status;
+  return { code, transcript, stderr: await stderr };
+}

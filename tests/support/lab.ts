@@ -38,23 +38,12 @@ export function labDocker(dir: string, m: string, args: string[]): Promise<RunRe
  */
 export function fetchInLab(dir: string, m: string, url: string): string[] {
   const script = `wget -q -O - ${url} & p=$!; (sleep 5; kill $p 2>/dev/null) & wait $p; echo rc=$?`;
-  return [
-    "lab",
-    "exec",
-    m,
-    "--dir",
-    dir,
-    "--",
-    "docker",
-    "run",
-    "--rm",
-    "--network",
-    "ployz",
-    IMAGE,
-    "sh",
-    "-c",
-    script,
-  ];
+  return ["lab", "exec", m, "--dir", dir, "--", "docker", ...onPloyzNetwork(script)];
+}
+
+/** `docker` arguments that run `script` with `sh -c` in a throwaway container on a Machine's `ployz` network. */
+export function onPloyzNetwork(script: string): string[] {
+  return ["run", "--rm", "--network", "ployz", IMAGE, "sh", "-c", script];
 }
 
 /** A lab brought up for one test, with the ways the test acts on it. */
