@@ -5,107 +5,51 @@ import Docker from "dockerode";
 import {
   deployIntent,
   executePlan,
+  loadCompose,
   newDeploymentId,
   type NormalizedProject,
   planDeploy,
   takeSnapshot,
 } from "../../lib/deploy/mod.ts";
-import { permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient } from "../../lib/rpc/mod.ts";
-import { sleep } from "../../lib/util/mod.ts";
+import { machineEnv, type Serving, startServe } from "../../tests/support/daemon.ts";
 
 const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET");
 const IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const NETWORK = `ployz-bench-${RUN}`;
-const LABEL = `ployz.bench=${RUN}`;
+const LABEL = `ployz.test=${RUN}`;
 
+/** The Service every run deploys, read by the real Compose loader. */
 function project(): NormalizedProject {
-  const web = {
-    name: "web",
-    image: IMAGE,
-    mode: "replicated" as const,
-    replicas: 3,
-    command: ["sleep", "600"],
-    entrypoint: null,
-    environment: {},
-    labels: {},
-    ports: [],
-    mounts: [],
-    healthcheck: { kind: "disabled" as const },
-    restart: "no",
-    user: null,
-    workingDir: null,
-    hostname: null,
-    extraHosts: [],
-    capAdd: [],
-    capDrop: [],
-    privileged: false,
-    init: null,
-    tty: false,
-    stdinOpen: false,
-    sysctls: {},
-    stopGracePeriodMs: 1000,
-    stopSignal: "SIGKILL",
-    pullPolicy: "missing" as const,
-    logging: { driver: "local", options: {} },
-    resources: {
-      nanoCpus: null,
-      memoryBytes: null,
-      memoryReservationBytes: null,
-      shmSizeBytes: null,
-      ulimits: {},
-    },
-    dependsOn: [],
-    profiles: [],
-    update: { order: null, monitorMs: null },
-    machines: [],
-    caddy: null,
-    preDeploy: null,
-  };
-  return { name: `bench${RUN}`, context: null, services: { web }, volumes: {} };
+  const text = [
+    `name: bench${RUN}`,
+    "services:",
+    "  web:",
+    `    image: ${IMAGE}`,
+    '    command: ["sleep", "600"]',
+    "    deploy: {replicas: 3}",
+    "    healthcheck: {disable: true}",
+    "    stop_grace_period: 1s",
+    "    stop_signal: SIGKILL",
+    "",
+  ].join("\n");
+  return loadCompose({ path: "bench.yaml", text, env: {} }).project;
 }
 
+/** `ployzd serve` on the engine at `socket`, initialized as the one Machine of a Cluster. */
 async function startDaemon(
   socket: string,
-): Promise<{ child: Deno.ChildProcess; client: MachineClient; root: string }> {
+): Promise<{ serving: Serving; client: MachineClient; root: string }> {
   const root = await Deno.makeTempDir({ prefix: "ployz-bench-" });
-  const layout = {
-    dataDir: join(root, "data"),
-    runDir: join(root, "run"),
-    dockerSocket: socket,
-    dockerRoot: root,
-  };
-  await Deno.mkdir(layout.runDir, { recursive: true });
-  const entry = new URL("../../cmd/ployzd.ts", import.meta.url).pathname;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", ...permissionFlags(relocate(permissionSet("serve"), layout)), entry, "serve"],
-    env: {
-      PLOYZ_DATA_DIR: layout.dataDir,
-      PLOYZ_RUN_DIR: layout.runDir,
-      PLOYZ_DOCKER_SOCKET: socket,
-      PLOYZ_DOCKER_NETWORK: NETWORK,
-      PLOYZ_DOCKER_LABELS: LABEL,
-    },
-    clearEnv: true,
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const client = connectMachine({ socketPath: join(layout.runDir, "ployz.sock") });
-  for (let i = 0;; i++) {
-    try {
-      await client.describeContract();
-      break;
-    } catch (error) {
-      if (i > 300) throw error;
-      await sleep(100);
-    }
-  }
+  const env = await machineEnv(root, { dockerSocket: socket, dockerRoot: root, network: NETWORK, run: RUN });
+  const serving = await startServe(env);
+  const client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
   await client.init({
     "machine_name": "bench",
     subnet: `10.213.${1 + Math.floor(Math.random() * 254)}.0/24`,
   });
-  return { child, client, root };
+  return { serving, client, root };
 }
 
 async function removeByLabel(docker: Docker, label: string): Promise<void> {
@@ -123,7 +67,7 @@ if (SOCKET === undefined) {
   const rawLabel = `ployz.bench.raw=${RUN}`;
   globalThis.addEventListener("unload", () => {
     daemon.client.close();
-    daemon.child.kill("SIGTERM");
+    daemon.serving.child.kill("SIGTERM");
     Deno.removeSync(daemon.root, { recursive: true });
     // The daemon's network outlives it, bridge and iptables rules included.
     new Deno.Command("docker", {
