@@ -16,6 +16,35 @@ import { CodedError } from "../util/mod.ts";
 import type { DeployBook, DeployReport } from "./deploy_flow.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
 
+/** How a Machine would observe a container made from `spec`, running, with `fields` replacing what they name. */
+export function observedOf(
+  spec: ContainerSpec,
+  fields: Partial<ObservedContainerView> = {},
+): ObservedContainerView {
+  return {
+    id: spec.name,
+    name: spec.name,
+    project: spec.project,
+    service: spec.service,
+    deployment: spec.deployment,
+    slot: spec.slot,
+    "creation_key": spec.creationKey,
+    "spec_digest": specDigest(spec),
+    image: spec.image,
+    "image_id": "sha256:x",
+    state: "running",
+    health: "none",
+    "started_at": null,
+    "exit_code": null,
+    "start_error": null,
+    addresses: [],
+    ports: [],
+    "env_names": [],
+    "created_at": null,
+    ...fields,
+  };
+}
+
 /** A fake Machine: containers in a map, a call log, knobs for failures and missing capabilities. */
 export class FakeMachine implements DeployMachineApi {
   containers = new Map<string, ObservedContainerView>();
@@ -56,27 +85,11 @@ export class FakeMachine implements DeployMachineApi {
     if (found !== undefined) {
       return Promise.resolve({ container: { ...found }, created: false, started: false });
     }
-    const c: ObservedContainerView = {
+    const c = observedOf(r.spec, {
       id: `${this.id}-c${this.#next++}`,
-      name: r.spec.name,
-      project: r.spec.project,
-      service: r.spec.service,
-      deployment: r.spec.deployment,
-      slot: r.spec.slot,
-      "creation_key": r.spec.creationKey,
-      "spec_digest": specDigest(r.spec),
-      image: r.spec.image,
-      "image_id": "sha256:x",
       state: r.start ? "running" : "created",
-      health: "none",
-      "started_at": null,
-      "exit_code": null,
-      "start_error": null,
-      addresses: [],
-      ports: [],
-      "env_names": [],
       "created_at": new Date().toISOString(),
-    };
+    });
     this.containers.set(c.id, c);
     return Promise.resolve({ container: { ...c }, created: true, started: r.start });
   }

@@ -11,11 +11,10 @@ import {
   planDeploy,
   serviceContainerSpec,
   type Snapshot,
-  specDigest,
 } from "../deploy/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { catchUpGlobal, catchUpOps } from "./global_catch_up.ts";
-import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
+import { cluster, compose, FakeBook, FakeMachine, observedOf, recorder } from "./deploy_test_fake.ts";
 
 const D1 = "d1".padEnd(32, "0");
 const D2 = "d2".padEnd(32, "0");
@@ -40,27 +39,7 @@ function container(service: string, slot: string, machineId: string, deployment 
     slot,
     machineId: service === "agent" ? machineId : "",
   });
-  return {
-    id: `${service}-${slot}-${machineId}`,
-    name: spec.name,
-    project: "fleet",
-    service,
-    deployment,
-    slot,
-    "creation_key": spec.creationKey,
-    "spec_digest": specDigest(spec),
-    image: spec.image,
-    "image_id": "sha256:x",
-    state: "running",
-    health: "none",
-    "started_at": null,
-    "exit_code": null,
-    "start_error": null,
-    addresses: [],
-    ports: [],
-    "env_names": [],
-    "created_at": null,
-  };
+  return observedOf(spec, { id: `${service}-${slot}-${machineId}` });
 }
 
 function machine(id: string, containers: ObservedContainerView[], images: string[]): MachineObservation {

@@ -3,14 +3,13 @@
 // this client does not know; both sides keep working. Unknown routes are still refused by capability, and a known
 // field of the wrong type is still refused naming it.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
-import { join } from "node:path";
-import { createRpcApp, type RpcHandlers } from "./app.ts";
+import type { RpcHandlers } from "./app.ts";
 import { CAPABILITIES } from "./catalog.ts";
 import { connectMachine, type MachineClient } from "./client.ts";
 import type { ObservedContainerWire } from "./container_routes.ts";
 import { RpcError } from "./errors.ts";
-import { listenUnix, type SocketServer } from "./listen.ts";
 import { PROTOCOL_MAJOR } from "./route.ts";
+import { startTestDaemon } from "./test_daemon.ts";
 
 const CONTRACT = {
   "machine_id": "m1",
@@ -47,20 +46,15 @@ const CONTAINER: ObservedContainerWire = {
 /** A daemon of `handlers` on a unix socket in a fresh directory, and a client of this release attached to it. */
 async function serve(
   handlers: RpcHandlers,
-): Promise<{ server: SocketServer; client: MachineClient; socket: string } & AsyncDisposable> {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-rpc-mixed-" });
-  const socket = join(dir, "ployz.sock");
-  const app = createRpcApp(handlers);
-  const server = await listenUnix({ path: socket }, (request, signal) => app.fetch(request, signal));
-  const client = connectMachine({ socketPath: socket, label: "one" });
+): Promise<{ client: MachineClient; socket: string } & AsyncDisposable> {
+  const daemon = await startTestDaemon(handlers);
+  const client = connectMachine({ socketPath: daemon.socket, label: "one" });
   return {
-    server,
     client,
-    socket,
+    socket: daemon.socket,
     async [Symbol.asyncDispose](): Promise<void> {
       client.close();
-      await server.shutdown();
-      await Deno.remove(dir, { recursive: true });
+      await daemon[Symbol.asyncDispose]();
     },
   };
 }

@@ -16,13 +16,18 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export interface TestDaemon extends AsyncDisposable {
   /** Its run directory (`PLOYZ_RUN_DIR` of a bridge to it). */
   dir: string;
+  /** Its socket. */
+  socket: string;
 }
 
-/** Serves `handlers` plus a DescribeContract advertising them on a fresh socket; disposing removes it all. */
+/**
+ * Serves `handlers` on a fresh socket, with a DescribeContract advertising exactly them unless `handlers` brings
+ * its own; disposing removes it all.
+ */
 export async function startTestDaemon(handlers: RpcHandlers): Promise<TestDaemon> {
   const dir = await Deno.makeTempDir({ prefix: "ployz-rpc-" });
+  const socket = join(dir, "ployz.sock");
   const all: RpcHandlers = {
-    ...handlers,
     describeContract: () =>
       Promise.resolve({
         "machine_id": "m1",
@@ -31,14 +36,13 @@ export async function startTestDaemon(handlers: RpcHandlers): Promise<TestDaemon
         "daemon_version": "0.1.0",
         capabilities: advertisedCapabilities(all),
       }),
+    ...handlers,
   };
   const app = createRpcApp(all);
-  const server = await listenUnix(
-    { path: join(dir, "ployz.sock") },
-    (request, signal) => app.fetch(request, signal),
-  );
+  const server = await listenUnix({ path: socket }, (request, signal) => app.fetch(request, signal));
   return {
     dir,
+    socket,
     async [Symbol.asyncDispose](): Promise<void> {
       await server.shutdown();
       await Deno.remove(dir, { recursive: true });
