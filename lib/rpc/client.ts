@@ -175,6 +175,9 @@ function messageOf(error: unknown): string {
 }
 
 /** How a client sends: kept per client so a forwarding client can share its Entry Machine's connection pool. */
+/** The routes that answer a stream rather than JSON. */
+type StreamRoute = "tailLogs" | "exportImage" | "execAttach";
+
 const TRANSPORTS = new WeakMap<
   MachineClient,
   { send: (request: Request) => Promise<Response>; label: string }
@@ -267,9 +270,17 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     );
   }
 
-  async function call<
-    K extends Exclude<RouteName, "tailLogs" | "forward" | "exportImage" | "execAttach">,
-  >(
+  /** A streamed answer's body; an answer without one is an empty stream. */
+  async function stream(
+    name: StreamRoute,
+    fields: object,
+    signal?: AbortSignal,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const response = await post(name, fields, signal);
+    return response.body ?? new ReadableStream({ start: (c) => c.close() });
+  }
+
+  async function call<K extends Exclude<RouteName, StreamRoute | "forward">>(
     name: K,
     fields: object,
     signal?: AbortSignal,
@@ -330,10 +341,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     waitHealthy: (req, o) => call("waitHealthy", req, o?.signal),
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
     execStart: (req, o) => call("execStart", req, o?.signal),
-    async execAttach(req, o): Promise<ReadableStream<Uint8Array>> {
-      const response = await post("execAttach", req, o?.signal);
-      return response.body ?? new ReadableStream({ start: (c) => c.close() });
-    },
+    execAttach: (req, o) => stream("execAttach", req, o?.signal),
     execInput: (req, o) => call("execInput", req, o?.signal),
     listMachines: (o) => call("listMachines", {}, o?.signal),
     joinMachine: (req, o) => call("joinMachine", req, o?.signal),
@@ -343,15 +351,9 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     upgradeMachine: (req, o) => call("upgradeMachine", req, o?.signal),
     upgradeStatus: (req, o) => call("upgradeStatus", req, o?.signal),
     logHistory: (req, o) => call("logHistory", req, o?.signal),
-    async tailLogs(req, o): Promise<ReadableStream<Uint8Array>> {
-      const response = await post("tailLogs", req, o?.signal);
-      return response.body ?? new ReadableStream({ start: (c) => c.close() });
-    },
+    tailLogs: (req, o) => stream("tailLogs", req, o?.signal),
     metricHistory: (req, o) => call("metricHistory", req, o?.signal),
-    async exportImage(req, o): Promise<ReadableStream<Uint8Array>> {
-      const response = await post("exportImage", req, o?.signal);
-      return response.body ?? new ReadableStream({ start: (c) => c.close() });
-    },
+    exportImage: (req, o) => stream("exportImage", req, o?.signal),
     pullImageFromPeer: (req, o) => call("pullImageFromPeer", req, o?.signal),
     setPointer: (req, o) => call("setPointer", req, o?.signal),
     pointerStatus: (req, o) => call("pointerStatus", req, o?.signal),
