@@ -8,7 +8,7 @@ import { DOCKER_ENV } from "./support/docker.ts";
 import { sh, signReleaseSums, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 
 const TRIPLE = Deno.build.target;
 
@@ -154,6 +154,16 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`], {
           equal(await m.ok("readlink /usr/lib/ployz/current"), "releases/0.1.0");
           equal(JSON.parse(await m.ok("ployzd version --json")).version, "0.1.0");
           equal(await m.ok("systemctl is-active ployz-serve.service"), "active");
+          // The daemon keeps the Observe Store as its own runtime unit through the systemd door, not as a child.
+          const why = async (): Promise<string> =>
+            (await m.exec("journalctl -u ployz-serve.service --no-pager | grep -i observe | tail -5")).stdout;
+          await eventually(60_000, "ployz-observe.service active", async () => {
+            const state = (await m.exec("systemctl is-active ployz-observe.service")).stdout.trim();
+            return state === "active" ? true : undefined;
+          }).catch(async (error) => {
+            throw new Error(`${error.message}\n${await why()}`);
+          });
+          match(await m.ok("head -1 /run/systemd/system/ployz-observe.service"), /runtime unit/);
           equal(await m.ok("stat -c %a /var/lib/ployz/install/attempts"), "700");
           // Identity minted by the daemon; data and config planted as an operator's would be.
           await m.ok(

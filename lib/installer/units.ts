@@ -66,6 +66,8 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
       "DeviceAllow=/dev/net/tun rw",
       // wireguard-go runs detached from serve; a serve restart must not take the mesh down with it.
       "KillMode=process",
+      // DNS and the Observe Store run as their own runtime units, through the ployz-systemd door.
+      environmentLine("PLOYZ_RUNTIME_UNITS", "systemd"),
       `ReadWritePaths=${
         [l.dataDir, l.runDir, "/run/systemd/system", `-${l.dockerSocket}`].map((p) =>
           quotePath("ReadWritePaths", p)

@@ -54,6 +54,13 @@ Deno.test("renderUnit() passes a relocated layout as PLOYZ_* variables and reloc
   match(unit.text, /ReadWritePaths=\/srv\/m1\/data\/observe \/srv\/m1\/run/);
 });
 
+Deno.test("only the serve unit tells its daemon that systemd keeps the DNS and Observe Store runtime units", () => {
+  const [serve, dns, observe] = units();
+  match(serve.text, /^Environment="PLOYZ_RUNTIME_UNITS=systemd"$/m);
+  ok(!dns.text.includes("PLOYZ_RUNTIME_UNITS"), dns.text);
+  ok(!observe.text.includes("PLOYZ_RUNTIME_UNITS"), observe.text);
+});
+
 Deno.test("unit values are escaped or refused", () => {
   equal(quoteExecWord("ExecStart", "/opt/my app/deno"), '"/opt/my app/deno"');
   equal(quoteExecWord("ExecStart", "100%"), "100%%");

@@ -21,13 +21,20 @@ export interface DnsRunner {
   close(): Promise<void>;
 }
 
-/** Whether systemd is PID 1 (its runtime unit directory exists). */
-export async function systemdRuns(): Promise<boolean> {
-  try {
-    return (await Deno.stat(RUNTIME_UNIT_DIR)).isDirectory;
-  } catch {
-    return false;
-  }
+/** Set to `systemd` by the installed `ployz-serve` unit: systemd keeps the daemon's runtime units. */
+export const RUNTIME_UNITS_ENV = "PLOYZ_RUNTIME_UNITS";
+
+/**
+ * Whether the DNS and Observe Store processes run as systemd runtime units (through the ployz-systemd door)
+ * rather than as the daemon's children: true when the daemon's own unit says so ({@linkcode RUNTIME_UNITS_ENV}).
+ * Said by the unit rather than probed, because the serve set may not read `/run/systemd/system` (so a probe
+ * always answered no there), and a daemon started by hand or in the lab on a systemd host must still keep its
+ * children itself.
+ */
+export function systemdRuns(
+  get: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): boolean {
+  return get(RUNTIME_UNITS_ENV) === "systemd";
 }
 
 /**
