@@ -2,7 +2,7 @@
 // forwarding, probing, and handing the port back when the spec is newer than the binary.
 import { deepEqual, equal, match, notEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
+import { writeDnsSpec } from "../lib/dns/mod.ts";
 import {
   dnsTestFlags,
   fakeUpstream,
@@ -13,23 +13,10 @@ import {
   tcpQuery,
   udpFree,
   udpQuery,
+  webShopSpec,
 } from "./support/dns.ts";
 import { ROOT, run, tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
-
-function spec(port: number, replicas: string[], upstreams?: string[]) {
-  return renderDnsSpec({
-    machineId: "m1",
-    listen: [`127.0.0.1:${port}`],
-    upstreams,
-    generatedAt: new Date(),
-    services: [{
-      project: "shop",
-      service: "web",
-      replicas: replicas.map((address, i) => ({ address, machineId: `m${i + 1}` })),
-    }],
-  });
-}
 
 function addresses(outcome: QueryOutcome): string[] {
   if ("error" in outcome) throw new Error(`Query failed: ${outcome.error}`);
@@ -59,14 +46,14 @@ Deno.test("ployzd dns answers nothing before its first load, then serves and rel
   await dns.waitFor(/answering nothing until one loads/);
   deepEqual(await udpQuery(port, "web.shop.internal", 500), { error: "timeout" });
 
-  await writeDnsSpec(specPath, spec(port, ["10.210.1.5", "10.210.2.5"]));
+  await writeDnsSpec(specPath, webShopSpec(port, ["10.210.1.5", "10.210.2.5"]));
   await dns.waitFor(/Serving spec format 1/);
   deepEqual(addresses(await udpQuery(port, "web.shop.internal")), ["10.210.1.5", "10.210.2.5"]);
   deepEqual(addresses(await tcpQuery(port, "WEB.SHOP.INTERNAL")), ["10.210.1.5", "10.210.2.5"]);
   deepEqual(addresses(await udpQuery(port, "web.shop.m2.machine.internal")), ["10.210.2.5"]);
   equal((await udpQuery(port, "nope.shop.internal") as { rcode: string }).rcode, "NXDOMAIN");
 
-  await writeDnsSpec(specPath, spec(port, ["10.210.3.7"]));
+  await writeDnsSpec(specPath, webShopSpec(port, ["10.210.3.7"]));
   await until("the reloaded spec", async () => {
     const outcome = await udpQuery(port, "web.shop.internal");
     return "addresses" in outcome && outcome.addresses.join() === "10.210.3.7";
@@ -87,7 +74,7 @@ Deno.test("ployzd dns forwards names outside .internal to its upstream and never
   const port = await freeDnsPort();
   await writeDnsSpec(
     join(layout.runDir, "dns.json"),
-    spec(port, ["10.210.1.5"], [`127.0.0.1:${port}`, `127.0.0.1:${upstream.port}`]),
+    webShopSpec(port, ["10.210.1.5"], [`127.0.0.1:${port}`, `127.0.0.1:${upstream.port}`]),
   );
   await using dns = startDns(layout, dnsTestFlags(layout));
   await dns.waitFor(/Serving spec format 1.*1 upstreams/);
@@ -119,7 +106,7 @@ Deno.test("ployzd dns --probe exits 0 only when this binary can serve the curren
   notEqual(missing.code, 0);
   match(missing.stderr, /^error\[unavailable\]: Cannot read the spec/);
 
-  await writeDnsSpec(specPath, spec(5353, ["10.210.1.5"]));
+  await writeDnsSpec(specPath, webShopSpec(5353, ["10.210.1.5"]));
   const good = await probe();
   equal(good.code, 0, good.stderr);
   match(good.stdout, /^Can serve the spec .*format 1, 1 services, 1 listen addresses\n$/);
@@ -128,13 +115,13 @@ Deno.test("ployzd dns --probe exits 0 only when this binary can serve the curren
   const fromConfig = await probe([]);
   equal(fromConfig.code, 0, fromConfig.stderr);
 
-  await Deno.writeTextFile(specPath, JSON.stringify({ ...spec(5353, []), format: 2 }));
+  await Deno.writeTextFile(specPath, JSON.stringify({ ...webShopSpec(5353, []), format: 2 }));
   const newer = await probe();
   notEqual(newer.code, 0);
   match(newer.stderr, /^error\[unsupported\]: Cannot serve the spec .*format 2 is not known/);
   equal(newer.stderr.trim().split("\n").length, 1, newer.stderr);
 
-  await Deno.writeTextFile(specPath, JSON.stringify({ ...spec(5353, []), listen: ["10.210.1.1"] }));
+  await Deno.writeTextFile(specPath, JSON.stringify({ ...webShopSpec(5353, []), listen: ["10.210.1.1"] }));
   const badListen = await probe();
   notEqual(badListen.code, 0);
   match(badListen.stderr, /listen address "10.210.1.1" is not "ip:port"/);
@@ -144,11 +131,11 @@ Deno.test("ployzd dns hands its port back and exits when the spec's format is un
   await using layout = await tempLayout();
   const specPath = join(layout.runDir, "dns.json");
   const port = await freeDnsPort();
-  await writeDnsSpec(specPath, spec(port, ["10.210.1.5"]));
+  await writeDnsSpec(specPath, webShopSpec(port, ["10.210.1.5"]));
   await using dns = startDns(layout, dnsTestFlags(layout));
   await dns.waitFor(/Serving spec format 1/);
   ok(!(await udpFree(port)), "the port is taken while serving");
-  await Deno.writeTextFile(specPath, JSON.stringify({ ...spec(port, ["10.210.1.5"]), format: 2 }));
+  await Deno.writeTextFile(specPath, JSON.stringify({ ...webShopSpec(port, ["10.210.1.5"]), format: 2 }));
   equal(await dns.exited(), 3);
   await dns.waitFor(/cannot be served by this build, port handed back: format 2/);
   ok(await udpFree(port), "UDP port freed");

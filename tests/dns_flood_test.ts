@@ -5,8 +5,8 @@
 import { equal, ok } from "node:assert/strict";
 import dgram from "node:dgram";
 import { join } from "node:path";
-import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { dnsTestFlags, freeDnsPort, startDns, udpQuery } from "./support/dns.ts";
+import { writeDnsSpec } from "../lib/dns/mod.ts";
+import { dnsperfArgs, dnsTestFlags, freeDnsPort, startDns, udpQuery, webShopSpec } from "./support/dns.ts";
 import { run, tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
 
@@ -23,17 +23,7 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
     const port = await freeDnsPort();
     await writeDnsSpec(
       join(layout.runDir, "dns.json"),
-      renderDnsSpec({
-        machineId: "m1",
-        listen: [`127.0.0.1:${port}`],
-        upstreams: [`127.0.0.1:${silent.address().port}`],
-        generatedAt: new Date(),
-        services: [{
-          project: "shop",
-          service: "web",
-          replicas: [{ address: "10.210.1.5", machineId: "m1" }],
-        }],
-      }),
+      webShopSpec(port, ["10.210.1.5"], [`127.0.0.1:${silent.address().port}`]),
     );
     await using dns = startDns(layout, dnsTestFlags(layout));
     await dns.waitFor(/Serving spec/);
@@ -47,18 +37,7 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
     );
     const started = performance.now();
     const flood = run("dnsperf", [
-      "-s",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "-d",
-      data,
-      "-n",
-      "1",
-      "-c",
-      "20",
-      "-q",
-      String(QUERIES),
+      ...dnsperfArgs(port, data, { passes: 1, clients: 20, outstanding: QUERIES }),
       "-t",
       "8",
     ]);

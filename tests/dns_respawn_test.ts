@@ -4,23 +4,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type SupervisedDnsRunner, supervisedDnsRunner } from "../lib/daemon/mod.ts";
-import { type DnsSpec, renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { dnsTestFlags, freeDnsPort, udpFree, udpQuery } from "./support/dns.ts";
+import { writeDnsSpec } from "../lib/dns/mod.ts";
+import { dnsTestFlags, freeDnsPort, udpFree, udpQuery, webShopSpec } from "./support/dns.ts";
 import { ROOT, type TempLayout, tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
 
 /** A respawned child must answer again within this bound: a 1 s or 2 s backoff plus a deno start. */
 const ANSWER_AGAIN_MS = 10_000;
-
-function spec(port: number): DnsSpec {
-  return renderDnsSpec({
-    machineId: "m1",
-    listen: [`127.0.0.1:${port}`],
-    upstreams: [],
-    generatedAt: new Date(),
-    services: [{ project: "shop", service: "web", replicas: [{ address: "10.210.1.5", machineId: "m1" }] }],
-  });
-}
 
 function runner(layout: TempLayout, lines: string[]): SupervisedDnsRunner {
   return supervisedDnsRunner({
@@ -63,7 +53,7 @@ async function until(what: string, check: () => boolean, ms = 10_000): Promise<v
 Deno.test("a ployzd dns child killed with SIGKILL is respawned with a growing delay and answers again", async () => {
   await using layout = await tempLayout();
   const port = await freeDnsPort();
-  await writeDnsSpec(join(layout.runDir, "dns.json"), spec(port));
+  await writeDnsSpec(join(layout.runDir, "dns.json"), webShopSpec(port, ["10.210.1.5"], []));
   const lines: string[] = [];
   const dns = runner(layout, lines);
   try {
@@ -96,13 +86,16 @@ Deno.test("a ployzd dns child that cannot serve the spec (exit 3) stays down and
   await using layout = await tempLayout();
   const port = await freeDnsPort();
   const specPath = join(layout.runDir, "dns.json");
-  await writeDnsSpec(specPath, spec(port));
+  await writeDnsSpec(specPath, webShopSpec(port, ["10.210.1.5"], []));
   const lines: string[] = [];
   const dns = runner(layout, lines);
   try {
     await dns.ensure();
     await answered(port, 20_000);
-    await Deno.writeTextFile(specPath, JSON.stringify({ ...spec(port), format: 2 }));
+    await Deno.writeTextFile(
+      specPath,
+      JSON.stringify({ ...webShopSpec(port, ["10.210.1.5"], []), format: 2 }),
+    );
     await until("the exit-3 report", () => lines.some((l) => /exited with code 3/.test(l)));
     assert.match(lines.at(-1) ?? "", /cannot serve the current DNS spec, not restarting it/);
     await sleep(2500);
@@ -110,7 +103,7 @@ Deno.test("a ployzd dns child that cannot serve the spec (exit 3) stays down and
     assert.equal(lines.length, 1, lines.join("\n"));
     assert.ok(await udpFree(port), "the port stays handed back");
     // The next ensure (a new binary, a new spec) starts it again.
-    await writeDnsSpec(specPath, spec(port));
+    await writeDnsSpec(specPath, webShopSpec(port, ["10.210.1.5"], []));
     await dns.ensure();
     await answered(port, 20_000);
   } finally {

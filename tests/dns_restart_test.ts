@@ -4,8 +4,16 @@
 // stops the old process before starting the new one shows the loop does notice a gap.
 import { equal, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { renderDnsSpec, writeDnsSpec } from "../lib/dns/mod.ts";
-import { type DnsProcess, dnsTestFlags, freeDnsPort, startDns, tcpQuery, udpClient } from "./support/dns.ts";
+import { writeDnsSpec } from "../lib/dns/mod.ts";
+import {
+  type DnsProcess,
+  dnsTestFlags,
+  freeDnsPort,
+  startDns,
+  tcpQuery,
+  udpClient,
+  webShopSpec,
+} from "./support/dns.ts";
 import { tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
 
@@ -49,16 +57,7 @@ function queryLoop(port: number): { stop(): Promise<Tally> } {
 async function restartCycles(overlap: boolean, restarts: number): Promise<Tally> {
   await using layout = await tempLayout();
   const port = await freeDnsPort();
-  await writeDnsSpec(
-    join(layout.runDir, "dns.json"),
-    renderDnsSpec({
-      machineId: "m1",
-      listen: [`127.0.0.1:${port}`],
-      upstreams: [],
-      generatedAt: new Date(),
-      services: [{ project: "shop", service: "web", replicas: [{ address: "10.210.1.5", machineId: "m1" }] }],
-    }),
-  );
+  await writeDnsSpec(join(layout.runDir, "dns.json"), webShopSpec(port, ["10.210.1.5"], []));
   const flags = dnsTestFlags(layout);
   const processes: DnsProcess[] = [];
   try {

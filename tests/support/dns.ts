@@ -6,6 +6,7 @@ import { Buffer } from "node:buffer";
 import dgram from "node:dgram";
 import net from "node:net";
 import { join } from "node:path";
+import { type DnsSpec, renderDnsSpec } from "../../lib/dns/mod.ts";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
 import { ROOT, type TempLayout } from "./spawn.ts";
 
@@ -17,6 +18,60 @@ export function dnsTestFlags(layout: TempLayout): string[] {
   const set = relocate(permissionSet("dns"), layoutFromEnv((k) => layout.env[k]));
   const net = Array.isArray(set.net) ? set.net : [];
   return permissionFlags({ ...set, net: [...net, "0.0.0.0:0", "127.0.0.1"] });
+}
+
+/**
+ * The spec Machine m1's daemon would hand `ployzd dns` listening on 127.0.0.1:`port`: `web.shop` at `replicas`
+ * (the first on m1, the next on m2, …), other names forwarded to `upstreams`.
+ */
+export function webShopSpec(port: number, replicas: string[], upstreams?: string[]): DnsSpec {
+  return renderDnsSpec({
+    machineId: "m1",
+    listen: [`127.0.0.1:${port}`],
+    upstreams,
+    generatedAt: new Date(),
+    services: [{
+      project: "shop",
+      service: "web",
+      replicas: replicas.map((address, i) => ({ address, machineId: `m${i + 1}` })),
+    }],
+  });
+}
+
+/** The arguments of `deno` that run this checkout's `ployzd dns` (with `args`) under `flags`. */
+export function ployzdDnsArgs(flags: string[], args: string[] = []): string[] {
+  return [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--unstable-net",
+    ...flags,
+    join(ROOT, "cmd", "ployzd.ts"),
+    "dns",
+    ...args,
+  ];
+}
+
+/** dnsperf's arguments: `passes` over the queries in `data` against 127.0.0.1:`port`, `outstanding` at once. */
+export function dnsperfArgs(
+  port: number,
+  data: string,
+  options: { passes: number; clients: number; outstanding: number },
+): string[] {
+  return [
+    "-s",
+    "127.0.0.1",
+    "-p",
+    String(port),
+    "-d",
+    data,
+    "-n",
+    String(options.passes),
+    "-c",
+    String(options.clients),
+    "-q",
+    String(options.outstanding),
+  ];
 }
 
 /** A running `ployzd dns` and its log. */
@@ -32,16 +87,7 @@ export interface DnsProcess extends AsyncDisposable {
 /** Starts `ployzd dns` (or `dns --probe` via `args`) as a real process under `flags`. */
 export function startDns(layout: TempLayout, flags: string[], args: string[] = []): DnsProcess {
   const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--unstable-net",
-      ...flags,
-      join(ROOT, "cmd", "ployzd.ts"),
-      "dns",
-      ...args,
-    ],
+    args: ployzdDnsArgs(flags, args),
     env: { ...layout.env, NO_COLOR: "1", RUST_BACKTRACE: "0" },
     clearEnv: true,
     stdin: "null",

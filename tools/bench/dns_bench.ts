@@ -7,13 +7,12 @@
 import * as dnsPacket from "dns-packet";
 import type { Buffer } from "node:buffer";
 import dgram from "node:dgram";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { renderDnsSpec, writeDnsSpec } from "../../lib/dns/mod.ts";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
 import { sleep } from "../../lib/util/mod.ts";
+import { dnsperfArgs, ployzdDnsArgs } from "../../tests/support/dns.ts";
 
-const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const NAMES = ["web.shop.internal", "api.shop.internal", "db.shop.internal", "cache.blog.internal"];
 const REPLICAS = ["10.210.1.5", "10.210.2.5", "10.210.3.5"];
 const DNSPERF_PASSES = 10_000;
@@ -69,15 +68,7 @@ async function startPloyz(): Promise<number> {
   const flags = permissionFlags({ ...set, net: [...(Array.isArray(set.net) ? set.net : []), "127.0.0.1"] });
   children.push(
     new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        "--unstable-net",
-        ...flags,
-        join(ROOT, "cmd", "ployzd.ts"),
-        "dns",
-      ],
+      args: ployzdDnsArgs(flags),
       env: { ...env, NO_COLOR: "1" },
       clearEnv: true,
       stdin: "null",
@@ -170,20 +161,7 @@ async function runDnsperf(
   const data = join(dir, "queries.txt");
   await Deno.writeTextFile(data, NAMES.map((n) => `${n} A\n`).join(""));
   const out = await new Deno.Command(binary, {
-    args: [
-      "-s",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "-d",
-      data,
-      "-n",
-      String(DNSPERF_PASSES),
-      "-c",
-      "4",
-      "-q",
-      "64",
-    ],
+    args: dnsperfArgs(port, data, { passes: DNSPERF_PASSES, clients: 4, outstanding: 64 }),
     stdout: "piped",
     stderr: "piped",
   }).output();
