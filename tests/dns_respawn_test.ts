@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type SupervisedDnsRunner, supervisedDnsRunner } from "../lib/daemon/mod.ts";
 import { writeDnsSpec } from "../lib/dns/mod.ts";
-import { dnsTestFlags, freeDnsPort, udpFree, udpQuery, webShopSpec } from "./support/dns.ts";
-import { ROOT, type TempLayout, tempLayout } from "./support/spawn.ts";
+import { dnsTestFlags, freeDnsPort, ployzdDnsArgs, udpFree, udpQuery, webShopSpec } from "./support/dns.ts";
+import { type TempLayout, tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
 
 /** A respawned child must answer again within this bound: a 1 s or 2 s backoff plus a deno start. */
@@ -14,16 +14,7 @@ const ANSWER_AGAIN_MS = 10_000;
 
 function runner(layout: TempLayout, lines: string[]): SupervisedDnsRunner {
   return supervisedDnsRunner({
-    argv: [
-      Deno.execPath(),
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--unstable-net",
-      ...dnsTestFlags(layout),
-      join(ROOT, "cmd", "ployzd.ts"),
-      "dns",
-    ],
+    argv: [Deno.execPath(), ...ployzdDnsArgs(dnsTestFlags(layout))],
     env: { ...layout.env, NO_COLOR: "1" },
     log: (line) => lines.push(line),
   });
