@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { deployIntent } from "../plan/intent.ts";
 import { planDeploy } from "../plan/plan.ts";
 import { serviceContainerSpec } from "../plan/container_spec.ts";
-import { FakeMachine, project, service, snapshotOf } from "../plan/test_fake.ts";
+import { FakeMachine, HOST_8080, project, service, snapshotOf } from "../plan/test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import type { DeployEvent } from "./events.ts";
 import { executePlan } from "./execute.ts";
@@ -70,13 +70,7 @@ Deno.test("a start-first replacement that fails health stops the new container a
 });
 
 Deno.test("a stop-first replacement that fails health stops the new container and restarts the old one", async () => {
-  const ports = [{
-    kind: "host" as const,
-    hostIp: null,
-    publishedPort: 8080,
-    containerPort: 80,
-    protocol: "tcp" as const,
-  }];
+  const ports = [HOST_8080];
   const m = new FakeMachine();
   const old = seed(m, project([service("web", { ports })]), "web");
   m.healthy = () => false;

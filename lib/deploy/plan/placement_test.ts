@@ -4,7 +4,7 @@ import { serviceContainerSpec } from "./container_spec.ts";
 import { deployIntent } from "./intent.ts";
 import { planDeploy } from "./plan.ts";
 import { takeSnapshot } from "./snapshot.ts";
-import { FakeMachine, project, service, snapshotOfAll } from "./test_fake.ts";
+import { FakeMachine, HOST_8080, project, service, snapshotOfAll } from "./test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import type { ImageOp, Op } from "./types.ts";
 
@@ -129,13 +129,7 @@ Deno.test("executePlan copies the image on the target Machine and stops at a fai
 });
 
 Deno.test("planDeploy never puts two slots needing the same host port on one Machine", async () => {
-  const port = {
-    kind: "host" as const,
-    hostIp: null,
-    publishedPort: 8080,
-    containerPort: 80,
-    protocol: "tcp" as const,
-  };
+  const port = HOST_8080;
   const p = project([service("web", { replicas: 3, ports: [port] })]);
   const machines = three();
   // Slot 1 runs on m1 and slot 2 too (placed before ports were published): slot 2 moves to a free Machine.

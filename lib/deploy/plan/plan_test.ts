@@ -3,7 +3,7 @@ import { deployIntent, serviceOrder } from "./intent.ts";
 import { creationKey } from "./keys.ts";
 import { planDeploy } from "./plan.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
-import { FakeMachine, project, service, snapshotOf } from "./test_fake.ts";
+import { FakeMachine, HOST_8080, project, service, snapshotOf } from "./test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import type { Op, ReplaceOp } from "./types.ts";
 
@@ -82,7 +82,7 @@ Deno.test("planDeploy picks stop-first for host ports and named volumes, start-f
   const cases: [Partial<Parameters<typeof service>[1]>, string][] = [
     [{}, "start-first"],
     [
-      { ports: [{ kind: "host", hostIp: null, publishedPort: 8080, containerPort: 80, protocol: "tcp" }] },
+      { ports: [HOST_8080] },
       "stop-first",
     ],
     [{
@@ -105,13 +105,7 @@ Deno.test("planDeploy picks stop-first for host ports and named volumes, start-f
 });
 
 Deno.test("planDeploy lets an explicit update_config.order win over host ports", async () => {
-  const ports = [{
-    kind: "host" as const,
-    hostIp: null,
-    publishedPort: 8080,
-    containerPort: 80,
-    protocol: "tcp" as const,
-  }];
+  const ports = [HOST_8080];
   const m = new FakeMachine();
   deployed(m, project([service("web", { ports })]), "web", 1);
   const next = service("web", { ports, image: "img:2", update: { order: "start-first", monitorMs: null } });

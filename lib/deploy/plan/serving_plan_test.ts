@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { deployIntent } from "./intent.ts";
 import { planDeploy } from "./plan.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
-import { FakeMachine, project, service, snapshotOf } from "./test_fake.ts";
+import { FakeMachine, HOST_8080, project, service, snapshotOf } from "./test_fake.ts";
 import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
 import type { IngressOp, Op, PointOp, ReplaceOp } from "./types.ts";
 import { SERVING_LABELS } from "../compose/serving_labels.ts";
@@ -35,13 +35,7 @@ function kinds(ops: Op[]): string[] {
   return ops.map((op) => `${op.kind} ${op.service}/${op.slot}`);
 }
 
-const HOST = [{
-  kind: "host" as const,
-  hostIp: null,
-  publishedPort: 8080,
-  containerPort: 80,
-  protocol: "tcp" as const,
-}];
+const HOST = [HOST_8080];
 
 Deno.test("a start-first replacement leaves the old container to the retire loop and moves the pointer after it", async () => {
   const m = new FakeMachine();

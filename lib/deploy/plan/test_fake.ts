@@ -7,7 +7,7 @@ import type {
   ServingPointerView,
   WaitHealthyAnswer,
 } from "./machine_api.ts";
-import type { NormalizedProject, NormalizedService } from "../compose/types.ts";
+import type { NormalizedPort, NormalizedProject, NormalizedService } from "../compose/types.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { CodedError } from "../../util/mod.ts";
 
@@ -185,6 +185,15 @@ export class FakeMachine implements MachineApi {
     return Promise.resolve(previous === undefined ? { pointer } : { pointer, previous });
   }
 }
+
+/** Host port 8080 published to the container's port 80 over TCP, the tests' one fixed host port. */
+export const HOST_8080: NormalizedPort = {
+  kind: "host",
+  hostIp: null,
+  publishedPort: 8080,
+  containerPort: 80,
+  protocol: "tcp",
+};
 
 /** A Service with every default. */
 export function service(name: string, fields: Partial<NormalizedService> = {}): NormalizedService {
