@@ -7,6 +7,7 @@ import type { NormalizedProject } from "../compose/types.ts";
 import type { DeployEvent } from "./events.ts";
 import { executePlan } from "./execute.ts";
 import { outcomeJson } from "./outcome.ts";
+import { CodedError } from "../../util/mod.ts";
 
 const D1 = "d1".padEnd(32, "0");
 const D2 = "d2".padEnd(32, "0");
@@ -106,6 +107,17 @@ Deno.test("a failed hook keeps its container as evidence and stops the Deploy be
   const kept = [...m.containers.values()].filter((c) => c.slot === "hook");
   assert.equal(kept.length, 1);
   assert.equal(kept[0].exit_code, 3);
+});
+
+Deno.test("a failed hook whose Machine cannot read its output still fails the Deploy, saying why", async () => {
+  const hook = { command: ["sh", "-c", "exit 3"], environment: {}, privileged: null, timeoutMs: 10_000 };
+  const m = new FakeMachine();
+  m.hookExit = 3;
+  m.logHistory = () => Promise.reject(new CodedError("unavailable", "the Observe Store is not running"));
+  const outcome = await run(project([service("api", { preDeploy: hook })]), m);
+  assert.equal(outcome.status, "failed");
+  assert.match(outcome.failed!.error.message, /exited with code 3/);
+  assert.equal(outcome.failed?.evidence?.logs, "(logs unavailable: the Observe Store is not running)");
 });
 
 Deno.test("a passing hook lets its Service deploy", async () => {
