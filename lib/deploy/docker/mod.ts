@@ -8,7 +8,7 @@
  *   operation.
  * - **Ownership.** Everything Ployz creates carries `ployz.managed=1` and `ployz.machine=<machine id>`; containers
  *   also carry `ployz.project`, `ployz.service`, `ployz.deployment`, `ployz.slot`, `ployz.creation_key`,
- *   `ployz.spec_digest` and `ployz.spec` (the spec without environment values). Start, stop, remove, rename and
+ *   `ployz.spec_digest` and `ployz.spec` (the spec without environment values). Start, stop, remove, rename, exec and
  *   network connect inspect their target first and refuse (`conflict`) what this Machine does not own.
  * - **Creation keys.** A create whose creation key already names a container returns that container.
  * - **Logs.** Every container uses Docker's `local` log driver, 5 × 20 MB uncompressed, read by the Observe Store
