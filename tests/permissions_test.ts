@@ -17,6 +17,8 @@ interface Case {
   set: string;
   inside: (l: TempLayout) => Probe[];
   outside: (l: TempLayout) => Probe[];
+  /** Refused only where Deno reads the set itself (`deny` exceptions): a Worker cannot be denied anything. */
+  denied?: (l: TempLayout) => Probe[];
 }
 
 const CASES: Case[] = [
@@ -84,6 +86,18 @@ const CASES: Case[] = [
     outside: (l) => [
       { op: "write", target: join(l.dataDir, "machine.json") },
       { op: "run", target: "/bin/true" },
+    ],
+    // It reads and fetches releases from wherever the operator names, but never this Machine's secrets, its
+    // Docker, its Observe Store, the mesh or a cloud metadata service.
+    denied: (l) => [
+      { op: "read", target: join(l.dataDir, "keys", "sign.key") },
+      { op: "read", target: join(l.dataDir, "store.db") },
+      { op: "read", target: join(l.dataDir, "files", "shop", "secret.txt") },
+      { op: "read", target: "/etc/shadow" },
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "connect-unix", target: join(l.runDir, "observe.sock") },
+      { op: "connect-tcp", target: "10.210.1.1:51000" },
+      { op: "connect-tcp", target: "169.254.169.254:80" },
     ],
   },
   {
@@ -155,7 +169,7 @@ for (const c of CASES) {
         const result = await probe(c.set, layout, p);
         deepEqual(result, { ok: true }, `${p.op} ${p.target} should be allowed: ${JSON.stringify(result)}`);
       }
-      for (const p of c.outside(layout)) {
+      for (const p of [...c.outside(layout), ...(mode === "run" ? c.denied?.(layout) ?? [] : [])]) {
         const result = await probe(c.set, layout, p);
         equal(result.error, "NotCapable", `${p.op} ${p.target} should be refused: ${JSON.stringify(result)}`);
       }
@@ -165,6 +179,42 @@ for (const c of CASES) {
 
 Deno.test("every permission set in deno.json has a case here", () => {
   deepEqual(permissionSetNames().filter((n) => n !== "lab").sort(), CASES.map((c) => c.set).sort());
+});
+
+Deno.test("deno's own -P=install reading deno.json refuses the Machine's keys, Docker and the mesh", async () => {
+  for (
+    const [op, target] of [
+      ["read", "/var/lib/ployz/keys/sign.key"],
+      ["connect-unix", "/var/run/docker.sock"],
+      ["connect-tcp", "10.210.0.1:51000"],
+    ]
+  ) {
+    const out = await run(DENO, [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--config",
+      join(ROOT, "deno.json"),
+      "-P=install",
+      fixture("permission_probe.ts"),
+      op,
+      target,
+    ]);
+    equal(JSON.parse(out.stdout).error, "NotCapable", out.stdout + out.stderr);
+  }
+  // Still reads what an operator names, anywhere else.
+  const out = await run(DENO, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--config",
+    join(ROOT, "deno.json"),
+    "-P=install",
+    fixture("permission_probe.ts"),
+    "read",
+    "/etc/hostname",
+  ]);
+  deepEqual(JSON.parse(out.stdout), { ok: true }, out.stderr);
 });
 
 Deno.test("deno's own -P=dns reading deno.json refuses docker.sock and /etc writes", async () => {

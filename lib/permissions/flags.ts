@@ -1,4 +1,10 @@
-import type { EnvPermission, PermissionSet, PermissionValue } from "./sets.ts";
+import {
+  allowedScopes,
+  type EnvPermission,
+  type PermissionSet,
+  type PermissionValue,
+  type ScopedPermission,
+} from "./sets.ts";
 
 const KINDS = ["read", "write", "net", "run", "sys", "ffi"] as const;
 
@@ -10,11 +16,17 @@ export function permissionFlags(set: PermissionSet): string[] {
   if (set.all) return ["--allow-all"];
   const flags: string[] = [];
   for (const kind of KINDS) {
-    const flag = valueFlag(kind, set[kind]);
+    const flag = valueFlag(kind, allowedScopes(set[kind]));
     if (flag) flags.push(flag);
+    const deny = denied(set[kind]);
+    if (deny.length > 0) flags.push(valueFlag(kind, deny)!.replace("--allow-", "--deny-"));
   }
   flags.push(...envFlags(set.env));
   return flags;
+}
+
+function denied(value: PermissionValue | ScopedPermission | undefined): string[] {
+  return value !== undefined && typeof value === "object" && !Array.isArray(value) ? value.deny ?? [] : [];
 }
 
 function valueFlag(kind: string, value: PermissionValue | undefined): string | undefined {
@@ -48,8 +60,9 @@ function envFlags(env: PermissionValue | EnvPermission | undefined): string[] {
 export function unionOf(sets: PermissionSet[]): PermissionSet {
   if (sets.some((s) => s.all)) return { all: true };
   const out: PermissionSet = {};
+  // Exceptions are left out: the union must grant every access any one set grants.
   for (const kind of KINDS) {
-    out[kind] = mergeValues(sets.map((s) => s[kind]));
+    out[kind] = mergeValues(sets.map((s) => allowedScopes(s[kind])));
     if (out[kind] === undefined) delete out[kind];
   }
   const envs = sets.map((s) => s.env).filter((e) => e !== undefined);

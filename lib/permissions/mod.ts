@@ -13,7 +13,14 @@
  */
 
 export { permissionSet, permissionSetNames } from "./sets.ts";
-export type { EnvPermission, PermissionSet, PermissionSetName, PermissionValue } from "./sets.ts";
+export type {
+  EnvPermission,
+  PermissionSet,
+  PermissionSetName,
+  PermissionValue,
+  ScopedPermission,
+} from "./sets.ts";
+export { allowedScopes } from "./sets.ts";
 export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
 export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";

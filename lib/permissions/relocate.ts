@@ -1,5 +1,5 @@
 import { DEFAULT_LAYOUT, type Layout } from "./layout.ts";
-import type { PermissionSet, PermissionValue } from "./sets.ts";
+import type { PermissionSet, PermissionValue, ScopedPermission } from "./sets.ts";
 
 /** Rewrites the default roots named in a permission set's paths to the roots of `layout`. */
 export function relocate(set: PermissionSet, layout: Layout): PermissionSet {
@@ -8,12 +8,25 @@ export function relocate(set: PermissionSet, layout: Layout): PermissionSet {
     // Longest first, so a nested default root wins over its parent.
     .sort((a, b) => b[0].length - a[0].length);
   const out: PermissionSet = { ...set };
-  out.read = relocateValue(set.read, roots, "");
+  out.read = relocateScoped(set.read, roots, "");
   out.write = relocateValue(set.write, roots, "");
-  out.net = relocateValue(set.net, roots, "unix:");
+  out.net = relocateScoped(set.net, roots, "unix:");
   for (const key of Object.keys(out) as (keyof PermissionSet)[]) {
     if (out[key] === undefined) delete out[key];
   }
+  return out;
+}
+
+function relocateScoped(
+  value: PermissionValue | ScopedPermission | undefined,
+  roots: (readonly [string, string])[],
+  prefix: string,
+): PermissionValue | ScopedPermission | undefined {
+  if (value === undefined || typeof value !== "object" || Array.isArray(value)) {
+    return relocateValue(value, roots, prefix);
+  }
+  const out: ScopedPermission = { allow: relocateValue(value.allow, roots, prefix) ?? false };
+  if (value.deny !== undefined) out.deny = relocateValue(value.deny, roots, prefix) as string[];
   return out;
 }
 

@@ -44,3 +44,19 @@ Deno.test("unionOf() covers every set: lists merge, true wins", () => {
   });
   deepEqual(unionOf([{ read: ["/a"] }, { read: true }]).read, true);
 });
+
+Deno.test("a grant with exceptions renders --deny flags, relocates both halves, and a union keeps the grant", () => {
+  const layout = { dataDir: "/t/data", runDir: "/t/run", dockerSocket: "/t/d.sock", dockerRoot: "/t/docker" };
+  const set = relocate({
+    read: { allow: true, deny: ["/var/lib/ployz/keys", "/etc/shadow"] },
+    net: { allow: true, deny: ["unix:/var/run/docker.sock", "10.210.0.0/16"] },
+  }, layout);
+  deepEqual(set.read, { allow: true, deny: ["/t/data/keys", "/etc/shadow"] });
+  deepEqual(permissionFlags(set), [
+    "--allow-read",
+    "--deny-read=/t/data/keys,/etc/shadow",
+    "--allow-net",
+    "--deny-net=unix:/t/d.sock,10.210.0.0/16",
+  ]);
+  deepEqual(unionOf([set, { read: ["/x"] }]).read, true);
+});

@@ -5,6 +5,18 @@ import config from "../../deno.json" with { type: "json" };
 /** A permission value as deno.json writes it: all, none, or a list of scopes. */
 export type PermissionValue = boolean | string[];
 
+/**
+ * A grant with exceptions: `allow` as a plain value, minus `deny` (which wins). Deno applies `deny` when it reads
+ * the set (`-P`, `--deny-*` flags); a Worker cannot be denied anything, so a compiled program's Worker gets `allow`
+ * alone.
+ */
+export interface ScopedPermission {
+  /** What is granted. */
+  allow: PermissionValue;
+  /** Scopes refused even though `allow` covers them. */
+  deny?: string[];
+}
+
 /** The env permission: an allow list, optionally ignoring (not failing on) every other variable. */
 export interface EnvPermission {
   /** Variables the program may read; a trailing `*` matches a prefix. */
@@ -18,11 +30,11 @@ export interface PermissionSet {
   /** Grants everything (the lab, which drives root tools). */
   all?: boolean;
   /** Paths the program may read. */
-  read?: PermissionValue;
+  read?: PermissionValue | ScopedPermission;
   /** Paths the program may write. */
   write?: PermissionValue;
   /** Hosts, `host:port`, `cidr:port` and `unix:path` scopes. */
-  net?: PermissionValue;
+  net?: PermissionValue | ScopedPermission;
   /** Programs the program may spawn. */
   run?: PermissionValue;
   /** Environment variables. */
@@ -61,8 +73,17 @@ export function permissionSet(name: string, appDir: string = CONFIG_DIR): Permis
     );
   }
   const copy = structuredClone(set);
-  if (Array.isArray(copy.read)) {
-    copy.read = copy.read.map((p) => (p.startsWith("./") ? join(appDir, p) : p));
+  const absolute = (p: string): string => (p.startsWith("./") ? join(appDir, p) : p);
+  if (Array.isArray(copy.read)) copy.read = copy.read.map(absolute);
+  else if (copy.read !== undefined && typeof copy.read === "object" && Array.isArray(copy.read.allow)) {
+    copy.read = { ...copy.read, allow: copy.read.allow.map(absolute) };
   }
   return copy;
+}
+
+/** What a grant allows, its exceptions left out (what a Worker, which cannot be denied anything, is given). */
+export function allowedScopes(
+  value: PermissionValue | ScopedPermission | undefined,
+): PermissionValue | undefined {
+  return value !== undefined && typeof value === "object" && !Array.isArray(value) ? value.allow : value;
 }

@@ -1,4 +1,4 @@
-import type { PermissionSet, PermissionValue } from "./sets.ts";
+import { allowedScopes, type PermissionSet, type PermissionValue } from "./sets.ts";
 
 /** What a narrowed Worker reports back to the process that started it. */
 export interface WorkerExit {
@@ -8,16 +8,17 @@ export interface WorkerExit {
 
 /**
  * The `deno.permissions` option for a Worker narrowed to `set`. Env variables outside the allow list stay
- * hidden because the parent runs with `--ignore-env`, which carries into Workers.
+ * hidden because the parent runs with `--ignore-env`, which carries into Workers. A Worker cannot be denied
+ * anything, so a set's `deny` exceptions do not reach it: they hold where Deno reads the set itself (`-P`).
  */
 export function workerPermissions(set: PermissionSet): Deno.PermissionOptions {
   if (set.all) return "inherit";
   const env = set.env;
   const envValue = typeof env === "object" && !Array.isArray(env) ? env.allow ?? false : env ?? false;
   return {
-    read: scopes(set.read),
+    read: scopes(allowedScopes(set.read)),
     write: scopes(set.write),
-    net: scopes(set.net),
+    net: scopes(allowedScopes(set.net)),
     run: scopes(set.run),
     sys: scopes(set.sys) as Deno.PermissionOptionsObject["sys"],
     ffi: scopes(set.ffi),
