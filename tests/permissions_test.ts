@@ -181,6 +181,23 @@ Deno.test("every permission set in deno.json has a case here", () => {
   deepEqual(permissionSetNames().filter((n) => n !== "lab").sort(), CASES.map((c) => c.set).sort());
 });
 
+/** Runs the probe under `-P=<set>` as Deno reads it from deno.json itself: what the launchers do. */
+async function probeConfig(set: string, op: string, target: string): Promise<ProbeResult> {
+  const out = await run(DENO, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    "--config",
+    join(ROOT, "deno.json"),
+    `-P=${set}`,
+    fixture("permission_probe.ts"),
+    op,
+    target,
+  ]);
+  equal(out.code, 0, out.stderr);
+  return JSON.parse(out.stdout);
+}
+
 Deno.test("deno's own -P=install reading deno.json refuses the Machine's keys, Docker and the mesh", async () => {
   for (
     const [op, target] of [
@@ -189,47 +206,14 @@ Deno.test("deno's own -P=install reading deno.json refuses the Machine's keys, D
       ["connect-tcp", "10.210.0.1:51000"],
     ]
   ) {
-    const out = await run(DENO, [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--config",
-      join(ROOT, "deno.json"),
-      "-P=install",
-      fixture("permission_probe.ts"),
-      op,
-      target,
-    ]);
-    equal(JSON.parse(out.stdout).error, "NotCapable", out.stdout + out.stderr);
+    equal((await probeConfig("install", op, target)).error, "NotCapable", `${op} ${target}`);
   }
   // Still reads what an operator names, anywhere else.
-  const out = await run(DENO, [
-    "run",
-    "--quiet",
-    "--no-prompt",
-    "--config",
-    join(ROOT, "deno.json"),
-    "-P=install",
-    fixture("permission_probe.ts"),
-    "read",
-    "/etc/hostname",
-  ]);
-  deepEqual(JSON.parse(out.stdout), { ok: true }, out.stderr);
+  deepEqual(await probeConfig("install", "read", "/etc/hostname"), { ok: true });
 });
 
 Deno.test("deno's own -P=dns reading deno.json refuses docker.sock and /etc writes", async () => {
   for (const [op, target] of [["connect-unix", "/var/run/docker.sock"], ["write", "/etc/ployz-probe"]]) {
-    const out = await run(DENO, [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--config",
-      join(ROOT, "deno.json"),
-      "-P=dns",
-      fixture("permission_probe.ts"),
-      op,
-      target,
-    ]);
-    equal(JSON.parse(out.stdout).error, "NotCapable", out.stdout + out.stderr);
+    equal((await probeConfig("dns", op, target)).error, "NotCapable", `${op} ${target}`);
   }
 });

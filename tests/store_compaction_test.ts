@@ -1,23 +1,5 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { generateSigningSecret, signingPublicKey } from "../lib/store/mod.ts";
-import { StoreNode, waitConverged } from "./support/store_cluster.ts";
-
-async function keyFiles(dir: string, sites: string[]): Promise<string[]> {
-  const secrets = sites.map(() => generateSigningSecret());
-  const members = sites.map((id, i) => ({ id, signingKey: signingPublicKey(secrets[i]) }));
-  return await Promise.all(sites.map(async (site, i) => {
-    const file = join(dir, `${site}.keys.json`);
-    await Deno.writeTextFile(
-      file,
-      JSON.stringify({ secret: btoa(String.fromCharCode(...secrets[i])), members }),
-      {
-        mode: 0o600,
-      },
-    );
-    return file;
-  }));
-}
+import { keyFiles, StoreNode, waitConverged } from "./support/store_cluster.ts";
 
 async function fileBytes(path: string): Promise<number> {
   let total = 0;

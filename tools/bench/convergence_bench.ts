@@ -1,23 +1,10 @@
-import { join } from "node:path";
-import { generateSigningSecret, signingPublicKey } from "../../lib/store/mod.ts";
-import { StoreNode } from "../../tests/support/store_cluster.ts";
+import { keyFiles, StoreNode } from "../../tests/support/store_cluster.ts";
 
 // Separate store processes on loopback; 200 writes spread over them; time until every replica holds all 200.
 // Push fan-out 3 with one relay, anti-entropy every ~500 ms. Prints bytes sent per change. Each replica count runs
 // unsigned (the baseline) and signed (every change signed at its origin and verified by every receiver).
 
 const WRITES = 200;
-
-async function keyFiles(dir: string, sites: string[]): Promise<string[]> {
-  const secrets = sites.map(() => generateSigningSecret());
-  const members = sites.map((id, i) => ({ id, signingKey: signingPublicKey(secrets[i]) }));
-  return await Promise.all(sites.map(async (site, i) => {
-    const file = join(dir, `${site}.keys.json`);
-    const secret = btoa(String.fromCharCode(...secrets[i]));
-    await Deno.writeTextFile(file, JSON.stringify({ secret, members }), { mode: 0o600 });
-    return file;
-  }));
-}
 
 async function converge(replicas: number, signed: boolean): Promise<{ ms: number; bytes: number }> {
   const dir = await Deno.makeTempDir({ prefix: "convergence_bench_" });
