@@ -6,7 +6,10 @@ import { keyFiles, StoreNode } from "../../tests/support/store_cluster.ts";
 
 const WRITES = 200;
 
-async function converge(replicas: number, signed: boolean): Promise<{ ms: number; bytes: number }> {
+async function converge(
+  replicas: number,
+  signed: boolean,
+): Promise<{ ms: number; bytes: number; cpuMs: number }> {
   const dir = await Deno.makeTempDir({ prefix: "convergence_bench_" });
   const sites = Array.from({ length: replicas }, (_, i) => `site-${i}`);
   const files = signed ? await keyFiles(dir, sites) : [];
@@ -20,6 +23,7 @@ async function converge(replicas: number, signed: boolean): Promise<{ ms: number
       nodes.map((n) => n.call("/test/start", { peers: urls.filter((u) => u !== n.url), antiEntropyMs: 500 })),
     );
     const waits = nodes.map((n) => n.call<{ reachedAt: number }>(`/test/wait?count=${WRITES}`));
+    const cpuBefore = nodes.reduce((sum, n) => sum + n.cpuMs(), 0);
     const started = Date.now();
     await Promise.all(nodes.map((n, i) => {
       const count = Math.floor(WRITES / replicas) + (i < WRITES % replicas ? 1 : 0);
@@ -27,16 +31,20 @@ async function converge(replicas: number, signed: boolean): Promise<{ ms: number
     }));
     const reached = await Promise.all(waits);
     const ms = Math.max(...reached.map((r) => r.reachedAt)) - started;
+    const cpuMs = nodes.reduce((sum, n) => sum + n.cpuMs(), 0) - cpuBefore;
     const stats = await Promise.all(nodes.map((n) => n.call<{ bytesSent: number }>("/test/stats")));
     const bytes = stats.reduce((sum, s) => sum + s.bytesSent, 0);
-    return { ms, bytes };
+    return { ms, bytes, cpuMs };
   } finally {
     await Promise.all(nodes.map((n) => n.kill()));
     await Deno.remove(dir, { recursive: true });
   }
 }
 
-for (const replicas of [3, 30]) {
+// CONVERGENCE_REPLICAS=30 runs only that size.
+const SIZES = (Deno.env.get("CONVERGENCE_REPLICAS") ?? "3,30").split(",").map(Number);
+
+for (const replicas of SIZES) {
   for (const signed of [false, true]) {
     Deno.bench({
       name: `${replicas} replica processes, ${WRITES} writes until all hold all, ${
@@ -48,12 +56,12 @@ for (const replicas of [3, 30]) {
       warmup: 0,
       async fn(b) {
         b.start();
-        const { ms, bytes } = await converge(replicas, signed);
+        const { ms, bytes, cpuMs } = await converge(replicas, signed);
         b.end();
         console.log(
           `convergence: ${replicas} replicas, ${WRITES} writes, ${
             signed ? "signed" : "unsigned"
-          }: ${ms} ms; ` +
+          }: ${ms} ms, ${cpuMs} ms CPU over all replicas; ` +
             `${bytes} bytes sent, ${Math.round(bytes / WRITES)} bytes per change, ` +
             `${Math.round(bytes / (WRITES * (replicas - 1)))} bytes per change per receiving replica`,
         );
