@@ -124,3 +124,28 @@ Deno.test("a replica behind a peer's compaction rejoins by a full sync and conve
     await Promise.all([a, b, c].map((s) => s.close()));
   }
 });
+
+Deno.test("a stale name-keyed write from a Machine cut off past the horizon loses to a compacted delete", () => {
+  let now = Date.parse("2026-01-01T00:00:00Z");
+  const clock = (): number => now;
+  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
+  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
+  const c = openStore({ path: ":memory:", siteId: "m3", clusterId: "cluster-1", now: clock });
+  try {
+    // m3 writes the name while cut off; nobody hears of it for eight days.
+    const stale = c.cluster.put({ name: "shared", value: "from m3" });
+    now += 1000;
+    b.applyChanges([a.cluster.put({ name: "shared", value: "from m1" })]);
+    now += 1000;
+    b.applyChanges([a.cluster.delete("shared")]);
+    now += 8 * 24 * 3600_000;
+    assert.deepEqual(b.compact({ horizonMs: 7 * 24 * 3600_000 }), { superseded: 1, tombstones: 1 });
+    assert.equal(logSize(b), 0);
+    assert.deepEqual(b.applyChanges([stale]), { applied: 1, duplicates: 0, rejected: [] });
+    assert.equal(b.cluster.get("shared"), undefined, "the stale write brought the deleted row back");
+  } finally {
+    a.close();
+    b.close();
+    c.close();
+  }
+});

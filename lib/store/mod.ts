@@ -24,13 +24,13 @@
  *
  * Compaction. Each replica removes, on its own schedule, changes older than a horizon (default
  * {@linkcode COMPACTION_HORIZON_MS}, 7 days) that a newer change of the same row superseded, and tombstones older
- * than it with their rows; admissions stay. Only versions under a site's contiguous watermark go, and the site's
- * floor rises past them. A replica whose vector is below a peer's floor (cut off longer than the horizon) cannot
- * be brought level change by change: it takes a full copy of the peer's log, turns the rows the peer's vector
- * covers but the peer no longer holds into tombstones, and adopts the peer's watermarks and floors; its own changes
- * the peer lacked stay and travel as usual. A version at or below a floor is never applied again, and a
- * name-keyed change older than the horizon may update a row but never create one, so a compacted tombstone's row
- * cannot come back. The floors and vector a peer reports are trusted as any admitted Machine's word is.
+ * than it: an entity row goes with its tombstone, a name-keyed row stays as a bare tombstone row (key and clock) so
+ * a stale write cannot bring it back. Admissions stay. Only versions under a site's contiguous watermark go, and the
+ * site's floor rises past them. A replica whose vector is below a peer's floor (cut off longer than the horizon)
+ * cannot be brought level change by change: it takes a full copy of the peer's log, turns the rows the peer's
+ * vector covers but the peer no longer holds into tombstones, and adopts the peer's watermarks and floors; its own
+ * changes the peer lacked stay and travel as usual. A version at or below a floor is never applied again. The
+ * floors and vector a peer reports are trusted as any admitted Machine's word is.
  *
  * Bodies are JSON kept verbatim; readers tolerate unknown fields and rewrites keep them. Tables and columns are
  * only added, with defaults; changes for a table this release does not know are stored and relayed unread.

@@ -71,8 +71,6 @@ export interface SyncResponse {
    * take a full copy. Absent from older repliers, which never compact.
    */
   floors?: Record<string, number>;
-  /** The replier's compaction horizon (an HLC), when it has compacted. */
-  compacted?: string;
 }
 
 /** `POST /store/v1/caught-up`: does the replier hold everything in `vector`? */

@@ -7,7 +7,7 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { type Change, checkChange, MAX_BODY_CHARS, parseBodyText, SITE_ID_PATTERN } from "./change.ts";
 import { StoreError } from "./errors.ts";
-import { encodeHlc, HLC_PATTERN, HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
+import { encodeHlc, HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 import type {
   Ack,
   Certificate,
@@ -270,8 +270,6 @@ export class Store {
   readonly #hwmPath: string | undefined;
   readonly #now: () => number;
   #anchors: Record<string, string> = {};
-  // Changes to name-keyed tables older than this created no row here: their tombstones may be compacted.
-  #compactedHlc = "";
   #durableVersion = 0;
   #hwmTarget = 0;
   #hwmWrites: Promise<void> = Promise.resolve();
@@ -353,10 +351,6 @@ export class Store {
     const own = db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(this.siteId);
     // Compaction may have removed this Machine's latest changes from the log; `sites` still counts them.
     const counted = db.prepare(`SELECT max AS v FROM sites WHERE site = ?`).get(this.siteId);
-    const compacted = db.prepare(`SELECT value FROM meta WHERE name = 'compacted_hlc'`).get();
-    if (typeof compacted?.value === "string" && HLC_PATTERN.test(compacted.value)) {
-      this.#compactedHlc = compacted.value;
-    }
     // A version that left this Machine is never reused, even when a crash lost it from the log: the high-water
     // mark was made durable before it left (see outbound), and numbering resumes above it.
     this.#durableVersion = this.#readHighWater();
@@ -804,12 +798,6 @@ export class Store {
   #merge(change: Change, body: Record<string, unknown> | undefined): void {
     const spec = TABLES[change.table];
     if (spec === undefined) return;
-    // A name-keyed write older than the compaction horizon may lose to a tombstone compacted away here: it may
-    // change a row still held, never create one (its writer was cut off longer than the horizon).
-    if (
-      spec.kind === "name" && change.hlc < this.#compactedHlc && change.site !== this.siteId &&
-      this.#rowOwner(spec.name, change.key) === undefined
-    ) return;
     this.#putRow(spec, this.#rowWriters(spec).merge, change, body);
   }
 
@@ -1130,7 +1118,8 @@ export class Store {
 
   /**
    * Removes from the log what no replica needs any more: changes older than `horizonMs` that a newer change
-   * superseded, and tombstones older than it with their rows. Only versions below a site's contiguous watermark
+   * superseded, and tombstones older than it (with their rows, for entity tables). Only versions below a site's
+   * contiguous watermark
    * go, and each site's floor rises past them, so a peer whose vector is below a floor (it was cut off longer
    * than the horizon) knows it must take a full copy ({@linkcode Store.completeFullSync}). Admissions and tables
    * this release does not know are kept whole.
@@ -1168,28 +1157,33 @@ export class Store {
           )
             .run(horizon).changes,
         );
-        // A tombstone goes only when it is the last change of its key held (or none is, after a full sync).
+        // A tombstone's change goes only when it is the last change of its key held. An entity row goes with
+        // it (only its owner writes it, in version order, so no older change can come back above the floor);
+        // a name-keyed row stays as a bare tombstone row (key, clock, no body), so a stale write from a Machine
+        // cut off longer than the horizon still loses to it.
+        const entity = spec.kind === "entity";
+        const lastChange =
+          `r.key IN (SELECT key FROM changes WHERE tbl = '${table}' GROUP BY key HAVING count(*) = 1)
+          AND EXISTS (SELECT 1 FROM changes c WHERE c.site = r.site AND c.version = r.version)`;
         const dead = this.#db.prepare(
           `SELECT r.key, r.site, r.version FROM ${table} AS r WHERE r.deleted = 1 AND r.hlc < ? AND ${
             below("r")
           }
-           AND (r.key IN (SELECT key FROM changes WHERE tbl = '${table}' GROUP BY key HAVING count(*) = 1)
-             OR r.key NOT IN (SELECT key FROM changes WHERE tbl = '${table}'))`,
+           AND ((${lastChange})${
+            entity ? ` OR r.key NOT IN (SELECT key FROM changes WHERE tbl = '${table}')` : ""
+          })`,
         ).all(horizon);
         const dropChange = this.#statement(`DELETE FROM changes WHERE site = ? AND version = ?`);
         const dropRow = this.#statement(`DELETE FROM ${table} WHERE key = ?`);
         for (const row of dead) {
           dropChange.run(row.site as string, row.version as number);
-          dropRow.run(row.key as string);
+          if (entity) dropRow.run(row.key as string);
           note(row.site, row.version);
           result.tombstones += 1;
         }
       }
       const raise = this.#statement(`UPDATE sites SET floor = MAX(floor, ?) WHERE site = ?`);
       for (const [site, version] of floors) raise.run(version, site);
-      if (result.superseded + result.tombstones > 0 && horizon > this.#compactedHlc) {
-        this.#setCompactedHlc(horizon);
-      }
     });
     // The freed pages are reused by later writes; the write-ahead log is folded in so it does not keep them too.
     if (result.superseded + result.tombstones > 0) this.checkpoint();
@@ -1202,12 +1196,6 @@ export class Store {
     this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
-  #setCompactedHlc(hlc: string): void {
-    this.#statement(`INSERT INTO meta (name, value) VALUES ('compacted_hlc', ?)
-      ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(hlc);
-    this.#compactedHlc = hlc;
-  }
-
   /** Each site's floor above 0: versions up to it missing from the log were compacted (or never needed). */
   floors(): Record<string, number> {
     this.#assertOpen();
@@ -1218,20 +1206,15 @@ export class Store {
     return floors;
   }
 
-  /** The compaction horizon this replica applies (an HLC), or "" before any compaction. */
-  get compactedHlc(): string {
-    return this.#compactedHlc;
-  }
-
   /**
    * Ends a full sync: the caller pulled every change a peer held (applied as usual) and passes what the peer
-   * said at the start — its vector, floors and compaction horizon — and the `table\0key` of every change it sent.
+   * said at the start — its vector and floors — and the `table\0key` of every change it sent.
    * A row here that the peer's vector covers but the peer sent nothing for was deleted there and its tombstone
    * compacted: it becomes a tombstone here too, its changes leave the log. Then this replica holds what the peer
    * held, so it adopts the peer's watermarks and floors. Returns how many rows it deleted.
    */
   completeFullSync(
-    peer: { vector: VersionVector; floors: Record<string, number>; compactedHlc?: string },
+    peer: { vector: VersionVector; floors: Record<string, number> },
     seen: ReadonlySet<string>,
   ): number {
     this.#assertOpen();
@@ -1265,11 +1248,6 @@ export class Store {
           adopt.run(site, held.c, held.c, floor);
           this.#advance(site, held.c);
         }
-        const horizon = peer.compactedHlc;
-        if (
-          horizon !== undefined && HLC_PATTERN.test(horizon) && horizon > this.#compactedHlc &&
-          this.#clock.aheadMs(horizon) <= 0
-        ) this.#setCompactedHlc(horizon);
       });
     } catch (error) {
       this.#seq = seqBefore;

@@ -327,7 +327,7 @@ export class SyncAgent {
     // admissions first, so a site's watermark is the last non-admission version it sent.
     const cursor: VersionVector = {};
     const seen = new Set<string>();
-    let start: { vector: VersionVector; floors: Record<string, number>; compactedHlc?: string } | undefined;
+    let start: { vector: VersionVector; floors: Record<string, number> } | undefined;
     for (let page = 0; page < FULL_SYNC_PAGES; page++) {
       const reply = await this.#request<SyncResponse>(peer, "/sync", {
         site: this.#store.siteId,
@@ -340,11 +340,7 @@ export class SyncAgent {
       if (start === undefined) {
         const vector = VersionVectorSchema.safeParse(reply.vector);
         if (!vector.success) throw new StoreError("unavailable", `Peer "${peer}" sent a malformed vector`);
-        start = {
-          vector: vector.data,
-          floors: readFloors(reply.floors),
-          compactedHlc: typeof reply.compacted === "string" ? reply.compacted : undefined,
-        };
+        start = { vector: vector.data, floors: readFloors(reply.floors) };
       }
       for (const change of reply.changes as unknown[]) {
         const c = change as Partial<Change> | null;

@@ -119,7 +119,6 @@ export function createSyncApp(
     const body: SyncResponse = { site: store.siteId, vector: store.vector(), changes, more: page.more };
     const floors = store.floors();
     if (Object.keys(floors).length > 0) body.floors = floors;
-    if (store.compactedHlc !== "") body.compacted = store.compactedHlc;
     return c.json(body);
   });
 
