@@ -4,7 +4,7 @@ import { type Command, UsageError } from "../../lib/cli/mod.ts";
 import { formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { openConfig } from "./connect.ts";
-import { deployProject } from "../../lib/operator/mod.ts";
+import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
 import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
 
 /** Splits repeated or comma-separated values. */
@@ -87,6 +87,7 @@ export const deployCommand: Command = {
           parallel,
           callTimeoutMs,
           files: loaded.files,
+          registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
         }), { composeContext: loaded.project.context ?? undefined });
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
       return flowExitCode(result);

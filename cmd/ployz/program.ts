@@ -60,8 +60,13 @@ export const ployz: Command = {
     ),
     lazyCommand(
       "image",
-      "Move images between Machines",
+      "List, prune and move images on the Cluster's Machines",
       () => import("./image.ts").then((m) => m.imageCommand),
+    ),
+    lazyCommand(
+      "registry",
+      "Registry credentials on this operator's side",
+      () => import("./registry.ts").then((m) => m.registryCommand),
     ),
     lazyCommand(
       "start",

@@ -2,7 +2,7 @@
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import type { NormalizedProject } from "../../lib/deploy/mod.ts";
 import { openConfig, parseTarget } from "./connect.ts";
-import { deployProject } from "../../lib/operator/mod.ts";
+import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
 import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
 
 /** `ployz scale`. */
@@ -52,6 +52,7 @@ export const scaleCommand: Command = {
           dryRun: false,
           confirmDataLoss: [],
           verb: "scale",
+          registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
         })
       );
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");

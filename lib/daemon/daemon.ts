@@ -30,6 +30,7 @@ import { containerHandlers } from "./container_handlers.ts";
 import { execHandlers } from "./exec_handlers.ts";
 import { createForwarder, forwardJson, type ForwardTarget } from "./forward.ts";
 import { imageHandlers } from "./image_handlers.ts";
+import { PulledImages } from "./image_pulls.ts";
 import { ensureKeyPair, ensureSigningSecret, keyPath } from "./keys.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { machineHandlers, machineToWire } from "./machine_handlers.ts";
@@ -216,7 +217,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       serving: () => lifecycle.serving,
       filesDir: join(layout.dataDir, "files"),
     }),
-    ...imageHandlers({ engine, self, resolve: meshTarget, stopping: stopping.signal, log }),
+    ...imageHandlers({
+      engine,
+      self,
+      resolve: meshTarget,
+      stopping: stopping.signal,
+      log,
+      pulled: new PulledImages(join(layout.dataDir, "pulled_images.json")),
+    }),
     ...execHandlers({ engine, stopping: stopping.signal, log }),
     ...servingHandlers(lifecycle),
     ...observeHandlers({
@@ -227,7 +235,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     forward: (req, ctx) => forwardJson(forwarder, req, ctx.signal),
   };
   const handlers: RpcHandlers = {
-    ...guardMutations(routes, upgradeHost, [...MUTATING_ROUTES, "pullImageFromPeer"]),
+    ...guardMutations(routes, upgradeHost, [
+      ...MUTATING_ROUTES,
+      "pullImageFromPeer",
+      "pullImage",
+      "pruneImages",
+    ]),
     ...upgradeHandlers(upgradeHost),
   };
   capabilities = advertisedCapabilities(handlers);

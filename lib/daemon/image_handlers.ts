@@ -10,14 +10,40 @@
 
 import type { Engine } from "../deploy/mod.ts";
 import {
+  type ListedImageView,
   PEER_PULL_DEFAULT_MS,
   PROTOCOL_MAJOR,
+  type PruneImagesResponse,
   type PullFromPeerResponse,
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { type ForwardTarget, readErrorResponse } from "./forward.ts";
+import { type PulledImages, PullTasks } from "./image_pulls.ts";
+
+/** This Machine's images, with which Ployz pulled and which containers use them. */
+async function listed(host: ImageHost, signal: AbortSignal): Promise<ListedImageView[]> {
+  const [images, users, pulled] = await Promise.all([
+    host.engine.listImages(signal),
+    host.engine.containerImages(signal),
+    host.pulled.ids(),
+  ]);
+  const self = host.self().id;
+  return images.map((image) => {
+    const here = users.filter((u) => u.imageId === image.id);
+    const ours = here.filter((u) => u.machine === self && u.project !== undefined && u.service !== undefined);
+    return {
+      id: image.id,
+      tags: image.tags,
+      digests: image.digests,
+      size: image.size,
+      owned: pulled.has(image.id),
+      "used_by": [...new Set(ours.map((u) => `${u.project}/${u.service}`))].sort(),
+      "other_containers": here.length - ours.length,
+    };
+  });
+}
 
 /** What the image handlers need from the daemon. */
 export interface ImageHost {
@@ -31,6 +57,8 @@ export interface ImageHost {
   readonly stopping: AbortSignal;
   /** One line per notable event. */
   log(line: string): void;
+  /** The record of images Ployz pulled or copied here. */
+  readonly pulled: PulledImages;
 }
 
 function messageOf(error: unknown): string {
@@ -52,14 +80,82 @@ function counting(): { stream: TransformStream<Uint8Array, Uint8Array>; bytes: (
 }
 
 /** The handlers of the image routes. */
-export type ImageHandlers = Pick<RpcHandlers, "inspectImage" | "exportImage" | "pullImageFromPeer">;
+export type ImageHandlers = Pick<
+  RpcHandlers,
+  | "inspectImage"
+  | "exportImage"
+  | "pullImageFromPeer"
+  | "resolveImage"
+  | "pullImage"
+  | "listImages"
+  | "pruneImages"
+>;
 
-/** The image route handlers: inspect, export and peer-pull. */
+/** The default wait of one `ployz.image.pull.v1` call. */
+const PULL_WAIT_DEFAULT_MS = 2_000;
+
+/** The image route handlers: inspect, export, peer-pull, registry resolve and pull, list and prune. */
 export function imageHandlers(host: ImageHost): ImageHandlers {
+  const pulls = new PullTasks({
+    engine: host.engine,
+    machineId: () => host.self().id,
+    pulled: host.pulled,
+    stopping: host.stopping,
+    log: host.log,
+  });
   return {
     async inspectImage(req, ctx) {
-      const id = await host.engine.imageId(req.ref, ctx.signal);
-      return id === undefined ? { present: false } : { present: true, id };
+      const image = await host.engine.inspectImage(req.ref, ctx.signal);
+      return image === undefined
+        ? { present: false }
+        : { present: true, id: image.Id, "repo_digests": (image.RepoDigests ?? []).slice(0, 256) };
+    },
+    async resolveImage(req, ctx) {
+      const digest = await host.engine.resolveDigest(req.ref, { auth: req.auth, signal: ctx.signal });
+      return { ref: req.ref, digest };
+    },
+    async pullImage(req, ctx) {
+      if (!/@sha256:[a-f0-9]{64}$/.test(req.ref)) {
+        throw new RpcError(
+          "invalid_argument",
+          `Cannot pull image "${req.ref}": pull a reference pinned to a digest`,
+          {
+            details: { field: "ref" },
+          },
+        );
+      }
+      return await pulls.pull(req.ref, req.auth, req.wait_ms ?? PULL_WAIT_DEFAULT_MS, ctx.signal);
+    },
+    async listImages(_req, ctx) {
+      return { "machine_id": host.self().id, images: await listed(host, ctx.signal) };
+    },
+    async pruneImages(req, ctx) {
+      const images = await listed(host, ctx.signal);
+      const out: PruneImagesResponse = {
+        "machine_id": host.self().id,
+        removed: [],
+        "kept_in_use": 0,
+        "kept_not_owned": 0,
+        failed: [],
+      };
+      for (const image of images) {
+        if (image.used_by.length > 0 || image.other_containers > 0) out.kept_in_use++;
+        else if (!image.owned && req.all !== true) out.kept_not_owned++;
+        else if (req.dry_run === true) out.removed.push({ id: image.id, tags: image.tags, size: image.size });
+        else {
+          try {
+            await host.engine.removeImage(image.id, ctx.signal);
+            out.removed.push({ id: image.id, tags: image.tags, size: image.size });
+          } catch (error) {
+            out.failed.push({ id: image.id, message: messageOf(error) });
+          }
+        }
+      }
+      if (req.dry_run !== true && out.removed.length > 0) {
+        await host.pulled.remove(out.removed.map((r) => r.id));
+        host.log(`pruned ${out.removed.length} image(s)`);
+      }
+      return out;
     },
     async exportImage(req, ctx) {
       return await host.engine.saveImage(req.ref, AbortSignal.any([ctx.signal, host.stopping]));
@@ -119,6 +215,8 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
             { details: { loaded: loaded.images } },
           );
         }
+        const copied = await host.engine.imageId(req.ref, signal);
+        if (copied !== undefined) await host.pulled.add(copied);
         const durationMs = Math.round(performance.now() - started);
         host.log(`pulled image "${req.ref}" from ${peer.name}: ${counter.bytes()} bytes in ${durationMs} ms`);
         return {

@@ -52,6 +52,8 @@ function forKind(op: Op): string[] {
       return [CAPABILITIES.listContainers, CAPABILITIES.ensureContainer, CAPABILITIES.startContainer];
     case "image":
       return [CAPABILITIES.pullImageFromPeer];
+    case "pull":
+      return [CAPABILITIES.pullImage];
   }
 }
 

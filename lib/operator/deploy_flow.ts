@@ -26,6 +26,7 @@ import type { ConfigStore } from "../store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { clientOf, type DeployMachineApi, type DeployMachines } from "./deploy_machines.ts";
 import { OperatorError } from "./errors.ts";
+import { type AuthLookup, pinImages } from "./image_pins.ts";
 
 /** The records a Deploy reads and writes on the operator's side: Saved State and Deployment records. */
 export type DeployBook = Pick<
@@ -63,6 +64,8 @@ export interface FlowOptions {
   callTimeoutMs?: number;
   /** Content of the files the Project ships (secrets, configs, relative binds), by digest; never saved. */
   files?: FileContents;
+  /** Registry credentials by host, from the operator's side; sent only with the requests that need them. */
+  registryAuth?: AuthLookup;
 }
 
 /**
@@ -166,7 +169,7 @@ export async function executeAndRecord(
   plan: Plan,
   machines: DeployMachines,
   book: DeployBook,
-  options: Pick<FlowOptions, "report" | "parallel" | "callTimeoutMs" | "files"> & {
+  options: Pick<FlowOptions, "report" | "parallel" | "callTimeoutMs" | "files" | "registryAuth"> & {
     record: Record<string, unknown>;
   },
 ): Promise<Outcome> {
@@ -191,6 +194,7 @@ export async function executeAndRecord(
     parallel: options.parallel,
     callTimeoutMs: options.callTimeoutMs,
     onEvent: (event) => options.report.event(event),
+    registryAuth: options.registryAuth,
     fillIngress: async (machine, request) =>
       fillIngressSlot(machine, {
         ...request,
@@ -217,8 +221,7 @@ export async function deployProject(
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
 ): Promise<FlowResult> {
-  const { project } = request;
-  const unbuilt = Object.values(project.services).filter((s) =>
+  const unbuilt = Object.values(request.project.services).filter((s) =>
     s.build !== undefined && !s.image.includes(":")
   );
   if (unbuilt.length > 0) {
@@ -230,18 +233,26 @@ export async function deployProject(
       { service: unbuilt[0].name },
     );
   }
+  // Every Machine runs the digest resolved here, once: a moved tag is a changed spec, never a mix.
+  const pins = await pinImages(
+    request.project,
+    machines,
+    options.registryAuth ?? (() => Promise.resolve(undefined)),
+  );
+  const project = pins.project;
   const previous = book.savedState(project.name)?.compose as NormalizedProject | undefined;
   const deployment = deploymentFor(book, project);
   const ingress = { ...INGRESS, image: ingressImage() };
   const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
   const snapshot = await observe(machines, project.name, images, { ingress: true });
-  const intent = deployIntent(project, deployment.id, request.warnings);
+  const intent = deployIntent(project, deployment.id, [...request.warnings, ...pins.warnings]);
   const plan = planDeploy({
     intent,
     snapshot,
     previous,
     monitorMs: request.monitorMs,
     serving: { ingress },
+    images: pins.sources,
   });
   if (deployment.resumed) {
     plan.warnings.unshift(

@@ -30,7 +30,17 @@ import type {
   WaitHealthyRequest,
   WaitHealthyResponse,
 } from "./container_routes.ts";
-import type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
+import type {
+  InspectImageRequest,
+  InspectImageResponse,
+  ListImagesResponse,
+  PruneImagesRequest,
+  PruneImagesResponse,
+  PullImageRequest,
+  PullImageResponse,
+  ResolveImageRequest,
+  ResolveImageResponse,
+} from "./image_routes.ts";
 import type {
   AdmitPeerRequest,
   AdmitPeerResponse,
@@ -101,6 +111,14 @@ export interface RouteTypes extends ExecRouteTypes {
   waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
   /** `ployz.image.inspect.v1`. */
   inspectImage: [InspectImageRequest, InspectImageResponse];
+  /** `ployz.image.resolve.v1`: the digest a registry serves for a tag, through the Machine's Docker. */
+  resolveImage: [ResolveImageRequest, ResolveImageResponse];
+  /** `ployz.image.pull.v1`: start or join the Machine's pull of a pinned reference; answers with progress. */
+  pullImage: [PullImageRequest, PullImageResponse];
+  /** `ployz.image.list.v1`: the Machine's images, which Ployz pulled, and which Services use them. */
+  listImages: [EmptyRequest, ListImagesResponse];
+  /** `ployz.image.prune.v1`: removes images Ployz pulled that no container uses (`all`: any unused image). */
+  pruneImages: [PruneImagesRequest, PruneImagesResponse];
   /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
   listMachines: [EmptyRequest, ListMachinesResponse];
   /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */

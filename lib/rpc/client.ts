@@ -22,7 +22,17 @@ import type {
 import { envelope, ErrorBodySchema } from "./envelope.ts";
 import { isRpcErrorCode, RpcError } from "./errors.ts";
 import { CodedError } from "../util/mod.ts";
-import type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
+import type {
+  InspectImageRequest,
+  InspectImageResponse,
+  ListImagesResponse,
+  PruneImagesRequest,
+  PruneImagesResponse,
+  PullImageRequest,
+  PullImageResponse,
+  ResolveImageRequest,
+  ResolveImageResponse,
+} from "./image_routes.ts";
 import type {
   AdmitPeerRequest,
   AdmitPeerResponse,
@@ -126,6 +136,14 @@ export interface MachineClient extends Disposable {
   execInput(request: ExecInputRequest, options?: CallOptions): Promise<ExecInputResponse>;
   /** Whether an image is on the Machine. */
   inspectImage(request: InspectImageRequest, options?: CallOptions): Promise<InspectImageResponse>;
+  /** The digest the registry serves for a tag, asked through the Machine's Docker. */
+  resolveImage(request: ResolveImageRequest, options?: CallOptions): Promise<ResolveImageResponse>;
+  /** Starts or joins the Machine's pull of a pinned reference; answers with its progress. */
+  pullImage(request: PullImageRequest, options?: CallOptions): Promise<PullImageResponse>;
+  /** The Machine's images. */
+  listImages(options?: CallOptions): Promise<ListImagesResponse>;
+  /** Removes images Ployz pulled that no container uses. */
+  pruneImages(request: PruneImagesRequest, options?: CallOptions): Promise<PruneImagesResponse>;
   /** Every Machine row the Machine holds, with its own membership judgement of each. */
   listMachines(options?: CallOptions): Promise<ListMachinesResponse>;
   /** Asks an uninitialized Machine to join a Cluster; it answers at once, in phase `joining`. */
@@ -340,6 +358,10 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     removeContainer: (req, o) => call("removeContainer", req, o?.signal),
     waitHealthy: (req, o) => call("waitHealthy", req, o?.signal),
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
+    resolveImage: (req, o) => call("resolveImage", req, o?.signal),
+    pullImage: (req, o) => call("pullImage", req, o?.signal),
+    listImages: (o) => call("listImages", {}, o?.signal),
+    pruneImages: (req, o) => call("pruneImages", req, o?.signal),
     execStart: (req, o) => call("execStart", req, o?.signal),
     execAttach: (req, o) => stream("execAttach", req, o?.signal),
     execInput: (req, o) => call("execInput", req, o?.signal),

@@ -36,7 +36,20 @@ export type {
   WaitHealthyRequest,
   WaitHealthyResponse,
 } from "./container_routes.ts";
-export type { InspectImageRequest, InspectImageResponse } from "./image_routes.ts";
+export type {
+  InspectImageRequest,
+  InspectImageResponse,
+  ListedImageView,
+  ListImagesResponse,
+  PruneImagesRequest,
+  PruneImagesResponse,
+  PullImageRequest,
+  PullImageResponse,
+  RegistryAuthField,
+  ResolveImageRequest,
+  ResolveImageResponse,
+} from "./image_routes.ts";
+export { PULL_WAIT_MAX_MS } from "./image_routes.ts";
 export type {
   AdmitPeerRequest,
   AdmitPeerResponse,

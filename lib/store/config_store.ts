@@ -79,6 +79,18 @@ export interface ContextRecord {
   savedAt: string;
 }
 
+/** Credentials for one registry, saved by `ployz registry login`; they never leave the operator's side. */
+export interface RegistryCredential {
+  /** Registry host (`reg.example:5000`, `docker.io`). */
+  host: string;
+  /** User name. */
+  username: string;
+  /** Password or token. */
+  secret: string;
+  /** ISO 8601. */
+  savedAt: string;
+}
+
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS saved_state (project TEXT PRIMARY KEY NOT NULL, compose TEXT NOT NULL,
     source_path TEXT NOT NULL DEFAULT '', saved_at TEXT NOT NULL DEFAULT '')`,
@@ -94,6 +106,8 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS contexts (name TEXT PRIMARY KEY NOT NULL, url TEXT NOT NULL,
     saved_at TEXT NOT NULL DEFAULT '')`,
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS registry_credentials (host TEXT PRIMARY KEY NOT NULL, username TEXT NOT NULL,
+    secret TEXT NOT NULL, saved_at TEXT NOT NULL DEFAULT '')`,
 ];
 
 function nonEmpty(what: string, value: string): void {
@@ -290,6 +304,34 @@ export class ConfigStore {
       `INSERT INTO settings (key, value) VALUES ('current_context', ?)
        ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     ).run(name);
+  }
+
+  /** Saves the credentials of one registry, replacing earlier ones. */
+  saveRegistryCredential(credential: RegistryCredential): void {
+    nonEmpty("registry host", credential.host);
+    nonEmpty("registry user name", credential.username);
+    nonEmpty("registry password", credential.secret);
+    this.#db.prepare(
+      `INSERT INTO registry_credentials (host, username, secret, saved_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (host) DO UPDATE SET username = excluded.username, secret = excluded.secret,
+         saved_at = excluded.saved_at`,
+    ).run(credential.host, credential.username, credential.secret, credential.savedAt);
+  }
+
+  /** The saved credentials of a registry host, if any. */
+  registryCredential(host: string): RegistryCredential | undefined {
+    const row = this.#db.prepare(`SELECT * FROM registry_credentials WHERE host = ?`).get(host);
+    return row === undefined ? undefined : {
+      host: String(row.host),
+      username: String(row.username),
+      secret: String(row.secret),
+      savedAt: String(row.saved_at),
+    };
+  }
+
+  /** Forgets a registry's credentials; whether there were any. */
+  removeRegistryCredential(host: string): boolean {
+    return this.#db.prepare(`DELETE FROM registry_credentials WHERE host = ?`).run(host).changes > 0;
   }
 }
 

@@ -82,5 +82,6 @@ export {
   type DeploymentRecord,
   openConfigStore,
   type Receipt,
+  type RegistryCredential,
   type SavedState,
 } from "./config_store.ts";

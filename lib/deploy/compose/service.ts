@@ -6,6 +6,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { isScalar, type Node } from "yaml";
+import { parseImageRef } from "../docker/reference.ts";
 import { readCaddy, readMachines, readPreDeploy } from "./extensions.ts";
 import {
   checkKeys,
@@ -127,12 +128,13 @@ export function readService(
   const image = buildEntry !== undefined && buildEntry.value !== null
     ? `${scope.project ?? "project"}-${name}`
     : named;
-  if (named !== null && (named === "" || /\s/.test(named))) {
+  const badImage = named === null ? undefined : parseImageRef(named);
+  if (named !== null && typeof badImage === "string") {
     fail(
       reader,
       value("image"),
       at("image"),
-      `invalid image "${named}": expected a reference such as "nginx:1.27"`,
+      `invalid image "${named}": ${badImage}; expected a reference such as "nginx:1.27"`,
     );
   }
 
@@ -677,6 +679,25 @@ function readPullPolicy(reader: Reader, entry: Entry | undefined): NormalizedSer
   const policy = text(reader, entry.value, entry.path);
   if (policy === "always" || policy === "never" || policy === "missing") return policy;
   if (policy === "" || policy === "if_not_present") return "missing";
+  // Each policy Ployz cannot follow yet is refused with its reason; builds will add "build" here.
+  if (policy === "build") {
+    fail(
+      reader,
+      entry.value,
+      entry.path,
+      `pull policy "build" is not supported yet: build and push the image, then use "missing" or "always"`,
+    );
+    return "missing";
+  }
+  if (policy === "daily" || policy === "weekly" || policy?.startsWith("every_")) {
+    fail(
+      reader,
+      entry.value,
+      entry.path,
+      `pull policy "${policy}" is not supported: Ployz resolves tags at each Deploy; use "always" to re-resolve every time`,
+    );
+    return "missing";
+  }
   if (policy !== undefined) {
     fail(
       reader,

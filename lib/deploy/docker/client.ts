@@ -23,6 +23,20 @@ export interface DockerRequest {
   stream?: boolean;
   /** Status codes that count as success besides 200, 201 and 204 (e.g. 304 for an idempotent start). */
   alsoOk?: number[];
+  /** Registry credentials, sent as `X-Registry-Auth` on this request only. */
+  auth?: RegistryAuth;
+}
+
+/** Registry credentials as Docker's `X-Registry-Auth` carries them; never logged, never stored. */
+export interface RegistryAuth {
+  /** User name. */
+  username?: string;
+  /** Password or token. */
+  password?: string;
+  /** An OAuth identity token, instead of a password. */
+  identitytoken?: string;
+  /** The registry host these are for. */
+  serveraddress: string;
 }
 
 interface Modem {
@@ -34,6 +48,7 @@ interface Modem {
       statusCodes: Record<number, boolean>;
       isStream?: boolean;
       file?: Readable;
+      authconfig?: RegistryAuth;
       abortSignal?: AbortSignal;
     },
     callback: (error: unknown, data: unknown) => void,
@@ -75,6 +90,8 @@ export function openClient(settings: Omit<Client, "send">): Client {
         statusCodes,
         isStream: req.stream === true,
         file: req.file,
+        // docker-modem sends it as the X-Registry-Auth header of this one request, never in the URL.
+        authconfig: req.auth,
         abortSignal: signal,
       }, (error, data) => error ? reject(error) : resolve(data));
     });

@@ -109,6 +109,10 @@ export interface DockerVolume {
 export interface DockerImage {
   Id: string;
   RepoTags?: string[] | null;
+  RepoDigests?: string[] | null;
+  Size?: number;
+  Created?: string | number;
+  Labels?: Record<string, string> | null;
 }
 
 /** One message of `GET /events`. */

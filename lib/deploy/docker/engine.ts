@@ -34,7 +34,22 @@ import {
   startExec,
 } from "./exec.ts";
 import { type HealthOptions, type HealthResult, waitHealthy } from "./health.ts";
-import { imageExists, inspectImage, type LoadedImages, loadImage, pullImage, saveImage } from "./images.ts";
+import type { RegistryAuth } from "./client.ts";
+import type { DockerImage } from "./docker_types.ts";
+import {
+  containerImages,
+  imageExists,
+  inspectImage,
+  type ListedImage,
+  listImages,
+  type LoadedImages,
+  loadImage,
+  pullImage,
+  type PullProgress,
+  removeImage,
+  resolveDigest,
+  saveImage,
+} from "./images.ts";
 import { LABELS } from "./labels.ts";
 import { ensureNetwork, type NetworkInfo, type NetworkSpec } from "./network.ts";
 import type { ContainerEvent, ObservedContainer } from "./observe.ts";
@@ -136,8 +151,23 @@ export interface Engine {
   saveImage(ref: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
   /** Loads a `docker save` archive; no deadline, `signal` cancels. */
   loadImage(archive: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<LoadedImages>;
-  /** Pulls from the registry; says plainly when the image is present nowhere. */
-  pullImage(ref: string, signal?: AbortSignal): Promise<void>;
+  /** Inspects a local image; `undefined` when absent. */
+  inspectImage(ref: string, signal?: AbortSignal): Promise<DockerImage | undefined>;
+  /** The digest the registry serves for `ref`; pulls nothing. */
+  resolveDigest(ref: string, options?: { auth?: RegistryAuth; signal?: AbortSignal }): Promise<string>;
+  /** Pulls from the registry with progress; refusals are `unauthenticated`, `not_found` or `unavailable`. */
+  pullImage(
+    ref: string,
+    options?: { auth?: RegistryAuth; signal?: AbortSignal; onProgress?: (progress: PullProgress) => void },
+  ): Promise<PullProgress>;
+  /** Every image on this Machine. */
+  listImages(signal?: AbortSignal): Promise<ListedImage[]>;
+  /** Removes an image by id, never forced: Docker refuses one a container uses. */
+  removeImage(id: string, signal?: AbortSignal): Promise<void>;
+  /** The image of every container here, with the Ployz Project, Service and Machine labels it carries. */
+  containerImages(
+    signal?: AbortSignal,
+  ): Promise<{ imageId: string; project?: string; service?: string; machine?: string }[]>;
 }
 
 /** Where the `local` log driver keeps a container's current log file. */
@@ -217,6 +247,11 @@ export function openEngine(options: EngineOptions): Engine {
     },
     saveImage: (ref, signal) => saveImage(client, ref, signal),
     loadImage: (archive, signal) => loadImage(client, archive, signal),
-    pullImage: (ref, signal) => pullImage(client, ref, signal),
+    inspectImage: (ref, signal) => inspectImage(client, ref, signal),
+    resolveDigest: (ref, opts) => resolveDigest(client, ref, opts),
+    pullImage: (ref, opts) => pullImage(client, ref, opts),
+    listImages: (signal) => listImages(client, signal),
+    removeImage: (id, signal) => removeImage(client, id, signal),
+    containerImages: (signal) => containerImages(client, signal),
   };
 }

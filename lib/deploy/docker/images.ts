@@ -6,9 +6,18 @@
  */
 
 import { Readable } from "node:stream";
-import { type Client, readJsonLines, request, requestStream, seg, webStream } from "./client.ts";
+import {
+  type Client,
+  readJsonLines,
+  type RegistryAuth,
+  request,
+  requestStream,
+  seg,
+  webStream,
+} from "./client.ts";
 import type { DockerImage } from "./docker_types.ts";
 import { DockerError, sanitizeMessage } from "./errors.ts";
+import { LABELS } from "./labels.ts";
 
 /** Inspects an image by reference or id; `undefined` when absent. */
 export async function inspectImage(
@@ -108,51 +117,262 @@ export async function loadImage(
   }
 }
 
-function pullQuery(ref: string): Record<string, string> {
-  const lastPart = ref.slice(ref.lastIndexOf("/") + 1);
-  return lastPart.includes(":") || ref.includes("@") ? { fromImage: ref } : { fromImage: ref, tag: "latest" };
+/** Progress of one pull, from Docker's JSON lines: layers seen and done, bytes downloaded of those known. */
+export interface PullProgress {
+  /** Layers Docker named. */
+  layers: number;
+  /** Layers complete or already here. */
+  layersDone: number;
+  /** Bytes downloaded so far. */
+  bytes: number;
+  /** Bytes to download, of the layers whose size Docker has said. */
+  bytesTotal: number;
+}
+
+/** Folds Docker's pull lines into a {@linkcode PullProgress}; the caller keeps `state` between lines. */
+export function foldPullLine(
+  state: Map<string, { current: number; total: number; done: boolean }>,
+  line: Record<string, unknown>,
+): PullProgress {
+  const id = typeof line.id === "string" ? line.id : "";
+  const status = typeof line.status === "string" ? line.status : "";
+  // Layer lines carry a 12-hex id; the first and last lines name the reference.
+  if (/^[a-f0-9]{12}$/.test(id)) {
+    const layer = state.get(id) ?? { current: 0, total: 0, done: false };
+    const detail = line.progressDetail as { current?: number; total?: number } | undefined;
+    if (status === "Downloading" && typeof detail?.current === "number") {
+      layer.current = detail.current;
+      if (typeof detail.total === "number") layer.total = detail.total;
+    }
+    if (/^(Pull complete|Already exists|Download complete)$/.test(status)) {
+      if (layer.total > 0) layer.current = layer.total;
+      if (status !== "Download complete") layer.done = true;
+    }
+    state.set(id, layer);
+  }
+  let bytes = 0, bytesTotal = 0, layersDone = 0;
+  for (const layer of state.values()) {
+    bytes += layer.current;
+    bytesTotal += layer.total;
+    if (layer.done) layersDone++;
+  }
+  return { layers: state.size, layersDone, bytes, bytesTotal };
 }
 
 /**
- * Pulls an image from its registry. A failure says whether the image is still on this Machine; when it is not, it
- * is present nowhere Ployz can reach: `not_found` when the registry answered without it, `unavailable` otherwise.
+ * What a registry's refusal means, from Docker's message: `unauthenticated` (credentials missing or wrong),
+ * `not_found` (no such repository, tag or digest), else `unavailable` (unreachable, TLS, timeouts).
  */
-export async function pullImage(client: Client, ref: string, signal?: AbortSignal): Promise<void> {
-  let failure: unknown;
+export function registryFailureCode(message: string): "unauthenticated" | "not_found" | "unavailable" {
+  if (
+    /unauthorized|authentication required|no basic auth credentials|incorrect username or password|denied: requested access|401/i
+      .test(message)
+  ) {
+    return "unauthenticated";
+  }
+  if (
+    /manifest unknown|name unknown|not found|does not exist|no such image|repository name not known/i.test(
+      message,
+    )
+  ) {
+    return "not_found";
+  }
+  return "unavailable";
+}
+
+function registryError(action: string, ref: string, message: string, cause: unknown): DockerError {
+  const reason = sanitizeMessage(message.replace(/^Cannot [^:]*: /, ""));
+  const code = registryFailureCode(reason);
+  const host = ref.includes("/") && /[.:]|^localhost$/.test(ref.slice(0, ref.indexOf("/")))
+    ? ref.slice(0, ref.indexOf("/"))
+    : "docker.io";
+  const what = code === "unauthenticated"
+    ? `registry "${host}" refused the credentials${reason === "" ? "" : ` (${reason})`}`
+    : code === "not_found"
+    ? `registry "${host}" has no such image: ${reason}`
+    : `registry "${host}" could not be reached: ${reason}`;
+  return new DockerError(code, `Cannot ${action} "${ref}": ${what}`, {
+    details: { image: ref, registry: host },
+    cause,
+  });
+}
+
+/**
+ * The digest the registry serves for `ref` (`GET /distribution/{ref}/json`: Docker asks the registry for the
+ * manifest's descriptor, with `auth` as X-Registry-Auth). Pulls nothing.
+ */
+export async function resolveDigest(
+  client: Client,
+  ref: string,
+  options: { auth?: RegistryAuth; signal?: AbortSignal } = {},
+): Promise<string> {
   try {
-    const lines = await requestStream(client, { operation: `pull image "${ref}"`, cls: "pull", signal }, {
+    const answer = await request(client, {
+      operation: `resolve image "${ref}"`,
+      cls: "inspect",
+      signal: options.signal,
+    }, { method: "GET", path: `/distribution/${seg(ref)}/json`, auth: options.auth }) as {
+      Descriptor?: { digest?: string };
+    };
+    const digest = answer.Descriptor?.digest;
+    if (typeof digest !== "string" || !/^sha256:[a-f0-9]{64}$/.test(digest)) {
+      throw new DockerError("internal", `Cannot resolve image "${ref}": Docker answered no sha256 digest`);
+    }
+    return digest;
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    if (error instanceof DockerError && error.code === "internal" && !error.details.status) throw error;
+    if (error instanceof DockerError && error.details.errno !== undefined) throw error;
+    throw registryError("resolve image", ref, error instanceof Error ? error.message : String(error), error);
+  }
+}
+
+/**
+ * Pulls `ref` from its registry (`POST /images/create`, `auth` as X-Registry-Auth), telling `onProgress` as
+ * Docker reports layers. Bounded by the `pull` deadline; `signal` cancels. A refusal is `unauthenticated`,
+ * `not_found` or `unavailable`, naming the registry and never the credentials.
+ */
+export async function pullImage(
+  client: Client,
+  ref: string,
+  options: { auth?: RegistryAuth; signal?: AbortSignal; onProgress?: (progress: PullProgress) => void } = {},
+): Promise<PullProgress> {
+  const state = new Map<string, { current: number; total: number; done: boolean }>();
+  let progress: PullProgress = { layers: 0, layersDone: 0, bytes: 0, bytesTotal: 0 };
+  let failure: string | undefined;
+  try {
+    await requestStream(client, { operation: `pull image "${ref}"`, cls: "pull", signal: options.signal }, {
       method: "POST",
       path: "/images/create",
       query: pullQuery(ref),
-    }, (response) => readJsonLines(response));
-    const error = lines.find((line) => typeof line.error === "string");
-    if (error === undefined) return;
-    failure = new DockerError("unavailable", sanitizeMessage(String(error.error)));
+      auth: options.auth,
+    }, async (response) => {
+      for await (const line of jsonLines(response)) {
+        if (typeof line.error === "string") {
+          failure = line.error;
+          continue;
+        }
+        progress = foldPullLine(state, line);
+        options.onProgress?.(progress);
+      }
+    });
   } catch (error) {
-    if (signal?.aborted) throw error;
-    failure = error;
+    if (options.signal?.aborted) throw error;
+    if (error instanceof DockerError && error.details.errno !== undefined) throw error;
+    throw registryError("pull image", ref, error instanceof Error ? error.message : String(error), error);
   }
-  const cause = failure instanceof DockerError ? failure : undefined;
-  const reason = cause === undefined
-    ? "unknown failure"
-    : cause.message.replace(/^Cannot pull image "[^"]*": /, "");
-  const refused = cause?.code === "not_found" ||
-    /manifest unknown|not found|does not exist|pull access denied/i.test(reason);
-  const present = await imageExists(client, ref, signal).catch(() => false);
-  if (present) {
-    throw new DockerError(
-      refused ? "not_found" : "unavailable",
-      `Cannot pull image "${ref}": ${
-        refused ? "the registry does not have it" : "the registry could not be reached"
-      }; the copy on this Machine is unchanged: ${reason}`,
-      { details: { image: ref }, cause: failure },
-    );
+  if (failure !== undefined) throw registryError("pull image", ref, failure, undefined);
+  return progress;
+}
+
+/** One image on this Machine, as `GET /images/json` lists it. */
+export interface ListedImage {
+  /** Image id. */
+  id: string;
+  /** Tags. */
+  tags: string[];
+  /** Registry digests (`repo@sha256:…`). */
+  digests: string[];
+  /** Size in bytes. */
+  size: number;
+  /** Creation time, seconds since the epoch. */
+  created: number;
+  /** Its labels. */
+  labels: Record<string, string>;
+}
+
+/** Every image on this Machine (dangling ones included). */
+export async function listImages(client: Client, signal?: AbortSignal): Promise<ListedImage[]> {
+  const raw = await request(client, { operation: "list images", cls: "inspect", signal }, {
+    method: "GET",
+    path: "/images/json",
+    query: { all: false },
+  }) as {
+    Id: string;
+    RepoTags?: string[] | null;
+    RepoDigests?: string[] | null;
+    Size?: number;
+    Created?: number;
+    Labels?: Record<string, string> | null;
+  }[];
+  return raw.map((i) => ({
+    id: i.Id,
+    tags: (i.RepoTags ?? []).filter((t) => t !== "<none>:<none>"),
+    digests: (i.RepoDigests ?? []).filter((d) => d !== "<none>@<none>"),
+    size: i.Size ?? 0,
+    created: i.Created ?? 0,
+    labels: i.Labels ?? {},
+  }));
+}
+
+/**
+ * Removes an image by id: each of its tags and digests, then the image. Never forced, so Docker refuses
+ * (`conflict`) an image any container uses, ployz's or not.
+ */
+export async function removeImage(client: Client, id: string, signal?: AbortSignal): Promise<void> {
+  const image = await inspectImage(client, id, signal);
+  if (image === undefined) return;
+  const names = [...(image.RepoTags ?? []), ...(image.RepoDigests ?? [])];
+  for (const name of [...names, id]) {
+    try {
+      await request(client, { operation: `remove image "${name}"`, cls: "remove", signal }, {
+        method: "DELETE",
+        path: `/images/${seg(name)}`,
+        query: { force: false, noprune: false },
+      });
+    } catch (error) {
+      // Untagging the last name removed the image already.
+      if (error instanceof DockerError && error.code === "not_found") continue;
+      throw error;
+    }
   }
-  throw new DockerError(
-    refused ? "not_found" : "unavailable",
-    refused
-      ? `Image "${ref}" is present nowhere: not on this Machine, and the registry does not have it: ${reason}`
-      : `Image "${ref}" is present nowhere: not on this Machine, and the registry could not be reached: ${reason}`,
-    { details: { image: ref }, cause: failure },
-  );
+}
+
+/** The image each container on this Machine uses, with its Ployz Project and Service when it has them. */
+export async function containerImages(
+  client: Client,
+  signal?: AbortSignal,
+): Promise<{ imageId: string; project?: string; service?: string; machine?: string }[]> {
+  const raw = await request(client, { operation: "list containers", cls: "inspect", signal }, {
+    method: "GET",
+    path: "/containers/json",
+    query: { all: true },
+  }) as { ImageID?: string; Labels?: Record<string, string> | null }[];
+  return raw.map((c) => ({
+    imageId: c.ImageID ?? "",
+    project: c.Labels?.[LABELS.project],
+    service: c.Labels?.[LABELS.service],
+    machine: c.Labels?.[LABELS.machine],
+  }));
+}
+
+/** Reads newline-delimited JSON as it arrives. */
+async function* jsonLines(response: AsyncIterable<unknown>): AsyncGenerator<Record<string, unknown>> {
+  let buffer = "";
+  const decoder = new TextDecoder();
+  const parse = (text: string): Record<string, unknown> | undefined => {
+    const trimmed = text.trim();
+    if (trimmed === "") return undefined;
+    try {
+      return JSON.parse(trimmed);
+    } catch {
+      return { stream: trimmed };
+    }
+  };
+  for await (const chunk of response) {
+    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
+    let at: number;
+    while ((at = buffer.indexOf("\n")) >= 0) {
+      const line = parse(buffer.slice(0, at));
+      buffer = buffer.slice(at + 1);
+      if (line !== undefined) yield line;
+    }
+  }
+  const last = parse(buffer);
+  if (last !== undefined) yield last;
+}
+
+function pullQuery(ref: string): Record<string, string> {
+  const lastPart = ref.slice(ref.lastIndexOf("/") + 1);
+  return lastPart.includes(":") || ref.includes("@") ? { fromImage: ref } : { fromImage: ref, tag: "latest" };
 }

@@ -53,8 +53,10 @@ export type {
 export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.ts";
 export { MASQUERADE_OPTION } from "./network.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
-export type { LoadedImages } from "./images.ts";
+export type { LoadedImages, PullProgress } from "./images.ts";
 export { type DemuxedFrame, Demuxer } from "./demux.ts";
+export type { RegistryAuth } from "./client.ts";
+export { digestFor, type ImageRef, parseImageRef, pinRef, registryHost, repositoryOf } from "./reference.ts";
 export type { EventOptions } from "./events.ts";
 export type { ExecConnection, ExecOptions, ExecState } from "./exec.ts";
 export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";

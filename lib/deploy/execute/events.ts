@@ -22,6 +22,7 @@ export type Phase =
   | "setting_pointer"
   | "filling_ingress"
   | "copying_image"
+  | "pulling_image"
   | "compensating";
 
 /** One progress event. */

@@ -16,6 +16,7 @@
  * @module
  */
 
+import type { RegistryAuth } from "../docker/client.ts";
 import type { ContainerSpec } from "../docker/spec.ts";
 import { DeployError, errorBody } from "../plan/errors.ts";
 import type { MachineApi, ObservedContainerView } from "../plan/machine_api.ts";
@@ -28,6 +29,7 @@ import type {
   Op,
   Plan,
   PointOp,
+  PullOp,
   ReplaceOp,
 } from "../plan/types.ts";
 import type { DeployEvent, Phase } from "./events.ts";
@@ -49,6 +51,8 @@ export interface ExecuteOptions {
   hookPollMs?: number;
   /** Runs `ingress` operations; a plan with one fails it without. */
   fillIngress?: IngressFiller;
+  /** Credentials for `pull` operations, asked once per operation and sent only with its requests. */
+  registryAuth?: RegistryAuthSource;
   /** How many operations run at once, across Machines; default 1 (strictly in order). */
   parallel?: number;
   /** How many operations run at once on one Machine; default 2. */
@@ -80,7 +84,11 @@ interface Context {
   leave(container: ContainerRef): void;
   hookPollMs: number;
   fillIngress?: IngressFiller;
+  registryAuth?: RegistryAuthSource;
 }
+
+/** The credentials of a registry host, from the operator's side; `undefined` pulls anonymously. */
+export type RegistryAuthSource = (registry: string) => Promise<RegistryAuth | undefined>;
 
 const LIVE = new Set(["running", "restarting", "paused"]);
 
@@ -248,6 +256,64 @@ async function image(ctx: Context, op: ImageOp): Promise<undefined> {
   return undefined;
 }
 
+/** How long one pull call waits on the Machine's task before answering with progress. */
+const PULL_POLL_MS = 1_000;
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
+/** Starts (or joins) the Machine's pull task and asks again until it ends, reporting its progress. */
+async function pull(ctx: Context, op: PullOp): Promise<undefined> {
+  ctx.phase("pulling_image", `${op.ref} from ${op.registry}`);
+  const evidence = { image: op.ref, registry: op.registry, machine: op.machineName };
+  if (ctx.api.pullImage === undefined) {
+    throw new StepFailure(
+      "unsupported",
+      `Cannot pull image "${op.ref}" on Machine "${op.machineName}": this client cannot ask it to pull`,
+      evidence,
+      { capability: "ployz.image.pull.v1" },
+    );
+  }
+  const auth = await ctx.registryAuth?.(op.registry);
+  let last = "";
+  for (;;) {
+    let answer;
+    try {
+      answer = await ctx.api.pullImage({
+        ref: op.ref,
+        ...(auth === undefined ? {} : { auth }),
+        "wait_ms": PULL_POLL_MS,
+      });
+    } catch (error) {
+      const body = errorBody(error);
+      throw new StepFailure(
+        body.code as DeployError["code"],
+        `Cannot pull image "${op.ref}" on Machine "${op.machineName}": ${body.message}`,
+        { ...evidence, error: { code: body.code, message: body.message } },
+        body.details,
+      );
+    }
+    if (answer.state === "failed") {
+      const error = answer.error ?? { code: "internal", message: "the pull failed" };
+      throw new StepFailure(
+        error.code as DeployError["code"],
+        `Cannot pull image "${op.ref}" on Machine "${op.machineName}": ${error.message}`,
+        { ...evidence, error },
+        { image: op.ref, registry: op.registry },
+      );
+    }
+    const detail = answer.state === "present"
+      ? `${op.ref}: already on "${op.machineName}"`
+      : `${op.ref}: ${answer.layers_done}/${answer.layers} layers, ${megabytes(answer.bytes)}${
+        answer.bytes_total > 0 ? ` of ${megabytes(answer.bytes_total)}` : ""
+      }, ${Math.round(answer.duration_ms / 100) / 10} s`;
+    if (detail !== last) ctx.phase("pulling_image", detail);
+    last = detail;
+    if (answer.state !== "running") return undefined;
+  }
+}
+
 async function ingress(ctx: Context, op: IngressOp): Promise<ContainerRef> {
   if (ctx.fillIngress === undefined) {
     throw new DeployError(
@@ -382,6 +448,8 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
       return await ingress(ctx, op);
     case "image":
       return await image(ctx, op);
+    case "pull":
+      return await pull(ctx, op);
   }
 }
 
@@ -466,6 +534,7 @@ export async function executePlan(
       leave: (container) => left.push({ op, container }),
       hookPollMs: options.hookPollMs ?? 250,
       fillIngress: options.fillIngress,
+      registryAuth: options.registryAuth,
     };
     try {
       if (api === undefined) {

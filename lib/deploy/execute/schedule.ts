@@ -5,7 +5,7 @@
  * - Services in dependency order: every operation of a Service waits for every operation of the Service before
  *   it in the plan (`depends_on` is honoured, conservatively, for Services that do not depend on each other too).
  * - Within a Service: its hook, Serving Pointer move and Ingress Proxy fill wait for everything before them and
- *   hold back everything after; an image copy runs before the later operations on its Machine; replacements run
+ *   hold back everything after; an image copy or pull runs before the later operations on its Machine; replacements run
  *   one after another (a rolling update, stop-first or start-first, never takes two slots down at once); creates
  *   and starts on different slots run side by side; removals wait until the Service's changes are done.
  *
@@ -16,8 +16,8 @@
 
 import type { Op } from "../plan/types.ts";
 
-const CHANGE = new Set<Op["kind"]>(["create", "start", "replace", "image", "hook"]);
-const SIDE_BY_SIDE = new Set<Op["kind"]>(["create", "start", "replace", "image", "stop", "remove"]);
+const CHANGE = new Set<Op["kind"]>(["create", "start", "replace", "image", "pull", "hook"]);
+const SIDE_BY_SIDE = new Set<Op["kind"]>(["create", "start", "replace", "image", "pull", "stop", "remove"]);
 
 function serviceKey(op: Op): string {
   return `${op.project}/${op.service}`;
@@ -56,7 +56,9 @@ export function dependencies(ops: readonly Op[]): number[][] {
     segment.push(i);
     if (!SIDE_BY_SIDE.has(op.kind)) barrier = i;
     if (op.kind === "replace") lastReplace = i;
-    if (op.kind === "image") images.set(op.machineId, [...(images.get(op.machineId) ?? []), i]);
+    if (op.kind === "image" || op.kind === "pull") {
+      images.set(op.machineId, [...(images.get(op.machineId) ?? []), i]);
+    }
     if (CHANGE.has(op.kind)) changed = true;
   }
   return deps;

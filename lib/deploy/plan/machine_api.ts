@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { RegistryAuth } from "../docker/client.ts";
 import type { ContainerSpec } from "../docker/spec.ts";
 
 /** One Ployz-owned container as its Machine observed it (`ployz.container.list.v1`). */
@@ -149,7 +150,23 @@ export interface MachineApi {
     request: { selector: { container: string }; since: string; limit: number },
   ): Promise<{ lines: { text: string; partial?: boolean }[] }>;
   /** `ployz.image.inspect.v1`. */
-  inspectImage(request: { ref: string }): Promise<{ present: boolean; id?: string }>;
+  inspectImage(
+    request: { ref: string },
+  ): Promise<{ present: boolean; id?: string; "repo_digests"?: string[] }>;
+  /** `ployz.image.pull.v1`: start or join the Machine's pull task; absent on a client that cannot ask it. */
+  pullImage?(
+    request: { ref: string; auth?: RegistryAuth; "wait_ms"?: number },
+  ): Promise<{
+    state: "present" | "running" | "done" | "failed";
+    layers: number;
+    "layers_done": number;
+    bytes: number;
+    "bytes_total": number;
+    "duration_ms": number;
+    error?: { code: string; message: string };
+  }>;
+  /** `ployz.image.resolve.v1`: the digest the registry serves; absent on a client that cannot ask it. */
+  resolveImage?(request: { ref: string; auth?: RegistryAuth }): Promise<{ ref: string; digest: string }>;
   /** `ployz.image.pull_from_peer.v1`; absent on a client that cannot ask it. */
   pullImageFromPeer?(
     request: { ref: string; "from_machine_id": string; "timeout_ms"?: number },

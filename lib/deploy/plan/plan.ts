@@ -12,8 +12,9 @@
  *
  * Placement across Machines: a replicated Service's slot stays on the Machine that already holds it, and an empty
  * slot goes to the eligible Machine with the fewest of the Service's slots (spread); a Global Service gets one slot
- * on every eligible Machine; `x-machines` limits the eligible Machines. A Machine that lacks an image gets it from a
- * peer over the mesh first (an `image` operation).
+ * on every eligible Machine; `x-machines` limits the eligible Machines. A Machine that lacks an image pulls it from
+ * its registry first (a `pull` operation), or gets it from a peer over the mesh (an `image` operation) when the
+ * registry did not answer or the image has no registry.
  *
  * Whether a container is UpToDate is decided from evidence: its `spec_digest` against the digest of the desired
  * container spec. The Saved State of the previous Deploy only explains what changed.
@@ -31,7 +32,7 @@ import { DEFAULT_MONITOR_MS, healthGate } from "./health.ts";
 import type { DeployIntent } from "./intent.ts";
 import type { ObservedContainerView } from "./machine_api.ts";
 import type { MachineObservation, Snapshot } from "./snapshot.ts";
-import type { DataLoss, HealthGate, Op, Plan, ReplaceOp, ServiceSummary } from "./types.ts";
+import type { DataLoss, HealthGate, ImageSource, Op, Plan, ReplaceOp, ServiceSummary } from "./types.ts";
 
 /** Input of {@linkcode planDeploy}. */
 export interface PlanOptions {
@@ -51,6 +52,8 @@ export interface PlanOptions {
   network?: string;
   /** Plan Serving Pointer moves and Ingress Proxy fills; without it the client stops every replaced container. */
   serving?: ServingPlanOptions;
+  /** The images the Project's Services run, pinned before planning, and whether their registry answered. */
+  images?: ImageSource[];
 }
 
 /** How a plan serves: Serving Pointers, the retire loop, and the Ingress Proxy slots it fills. */
@@ -554,44 +557,83 @@ function imageOf(op: Draft, ingressImage: string | undefined): string | undefine
 }
 
 /**
- * Puts an `image` operation before the first operation on a Machine that needs an image the Snapshot saw it
- * lack, copying it from the first observed Machine that holds it (the Entry Machine is observed first).
- * Throws `not_found` when no observed Machine holds it: this Cluster has no registry to pull from.
+ * Puts a `pull` or `image` operation before the first operation on a Machine that needs an image the Snapshot saw
+ * it lack. An image pinned to a registry digest is pulled from the registry when the registry served that digest
+ * at plan time (Docker fetches only the layers the Machine lacks, every Machine at once); when the registry did not
+ * answer, it is copied from the first observed Machine that holds the exact digest. An image with no registry
+ * identity (built or loaded on a Machine) is copied from a peer. Throws when neither source has it, naming both.
  */
-function placeImages(drafts: Draft[], snapshot: Snapshot, ingressImage: string | undefined): Draft[] {
+function placeImages(
+  drafts: Draft[],
+  snapshot: Snapshot,
+  ingressImage: string | undefined,
+  sources: ImageSource[],
+): Draft[] {
   const out: Draft[] = [];
   const planned = new Set<string>();
   for (const op of drafts) {
     const ref = imageOf(op, ingressImage);
     const machine = snapshot.machines.find((m) => m.machineId === op.machineId);
     if (ref !== undefined && machine?.images[ref] === false && !planned.has(`${op.machineId}\0${ref}`)) {
-      const holder = snapshot.machines.find((m) => m.images[ref] === true);
-      if (holder === undefined) {
-        const unobserved = snapshot.failures.length + snapshot.omissions.length;
-        throw new DeployError(
-          "not_found",
-          `Image "${ref}" is on no observed Machine${
-            unobserved > 0 ? ` (${unobserved} Machine(s) not observed)` : ""
-          }: Service "${op.project}/${op.service}" needs it on Machine "${op.machineName}"; load it on one Machine first`,
-          { image: ref, machine: op.machineName, service: op.service },
-        );
-      }
       planned.add(`${op.machineId}\0${ref}`);
-      out.push({
+      const at = {
         machineId: op.machineId,
         machineName: op.machineName,
         project: op.project,
         service: op.service,
         slot: op.slot,
-        kind: "image",
-        ref,
-        fromMachineId: holder.machineId,
-        fromMachineName: holder.machineName,
-      });
+      };
+      const source = sources.find((s) => s.ref === ref);
+      const holder = snapshot.machines.find((m) => m.images[ref] === true);
+      if (source?.registryState === "available") {
+        out.push({
+          ...at,
+          kind: "pull",
+          ref,
+          registry: source.registry,
+          reason: `registry "${source.registry}" serves ${shortDigest(source.digest)}`,
+        });
+      } else if (holder !== undefined) {
+        out.push({
+          ...at,
+          kind: "image",
+          ref,
+          fromMachineId: holder.machineId,
+          fromMachineName: holder.machineName,
+          ...(source?.registryState === "unreachable"
+            ? {
+              reason: `registry "${source.registry}" did not answer (${
+                source.registryMessage ?? "unreachable"
+              }); "${holder.machineName}" holds ${shortDigest(source.digest)}`,
+            }
+            : {}),
+        });
+      } else {
+        const unobserved = snapshot.failures.length + snapshot.omissions.length;
+        const notObserved = unobserved > 0 ? ` (${unobserved} Machine(s) not observed)` : "";
+        if (source?.registryState === "unreachable") {
+          throw new DeployError(
+            "unavailable",
+            `Image "${ref}" cannot reach Machine "${op.machineName}": registry "${source.registry}" did not answer (${
+              source.registryMessage ?? "unreachable"
+            }) and no observed Machine holds ${shortDigest(source.digest)}${notObserved}`,
+            { image: ref, machine: op.machineName, service: op.service, registry: source.registry },
+          );
+        }
+        throw new DeployError(
+          "not_found",
+          `Image "${ref}" is on no observed Machine${notObserved}: Service "${op.project}/${op.service}" needs it on Machine "${op.machineName}"; load it on one Machine first`,
+          { image: ref, machine: op.machineName, service: op.service },
+        );
+      }
     }
     out.push(op);
   }
   return out;
+}
+
+function shortDigest(digest: string | undefined): string {
+  return digest === undefined ? "the image" : `${digest.slice(0, 19)}…`;
 }
 
 /** Computes the plan. Throws {@linkcode DeployError} when no plan can be made (cycle, no Machine, no image). */
@@ -701,13 +743,14 @@ export function planDeploy(options: PlanOptions): Plan {
   if (options.serving?.ingress !== undefined) {
     drafts.push(...ingressOps(snapshot, options.serving.ingress, intent.deploymentId, warnings));
   }
-  const placed = placeImages(drafts, snapshot, options.serving?.ingress?.image);
+  const placed = placeImages(drafts, snapshot, options.serving?.ingress?.image, options.images ?? []);
   return {
     deploymentId: intent.deploymentId,
     project: project.name,
     ops: placed.map((op, index) => ({ ...op, index }) as Op),
     warnings,
     dataLoss,
+    ...(options.images === undefined || options.images.length === 0 ? {} : { images: options.images }),
     services,
     observedContainers,
     observedAt: snapshot.observedAt,

@@ -14,7 +14,7 @@ export function opTarget(op: Op): string {
   }
   if (op.kind === "point") return `${op.service} (serving)`;
   if (op.kind === "ingress") return `${op.project}/${op.service}`;
-  if (op.kind === "image") return op.ref;
+  if (op.kind === "image" || op.kind === "pull") return op.ref;
   return `${op.service}/${op.slot}`;
 }
 
@@ -35,7 +35,11 @@ export function describeOp(op: Op): string {
     case "ingress":
       return `${op.action} the Ingress Proxy on "${op.machineName}" (never replaced or removed)`;
     case "image":
-      return `copy image "${op.ref}" from "${op.fromMachineName}" to "${op.machineName}" over the mesh`;
+      return `copy image "${op.ref}" from "${op.fromMachineName}" to "${op.machineName}" over the mesh${
+        op.reason === undefined ? "" : `: ${op.reason}`
+      }`;
+    case "pull":
+      return `pull image "${op.ref}" on "${op.machineName}" from registry "${op.registry}": ${op.reason}`;
     case "start":
       return `start ${op.container.name}`;
     case "stop":
@@ -78,6 +82,15 @@ export function renderPreview(plan: Plan): string {
           describeOp(op)
         }${on}`,
       );
+    }
+  }
+  if ((plan.images ?? []).length > 0) {
+    lines.push("Images:");
+    for (const image of plan.images ?? []) {
+      const pinned = image.digest === undefined
+        ? "no registry digest (built or loaded on a Machine)"
+        : image.digest;
+      lines.push(`  - ${image.written} → ${pinned} (from ${image.from}; ${image.services.join(", ")})`);
     }
   }
   if (plan.warnings.length > 0) {

@@ -150,10 +150,60 @@ export interface ImageOp extends OpBase {
   fromMachineId: string;
   /** Its name, for people. */
   fromMachineName: string;
+  /** Why a peer and not the registry, when the image has a registry. */
+  reason?: string;
+}
+
+/**
+ * Pull a pinned image from its registry on the Machine that lacks it, before the first operation there that needs
+ * it (`ployz.image.pull.v1`, a bounded task on that Machine; credentials travel with each request).
+ */
+export interface PullOp extends OpBase {
+  /** Discriminant. */
+  kind: "pull";
+  /** Image reference, pinned to a digest. */
+  ref: string;
+  /** Its registry host. */
+  registry: string;
+  /** Why the registry and not a peer. */
+  reason: string;
 }
 
 /** One step of a plan. */
-export type Op = CreateOp | ReplaceOp | StartOp | StopOp | RemoveOp | HookOp | PointOp | IngressOp | ImageOp;
+export type Op =
+  | CreateOp
+  | ReplaceOp
+  | StartOp
+  | StopOp
+  | RemoveOp
+  | HookOp
+  | PointOp
+  | IngressOp
+  | ImageOp
+  | PullOp;
+
+/**
+ * Where a Deploy's image comes from, decided before planning: the registry's digest (or the digest a Machine
+ * holds), and whether the registry answered.
+ */
+export interface ImageSource {
+  /** The reference as written in the Compose file. */
+  written: string;
+  /** What every Machine runs: `written` pinned to `digest`, or `written` when it has no registry digest. */
+  ref: string;
+  /** The digest every Machine runs, if known. */
+  digest?: string;
+  /** Where the digest came from, for people: `registry "reg:5000"`, `Machine "m1"`, `the Compose file`. */
+  from: string;
+  /** Registry host. */
+  registry: string;
+  /** `available` when the registry served the digest at plan time, `unreachable` when it did not answer, `none` when the image has no registry identity (built or loaded here). */
+  registryState: "available" | "unreachable" | "none";
+  /** Why the registry was not used, when it was not. */
+  registryMessage?: string;
+  /** Services that use it. */
+  services: string[];
+}
 
 /** One named thing an operation destroys; confirmed only by naming it exactly. */
 export interface DataLoss {
@@ -189,6 +239,8 @@ export interface Plan {
   warnings: string[];
   /** What the plan destroys. */
   dataLoss: DataLoss[];
+  /** The images this Deploy pinned, and where each comes from. */
+  images?: ImageSource[];
   /** Per Service counts. */
   services: ServiceSummary[];
   /** Containers observed for this Project, across every observed Machine. */

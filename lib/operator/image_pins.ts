@@ -1,0 +1,219 @@
+// Digest pinning at plan time: each image a Project names is resolved once, before the Snapshot, to the digest every
+// Machine will run: the digest written in the Compose file, else the registry's (pull_policy: always, or when no
+// Machine holds the tag), else the one the Entry Machine (or the first Machine that holds the tag) pulled it by. The
+// Services then run `name:tag@sha256:…`, so a tag moved in the registry changes the container spec (a replacement)
+// and two Machines can never run different images for one tag. An image no registry knows (built or loaded on a
+// Machine) stays as written and is copied between Machines as before.
+import {
+  digestFor,
+  type ImageRef,
+  type ImageSource,
+  type NormalizedProject,
+  type NormalizedService,
+  parseImageRef,
+  pinRef,
+  type RegistryAuth,
+  repositoryOf,
+} from "../deploy/mod.ts";
+import { CAPABILITIES } from "../rpc/mod.ts";
+import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
+import { OperatorError } from "./errors.ts";
+
+/** The credentials of a registry host, or `undefined` to ask anonymously. */
+export type AuthLookup = (host: string) => Promise<RegistryAuth | undefined>;
+
+/** What {@linkcode pinImages} decided. */
+export interface PinnedImages {
+  /** The Project with each Service's image pinned. */
+  project: NormalizedProject;
+  /** Where each image comes from, for the planner and the Preview. */
+  sources: ImageSource[];
+  /** Things the operator should read. */
+  warnings: string[];
+}
+
+type Policy = NormalizedService["pullPolicy"];
+const STRENGTH: Record<Policy, number> = { never: 0, missing: 1, always: 2 };
+
+interface Held {
+  machine: string;
+  digests: string[];
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" ? code : "internal";
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The Machine that asks registries: the Entry Machine, or the first one that can. */
+async function resolver(machines: DeployMachines): Promise<DeployMachineApi | undefined> {
+  for (const h of machines.handles) {
+    try {
+      await h.api.requireCapability(CAPABILITIES.resolveImage);
+      return h.api;
+    } catch {
+      // An older daemon: try the next Machine.
+    }
+  }
+  return undefined;
+}
+
+/** Which observed Machines hold `ref`, with its registry digests. */
+async function holders(machines: DeployMachines, ref: string): Promise<Held[]> {
+  const answers = await Promise.allSettled(machines.handles.map(async (h) => {
+    const answer = await h.api.inspectImage({ ref });
+    return answer.present ? { machine: h.name, digests: answer.repo_digests ?? [] } : undefined;
+  }));
+  return answers.flatMap((a) => a.status === "fulfilled" && a.value !== undefined ? [a.value] : []);
+}
+
+/** Pins every Service's image; throws `unauthenticated`, `not_found` or `unavailable` naming image and registry. */
+export async function pinImages(
+  project: NormalizedProject,
+  machines: DeployMachines,
+  auth: AuthLookup,
+): Promise<PinnedImages> {
+  const warnings: string[] = [];
+  const byImage = new Map<string, { policy: Policy; services: string[] }>();
+  for (const service of Object.values(project.services)) {
+    // A built image is the build's to name and place; no registry knows it.
+    if (service.build !== undefined) continue;
+    const entry = byImage.get(service.image) ?? { policy: "never" as Policy, services: [] };
+    if (STRENGTH[service.pullPolicy] > STRENGTH[entry.policy]) entry.policy = service.pullPolicy;
+    entry.services.push(service.name);
+    byImage.set(service.image, entry);
+  }
+  let asker: Promise<DeployMachineApi | undefined> | undefined;
+  const ask = async (ref: string, host: string): Promise<string> => {
+    asker ??= resolver(machines);
+    const api = await asker;
+    if (api === undefined || api.resolveImage === undefined) {
+      throw new OperatorError(
+        "unsupported",
+        `No reachable Machine can ask registry "${host}" (upgrade ployzd)`,
+      );
+    }
+    const credentials = await auth(host);
+    return (await api.resolveImage({ ref, ...(credentials === undefined ? {} : { auth: credentials }) }))
+      .digest;
+  };
+  const sources: ImageSource[] = [];
+  const pinned = new Map<string, string>();
+  for (const [written, { policy, services }] of byImage) {
+    const parsed = parseImageRef(written);
+    if (typeof parsed === "string") {
+      throw new OperatorError("invalid_argument", `Image "${written}" is not a valid reference: ${parsed}`, {
+        services,
+      });
+    }
+    const source = await pinOne(written, parsed, policy, services, machines, ask, warnings);
+    sources.push(source);
+    pinned.set(written, source.ref);
+  }
+  const out: NormalizedProject = {
+    ...project,
+    services: Object.fromEntries(
+      Object.entries(project.services).map((
+        [name, s],
+      ) => [name, { ...s, image: pinned.get(s.image) ?? s.image }]),
+    ),
+  };
+  return { project: out, sources, warnings };
+}
+
+async function pinOne(
+  written: string,
+  parsed: ImageRef,
+  policy: Policy,
+  services: string[],
+  machines: DeployMachines,
+  ask: (ref: string, host: string) => Promise<string>,
+  warnings: string[],
+): Promise<ImageSource> {
+  const registry = parsed.domain;
+  const base = { written, registry, services };
+  const refuse = (error: unknown, what: string): never => {
+    const code = codeOf(error);
+    throw new OperatorError(
+      code === "unauthenticated" || code === "not_found" || code === "unavailable" || code === "unsupported"
+        ? code
+        : "unavailable",
+      `${what} for Service${services.length === 1 ? "" : "s"} ${services.map((s) => `"${s}"`).join(", ")}: ${
+        messageOf(error)
+      }`,
+      { image: written, registry },
+    );
+  };
+  let digest = parsed.digest;
+  let from = digest === undefined ? "" : "the Compose file";
+  let registryState: ImageSource["registryState"] | undefined;
+  let registryMessage: string | undefined;
+  if (digest === undefined) {
+    const held = await holders(machines, written);
+    const machineDigest = held.map((h) => ({ machine: h.machine, digest: digestFor(parsed, h.digests) }))
+      .find((h) => h.digest !== undefined);
+    if (policy === "always" || held.length === 0) {
+      if (policy === "never") {
+        throw new OperatorError(
+          "not_found",
+          `Image "${written}" is on no observed Machine and Service ${
+            services.map((s) => `"${s}"`).join(", ")
+          } sets pull_policy: never`,
+          { image: written },
+        );
+      }
+      try {
+        digest = await ask(written, registry);
+        from = `registry "${registry}"`;
+        registryState = "available";
+      } catch (error) {
+        if (codeOf(error) !== "unavailable" || machineDigest === undefined) {
+          refuse(error, `Cannot resolve image "${written}"`);
+        }
+        digest = machineDigest!.digest;
+        from = `Machine "${machineDigest!.machine}"`;
+        registryState = "unreachable";
+        registryMessage = messageOf(error);
+        warnings.push(
+          `Registry "${registry}" did not answer for "${written}" (pull_policy: always): running ${
+            digest!.slice(0, 19)
+          }… that Machine "${machineDigest!.machine}" holds`,
+        );
+      }
+    } else if (machineDigest !== undefined) {
+      digest = machineDigest.digest;
+      from = `Machine "${machineDigest.machine}"`;
+    } else {
+      // Built or loaded on a Machine: no registry knows it; Machines copy it from each other.
+      return { ...base, ref: written, from: `Machine "${held[0].machine}"`, registryState: "none" };
+    }
+  }
+  const ref = pinRef(parsed, digest!);
+  if (registryState === undefined) {
+    // Ask the registry only when some Machine lacks the digest: it decides between a pull and a peer copy.
+    const held = await holders(machines, ref);
+    if (held.length < machines.handles.length) {
+      try {
+        await ask(`${repositoryOf(parsed)}@${digest}`, registry);
+        registryState = "available";
+      } catch (error) {
+        registryState = "unreachable";
+        registryMessage = messageOf(error);
+      }
+    } else {
+      registryState = "available";
+    }
+  }
+  return {
+    ...base,
+    ref,
+    digest,
+    from,
+    registryState,
+    ...(registryMessage === undefined ? {} : { registryMessage }),
+  };
+}

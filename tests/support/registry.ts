@@ -1,0 +1,191 @@
+// A real registry for end-to-end tests: Debian's docker-registry (the distribution registry v2), plain or with TLS
+// (a CA and a server certificate made here with openssl) and htpasswd basic auth (apache2-utils' htpasswd -B),
+// listening on loopback or inside a network namespace (a lab's underlay). Stopped and removed on dispose.
+import { join } from "node:path";
+import { run } from "./spawn.ts";
+import { eventually } from "./poll.ts";
+
+/** A running registry. */
+export interface TestRegistry extends AsyncDisposable {
+  /** `host:port` as image references name it. */
+  host: string;
+  /** The CA certificate (PEM) that signed its certificate, when it serves TLS. */
+  caPem?: string;
+  /** Its directory (config, storage, log). */
+  dir: string;
+  /** Stops it (storage kept): later pulls fail as unreachable. */
+  stop(): Promise<void>;
+  /** Starts it again on the same address and storage. */
+  start(): Promise<void>;
+}
+
+/** How to run a registry. */
+export interface RegistryOptions {
+  /** Address to listen on; default 127.0.0.1. */
+  address?: string;
+  /** Port; default a free one. */
+  port?: number;
+  /** Run inside this network namespace (`ip netns exec`). */
+  namespace?: string;
+  /** Serve TLS with a certificate for `address`. */
+  tls?: boolean;
+  /** Require this user and password (htpasswd, bcrypt). */
+  user?: { name: string; password: string };
+}
+
+async function checked(cmd: string, args: string[]): Promise<string> {
+  const result = await run(cmd, args);
+  if (result.code !== 0) throw new Error(`${cmd} ${args.join(" ")} failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** Makes a CA and a server certificate for IP `address` under `dir`; returns the CA's PEM. */
+async function makeCertificates(dir: string, address: string): Promise<string> {
+  const ca = join(dir, "ca");
+  await checked("openssl", [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=ployz test registry CA",
+    "-keyout",
+    `${ca}.key`,
+    "-out",
+    `${ca}.crt`,
+  ]);
+  await Deno.writeTextFile(join(dir, "san.cnf"), `subjectAltName = IP:${address}\n`);
+  await checked("openssl", [
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    `/CN=${address}`,
+    "-keyout",
+    join(dir, "server.key"),
+    "-out",
+    join(dir, "server.csr"),
+  ]);
+  await checked("openssl", [
+    "x509",
+    "-req",
+    "-in",
+    join(dir, "server.csr"),
+    "-CA",
+    `${ca}.crt`,
+    "-CAkey",
+    `${ca}.key`,
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    join(dir, "san.cnf"),
+    "-out",
+    join(dir, "server.crt"),
+  ]);
+  return await Deno.readTextFile(`${ca}.crt`);
+}
+
+function freeLoopbackPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Starts a registry; dispose it to stop it and remove its files. */
+export async function startRegistry(options: RegistryOptions = {}): Promise<TestRegistry> {
+  const address = options.address ?? "127.0.0.1";
+  const port = options.port ?? freeLoopbackPort();
+  const dir = await Deno.makeTempDir({ prefix: "ployz-registry-" });
+  const caPem = options.tls === true ? await makeCertificates(dir, address) : undefined;
+  const lines = [
+    "version: 0.1",
+    "log:",
+    "  level: info",
+    "storage:",
+    "  filesystem:",
+    `    rootdirectory: ${join(dir, "data")}`,
+    "  delete:",
+    "    enabled: true",
+    "http:",
+    `  addr: ${address}:${port}`,
+  ];
+  if (options.tls === true) {
+    lines.push(
+      "  tls:",
+      `    certificate: ${join(dir, "server.crt")}`,
+      `    key: ${join(dir, "server.key")}`,
+    );
+  }
+  if (options.user !== undefined) {
+    const entry = await checked("htpasswd", ["-Bbn", options.user.name, options.user.password]);
+    await Deno.writeTextFile(join(dir, "htpasswd"), entry.trim() + "\n");
+    lines.push("auth:", "  htpasswd:", "    realm: ployz-test", `    path: ${join(dir, "htpasswd")}`);
+  }
+  await Deno.writeTextFile(join(dir, "config.yml"), lines.join("\n") + "\n");
+  let child: Deno.ChildProcess | undefined;
+  const prefix = options.namespace === undefined ? [] : ["ip", "netns", "exec", options.namespace];
+  const scheme = options.tls === true ? "https" : "http";
+  const probe = [
+    ...prefix,
+    "curl",
+    "-s",
+    "-o",
+    "/dev/null",
+    "-w",
+    "%{http_code}",
+    "--max-time",
+    "2",
+    ...(options.tls === true ? ["--cacert", join(dir, "ca.crt")] : []),
+    `${scheme}://${address}:${port}/v2/`,
+  ];
+  const start = async (): Promise<void> => {
+    // `exec` all the way down (sh, ip netns exec), so the child's pid is the registry's own.
+    const argv = [...prefix, "docker-registry", "serve", join(dir, "config.yml")].map((a) => `'${a}'`).join(
+      " ",
+    );
+    child = new Deno.Command("sh", {
+      args: ["-c", `exec ${argv} >>'${join(dir, "registry.log")}' 2>&1`],
+      stdout: "null",
+      stderr: "null",
+      stdin: "null",
+    }).spawn();
+    await eventually(15_000, `registry on ${address}:${port} answers`, async () => {
+      const answer = await run(probe[0], probe.slice(1));
+      return answer.stdout === "200" || answer.stdout === "401" ? true : undefined;
+    });
+  };
+  const stop = async (): Promise<void> => {
+    if (child === undefined) return;
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // Already gone.
+    }
+    await child.status;
+    child = undefined;
+  };
+  try {
+    await start();
+  } catch (error) {
+    await stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    throw error;
+  }
+  return {
+    host: `${address}:${port}`,
+    ...(caPem === undefined ? {} : { caPem }),
+    dir,
+    stop,
+    start,
+    async [Symbol.asyncDispose](): Promise<void> {
+      await stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
