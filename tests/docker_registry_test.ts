@@ -35,13 +35,13 @@ dockerTest(
       await writer.close();
       assert.equal((await login.status).code, 0);
       // A layer of its own, so the pull below downloads one (the base layers are already here).
-    const marker = join(config, "marker");
-    await Deno.writeTextFile(marker, s.id);
-    const name = `ployz-test-${s.id}-commit`;
-    await docker(["create", "--name", name, IMAGE, "true"], config);
-    await docker(["cp", marker, `${name}:/marker`], config);
-    await docker(["commit", name, ref], config);
-    await docker(["rm", name], config);
+      const marker = join(config, "marker");
+      await Deno.writeTextFile(marker, s.id);
+      const name = `ployz-test-${s.id}-commit`;
+      await docker(["create", "--name", name, IMAGE, "true"], config);
+      await docker(["cp", marker, `${name}:/marker`], config);
+      await docker(["commit", name, ref], config);
+      await docker(["rm", name], config);
       const pushed = await docker(["push", ref], config);
       const digest = pushed.match(/digest: (sha256:[a-f0-9]{64})/)?.[1];
       assert.ok(digest !== undefined, pushed);
@@ -56,7 +56,7 @@ dockerTest(
       const done = await s.engine.pullImage(pinned, { auth, onProgress: (p) => seen.push(p) });
       assert.ok(seen.length > 0, "progress was reported");
       assert.ok(done.layers >= 2 && done.layersDone === done.layers, JSON.stringify(done));
-    assert.ok(done.bytes > 0 && done.bytes <= done.bytesTotal, JSON.stringify(done));
+      assert.ok(done.bytes > 0 && done.bytes <= done.bytesTotal, JSON.stringify(done));
       assert.equal(await s.engine.imageExists(pinned), true);
       const inspected = await s.engine.inspectImage(pinned);
       assert.ok(inspected?.RepoDigests?.includes(`${registry.host}/test/busybox@${digest}`));
@@ -92,14 +92,22 @@ dockerTest(
     } finally {
       await run("docker", ["rmi", ref], DOCKER_ENV);
       // Only by the registry's names: the image ids are shared with the test images.
-    const ids = await run("docker", ["images", "-q", "--filter", `reference=${registry.host}/*/*`], DOCKER_ENV);
-    for (const id of new Set(ids.stdout.split("\n").filter((l) => l !== ""))) {
-      const names = await run("docker", ["image", "inspect", id, "--format", "{{json .RepoDigests}}"], DOCKER_ENV);
-      for (const name of JSON.parse(names.stdout || "[]") as string[]) {
-        if (name.startsWith(`${registry.host}/`)) await run("docker", ["rmi", name], DOCKER_ENV);
+      const ids = await run(
+        "docker",
+        ["images", "-q", "--filter", `reference=${registry.host}/*/*`],
+        DOCKER_ENV,
+      );
+      for (const id of new Set(ids.stdout.split("\n").filter((l) => l !== ""))) {
+        const names = await run(
+          "docker",
+          ["image", "inspect", id, "--format", "{{json .RepoDigests}}"],
+          DOCKER_ENV,
+        );
+        for (const name of JSON.parse(names.stdout || "[]") as string[]) {
+          if (name.startsWith(`${registry.host}/`)) await run("docker", ["rmi", name], DOCKER_ENV);
+        }
       }
+      await Deno.remove(config, { recursive: true });
     }
-    await Deno.remove(config, { recursive: true });
-      }
   },
 );

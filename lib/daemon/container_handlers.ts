@@ -37,6 +37,8 @@ export interface ContainerHost {
   serving(): ServingHooks | undefined;
   /** Where the copies of files shipped with containers live. */
   readonly filesDir?: string;
+  /** What Docker calls the image a reference names here (an id for a pinned image copied from a peer). */
+  imageFor?(ref: string, signal: AbortSignal): Promise<string | undefined>;
 }
 
 function requireParticipating(record: LocalMachine, action: string): void {
@@ -158,10 +160,14 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     requireParticipating(record, "create a container");
     const spec = asSpec(req.spec);
     const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
+    let image: string | undefined = spec.image;
     if (prior === undefined) {
       // Machine-local admission, against this Machine's own record and Docker, before anything is created.
       admit(record, spec);
-      if (!await engine.imageExists(spec.image, ctx.signal)) {
+      image = host.imageFor === undefined
+        ? (await engine.imageExists(spec.image, ctx.signal) ? spec.image : undefined)
+        : await host.imageFor(spec.image, ctx.signal);
+      if (image === undefined) {
         throw new RpcError(
           "not_found",
           `Image "${spec.image}" is present nowhere on Machine "${record.name}"`,
@@ -178,7 +184,11 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       return await engine.createContainer(
         hooks?.localize(spec) ?? spec,
         ctx.signal,
-        { dns: hooks?.dns(spec.project), filesDir: host.filesDir },
+        {
+          dns: hooks?.dns(spec.project),
+          filesDir: host.filesDir,
+          ...(image !== undefined && image !== spec.image ? { image } : {}),
+        },
       );
     });
     let started = false;

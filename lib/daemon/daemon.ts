@@ -30,7 +30,7 @@ import { containerHandlers } from "./container_handlers.ts";
 import { execHandlers } from "./exec_handlers.ts";
 import { createForwarder, forwardJson, type ForwardTarget } from "./forward.ts";
 import { imageHandlers } from "./image_handlers.ts";
-import { PulledImages } from "./image_pulls.ts";
+import { localImage, PulledImages } from "./image_pulls.ts";
 import { ensureKeyPair, ensureSigningSecret, keyPath } from "./keys.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { machineHandlers, machineToWire } from "./machine_handlers.ts";
@@ -200,6 +200,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     gate: new MutationGate(),
     machineName: () => lifecycle.record.name,
   };
+  // Which images Ployz pulled or copied here, and the pinned references copied from peers (never replicated).
+  const pulled = new PulledImages(join(layout.dataDir, "pulled_images.json"));
   const routes: RpcHandlers = {
     ...machineHandlers({
       lifecycle,
@@ -216,6 +218,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       stopping: stopping.signal,
       serving: () => lifecycle.serving,
       filesDir: join(layout.dataDir, "files"),
+      imageFor: async (ref, signal) => (await localImage(engine, pulled, ref, signal))?.dockerRef,
     }),
     ...imageHandlers({
       engine,
@@ -223,7 +226,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       resolve: meshTarget,
       stopping: stopping.signal,
       log,
-      pulled: new PulledImages(join(layout.dataDir, "pulled_images.json")),
+      pulled,
     }),
     ...execHandlers({ engine, stopping: stopping.signal, log }),
     ...servingHandlers(lifecycle),

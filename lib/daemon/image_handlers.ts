@@ -20,7 +20,7 @@ import {
 } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { type ForwardTarget, readErrorResponse } from "./forward.ts";
-import { type PulledImages, PullTasks } from "./image_pulls.ts";
+import { localImage, type PulledImages, PullTasks, tagAsWritten } from "./image_pulls.ts";
 
 /** This Machine's images, with which Ployz pulled and which containers use them. */
 async function listed(host: ImageHost, signal: AbortSignal): Promise<ListedImageView[]> {
@@ -105,10 +105,10 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
   });
   return {
     async inspectImage(req, ctx) {
-      const image = await host.engine.inspectImage(req.ref, ctx.signal);
+      const image = await localImage(host.engine, host.pulled, req.ref, ctx.signal);
       return image === undefined
         ? { present: false }
-        : { present: true, id: image.Id, "repo_digests": (image.RepoDigests ?? []).slice(0, 256) };
+        : { present: true, id: image.id, "repo_digests": image.repoDigests.slice(0, 256) };
     },
     async resolveImage(req, ctx) {
       const digest = await host.engine.resolveDigest(req.ref, { auth: req.auth, signal: ctx.signal });
@@ -158,7 +158,11 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
       return out;
     },
     async exportImage(req, ctx) {
-      return await host.engine.saveImage(req.ref, AbortSignal.any([ctx.signal, host.stopping]));
+      const image = await localImage(host.engine, host.pulled, req.ref, ctx.signal);
+      return await host.engine.saveImage(
+        image?.dockerRef ?? req.ref,
+        AbortSignal.any([ctx.signal, host.stopping]),
+      );
     },
     async pullImageFromPeer(req, ctx): Promise<PullFromPeerResponse> {
       const self = host.self();
@@ -172,7 +176,7 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
           },
         );
       }
-      if (await host.engine.imageExists(req.ref, ctx.signal)) {
+      if (await localImage(host.engine, host.pulled, req.ref, ctx.signal) !== undefined) {
         return { ...base, transferred: false, bytes: 0, "duration_ms": 0, loaded: [] };
       }
       const peer = host.resolve(req.from_machine_id);
@@ -206,7 +210,13 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
         const archive = (response.body ?? new ReadableStream({ start: (c) => c.close() }))
           .pipeThrough(counter.stream);
         const loaded = await host.engine.loadImage(archive, signal);
-        if (!await host.engine.imageExists(req.ref, signal)) {
+        // An archive of a pinned reference names no tag (docker save keeps no digest): its id is the alias.
+        const loadedId = loaded.images.find((i) => /^sha256:[a-f0-9]{64}$/.test(i));
+        if (/@sha256:[a-f0-9]{64}$/.test(req.ref) && loadedId !== undefined) {
+          await host.pulled.add(loadedId, req.ref);
+          await tagAsWritten(host.engine, req.ref, loadedId);
+        }
+        if (await localImage(host.engine, host.pulled, req.ref, signal) === undefined) {
           throw new RpcError(
             "internal",
             `Loaded ${
@@ -215,8 +225,8 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
             { details: { loaded: loaded.images } },
           );
         }
-        const copied = await host.engine.imageId(req.ref, signal);
-        if (copied !== undefined) await host.pulled.add(copied);
+        const copied = await localImage(host.engine, host.pulled, req.ref, signal);
+        if (copied !== undefined) await host.pulled.add(copied.id);
         const durationMs = Math.round(performance.now() - started);
         host.log(`pulled image "${req.ref}" from ${peer.name}: ${counter.bytes()} bytes in ${durationMs} ms`);
         return {

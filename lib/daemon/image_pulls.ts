@@ -29,24 +29,33 @@ interface Task {
   settled: Promise<void>;
 }
 
-/** The pulled-images record: ids Ployz brought to this Machine. */
+/**
+ * The pulled-images record: ids Ployz brought to this Machine, and the pinned references of images copied from a
+ * peer. `docker save` keeps no registry digest, so after a copy Docker cannot find `name:tag@sha256:…` by name; the
+ * alias says which local image id it is (the image id is the config digest, the same on every Machine).
+ */
 export class PulledImages {
   #ids: Set<string> | undefined;
+  #aliases = new Map<string, string>();
   #writing: Promise<void> = Promise.resolve();
 
   /** Keeps the record at `path`. */
   constructor(readonly path: string) {}
 
-  /** The ids recorded; an unreadable or malformed file counts as empty. */
-  async ids(): Promise<Set<string>> {
+  async #load(): Promise<Set<string>> {
     if (this.#ids !== undefined) return this.#ids;
     let ids = new Set<string>();
     try {
       const parsed = JSON.parse(await Deno.readTextFile(this.path));
-      if (Array.isArray(parsed)) {
-        ids = new Set(
-          parsed.filter((x): x is string => typeof x === "string" && /^sha256:[a-f0-9]{64}$/.test(x)),
-        );
+      const list = Array.isArray(parsed) ? parsed : parsed?.ids;
+      if (Array.isArray(list)) ids = new Set(list.filter(isImageId));
+      const aliases = parsed?.aliases;
+      if (aliases !== null && typeof aliases === "object" && !Array.isArray(aliases)) {
+        for (const [ref, id] of Object.entries(aliases)) {
+          if (typeof id === "string" && isImageId(id) && ref.length <= 1024 && PINNED.test(ref)) {
+            this.#aliases.set(ref, id);
+          }
+        }
       }
     } catch {
       // Absent or damaged: nothing is known to be Ployz's; prune then removes only what it pulls from now on.
@@ -55,28 +64,93 @@ export class PulledImages {
     return ids;
   }
 
-  /** Records `id` (and forgets the oldest beyond the bound). */
-  async add(id: string): Promise<void> {
-    const ids = await this.ids();
-    if (ids.has(id)) return;
+  /** The ids recorded; an unreadable or malformed file counts as empty. */
+  async ids(): Promise<Set<string>> {
+    return await this.#load();
+  }
+
+  /** The local image id a pinned reference was copied as, if any. */
+  async alias(ref: string): Promise<string | undefined> {
+    await this.#load();
+    return this.#aliases.get(ref);
+  }
+
+  /** The pinned references copied as `id`. */
+  async aliasesOf(id: string): Promise<string[]> {
+    await this.#load();
+    return [...this.#aliases].filter(([, v]) => v === id).map(([k]) => k);
+  }
+
+  /** Records `id` (and forgets the oldest beyond the bound); `ref` names it when it came from a peer. */
+  async add(id: string, ref?: string): Promise<void> {
+    const ids = await this.#load();
+    if (ids.has(id) && (ref === undefined || this.#aliases.get(ref) === id)) return;
     ids.add(id);
+    if (ref !== undefined && PINNED.test(ref)) this.#aliases.set(ref, id);
     while (ids.size > MAX_PULLED) ids.delete(ids.values().next().value!);
+    while (this.#aliases.size > MAX_PULLED) this.#aliases.delete(this.#aliases.keys().next().value!);
     await this.#save(ids);
   }
 
   /** Forgets `removed`. */
   async remove(removed: Iterable<string>): Promise<void> {
-    const ids = await this.ids();
-    for (const id of removed) ids.delete(id);
+    const ids = await this.#load();
+    for (const id of removed) {
+      ids.delete(id);
+      for (const [ref, v] of this.#aliases) if (v === id) this.#aliases.delete(ref);
+    }
     await this.#save(ids);
   }
 
   #save(ids: Set<string>): Promise<void> {
+    const body = JSON.stringify({ ids: [...ids], aliases: Object.fromEntries(this.#aliases) });
     this.#writing = this.#writing.catch(() => {}).then(() =>
-      writeFileAtomic(this.path, JSON.stringify([...ids]), { mode: 0o600 })
+      writeFileAtomic(this.path, body, { mode: 0o600 })
     );
     return this.#writing;
   }
+}
+
+const PINNED = /@sha256:[a-f0-9]{64}$/;
+
+function isImageId(x: unknown): x is string {
+  return typeof x === "string" && /^sha256:[a-f0-9]{64}$/.test(x);
+}
+
+/** A local image found by reference: Docker's name for it, or the alias of a pinned reference copied from a peer. */
+export interface LocalImage {
+  /** Image id. */
+  id: string;
+  /** What to hand Docker to use it: the reference itself, or the id. */
+  dockerRef: string;
+  /** Registry digests, the copied pinned references included (`repo@sha256:…`). */
+  repoDigests: string[];
+}
+
+/** Finds `ref` on this Machine, through Docker's names first, then the copy aliases. */
+export async function localImage(
+  engine: Engine,
+  pulled: PulledImages,
+  ref: string,
+  signal?: AbortSignal,
+): Promise<LocalImage | undefined> {
+  let image = await engine.inspectImage(ref, signal);
+  let dockerRef = ref;
+  if (image === undefined) {
+    const id = await pulled.alias(ref);
+    if (id === undefined) return undefined;
+    image = await engine.inspectImage(id, signal);
+    if (image === undefined) return undefined;
+    dockerRef = id;
+  }
+  const copied = (await pulled.aliasesOf(image.Id)).map((r) => {
+    const at = r.lastIndexOf("@");
+    const name = r.slice(0, at);
+    const slash = name.lastIndexOf("/");
+    const colon = name.lastIndexOf(":");
+    return `${colon > slash ? name.slice(0, colon) : name}${r.slice(at)}`;
+  });
+  return { id: image.Id, dockerRef, repoDigests: [...new Set([...(image.RepoDigests ?? []), ...copied])] };
 }
 
 /** What the pull tasks need. */
@@ -113,7 +187,7 @@ export class PullTasks {
   ): Promise<PullImageResponse> {
     let task = this.#tasks.get(ref);
     if (task === undefined) {
-      if (await this.host.engine.imageExists(ref, signal)) {
+      if (await localImage(this.host.engine, this.host.pulled, ref, signal) !== undefined) {
         return this.#answer({
           ref,
           startedAt: Date.now(),
@@ -164,6 +238,7 @@ export class PullTasks {
         });
         const id = await this.host.engine.imageId(ref);
         if (id !== undefined) await this.host.pulled.add(id);
+        await tagAsWritten(this.host.engine, ref, id);
         task.state = "done";
         this.host.log(
           `pulled image "${ref}": ${task.progress.layers} layers, ${task.progress.bytes} bytes in ${
@@ -192,6 +267,19 @@ export class PullTasks {
       ...(task.error === undefined ? {} : { error: task.error }),
     };
   }
+}
+
+/**
+ * Tags a pulled or copied pinned image with the tag it was written with (`name:tag@sha256:…` → `name:tag`), as
+ * `docker pull name:tag` leaves it, so the next Deploy finds the tag here. Best effort: the image runs by digest.
+ */
+export async function tagAsWritten(engine: Engine, ref: string, id: string | undefined): Promise<void> {
+  const at = ref.lastIndexOf("@");
+  const name = at < 0 ? ref : ref.slice(0, at);
+  const slash = name.lastIndexOf("/");
+  const colon = name.lastIndexOf(":");
+  if (id === undefined || at < 0 || colon <= slash) return;
+  await engine.tagImage(id, { repo: name.slice(0, colon), tag: name.slice(colon + 1) }).catch(() => {});
 }
 
 function empty(): PullProgress {

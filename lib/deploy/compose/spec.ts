@@ -115,7 +115,7 @@ export function compareServiceSpecs(
     .filter((key) => canonicalJson(before[key]) !== canonicalJson(after[key]))
     .sort();
   if (current.mode !== requested.mode) recreate.push("mode");
-  if (requested.pullPolicy === "always") recreate.push("pullPolicy");
+  // pull_policy: always re-resolves the tag at each Deploy; only a new digest (an image change) recreates.
   const update = UPDATABLE.filter((key) => current.resources[key] !== requested.resources[key]).map((key) =>
     `resources.${key}`
   );

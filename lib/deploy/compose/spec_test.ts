@@ -81,9 +81,9 @@ Deno.test("compareServiceSpecs() says NeedsRecreate for what a container reads a
   assert.deepEqual(compareServiceSpecs(web(), web(BASE, "A=2\n")).recreate, ["environment"]);
 });
 
-Deno.test("compareServiceSpecs() always recreates with pull_policy always and on a mode change", () => {
+Deno.test("compareServiceSpecs() recreates on a mode change, not for pull_policy always alone", () => {
   const always = web(BASE.replace("    deploy:", "    pull_policy: always\n    deploy:"));
-  assert.deepEqual(compareServiceSpecs(always, always).recreate, ["pullPolicy"]);
+  assert.deepEqual(compareServiceSpecs(always, always).recreate, []);
   const global = web(BASE.replace("replicas: 2", "mode: global"));
   assert.deepEqual(compareServiceSpecs(web(), global).recreate, ["mode"]);
 });

@@ -29,6 +29,11 @@ export interface CreateOptions {
   dns?: ContainerDns;
   /** Where the Machine keeps the files containers are shipped (`<filesDir>/<project>/<copy>`). */
   filesDir?: string;
+  /**
+   * The image Docker runs, when it cannot find the spec's pinned reference by name (an image id, for an image
+   * copied from a peer: `docker load` keeps no registry digest). The spec's reference is kept in `ployz.image`.
+   */
+  image?: string;
 }
 
 /** What `createContainer` found or made. */
@@ -228,7 +233,7 @@ export async function createContainer(
   }
   const byName = await inspectRaw(client, spec.name, signal);
   if (byName !== undefined) return existing(client, spec, byName);
-  if (!await imageExists(client, spec.image, signal)) {
+  if (!await imageExists(client, options.image ?? spec.image, signal)) {
     throw new DockerError(
       "not_found",
       `Cannot create container "${spec.name}": image "${spec.image}" is not on this Machine`,
@@ -269,6 +274,7 @@ export async function createContainer(
         extraLabels: client.extraLabels,
         dns: options.dns,
         filesDir: options.filesDir,
+        image: options.image,
       }),
     }) as { Id: string };
     return { id: made.Id, name: spec.name, created: true, specDigest: specDigest(spec) };

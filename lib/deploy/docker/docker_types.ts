@@ -107,11 +107,17 @@ export interface DockerVolume {
 
 /** `GET /images/{name}/json`. */
 export interface DockerImage {
+  /** Image id (`sha256:` and the config digest). */
   Id: string;
+  /** Tags. */
   RepoTags?: string[] | null;
+  /** Registry digests it was pulled or pushed by (`repo@sha256:…`). */
   RepoDigests?: string[] | null;
+  /** Bytes. */
   Size?: number;
+  /** When it was built. */
   Created?: string | number;
+  /** Its labels. */
   Labels?: Record<string, string> | null;
 }
 

@@ -49,6 +49,7 @@ import {
   removeImage,
   resolveDigest,
   saveImage,
+  tagImage,
 } from "./images.ts";
 import { LABELS } from "./labels.ts";
 import { ensureNetwork, type NetworkInfo, type NetworkSpec } from "./network.ts";
@@ -162,6 +163,8 @@ export interface Engine {
   ): Promise<PullProgress>;
   /** Every image on this Machine. */
   listImages(signal?: AbortSignal): Promise<ListedImage[]>;
+  /** Tags an image (reference or id) as `repo:tag`. */
+  tagImage(source: string, target: { repo: string; tag: string }, signal?: AbortSignal): Promise<void>;
   /** Removes an image by id, never forced: Docker refuses one a container uses. */
   removeImage(id: string, signal?: AbortSignal): Promise<void>;
   /** The image of every container here, with the Ployz Project, Service and Machine labels it carries. */
@@ -251,6 +254,7 @@ export function openEngine(options: EngineOptions): Engine {
     resolveDigest: (ref, opts) => resolveDigest(client, ref, opts),
     pullImage: (ref, opts) => pullImage(client, ref, opts),
     listImages: (signal) => listImages(client, signal),
+    tagImage: (source, target, signal) => tagImage(client, source, target, signal),
     removeImage: (id, signal) => removeImage(client, id, signal),
     containerImages: (signal) => containerImages(client, signal),
   };

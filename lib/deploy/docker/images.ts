@@ -265,6 +265,21 @@ export async function pullImage(
   return progress;
 }
 
+/** Tags image `source` (a reference or id) as `repo:tag`, as `docker pull repo:tag` would leave it. */
+export async function tagImage(
+  client: Client,
+  source: string,
+  target: { repo: string; tag: string },
+  signal?: AbortSignal,
+): Promise<void> {
+  await request(client, { operation: `tag image "${source}"`, cls: "inspect", signal }, {
+    method: "POST",
+    path: `/images/${seg(source)}/tag`,
+    query: { repo: target.repo, tag: target.tag },
+    alsoOk: [201],
+  });
+}
+
 /** One image on this Machine, as `GET /images/json` lists it. */
 export interface ListedImage {
   /** Image id. */

@@ -28,6 +28,8 @@ export interface LabelKeys {
   readonly specDigest: "ployz.spec_digest";
   /** The container spec without environment values, so the full spec can be read back locally. */
   readonly spec: "ployz.spec";
+  /** The image reference the spec names, pinned to its digest when it came from a registry. */
+  readonly image: "ployz.image";
 }
 
 /** Label keys Ployz writes. */
@@ -50,6 +52,8 @@ export const LABELS: LabelKeys = Object.freeze({
   specDigest: "ployz.spec_digest",
   /** The container spec without environment values, so the full spec can be read back locally. */
   spec: "ployz.spec",
+  /** The image reference the spec names, pinned to its digest when it came from a registry. */
+  image: "ployz.image",
 });
 
 /** Keys a caller may not set through a spec's own labels. */

@@ -147,7 +147,7 @@ export function observeContainer(
     name: inspect.Name.replace(/^\//, ""),
     owned: isOwned(inspect.Config?.Labels, machineId),
     labels,
-    image: inspect.Config?.Image ?? "",
+    image: labels[LABELS.image] ?? inspect.Config?.Image ?? "",
     imageId: inspect.Image ?? "",
     state,
     health: healthState(inspect),

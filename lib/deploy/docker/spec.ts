@@ -455,6 +455,7 @@ export function containerLabels(
     [LABELS.creationKey]: spec.creationKey,
     [LABELS.specDigest]: specDigest(spec),
     [LABELS.spec]: canonicalJson(specWithoutEnvValues(spec)),
+    [LABELS.image]: spec.image,
   };
 }
 
@@ -469,8 +470,13 @@ function portKey(p: PortSpec): string {
 export function toCreateBody(
   spec: ContainerSpec,
   machineId: string,
-  options: { log?: LogPolicy; extraLabels?: Record<string, string>; dns?: ContainerDns; filesDir?: string } =
-    {},
+  options: {
+    log?: LogPolicy;
+    extraLabels?: Record<string, string>;
+    dns?: ContainerDns;
+    filesDir?: string;
+    image?: string;
+  } = {},
 ): Record<string, unknown> {
   if (spec.files !== undefined && spec.files.length > 0 && options.filesDir === undefined) {
     throw invalid(spec, "it ships files, and this Machine has no files directory");
@@ -504,7 +510,8 @@ export function toCreateBody(
   };
   const network = spec.network;
   const body: Record<string, unknown> = {
-    Image: spec.image,
+    // An image copied from a peer runs by id; the spec's pinned reference stays in the `ployz.image` label.
+    Image: options.image ?? spec.image,
     Cmd: spec.cmd,
     Entrypoint: spec.entrypoint,
     Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),

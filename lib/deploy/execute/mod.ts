@@ -5,7 +5,7 @@
  * @module
  */
 
-export { type ExecuteOptions, executePlan, type IngressFiller } from "./execute.ts";
+export { type ExecuteOptions, executePlan, type IngressFiller, type RegistryAuthSource } from "./execute.ts";
 export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,

@@ -1,0 +1,356 @@
+// Images from a real registry across a 3-Machine lab: Debian's docker-registry in the lab's underlay namespace,
+// serving TLS (a CA made here, trusted by each lab dockerd through certs.d) behind htpasswd basic auth. One lab,
+// in order: a Deploy without credentials is refused `unauthenticated`, naming the registry and never a password;
+// `ployz registry login` saves them on the operator's side; a Project with two Services deploys, every Machine
+// pulling the same digest (Preview `name:tag → sha256:…`, `ps` shows it); the password appears in no ployzd log,
+// store file, `ployz logs` output or Deployment record; a tag moved in the registry is a replacement; with the
+// registry stopped, a Machine lacking the image copies it from a peer and the plan says why; `image ls` lists the
+// digests and users, and `image prune` removes only the image nothing uses any more.
+import assert from "node:assert/strict";
+import { basename, join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { IMAGE } from "./support/docker.ts";
+import { type Lab, startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+import { startRegistry } from "./support/registry.ts";
+import { ROOT, run } from "./support/spawn.ts";
+
+const USER = "deployer";
+const PASSWORD = "Reg-Pa55word-never-logged-7f3a";
+const MACHINES = ["m1", "m2", "m3"];
+
+interface PsJson {
+  machines: { "machine_name": string; containers: { project: string; service: string; image: string }[] }[];
+}
+
+/** `ployz args` on m1 with `stdin` as its standard input. */
+async function ployzWithStdin(
+  lab: Lab,
+  args: string[],
+  stdin: string,
+): Promise<{ code: number; out: string }> {
+  const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
+    args,
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(stdin));
+  await writer.close();
+  const out = await child.output();
+  const decoder = new TextDecoder();
+  return { code: out.code, out: decoder.decode(out.stdout) + decoder.decode(out.stderr) };
+}
+
+/** A new image on m1, `IMAGE` plus a file saying `content`, committed as `ref`. */
+async function commitImage(lab: Lab, ref: string, content: string): Promise<void> {
+  const name = `commit-${crypto.randomUUID().slice(0, 8)}`;
+  const file = join(lab.dir, `${name}.txt`);
+  await Deno.writeTextFile(file, content);
+  for (
+    const args of [
+      ["create", "--name", name, IMAGE, "true"],
+      ["cp", file, `${name}:/version`],
+      ["commit", name, ref],
+      ["rm", name],
+    ]
+  ) {
+    const done = await lab.docker("m1", args);
+    assert.equal(done.code, 0, `docker ${args.join(" ")}: ${done.stderr}`);
+  }
+}
+
+/** Pushes `ref` from m1 with the registry login in `config`, then drops m1's registry names for it. */
+async function push(lab: Lab, ref: string, config: string): Promise<string> {
+  const socket = ["-H", `unix://${join(lab.dir, "m1", "docker.sock")}`];
+  const pushed = await run("docker", [...socket, "push", ref], { DOCKER_CONFIG: config });
+  assert.equal(pushed.code, 0, pushed.stderr);
+  const digest = pushed.stdout.match(/digest: (sha256:[a-f0-9]{64})/)?.[1];
+  assert.ok(digest !== undefined, pushed.stdout);
+  // m1 must pull like the others: it keeps the image only under names no registry knows.
+  const repo = ref.slice(0, ref.lastIndexOf(":"));
+  await lab.docker("m1", ["rmi", ref]);
+  await lab.docker("m1", ["rmi", `${repo}@${digest}`]);
+  return digest;
+}
+
+/** Every file under `dir` (skipping Docker's data roots) whose bytes contain `needle`. */
+async function filesContaining(dir: string, needle: string): Promise<string[]> {
+  const bytes = new TextEncoder().encode(needle);
+  const found: string[] = [];
+  const walk = async (path: string): Promise<void> => {
+    for await (const entry of Deno.readDir(path)) {
+      const full = join(path, entry.name);
+      if (entry.isDirectory && entry.name !== "data" && entry.name !== "exec") await walk(full);
+      else if (entry.isFile) {
+        const content = await Deno.readFile(full).catch(() => new Uint8Array());
+        if (indexOf(content, bytes) >= 0) found.push(full);
+      }
+    }
+  };
+  await walk(dir);
+  return found;
+}
+
+function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
+  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+Deno.test(needs(["lab", "command:docker-registry", "command:htpasswd", "command:openssl"], {
+  name:
+    "a Project from a TLS registry with basic auth deploys on 3 Machines, one digest, no credential anywhere",
+  async fn() {
+    await using lab = await startLab("rg", 3);
+    // The lab's underlay namespace is `<name>-u`, its name the prefix and the directory's random tag.
+    const namespace = `rg${basename(lab.dir).split("-").pop()}-u`;
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    await using registry = await startRegistry({
+      address: "192.0.2.1",
+      port,
+      namespace,
+      tls: true,
+      user: { name: USER, password: PASSWORD },
+    });
+    const reg = registry.host;
+    const certs = `/etc/docker/certs.d/${reg}`;
+    await Deno.mkdir(certs, { recursive: true });
+    const pushConfig = join(lab.dir, "push-docker-config");
+    try {
+      await Deno.writeTextFile(join(certs, "ca.crt"), registry.caPem!);
+      await Deno.mkdir(pushConfig);
+      const login = await new Deno.Command("docker", {
+        args: [
+          "-H",
+          `unix://${join(lab.dir, "m1", "docker.sock")}`,
+          "login",
+          "-u",
+          USER,
+          "--password-stdin",
+          reg,
+        ],
+        env: { DOCKER_CONFIG: pushConfig },
+        stdin: "piped",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      const writer = login.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(PASSWORD));
+      await writer.close();
+      assert.equal((await login.status).code, 0, "docker login to the test registry");
+
+      const web = `${reg}/shop/web:1`;
+      const api = `${reg}/shop/api:1`;
+      await commitImage(lab, web, "web 1");
+      await commitImage(lab, api, "api 1");
+      const webDigest = await push(lab, web, pushConfig);
+      const apiDigest = await push(lab, api, pushConfig);
+      await Deno.remove(pushConfig, { recursive: true });
+
+      const compose = join(lab.dir, "shop.yaml");
+      await Deno.writeTextFile(
+        compose,
+        `name: shop
+services:
+  web:
+    image: ${web}
+    command: ["sh", "-c", "echo web up; cat /version; sleep 3600"]
+    deploy:
+      replicas: 3
+    stop_grace_period: 1s
+  api:
+    image: ${api}
+    pull_policy: always
+    command: ["sleep", "3600"]
+    stop_grace_period: 1s
+`,
+      );
+      const deploy = (...extra: string[]) =>
+        lab.on("m1", ["deploy", "-f", compose, "-y", "--monitor", "1s", "--parallel", "3", ...extra]);
+
+      // No credentials anywhere on the operator's side: refused before anything runs.
+      const refused = await deploy();
+      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+      assert.match(refused.stderr, /error\[unauthenticated\]: .*registry "192\.0\.2\.1:\d+"/);
+      assert.ok(!(refused.stdout + refused.stderr).includes(PASSWORD));
+
+      const saved = await ployzWithStdin(
+        lab,
+        ["registry", "login", reg, "--username", USER, "--password-stdin"],
+        PASSWORD,
+      );
+      assert.equal(saved.code, 0, saved.out);
+      const configDb = join(lab.dir, "operator", "config.db");
+      assert.equal((await Deno.stat(configDb)).mode! & 0o777, 0o600);
+
+      // Cold: every Machine pulls; the Preview names each digest.
+      const cold = await deploy();
+      assert.equal(cold.code, 0, cold.stdout + cold.stderr);
+      assert.ok(cold.stdout.includes(`${web} → ${webDigest}`), cold.stdout);
+      assert.ok(cold.stdout.includes(`${api} → ${apiDigest}`), cold.stdout);
+      console.log(`cold deploy:\n${cold.stdout}`);
+      const pulls = cold.stdout.match(/pull image "[^"]+" on "m\d"/g) ?? [];
+      assert.equal(new Set(pulls).size, 4, cold.stdout); // web on m1..m3, api on one
+      const ps = async (): Promise<PsJson> =>
+        JSON.parse((await lab.on("m1", ["ps", "shop", "--json"])).stdout);
+      const images = (await ps()).machines.flatMap((m) =>
+        m.containers.map((c) => `${c.service}@${m.machine_name}=${c.image}`)
+      ).sort();
+      assert.equal(images.length, 4, images.join("\n"));
+      for (const line of images) {
+        assert.ok(
+          line.endsWith(line.startsWith("web@") ? `${web}@${webDigest}` : `${api}@${apiDigest}`),
+          line,
+        );
+      }
+      for (const m of MACHINES) {
+        const held = await lab.docker(m, [
+          "image",
+          "inspect",
+          "--format",
+          "{{json .RepoDigests}}",
+          `${web}@${webDigest}`,
+        ]);
+        assert.equal(held.code, 0, `${m} holds web's digest: ${held.stderr}`);
+      }
+
+      // Warm: nothing to pull, nothing to do.
+      const warm = await deploy();
+      assert.equal(warm.code, 0, warm.stdout + warm.stderr);
+      assert.match(warm.stdout, /Nothing to do/);
+
+      // The password is nowhere but the operator's Config Store.
+      // The Observe Store takes container output a moment after it is written.
+      const logs = await eventually(30_000, "ployz logs shows web's output", async () => {
+        const out = await lab.on("m1", ["logs", "shop/web"]);
+        return /web up/.test(out.stdout) ? out : undefined;
+      });
+      assert.ok(!logs.stdout.includes(PASSWORD) && !logs.stderr.includes(PASSWORD));
+      const leaked = (await filesContaining(lab.dir, PASSWORD)).filter((f) => f !== configDb);
+      assert.deepEqual(leaked, []);
+      const db = new DatabaseSync(configDb, { readOnly: true });
+      try {
+        for (const table of ["deployments", "saved_state"]) {
+          const rows = JSON.stringify(db.prepare(`SELECT * FROM ${table}`).all());
+          assert.ok(rows.length > 2 && !rows.includes(PASSWORD), table);
+        }
+      } finally {
+        db.close();
+      }
+
+      // A tag moved in the registry: api (pull_policy: always) is replaced, web (missing) is not.
+      const relogin = await ployzWithStdin(
+        lab,
+        ["registry", "login", reg, "-u", USER, "--password-stdin"],
+        PASSWORD,
+      );
+      assert.equal(relogin.code, 0, relogin.out);
+      await Deno.mkdir(pushConfig);
+      const again = await new Deno.Command("docker", {
+        args: [
+          "-H",
+          `unix://${join(lab.dir, "m1", "docker.sock")}`,
+          "login",
+          "-u",
+          USER,
+          "--password-stdin",
+          reg,
+        ],
+        env: { DOCKER_CONFIG: pushConfig },
+        stdin: "piped",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      const w2 = again.stdin.getWriter();
+      await w2.write(new TextEncoder().encode(PASSWORD));
+      await w2.close();
+      assert.equal((await again.status).code, 0);
+      await commitImage(lab, api, "api 2");
+      const movedDigest = await push(lab, api, pushConfig);
+      await Deno.remove(pushConfig, { recursive: true });
+      assert.notEqual(movedDigest, apiDigest);
+      const moved = await deploy();
+      assert.equal(moved.code, 0, moved.stdout + moved.stderr);
+      assert.ok(moved.stdout.includes(`${api} → ${movedDigest}`), moved.stdout);
+      console.log(`tag moved:\n${moved.stdout}`);
+      assert.match(moved.stdout, /replace shop-api-1/);
+      assert.doesNotMatch(moved.stdout, /replace shop-web/);
+
+      // Registry stopped: api scaled to 3 needs the moved digest on two more Machines; a peer has it.
+      await registry.stop();
+      const scaled = compose.replace(".yaml", "-scaled.yaml");
+      await Deno.writeTextFile(
+        scaled,
+        (await Deno.readTextFile(compose)).replace(
+          "pull_policy: always\n",
+          "pull_policy: always\n    deploy:\n      replicas: 3\n",
+        ),
+      );
+      const fallback = await lab.on("m1", [
+        "deploy",
+        "-f",
+        scaled,
+        "-y",
+        "--monitor",
+        "1s",
+        "--parallel",
+        "3",
+      ]);
+      assert.equal(fallback.code, 0, fallback.stdout + fallback.stderr);
+      console.log(`registry stopped:\n${fallback.stdout}`);
+      assert.match(
+        fallback.stdout,
+        /copy image "[^"]+" from "m\d" to "m\d" over the mesh: registry "[^"]+" did not answer/,
+      );
+      assert.match(fallback.stdout, /Registry "[^"]+" did not answer for/);
+      const after = (await ps()).machines.flatMap((m) =>
+        m.containers.filter((c) => c.service === "api").map((c) => c.image)
+      );
+      assert.deepEqual(after, [1, 2, 3].map(() => `${api}@${movedDigest}`));
+
+      // image ls names digests and users; prune removes only the old api image, on the Machine that ran it.
+      const listed = JSON.parse((await lab.on("m1", ["image", "ls", "--json"])).stdout) as {
+        machines: {
+          "machine_name": string;
+          images: { id: string; digests: string[]; owned: boolean; "used_by": string[] }[];
+        }[];
+      };
+      const oldApi = listed.machines.flatMap((m) =>
+        m.images.filter((i) => i.digests.some((d) => d.endsWith(apiDigest))).map((i) => ({
+          m: m.machine_name,
+          i,
+        }))
+      );
+      assert.equal(oldApi.length, 1, JSON.stringify(listed));
+      assert.deepEqual(oldApi[0].i.used_by, []);
+      assert.ok(oldApi[0].i.owned);
+      for (const m of listed.machines) {
+        const webImage = m.images.find((i) => i.digests.some((d) => d.endsWith(webDigest)));
+        assert.deepEqual(webImage?.used_by, ["shop/web"], m.machine_name);
+      }
+      const dry = await lab.on("m1", ["image", "prune", "--dry-run"]);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(dry.stdout, new RegExp(`${oldApi[0].m}: remove 1 image\\(s\\)`));
+      const pruned = await lab.on("m1", ["image", "prune", "-y"]);
+      console.log(`image prune:\n${dry.stdout}${pruned.stdout}`);
+      assert.equal(pruned.code, 0, pruned.stdout + pruned.stderr);
+      const gone = await lab.docker(oldApi[0].m, ["image", "inspect", oldApi[0].i.id]);
+      assert.notEqual(gone.code, 0, "the unused pulled image is gone");
+      for (const m of MACHINES) {
+        const kept = await lab.docker(m, ["image", "inspect", "--format", "{{.Id}}", IMAGE]);
+        assert.equal(kept.code, 0, `${m} keeps the image Ployz did not pull`);
+      }
+      const running = (await ps()).machines.flatMap((m) => m.containers).length;
+      assert.equal(running, 6);
+    } finally {
+      await Deno.remove(certs, { recursive: true }).catch(() => {});
+    }
+  },
+}));
