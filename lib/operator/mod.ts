@@ -59,7 +59,8 @@ export {
 } from "./upgrade_flow.ts";
 export { type ListedTargets, listTargets, type ListTargetsOptions, type Reach } from "./targets.ts";
 export { copyImage, type ImageCopy } from "./image_copy.ts";
-export { credentialCache } from "./registry_auth.ts";
+export { credentialCache, type CredentialSources } from "./registry_auth.ts";
+export type { AuthLookup } from "./image_pins.ts";
 export { configureMachine, labelRequest, onOff } from "./machine_settings.ts";
 export { type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
 export {

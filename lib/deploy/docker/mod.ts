@@ -53,7 +53,8 @@ export type {
 export type { CreatedContainer, CreateOptions, OwnedFilter } from "./containers.ts";
 export { MASQUERADE_OPTION } from "./network.ts";
 export type { NetworkInfo, NetworkSpec } from "./network.ts";
-export type { LoadedImages, PullProgress } from "./images.ts";
+export type { ListedImage, LoadedImages, PullProgress } from "./images.ts";
+export type { DockerImage } from "./docker_types.ts";
 export { type DemuxedFrame, Demuxer } from "./demux.ts";
 export type { RegistryAuth } from "./client.ts";
 export { digestFor, type ImageRef, parseImageRef, pinRef, registryHost, repositoryOf } from "./reference.ts";
