@@ -135,8 +135,41 @@ export class FakeMachine implements DeployMachineApi {
   logHistory(): Promise<{ lines: { text: string }[] }> {
     return Promise.resolve({ lines: [] });
   }
-  inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string }> {
-    return Promise.resolve({ present: this.images.has(r.ref) });
+  inspectImage(r: { ref: string }): Promise<{ present: boolean; id?: string; "repo_digests"?: string[] }> {
+    if (!this.images.has(r.ref)) return Promise.resolve({ present: false });
+    return Promise.resolve({ present: true, "repo_digests": this.repoDigests.get(r.ref) ?? [] });
+  }
+  /** Registry digests of images here, by reference. */
+  repoDigests = new Map<string, string[]>();
+  /** The registry as this Machine's Docker reaches it: digests by reference, or the error it answers. */
+  registry: Map<string, string> | Error = new Map();
+  /** Credentials seen with each registry request. */
+  auths: (string | undefined)[] = [];
+  resolveImage(r: { ref: string; auth?: { password?: string } }): Promise<{ ref: string; digest: string }> {
+    this.calls.push(`resolve ${r.ref}`);
+    this.auths.push(r.auth?.password);
+    if (this.registry instanceof Error) return Promise.reject(this.registry);
+    const digest = this.registry.get(r.ref) ??
+      [...this.registry.entries()].find(([k, v]) => r.ref === `${k.slice(0, k.lastIndexOf(":"))}@${v}`)?.[1];
+    if (digest === undefined) {
+      return Promise.reject(new CodedError("not_found", `manifest unknown: "${r.ref}"`));
+    }
+    return Promise.resolve({ ref: r.ref, digest });
+  }
+  pullImage(
+    r: { ref: string; auth?: { password?: string } },
+  ): ReturnType<NonNullable<DeployMachineApi["pullImage"]>> {
+    this.calls.push(`pull ${r.ref}`);
+    this.auths.push(r.auth?.password);
+    this.images.add(r.ref);
+    return Promise.resolve({
+      state: "done",
+      layers: 1,
+      "layers_done": 1,
+      bytes: 10,
+      "bytes_total": 10,
+      "duration_ms": 1,
+    });
   }
   setPointer(
     r: { project: string; service: string; deployment: string },

@@ -87,19 +87,15 @@ async function fromHelper(name: string, host: string, timeoutMs: number): Promis
   }
   const program = `docker-credential-${name}`;
   const server = host === "docker.io" ? "https://index.docker.io/v1/" : host;
-  let output: Deno.CommandOutput;
+  let child: Deno.ChildProcess;
   try {
-    const child = new Deno.Command(program, {
+    child = new Deno.Command(program, {
       args: ["get"],
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
       signal: AbortSignal.timeout(timeoutMs),
     }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(server));
-    await writer.close();
-    output = await child.output();
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       throw new OperatorError(
@@ -107,6 +103,28 @@ async function fromHelper(name: string, host: string, timeoutMs: number): Promis
         `Credential helper "${program}" for registry "${host}" is not installed`,
       );
     }
+    throw new OperatorError(
+      "unavailable",
+      `Credential helper "${program}" for registry "${host}" cannot be started`,
+    );
+  }
+  const writer = child.stdin.getWriter();
+  try {
+    await writer.write(new TextEncoder().encode(server));
+    await writer.close();
+  } catch {
+    // A helper may exit without reading its input; its exit status says what happened.
+  }
+  let output: Deno.CommandOutput;
+  try {
+    output = await child.output();
+  } catch {
+    throw new OperatorError(
+      "unavailable",
+      `Credential helper "${program}" for registry "${host}" did not answer within ${timeoutMs} ms`,
+    );
+  }
+  if (output.signal !== null) {
     throw new OperatorError(
       "unavailable",
       `Credential helper "${program}" for registry "${host}" did not answer within ${timeoutMs} ms`,

@@ -144,6 +144,27 @@ Deno.test("loadCompose() refuses replicas written as a word", () => {
   );
 });
 
+Deno.test("loadCompose() refuses a malformed image reference and pull_policy build with file:line:col", () => {
+  const bad = onlyIssue(problems("services:\n  web:\n    image: shop/Web:1\n"), {
+    line: 3,
+    column: 12,
+    path: "services.web.image",
+    message: /invalid image "shop\/Web:1": repository "shop\/Web" must be lowercase/,
+  });
+  assert.match(formatIssue(bad), /^\/proj\/compose\.yaml:3:12: /);
+  onlyIssue(problems("services:\n  web:\n    image: nginx@sha256:abc\n"), {
+    line: 3,
+    path: "services.web.image",
+    message: /digest "sha256:abc"/,
+  });
+  onlyIssue(problems("services:\n  web:\n    image: nginx\n    pull_policy: build\n"), {
+    line: 4,
+    column: 18,
+    path: "services.web.pull_policy",
+    message: /pull policy "build" is not supported yet/,
+  });
+});
+
 Deno.test("loadCompose() refuses zero replicas", () => {
   onlyIssue(problems("services:\n  web:\n    image: nginx\n    deploy: {replicas: 0}\n"), {
     line: 4,

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import { CodedError } from "../util/mod.ts";
+import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
+import { deployProject } from "./deploy_flow.ts";
+import { pinImages } from "./image_pins.ts";
+
+const REG = "reg.example:5000";
+const D1 = `sha256:${"1".repeat(64)}`;
+const D2 = `sha256:${"2".repeat(64)}`;
+const noAuth = () => Promise.resolve(undefined);
+
+function shop(policy = "missing", image = `${REG}/shop/web:1`): ReturnType<typeof compose> {
+  return compose(`name: shop
+services:
+  web:
+    image: ${image}
+    pull_policy: ${policy}
+    deploy:
+      replicas: 2
+`);
+}
+
+Deno.test("pinImages() resolves a tag no Machine holds at the registry, once, with the operator's credentials", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  const pinned = await pinImages(
+    shop(),
+    cluster([m1, m2]),
+    (host) =>
+      Promise.resolve(host === REG ? { username: "u", password: "pw", serveraddress: host } : undefined),
+  );
+  assert.equal(pinned.project.services.web.image, `${REG}/shop/web:1@${D1}`);
+  assert.deepEqual(pinned.sources.map((s) => [s.digest, s.from, s.registryState]), [
+    [D1, `registry "${REG}"`, "available"],
+  ]);
+  assert.deepEqual(m1.auths, ["pw"]);
+  assert.deepEqual(m2.calls, []);
+});
+
+Deno.test("pinImages() takes the digest a Machine pulled the tag by, and leaves an image no registry knows as written", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  m2.images.add(`${REG}/shop/web:1`);
+  m2.repoDigests.set(`${REG}/shop/web:1`, [`${REG}/shop/web@${D2}`]);
+  m1.registry = new Map([[`${REG}/shop/web:1`, D2]]);
+  const pinned = await pinImages(shop(), cluster([m1, m2]), noAuth);
+  assert.equal(pinned.project.services.web.image, `${REG}/shop/web:1@${D2}`);
+  assert.equal(pinned.sources[0].from, 'Machine "m2"');
+  assert.equal(
+    pinned.sources[0].registryState,
+    "available",
+    "m1 lacks it: the registry was asked for the digest",
+  );
+
+  const local = await pinImages(shop("missing", "app:1"), cluster([m1, m2]), noAuth);
+  assert.equal(local.project.services.web.image, "app:1");
+  assert.equal(local.sources[0].registryState, "none");
+});
+
+Deno.test("pinImages() refuses by code: never with no holder, a registry that refuses, always with no fallback", async () => {
+  const m1 = new FakeMachine("id1", "m1");
+  await assert.rejects(pinImages(shop("never"), cluster([m1]), noAuth), (e) => {
+    assert.equal((e as CodedError).code, "not_found");
+    assert.match((e as Error).message, /pull_policy: never/);
+    return true;
+  });
+  m1.registry = new CodedError(
+    "unauthenticated",
+    `Cannot resolve image: registry "${REG}" refused the credentials`,
+  );
+  await assert.rejects(pinImages(shop(), cluster([m1]), noAuth), (e) => {
+    assert.equal((e as CodedError).code, "unauthenticated");
+    assert.match((e as Error).message, new RegExp(`Service "web".*registry "${REG}"`));
+    return true;
+  });
+  m1.registry = new CodedError("unavailable", `registry "${REG}" could not be reached`);
+  await assert.rejects(pinImages(shop("always"), cluster([m1]), noAuth), (e) => {
+    assert.equal((e as CodedError).code, "unavailable");
+    return true;
+  });
+});
+
+Deno.test("with the registry down, pull_policy always runs the digest a Machine holds and the plan copies it", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  m1.images.add(`${REG}/shop/web:1`);
+  m1.images.add(`${REG}/shop/web:1@${D1}`);
+  m1.repoDigests.set(`${REG}/shop/web:1`, [`${REG}/shop/web@${D1}`]);
+  m1.registry = new CodedError("unavailable", `registry "${REG}" could not be reached`);
+  const machines = cluster([m1, m2]);
+  const pinned = await pinImages(shop("always"), machines, noAuth);
+  assert.equal(pinned.project.services.web.image, `${REG}/shop/web:1@${D1}`);
+  assert.match(pinned.warnings[0], /did not answer .* Machine "m1" holds/);
+  const book = new FakeBook();
+  const report = recorder();
+  const result = await deployProject(machines, book, {
+    project: shop("always"),
+    warnings: [],
+    sourcePath: "compose.yaml",
+  }, { report, yes: true, dryRun: false, confirmDataLoss: [], verb: "deploy" });
+  assert.equal(result.status, "ran");
+  const copy = result.plan.ops.find((op) => op.kind === "image");
+  assert.ok(copy?.kind === "image" && copy.machineName === "m2" && copy.fromMachineName === "m1");
+  assert.match(copy.reason ?? "", /registry ".+" did not answer/);
+  assert.equal(result.plan.ops.some((op) => op.kind === "pull"), false);
+});
+
+Deno.test("a Deploy pulls on each Machine that lacks the pinned image; a moved tag is a replacement", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  const machines = cluster([m1, m2]);
+  const book = new FakeBook();
+  const run = async (policy: string) =>
+    await deployProject(machines, book, { project: shop(policy), warnings: [], sourcePath: "c.yaml" }, {
+      report: recorder(),
+      yes: true,
+      dryRun: false,
+      confirmDataLoss: [],
+      verb: "deploy",
+      registryAuth: (host) => Promise.resolve({ username: "u", password: "pw", serveraddress: host }),
+    });
+  const first = await run("always");
+  assert.equal(first.status, "ran");
+  assert.deepEqual(
+    first.plan.ops.filter((op) => op.kind === "pull").map((op) => op.machineName).sort(),
+    ["m1", "m2"],
+  );
+  assert.deepEqual(first.plan.images?.map((i) => `${i.written} → ${i.digest}`), [
+    `${REG}/shop/web:1 → ${D1}`,
+  ]);
+  assert.ok(m2.auths.includes("pw"), "the pull request carried the credentials");
+  assert.ok(!JSON.stringify(book.records).includes("pw"), "no Deployment record holds them");
+
+  m1.registry = new Map([[`${REG}/shop/web:1`, D2]]);
+  const moved = await run("always");
+  assert.equal(moved.status, "ran");
+  assert.deepEqual(moved.plan.ops.filter((op) => op.kind === "replace").length, 2);
+  assert.ok(moved.plan.ops.every((op) => op.kind !== "create"));
+});
+
+Deno.test("a digest no observed Machine holds, with the registry down, is refused naming both sources", async () => {
+  const m1 = new FakeMachine("id1", "m1");
+  m1.registry = new CodedError("unavailable", `registry "${REG}" could not be reached`);
+  const project = shop("missing", `${REG}/shop/web:1@${D1}`);
+  await assert.rejects(
+    deployProject(cluster([m1]), new FakeBook(), { project, warnings: [], sourcePath: "c.yaml" }, {
+      report: recorder(),
+      yes: true,
+      dryRun: false,
+      confirmDataLoss: [],
+      verb: "deploy",
+    }),
+    (e) => {
+      assert.equal((e as CodedError).code, "unavailable");
+      assert.match(
+        (e as Error).message,
+        /registry ".+" did not answer .* and no observed Machine holds sha256:1/,
+      );
+      return true;
+    },
+  );
+});
