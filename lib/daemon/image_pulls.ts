@@ -186,8 +186,12 @@ export class PullTasks {
     signal: AbortSignal,
   ): Promise<PullImageResponse> {
     let task = this.#tasks.get(ref);
+    const present = task === undefined &&
+      await localImage(this.host.engine, this.host.pulled, ref, signal) !== undefined;
+    // Another ask may have started the task while this one looked at Docker.
+    task ??= this.#tasks.get(ref);
     if (task === undefined) {
-      if (await localImage(this.host.engine, this.host.pulled, ref, signal) !== undefined) {
+      if (present) {
         return this.#answer({
           ref,
           startedAt: Date.now(),

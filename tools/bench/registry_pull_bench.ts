@@ -1,0 +1,150 @@
+// Cold Deploy from a registry vs `docker pull` + `docker run` by hand, on the same three lab dockerds in the same run.
+// A 3-Machine lab, Debian's docker-registry in its underlay namespace (TLS, htpasswd). Each round pushes two fresh
+// images of the same size (a random layer of PLOYZ_BENCH_LAYER_MB, default 20 MB, on busybox) that no Machine holds:
+// - ployz: `ployz deploy` of 1 Service x 3 replicas (one per Machine), --parallel 3, no health check, monitor 0 s:
+//   digest resolution, a pull task on each Machine, create and start;
+// - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
+// - by hand, parallel: the same three pull+run sequences at once (a script would);
+// - warm: the same `ployz deploy` again (nothing pulled, nothing to do), and with a changed environment variable
+//   (three replacements, nothing pulled).
+// Run: sudo deno run --allow-all tools/bench/registry_pull_bench.ts (PLOYZ_BENCH_ROUNDS, default 3).
+import { join } from "node:path";
+import { startLab } from "../../tests/support/lab.ts";
+import { startRegistry } from "../../tests/support/registry.ts";
+import { IMAGE } from "../../tests/support/docker.ts";
+import { run } from "../../tests/support/spawn.ts";
+import { LAB_READY, Series } from "./lab_support.ts";
+
+const ROUNDS = Number(Deno.env.get("PLOYZ_BENCH_ROUNDS") ?? "3");
+const LAYER_MB = Number(Deno.env.get("PLOYZ_BENCH_LAYER_MB") ?? "20");
+const USER = "bench";
+const PASSWORD = crypto.randomUUID();
+const MACHINES = ["m1", "m2", "m3"];
+
+async function must(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const out = await run(cmd, args, env);
+  if (out.code !== 0) throw new Error(`${cmd} ${args.join(" ")}: ${out.stderr}${out.stdout}`);
+  return out.stdout;
+}
+
+async function withStdin(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  input: string,
+): Promise<void> {
+  const child = new Deno.Command(cmd, { args, env, stdin: "piped", stdout: "null", stderr: "null" }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(input));
+  await writer.close();
+  if (!(await child.status).success) throw new Error(`${cmd} ${args.join(" ")} failed`);
+}
+
+if (!LAB_READY) {
+  console.log("registry_pull_bench: needs root and the lab's commands; skipping");
+} else {
+  const samples = new Series();
+  await using lab = await startLab("rp", 3);
+  const namespace = `rp${lab.dir.split("-").pop()}-u`;
+  await using registry = await startRegistry({
+    address: "192.0.2.1",
+    port: 20_000 + Math.floor(Math.random() * 20_000),
+    namespace,
+    tls: true,
+    user: { name: USER, password: PASSWORD },
+  });
+  const reg = registry.host;
+  const certs = `/etc/docker/certs.d/${reg}`;
+  await Deno.mkdir(certs, { recursive: true });
+  await Deno.writeTextFile(join(certs, "ca.crt"), registry.caPem!);
+  const dockerConfig = join(lab.dir, "docker-config");
+  await Deno.mkdir(dockerConfig);
+  const sock = (m: string) => ["-H", `unix://${join(lab.dir, m, "docker.sock")}`];
+  const dockerEnv = { DOCKER_CONFIG: dockerConfig };
+  try {
+    await withStdin(
+      "docker",
+      [...sock("m1"), "login", "-u", USER, "--password-stdin", reg],
+      dockerEnv,
+      PASSWORD,
+    );
+    await withStdin(
+      join(import.meta.dirname!, "../../bin/ployz"),
+      ["registry", "login", reg, "-u", USER, "--password-stdin"],
+      { PATH: Deno.env.get("PATH")!, ...lab.envOn("m1") },
+      PASSWORD,
+    );
+    const blob = join(lab.dir, "layer.bin");
+    /** Pushes a fresh image holding `LAYER_MB` of random bytes, then removes every copy of it from m1. */
+    const fresh = async (name: string): Promise<string> => {
+      const bytes = new Uint8Array(LAYER_MB * 1_000_000);
+      for (let i = 0; i < bytes.length; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+      await Deno.writeFile(blob, bytes);
+      const ref = `${reg}/bench/${name}:1`;
+      const box = `box-${name}`;
+      await must("docker", [...sock("m1"), "create", "--name", box, IMAGE, "true"]);
+      await must("docker", [...sock("m1"), "cp", blob, `${box}:/layer.bin`]);
+      const id = (await must("docker", [...sock("m1"), "commit", box, ref])).trim();
+      await must("docker", [...sock("m1"), "rm", box]);
+      await must("docker", [...sock("m1"), "push", ref], dockerEnv);
+      await must("docker", [...sock("m1"), "rmi", "-f", id]);
+      return ref;
+    };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const viaPloyz = await fresh(`p${round}`);
+      const bySeq = await fresh(`s${round}`);
+      const byPar = await fresh(`q${round}`);
+      const compose = join(lab.dir, `bench${round}.yaml`);
+      const text = (env: string) =>
+        `name: bench${round}\nservices:\n  web:\n    image: ${viaPloyz}\n    command: ["sleep", "600"]\n` +
+        `    environment: {ROUND: "${env}"}\n    deploy: {replicas: 3}\n    healthcheck: {disable: true}\n` +
+        `    stop_signal: SIGKILL\n`;
+      await Deno.writeTextFile(compose, text("a"));
+      const deploy = async (): Promise<number> => {
+        const started = performance.now();
+        const out = await lab.on("m1", ["deploy", "-f", compose, "-y", "--parallel", "3", "--monitor", "0s"]);
+        const ms = performance.now() - started;
+        if (out.code !== 0) throw new Error(`deploy failed: ${out.stderr}${out.stdout}`);
+        return ms;
+      };
+      samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
+
+      let started = performance.now();
+      for (const m of MACHINES) {
+        await must("docker", [...sock(m), "pull", bySeq], dockerEnv);
+        await must("docker", [...sock(m), "run", "-d", "--name", `hand-s${round}`, bySeq, "sleep", "600"]);
+      }
+      samples.record("docker pull + run by hand, one Machine after another", performance.now() - started);
+      started = performance.now();
+      await Promise.all(MACHINES.map(async (m) => {
+        await must("docker", [...sock(m), "pull", byPar], dockerEnv);
+        await must("docker", [...sock(m), "run", "-d", "--name", `hand-q${round}`, byPar, "sleep", "600"]);
+      }));
+      samples.record("docker pull + run by hand, three Machines at once", performance.now() - started);
+
+      samples.record("ployz deploy, warm, nothing changed", await deploy());
+      await Deno.writeTextFile(compose, text("b"));
+      samples.record("ployz deploy, warm, 3 replaced (nothing pulled)", await deploy());
+      await lab.on("m1", ["rm", `bench${round}`, "-y"]);
+      for (const m of MACHINES) {
+        await run("docker", [...sock(m), "rm", "-f", `hand-s${round}`, `hand-q${round}`]);
+      }
+    }
+    samples.print(0);
+    const median = (name: string): number => {
+      const values = [...samples.entries()].find(([n]) => n === name)![1].sort((a, b) => a - b);
+      return values[Math.floor(values.length / 2)];
+    };
+    const cold = median("ployz deploy, cold (3 pulls, 3 containers)");
+    console.log(
+      `cold deploy / by hand one after another: ${
+        (cold / median("docker pull + run by hand, one Machine after another")).toFixed(2)
+      }x; / by hand at once: ${
+        (cold / median("docker pull + run by hand, three Machines at once")).toFixed(2)
+      }x ` +
+        `(${LAYER_MB} MB layer, ${ROUNDS} rounds, medians)`,
+    );
+  } finally {
+    await Deno.remove(certs, { recursive: true }).catch(() => {});
+  }
+}
