@@ -84,13 +84,12 @@ export function renderPreview(plan: Plan): string {
       );
     }
   }
-  if ((plan.images ?? []).length > 0) {
+  // Only pinned images: one built or loaded on a Machine has no digest to show.
+  const pinned = (plan.images ?? []).filter((image) => image.digest !== undefined);
+  if (pinned.length > 0) {
     lines.push("Images:");
-    for (const image of plan.images ?? []) {
-      const pinned = image.digest === undefined
-        ? "no registry digest (built or loaded on a Machine)"
-        : image.digest;
-      lines.push(`  - ${image.written} → ${pinned} (from ${image.from}; ${image.services.join(", ")})`);
+    for (const image of pinned) {
+      lines.push(`  - ${image.written} → ${image.digest} (from ${image.from}; ${image.services.join(", ")})`);
     }
   }
   if (plan.warnings.length > 0) {
