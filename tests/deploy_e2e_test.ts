@@ -275,15 +275,16 @@ Deno.test(needs(["docker"], {
       });
 
       await t.step("an image present nowhere fails before anything runs, naming it", async () => {
+        // A registry on loopback that does not answer: no Machine holds the image and no registry serves it.
         const path = await writeCompose(env, project, {
           web: { port, image: IMAGE2 },
-          api: { replicas: 3, env: "d", image: "ployz-test/nope:1" },
+          api: { replicas: 3, env: "d", image: "127.0.0.1:1/ployz-test/nope:1" },
         });
         const r = await ployz(env, ...deployArgs(path));
         equal(r.code, 1);
         match(
           r.stderr,
-          /error\[not_found\]: Image "ployz-test\/nope:1" is on no observed Machine: .* on Machine "m1"/,
+          /^error\[unavailable\]: Image "127\.0\.0\.1:1\/ployz-test\/nope:1" of Service "api" is on no observed Machine, and registry "127\.0\.0\.1:1" could not be reached: .*connection refused\n$/,
         );
       });
 

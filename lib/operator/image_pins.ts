@@ -136,15 +136,16 @@ async function pinOne(
 ): Promise<ImageSource> {
   const registry = parsed.domain;
   const base = { written, registry, services };
+  const named = `Service${services.length === 1 ? "" : "s"} ${services.map((s) => `"${s}"`).join(", ")}`;
   const refuse = (error: unknown, what: string): never => {
     const code = codeOf(error);
+    // The Machine's message starts with its own "Cannot resolve image "…": "; say the image once.
+    const reason = messageOf(error).replace(`Cannot resolve image "${written}": `, "");
     throw new OperatorError(
       code === "unauthenticated" || code === "not_found" || code === "unavailable" || code === "unsupported"
         ? code
         : "unavailable",
-      `${what} for Service${services.length === 1 ? "" : "s"} ${services.map((s) => `"${s}"`).join(", ")}: ${
-        messageOf(error)
-      }`,
+      `${what} ${reason}`,
       { image: written, registry },
     );
   };
@@ -160,9 +161,7 @@ async function pinOne(
       if (policy === "never") {
         throw new OperatorError(
           "not_found",
-          `Image "${written}" is on no observed Machine and Service ${
-            services.map((s) => `"${s}"`).join(", ")
-          } sets pull_policy: never`,
+          `Image "${written}" of ${named} is on no observed Machine, and pull_policy: never forbids asking registry "${registry}"`,
           { image: written },
         );
       }
@@ -172,7 +171,12 @@ async function pinOne(
         registryState = "available";
       } catch (error) {
         if (codeOf(error) !== "unavailable" || machineDigest === undefined) {
-          refuse(error, `Cannot resolve image "${written}"`);
+          refuse(
+            error,
+            held.length === 0
+              ? `Image "${written}" of ${named} is on no observed Machine, and`
+              : `Cannot resolve image "${written}" of ${named}:`,
+          );
         }
         digest = machineDigest!.digest;
         from = `Machine "${machineDigest!.machine}"`;

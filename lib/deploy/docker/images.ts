@@ -181,7 +181,9 @@ export function registryFailureCode(message: string): "unauthenticated" | "not_f
 }
 
 function registryError(action: string, ref: string, message: string, cause: unknown): DockerError {
-  const reason = sanitizeMessage(message.replace(/^Cannot [^:]*: /, ""));
+  // Drop what toDockerError put first ("Cannot resolve image "x:1": "): the message below says it once.
+  const prefix = `Cannot ${action} "${ref}": `;
+  const reason = sanitizeMessage(message.startsWith(prefix) ? message.slice(prefix.length) : message);
   const code = registryFailureCode(reason);
   const host = ref.includes("/") && /[.:]|^localhost$/.test(ref.slice(0, ref.indexOf("/")))
     ? ref.slice(0, ref.indexOf("/"))
