@@ -25,6 +25,7 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
   assert.equal(seen.labels[LABELS.slot], "0");
   assert.equal(seen.labels[LABELS.creationKey], spec.creationKey);
   assert.equal(seen.labels[LABELS.specDigest], made.specDigest);
+  assert.equal(seen.labels[LABELS.image], spec.image, "the image reference is recorded");
   assert.equal(seen.labels[LABELS.spec], undefined, "the spec label stays out of observations");
   assert.equal(seen.labels["ployz.test"], s.id);
 
