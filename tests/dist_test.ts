@@ -7,17 +7,13 @@ import { join } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { SIGNATURE_FILE, verifySumsSignature } from "../lib/installer/mod.ts";
 import { TEST_RELEASE_PUBLIC_KEY } from "../tools/release_test_key.ts";
+import { runDist } from "./support/installer.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 
 Deno.test("dist builds a checksummed offline tree and says plainly why nothing was compiled", async () => {
   const out = await Deno.makeTempDir({ prefix: "ployz-dist-" });
   try {
-    const result = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
-      PLOYZ_DIST_TARGETS: "host",
-      PLOYZ_DIST_OUT: out,
-      HOME: Deno.env.get("HOME") ?? "/root",
-    });
-    equal(result.code, 0, result.stderr + result.stdout);
+    const result = await runDist(out);
     match(result.stdout, /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline/);
     const compiled = await Array.fromAsync(Deno.readDir(join(out, "bin"))).catch(() => []);
     if (compiled.length === 0) {
@@ -49,12 +45,7 @@ Deno.test("dist builds a checksummed offline tree and says plainly why nothing w
 Deno.test("dist builds checksummed macOS CLI trees: a Mach-O deno, bin/ployz only, the same launcher", async () => {
   const out = await Deno.makeTempDir({ prefix: "ployz-dist-cli-" });
   try {
-    const result = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
-      PLOYZ_DIST_TARGETS: "aarch64-apple-darwin,x86_64-apple-darwin",
-      PLOYZ_DIST_OUT: out,
-      HOME: Deno.env.get("HOME") ?? "/root",
-    });
-    equal(result.code, 0, result.stderr + result.stdout);
+    await runDist(out, "aarch64-apple-darwin,x86_64-apple-darwin");
     const sums = await Deno.readTextFile(join(out, "SHA256SUMS"));
     for (const triple of ["aarch64-apple-darwin", "x86_64-apple-darwin"]) {
       match(sums, new RegExp(`^[0-9a-f]{64} {2}ployz-cli-[\\d.]+-${triple}\\.tar\\.gz$`, "m"));
@@ -112,12 +103,7 @@ Deno.test("install.sh --cli installs only the CLI into a prefix, as an unprivile
   try {
     await Deno.chmod(base, 0o755);
     const releases = join(base, "releases");
-    const built = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
-      PLOYZ_DIST_TARGETS: "host",
-      PLOYZ_DIST_OUT: join(releases, PLOYZ_VERSION),
-      HOME: Deno.env.get("HOME") ?? "/root",
-    });
-    equal(built.code, 0, built.stderr);
+    await runDist(join(releases, PLOYZ_VERSION));
     const home = join(base, "home");
     await Deno.mkdir(home, { mode: 0o755 });
     await Deno.chown(home, 65534, 65534);

@@ -5,7 +5,7 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DOCKER_ENV } from "./support/docker.ts";
-import { sh, signReleaseSums, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import { hostDist, sh, signReleaseSums, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { eventually, sleep } from "./support/poll.ts";
@@ -28,15 +28,7 @@ function patchConfig(text: string, version: string): string {
 /** Builds a release source from one `deno task dist` tree: several versions, channel pointer, bad artifacts. */
 async function buildSource(work: string): Promise<string> {
   const dist = join(work, "dist");
-  const built = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
-    PLOYZ_DIST_TARGETS: "host",
-    PLOYZ_DIST_OUT: dist,
-    HOME: Deno.env.get("HOME") ?? "/root",
-  });
-  equal(built.code, 0, built.stderr);
-  const base = (await Array.fromAsync(Deno.readDir(dist))).find((e) =>
-    e.isDirectory && e.name.startsWith("ployz-")
-  )!;
+  const built = await hostDist(dist);
   const rel = join(work, "releases");
   const releases: Release[] = [
     { version: "0.1.0" },
@@ -48,7 +40,7 @@ async function buildSource(work: string): Promise<string> {
     const name = `ployz-${r.version}-${TRIPLE}`;
     const tree = join(work, "build", name);
     await Deno.mkdir(join(work, "build"), { recursive: true });
-    await sh(`cp -a '${join(dist, base.name)}' '${tree}'`);
+    await sh(`cp -a '${built}' '${tree}'`);
     const configPath = join(tree, "deno.json");
     await Deno.writeTextFile(
       configPath,

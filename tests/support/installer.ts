@@ -12,6 +12,27 @@ import { ROOT, run, type RunResult } from "./spawn.ts";
 export const SYSTEMD_IMAGE = "ployz-test/systemd:2";
 const TRIPLE = Deno.build.target;
 
+/** Runs `tools/dist.ts` for `targets` (default `host`) into `out`, failing the test unless it succeeds. */
+export async function runDist(out: string, targets = "host"): Promise<RunResult> {
+  const result = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
+    PLOYZ_DIST_TARGETS: targets,
+    PLOYZ_DIST_OUT: out,
+    HOME: Deno.env.get("HOME") ?? "/root",
+  });
+  equal(result.code, 0, result.stderr + result.stdout);
+  return result;
+}
+
+/** Builds this host's dist into `out` and answers the path of its `ployz-<version>-<triple>` tree. */
+export async function hostDist(out: string): Promise<string> {
+  await runDist(out);
+  const tree = (await Array.fromAsync(Deno.readDir(out))).find((e) =>
+    e.isDirectory && e.name.startsWith("ployz-")
+  );
+  if (tree === undefined) throw new Error(`No ployz-* tree in ${out}`);
+  return join(out, tree.name);
+}
+
 /** Runs `script` with sh on this host; throws with its stderr when it fails. */
 export async function sh(script: string, cwd?: string): Promise<string> {
   const out = await new Deno.Command("sh", { args: ["-c", script], cwd, stdout: "piped", stderr: "piped" })
@@ -46,21 +67,13 @@ export async function buildReleaseSource(
   patchConfig: (config: Record<string, unknown>, version: string) => void,
 ): Promise<string> {
   const dist = join(work, "dist");
-  const built = await run(Deno.execPath(), ["run", "--allow-all", join(ROOT, "tools", "dist.ts")], {
-    PLOYZ_DIST_TARGETS: "host",
-    PLOYZ_DIST_OUT: dist,
-    HOME: Deno.env.get("HOME") ?? "/root",
-  });
-  equal(built.code, 0, built.stderr);
-  const base = (await Array.fromAsync(Deno.readDir(dist))).find((e) =>
-    e.isDirectory && e.name.startsWith("ployz-")
-  )!;
+  const built = await hostDist(dist);
   const rel = join(work, "releases");
   await Deno.mkdir(join(work, "build"), { recursive: true });
   for (const version of versions) {
     const name = `ployz-${version}-${TRIPLE}`;
     const tree = join(work, "build", name);
-    await sh(`cp -a '${join(dist, base.name)}' '${tree}'`);
+    await sh(`cp -a '${built}' '${tree}'`);
     const configPath = join(tree, "deno.json");
     const config = JSON.parse(await Deno.readTextFile(configPath));
     config.version = version;
