@@ -143,6 +143,8 @@ export class FakeMachine implements DeployMachineApi {
   repoDigests = new Map<string, string[]>();
   /** The registry as this Machine's Docker reaches it: digests by reference, or the error it answers. */
   registry: Map<string, string> | Error = new Map();
+  /** The next pull fails with this, once (the registry went away mid-pull). */
+  failPull: CodedError | undefined;
   /** Credentials seen with each registry request. */
   auths: (string | undefined)[] = [];
   resolveImage(r: { ref: string; auth?: { password?: string } }): Promise<{ ref: string; digest: string }> {
@@ -161,6 +163,19 @@ export class FakeMachine implements DeployMachineApi {
   ): ReturnType<NonNullable<DeployMachineApi["pullImage"]>> {
     this.calls.push(`pull ${r.ref}`);
     this.auths.push(r.auth?.password);
+    const failure = this.failPull;
+    if (failure !== undefined) {
+      this.failPull = undefined;
+      return Promise.resolve({
+        state: "failed",
+        layers: 1,
+        "layers_done": 0,
+        bytes: 5,
+        "bytes_total": 10,
+        "duration_ms": 1,
+        error: { code: failure.code, message: failure.message },
+      });
+    }
     this.images.add(r.ref);
     return Promise.resolve({
       state: "done",

@@ -158,3 +158,54 @@ Deno.test("a digest no observed Machine holds, with the registry down, is refuse
     },
   );
 });
+
+Deno.test("two Machines whose tag points at different digests both run the Entry Machine's", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  const tag = `${REG}/shop/web:1`;
+  for (const [m, d] of [[m1, D1], [m2, D2]] as const) {
+    m.images.add(tag);
+    m.images.add(`${tag}@${d}`);
+    m.repoDigests.set(tag, [`${REG}/shop/web@${d}`]);
+  }
+  // The tag has moved on in the registry; the older digest is still served by digest.
+  m1.registry = new Map([[tag, D2], [`${REG}/shop/web@${D1}`, D1]]);
+  const result = await deployProject(cluster([m1, m2]), new FakeBook(), {
+    project: shop(),
+    warnings: [],
+    sourcePath: "c.yaml",
+  }, { report: recorder(), yes: true, dryRun: false, confirmDataLoss: [], verb: "deploy" });
+  assert.equal(result.status, "ran");
+  const images = result.plan.ops.flatMap((op) => op.kind === "create" ? [op.spec.image] : []);
+  assert.deepEqual(images, [`${tag}@${D1}`, `${tag}@${D1}`]);
+  const pulls = result.plan.ops.filter((op) => op.kind === "pull");
+  assert.deepEqual(pulls.map((op) => op.machineName), ["m2"]);
+  assert.ok(m2.images.has(`${tag}@${D1}`));
+});
+
+Deno.test("a pull that fails mid-way fails its operation as unavailable, and a re-run finishes the Deploy", async () => {
+  const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  m2.failPull = new CodedError(
+    "unavailable",
+    `Cannot pull image: registry "${REG}" could not be reached: EOF`,
+  );
+  const machines = cluster([m1, m2]);
+  const book = new FakeBook();
+  const run = async () =>
+    await deployProject(machines, book, { project: shop(), warnings: [], sourcePath: "c.yaml" }, {
+      report: recorder(),
+      yes: true,
+      dryRun: false,
+      confirmDataLoss: [],
+      verb: "deploy",
+    });
+  const first = await run();
+  assert.ok(first.status === "ran" && first.outcome.status !== "succeeded");
+  const failed = first.status === "ran" ? first.outcome.failed : undefined;
+  assert.equal(failed?.op.kind, "pull");
+  assert.equal(failed?.error.code, "unavailable");
+  assert.match(failed?.error.message ?? "", /on Machine "m2": .*could not be reached/);
+  const second = await run();
+  assert.ok(second.status === "ran" && second.outcome.status === "succeeded");
+  assert.deepEqual(second.plan.ops.filter((op) => op.kind === "pull").map((op) => op.machineName), ["m2"]);
+});
