@@ -336,6 +336,10 @@ services:
         const webImage = m.images.find((i) => i.digests.some((d) => d.endsWith(webDigest)));
         assert.deepEqual(webImage?.used_by, ["shop/web"], m.machine_name);
       }
+      const table = await lab.on("m1", ["image", "ls"]);
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /^ID +TAGS +DIGEST +SIZE +PLOYZ +USED BY +MACHINE$/m);
+      assert.match(table.stdout, /shop\/web:1 .* yes +shop\/web +m3$/m);
       const dry = await lab.on("m1", ["image", "prune", "--dry-run"]);
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, new RegExp(`${oldApi[0].m}: remove 1 image\\(s\\)`));
