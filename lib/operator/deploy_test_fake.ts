@@ -143,7 +143,7 @@ export class FakeMachine implements DeployMachineApi {
   repoDigests = new Map<string, string[]>();
   /** The registry as this Machine's Docker reaches it: digests by reference, or the error it answers. */
   registry: Map<string, string> | Error = new Map();
-  /** The next pull fails with this, once (the registry went away mid-pull). */
+  /** Every pull fails with this while it is set (the registry went away mid-pull). */
   failPull: CodedError | undefined;
   /** Credentials seen with each registry request. */
   auths: (string | undefined)[] = [];
@@ -165,7 +165,6 @@ export class FakeMachine implements DeployMachineApi {
     this.auths.push(r.auth?.password);
     const failure = this.failPull;
     if (failure !== undefined) {
-      this.failPull = undefined;
       return Promise.resolve({
         state: "failed",
         layers: 1,

@@ -205,6 +205,7 @@ Deno.test("a pull that fails mid-way fails its operation as unavailable, and a r
   assert.equal(failed?.op.kind, "pull");
   assert.equal(failed?.error.code, "unavailable");
   assert.match(failed?.error.message ?? "", /on Machine "m2": .*could not be reached/);
+  m2.failPull = undefined;
   const second = await run();
   assert.ok(second.status === "ran" && second.outcome.status === "succeeded");
   assert.deepEqual(second.plan.ops.filter((op) => op.kind === "pull").map((op) => op.machineName), ["m2"]);

@@ -519,6 +519,18 @@ export async function executePlan(
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
   const onMachine = new Map<string, number>();
+  // Every Machine starts its pulls now, whatever order the plan runs in: each pull operation later joins its task
+  // (a pull changes no container, so starting it early changes nothing the plan orders).
+  const prefetched = Promise.allSettled(plan.ops.map(async (op) => {
+    const api = machines.get(op.machineId);
+    if (op.kind !== "pull" || api?.pullImage === undefined) return;
+    const auth = await options.registryAuth?.(op.registry);
+    await bounded(api, options.callTimeoutMs ?? 120_000).pullImage!({
+      ref: op.ref,
+      ...(auth === undefined ? {} : { auth }),
+      "wait_ms": 0,
+    });
+  }));
 
   async function run(op: Op): Promise<void> {
     const found = machines.get(op.machineId);
@@ -591,6 +603,7 @@ export async function executePlan(
     if (running.size === 0) break;
     await Promise.race(running.values());
   }
+  await prefetched;
   completed.sort((a, b) => a.index - b.index);
   failures.sort((a, b) => a.op.index - b.op.index);
   const notAttempted = plan.ops.filter((op) => state[op.index] === "pending");
