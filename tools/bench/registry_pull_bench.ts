@@ -1,7 +1,8 @@
 // Cold Deploy from a registry vs `docker pull` + `docker run` by hand, on the same three lab dockerds in the same run.
 // A 3-Machine lab, Debian's docker-registry in its underlay namespace (TLS, htpasswd). Each round pushes two fresh
 // images of the same size (a random layer of PLOYZ_BENCH_LAYER_MB, default 20 MB, on busybox) that no Machine holds:
-// - ployz: `ployz deploy` of 1 Service x 3 replicas (one per Machine), --parallel 3, no health check, monitor 0 s:
+// - ployz: `ployz deploy` of 1 Service x 3 replicas (one per Machine), --parallel PLOYZ_BENCH_PARALLEL (default 3),
+//   no health check, monitor 0 s:
 //   digest resolution, a pull task on each Machine, create and start;
 // - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
 // - by hand, parallel: the same three pull+run sequences at once (a script would);
@@ -20,6 +21,8 @@ const LAYER_MB = Number(Deno.env.get("PLOYZ_BENCH_LAYER_MB") ?? "20");
 const USER = "bench";
 const PASSWORD = crypto.randomUUID();
 const MACHINES = ["m1", "m2", "m3"];
+/** `ployz deploy --parallel`; with 1 the operations run one at a time and the pulls still start together. */
+const PARALLEL = Deno.env.get("PLOYZ_BENCH_PARALLEL") ?? "3";
 
 async function must(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   const out = await run(cmd, args, env);
@@ -102,7 +105,16 @@ if (!LAB_READY) {
       await Deno.writeTextFile(compose, text("a"));
       const deploy = async (): Promise<number> => {
         const started = performance.now();
-        const out = await lab.on("m1", ["deploy", "-f", compose, "-y", "--parallel", "3", "--monitor", "0s"]);
+        const out = await lab.on("m1", [
+          "deploy",
+          "-f",
+          compose,
+          "-y",
+          "--parallel",
+          PARALLEL,
+          "--monitor",
+          "0s",
+        ]);
         const ms = performance.now() - started;
         if (out.code !== 0) throw new Error(`deploy failed: ${out.stderr}${out.stdout}`);
         return ms;
@@ -142,7 +154,7 @@ if (!LAB_READY) {
       }x; / by hand at once: ${
         (cold / median("docker pull + run by hand, three Machines at once")).toFixed(2)
       }x ` +
-        `(${LAYER_MB} MB layer, ${ROUNDS} rounds, medians)`,
+        `(${LAYER_MB} MB layer, ${ROUNDS} rounds, --parallel ${PARALLEL}, medians)`,
     );
   } finally {
     await Deno.remove(certs, { recursive: true }).catch(() => {});
