@@ -6,7 +6,7 @@
  * writing site's changes from 1, `hlc` is a hybrid logical clock. A row holds the change with the greatest
  * `(hlc, site)`, so concurrent writes and deletes converge to one winner in any delivery order; deletes are
  * tombstone changes under the same rule, so delete-then-put resolves by the same order. Name-keyed tables
- * (cluster, certificates, serving_pointers) accept writes from every site. Entity-keyed tables (machines,
+ * (cluster, certificates, serving_pointers, acme_challenges, certificate_errors) accept writes from every site. Entity-keyed tables (machines,
  * containers, volumes, acks) accept a change only when its `owner` is its `site` and its body or key names that
  * owner; a local write to another Machine's row is refused with `conflict`. The verdict depends only on the
  * change, so every replica reaches the same one.
@@ -46,7 +46,9 @@ export type { Change } from "./change.ts";
 export { StoreError } from "./errors.ts";
 export {
   type Ack,
+  type AcmeChallenge,
   type Certificate,
+  type CertificateErrorRow,
   type ClusterSetting,
   type Container,
   type Machine,

@@ -151,7 +151,8 @@ export const CertificateSchema: z.ZodType<Certificate> = z.looseObject({
   name,
   domains: z.array(z.string().max(256)).max(100).optional(),
   "not_after": z.string().max(64).optional(),
-  pem: z.string().optional(),
+  pem: z.string().max(65_536).optional(),
+  key: z.string().max(16_384).optional(),
 });
 /** A certificate body Unknown fields are kept. */
 export interface Certificate {
@@ -163,6 +164,51 @@ export interface Certificate {
   "not_after"?: string;
   /** Certificate chain, PEM. */
   pem?: string;
+  /** Private key, PEM: replicated because every Machine's Ingress Proxy serves it; never printed. */
+  key?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** The last failure to obtain or renew a hostname's certificate, keyed by hostname; apart from the certificate row
+ * so a failure written on a cut-off Machine can never win over a newer certificate. */
+export const CertificateErrorSchema: z.ZodType<CertificateErrorRow> = z.looseObject({
+  hostname: z.string().min(1).max(253),
+  error: z.string().max(4096),
+  at: z.string().max(64),
+  "machine_id": id.optional(),
+});
+/** A certificate error body. Unknown fields are kept. */
+export interface CertificateErrorRow {
+  /** The hostname, the key. */
+  hostname: string;
+  /** What failed, with the CA's text. */
+  error: string;
+  /** When, ISO 8601. */
+  at: string;
+  /** The Machine that tried. */
+  "machine_id"?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}
+
+/** An ACME HTTP-01 challenge answer, keyed by its token: every Machine's Ingress Proxy serves it on port 80. */
+export const AcmeChallengeSchema: z.ZodType<AcmeChallenge> = z.looseObject({
+  token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/),
+  "key_authorization": z.string().regex(/^[A-Za-z0-9_-]{1,256}\.[A-Za-z0-9_-]{1,256}$/),
+  hostname: z.string().min(1).max(253),
+  "expires_at": z.string().max(64).optional(),
+});
+/** An ACME challenge body. Unknown fields are kept. */
+export interface AcmeChallenge {
+  /** The challenge token, the key. */
+  token: string;
+  /** The answer served at `/.well-known/acme-challenge/<token>`. */
+  "key_authorization": string;
+  /** The hostname being validated. */
+  hostname: string;
+  /** When the answer stops being served, ISO 8601. */
+  "expires_at"?: string;
   /** Fields from newer releases, kept as read. */
   [field: string]: unknown;
 }

@@ -10,7 +10,9 @@ import { StoreError } from "./errors.ts";
 import { encodeHlc, HybridClock, MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 import type {
   Ack,
+  AcmeChallenge,
   Certificate,
+  CertificateErrorRow,
   ClusterSetting,
   Container,
   Machine,
@@ -259,6 +261,10 @@ export class Store {
   readonly members: Table<Member>;
   /** Removal marks (name-keyed by "project/service", `*` for a whole Project). */
   readonly removals: Table<Removal>;
+  /** ACME HTTP-01 challenge answers (name-keyed by token). */
+  readonly acmeChallenges: Table<AcmeChallenge>;
+  /** The last failure per hostname to obtain or renew its certificate (name-keyed by hostname). */
+  readonly certificateErrors: Table<CertificateErrorRow>;
 
   readonly #db: DatabaseSync;
   readonly #clock: HybridClock;
@@ -298,6 +304,8 @@ export class Store {
     this.acks = new Table(this, TABLES.acks);
     this.members = new Table(this, TABLES.members);
     this.removals = new Table(this, TABLES.removals);
+    this.acmeChallenges = new Table(this, TABLES.acme_challenges);
+    this.certificateErrors = new Table(this, TABLES.certificate_errors);
     this.#init();
   }
 

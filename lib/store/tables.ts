@@ -7,6 +7,8 @@
 import type { z } from "zod";
 import {
   AckSchema,
+  AcmeChallengeSchema,
+  CertificateErrorSchema,
   CertificateSchema,
   ClusterSettingSchema,
   ContainerSchema,
@@ -110,6 +112,20 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     kind: "name",
     schema: RemovalSchema,
     keyOf: (b) => `${field(b, "project")}/${field(b, "service")}`,
+    filters: [],
+  },
+  "acme_challenges": {
+    name: "acme_challenges",
+    kind: "name",
+    schema: AcmeChallengeSchema,
+    keyOf: (b) => field(b, "token"),
+    filters: [],
+  },
+  "certificate_errors": {
+    name: "certificate_errors",
+    kind: "name",
+    schema: CertificateErrorSchema,
+    keyOf: (b) => field(b, "hostname"),
     filters: [],
   },
   // Admissions: name-keyed because the admitting Machine writes another Machine's entry. A Machine's key never
