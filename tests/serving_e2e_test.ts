@@ -142,6 +142,7 @@ Deno.test(needs(["docker"], {
       PLOYZ_WG_INTERFACE: "none",
       PLOYZ_RETIRE_AFTER_SECONDS: "30",
       PLOYZ_INGRESS_HTTP_PORT: String(port),
+      PLOYZ_INGRESS_HTTPS_PORT: "off",
     };
     // Inside the default Cluster network: the dns permission set may answer only clients there.
     const subnet = `10.210.${128 + Math.floor(Math.random() * 127)}.0/24`;

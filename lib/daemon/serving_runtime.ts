@@ -15,6 +15,7 @@ import type { ContainerDns, ContainerSpec, Engine } from "../deploy/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
 import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
 import {
+  acmeSettingsFromEnv,
   CADDY_ADMIN_DIR_IN_CONTAINER,
   caddyRunDir,
   type DnsRunner,
@@ -228,6 +229,16 @@ export function ingressHttpPortFromEnv(
   return Number.isInteger(n) && n > 0 && n < 65536 ? n : 80;
 }
 
+/** The host port an Ingress Proxy publishes HTTPS on: `PLOYZ_INGRESS_HTTPS_PORT`, else 443; `off` publishes none. */
+export function ingressHttpsPortFromEnv(
+  env: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): number | null {
+  const text = env("PLOYZ_INGRESS_HTTPS_PORT") ?? "443";
+  if (text === "off") return null;
+  const n = Number(text);
+  return Number.isInteger(n) && n > 0 && n < 65536 ? n : 443;
+}
+
 /**
  * An Ingress Proxy's admin socket directory, HTTP port and network are this Machine's facts, not the client's: the
  * mount that targets the admin directory gets this Machine's `<runDir>/caddy`, port 80 inside gets `httpPort`, and
@@ -235,10 +246,11 @@ export function ingressHttpPortFromEnv(
  */
 export function localizeIngress(
   spec: ContainerSpec,
-  machine: { runDir: string; httpPort: number; network: string },
+  machine: { runDir: string; httpPort: number; httpsPort?: number | null; network: string },
 ): ContainerSpec {
   if (!isIngressProxy(spec)) return spec;
   const { runDir, httpPort } = machine;
+  const httpsPort = machine.httpsPort === undefined ? 443 : machine.httpsPort;
   return {
     ...spec,
     network: { ...spec.network, name: machine.network },
@@ -247,7 +259,13 @@ export function localizeIngress(
         ? { ...m, source: caddyRunDir(runDir) }
         : m
     ),
-    ports: spec.ports?.map((p) => p.containerPort === 80 ? { ...p, hostPort: httpPort } : p),
+    ports: spec.ports?.flatMap((p) =>
+      p.containerPort === 80
+        ? [{ ...p, hostPort: httpPort }]
+        : p.containerPort === 443
+        ? httpsPort === null ? [] : [{ ...p, hostPort: httpsPort }]
+        : [p]
+    ),
   };
 }
 
@@ -256,6 +274,7 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
   const log = options.log ?? (() => {});
   const holds = new IngressHoldBook();
   const httpPort = options.ingressHttpPort ?? ingressHttpPortFromEnv();
+  const httpsPort = ingressHttpsPortFromEnv();
   let down: ReadonlySet<string> = new Set();
   const readDown = async (): Promise<void> => {
     try {
@@ -274,6 +293,7 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
     dnsListen: [`${options.gateway}:53`],
     down: () => down,
     retireAfterMs: options.retireAfterMs ?? retireAfterMsFromEnv(),
+    acme: () => acmeSettingsFromEnv(options.layout.dataDir),
     log,
   }).catch((error) => {
     clearInterval(downTimer);
@@ -304,7 +324,7 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
     down: () => down,
     dns: (project) => dnsUp ? containerDns(options.gateway, project) : undefined,
     localize: (spec) =>
-      localizeIngress(spec, { runDir: options.layout.runDir, httpPort, network: options.network }),
+      localizeIngress(spec, { runDir: options.layout.runDir, httpPort, httpsPort, network: options.network }),
     stop(): Promise<void> {
       stopped ??= (async () => {
         clearInterval(downTimer);

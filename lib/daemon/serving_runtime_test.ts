@@ -4,6 +4,7 @@ import { ingressContainerSpec } from "../serving/mod.ts";
 import {
   containerDns,
   ingressHttpPortFromEnv,
+  ingressHttpsPortFromEnv,
   localizeIngress,
   supervisedDnsRunner,
 } from "./serving_runtime.ts";
@@ -13,8 +14,12 @@ Deno.test("an Ingress Proxy spec gets this Machine's admin directory, HTTP port 
   const machine = { runDir: "/tmp/run", httpPort: 8081, network: "ployz-test" };
   const local = localizeIngress(spec, machine);
   assert.deepEqual(local.mounts?.map((m) => m.source), ["/tmp/run/caddy"]);
-  assert.deepEqual(local.ports?.map((p) => p.hostPort), [8081]);
+  assert.deepEqual(local.ports?.map((p) => p.hostPort), [8081, 443]);
   assert.equal(local.network?.name, "ployz-test");
+  const moved = localizeIngress(spec, { ...machine, httpsPort: 8443 });
+  assert.deepEqual(moved.ports?.map((p) => p.hostPort), [8081, 8443]);
+  const off = localizeIngress(spec, { ...machine, httpsPort: null });
+  assert.deepEqual(off.ports?.map((p) => p.hostPort), [8081]);
   const web: ContainerSpec = { ...spec, project: "shop", service: "web" };
   assert.equal(localizeIngress(web, machine), web);
 });
@@ -31,6 +36,13 @@ Deno.test("PLOYZ_INGRESS_HTTP_PORT overrides port 80 only with a valid port", ()
   assert.equal(ingressHttpPortFromEnv(() => undefined), 80);
   assert.equal(ingressHttpPortFromEnv(() => "8080"), 8080);
   assert.equal(ingressHttpPortFromEnv(() => "nope"), 80);
+});
+
+Deno.test("PLOYZ_INGRESS_HTTPS_PORT moves or turns off port 443", () => {
+  assert.equal(ingressHttpsPortFromEnv(() => undefined), 443);
+  assert.equal(ingressHttpsPortFromEnv(() => "8443"), 8443);
+  assert.equal(ingressHttpsPortFromEnv(() => "off"), null);
+  assert.equal(ingressHttpsPortFromEnv(() => "nope"), 443);
 });
 
 /** The first `count` log lines of a runner of `argv` (50 ms first delay, 200 ms bound), waiting at most `waitMs`. */

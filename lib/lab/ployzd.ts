@@ -30,6 +30,7 @@ export const DAEMON_ENV_PREFIXES = [
   "PLOYZ_RETIRE_AFTER_SECONDS",
   "PLOYZ_INGRESS_RESCAN_SECONDS",
   "PLOYZ_DNS_UPSTREAMS",
+  "PLOYZ_ACME_",
 ];
 
 /** The Machine's ployzd layout. */
@@ -100,6 +101,12 @@ export async function startDaemonProcess(
   // No systemd in a lab namespace: the daemon spawns `ployzd dns` as a child with this same deno.
   const set = relocate(permissionSet("serve"), layout);
   const runs = Array.isArray(set.run) ? set.run : [];
+  // A lab names its own ACME CA (Pebble in the underlay); the daemon may reach exactly that host and port.
+  const directory = daemonEnv(m, extraEnv).PLOYZ_ACME_DIRECTORY;
+  if (directory !== undefined && URL.canParse(directory) && Array.isArray(set.net)) {
+    const url = new URL(directory);
+    set.net = [...set.net, `${url.hostname}:${url.port === "" ? "443" : url.port}`];
+  }
   const flags = permissionFlags(set.run === true ? set : { ...set, run: [...runs, Deno.execPath()] });
   const env = Object.entries(daemonEnv(m, extraEnv)).map(([k, v]) => `${k}=${v}`);
   await spawnDetached([

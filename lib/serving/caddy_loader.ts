@@ -71,7 +71,10 @@ async function loadOnce(admin: CaddyAdmin, projection: CaddyProjection): Promise
         skipped.push({ service: fragment.service, message: `x-caddy: ${(error as Error).message}` });
       }
     }
-    const config = { ...await admin.adapt(accepted), admin: CADDY_ADMIN_CONFIG };
+    const config = withCertificates(
+      { ...await admin.adapt(accepted), admin: CADDY_ADMIN_CONFIG },
+      projection.tls,
+    );
     await admin.load(config);
     const readBack = await admin.config();
     if (canonical(readBack) !== canonical(config)) {
@@ -87,6 +90,26 @@ async function loadOnce(admin: CaddyAdmin, projection: CaddyProjection): Promise
   } catch (error) {
     return { loaded: false, skipped, attempts: 0, error: (error as Error).message };
   }
+}
+
+// Certificates go in as PEM through the admin API (`tls.certificates.load_pem`): no file on any Machine holds a
+// key, and Caddy picks one by SNI for the https sites.
+function withCertificates(
+  config: Record<string, unknown>,
+  certificates: CaddyProjection["tls"],
+): Record<string, unknown> {
+  if (certificates.length === 0) return config;
+  const apps = { ...(config.apps as Record<string, unknown> | undefined) };
+  const tls = { ...(apps.tls as Record<string, unknown> | undefined) };
+  const loaders = { ...(tls.certificates as Record<string, unknown> | undefined) };
+  const existing = Array.isArray(loaders.load_pem) ? loaders.load_pem : [];
+  loaders.load_pem = [
+    ...existing,
+    ...certificates.map((c) => ({ certificate: c.pem, key: c.key, tags: [`ployz:${c.hostname}`] })),
+  ];
+  tls.certificates = loaders;
+  apps.tls = tls;
+  return { ...config, apps };
 }
 
 /** Every upstream `dial` address in a Caddy JSON config, sorted and unique. */

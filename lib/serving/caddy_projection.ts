@@ -5,8 +5,14 @@
  * - One site per explicit ingress hostname and protocol (`http://host:port`), reverse-proxying to the serving
  *   containers of the Service that owns the hostname, on every Machine, by container address and container port.
  *   A site with nothing serving answers 502. A hostname claimed by two Services goes to the first by
- *   `project/service` and the other claim is reported. Routes without an explicit hostname, and `https` routes
- *   (no certificate material in this release), are reported and skipped.
+ *   `project/service` and the other claim is reported. Routes without an explicit hostname are reported and
+ *   skipped.
+ * - An `https` route is served (`https://host[:port]`) once a usable certificate for its hostname is given; its
+ *   certificate and key travel beside the Caddyfile ({@link CaddyProjection.tls}) and are loaded through the admin
+ *   API, never written to a file. Port 80 of that hostname redirects to https. Until then the route is reported
+ *   as waiting for its certificate.
+ * - Every port-80 site answers each ACME HTTP-01 challenge row at `/.well-known/acme-challenge/<token>`, so the
+ *   CA may ask any Machine.
  * - A catch-all `http://` site answers `/.ployz/machine` with this Machine's id and 404 otherwise.
  * - Each Service's `x-caddy` fragment (from its newest serving container) is rendered with the template
  *   helpers `{{.Name}}`, `{{upstreams}}`, `{{upstreams PORT}}`, `{{upstreams SERVICE}}` and
@@ -15,7 +21,8 @@
  * @module
  */
 
-import type { Container, ServingPointer } from "../store/mod.ts";
+import type { AcmeChallenge, Container, ServingPointer } from "../store/mod.ts";
+import { hostnameProblem, type UsableCertificate } from "./certificates.ts";
 import { caddyFragment, ingressRoutes } from "./labels.ts";
 import { compare, type ServiceGroup, type ServingContext, servingGroups } from "./serving_set.ts";
 
@@ -47,12 +54,24 @@ export interface CaddyProjection {
   upstreams: string[];
   /** Pointer key → Deployment, for every pointer the projection honoured. */
   pointers: Record<string, string>;
+  /** Certificates the https sites need loaded, by hostname. */
+  tls: UsableCertificate[];
+  /** Hostnames of every valid https route, whether or not a certificate exists yet; sorted. */
+  httpsHostnames: string[];
+  /** Tokens of the ACME answers the port-80 sites serve. */
+  answered: string[];
 }
 
 /** What {@link projectCaddy} needs besides rows. */
 export interface CaddyProjectionOptions extends ServingContext {
   /** This Machine's id, answered on `/.ployz/machine`. */
   machineId: string;
+  /** Usable certificates, by hostname. */
+  certificates?: ReadonlyMap<string, UsableCertificate>;
+  /** ACME HTTP-01 answers to serve on port 80. */
+  challenges?: readonly AcmeChallenge[];
+  /** Now, for challenge expiry; default the clock. */
+  now?: Date;
 }
 
 interface Site {
@@ -73,6 +92,8 @@ export function projectCaddy(
   const owners = new Map<string, string>();
   const sites = new Map<string, Site>();
   const all = new Set<string>();
+  const https = new Set<string>();
+  const tls = new Map<string, UsableCertificate>();
   for (const group of groups) {
     const declaring = newestFirst(group.serving.length > 0 ? group.serving : group.containers);
     const routes = declaring.length === 0 ? [] : ingressRoutes(declaring[0]);
@@ -85,12 +106,21 @@ export function projectCaddy(
         continue;
       }
       if (route.protocol === "https") {
-        problems.push({
-          service: group.key,
-          message:
-            `ingress "${route.hostname}" is https and this Machine holds no certificate for it; skipped`,
-        });
-        continue;
+        const problem = hostnameProblem(route.hostname);
+        if (problem !== null) {
+          problems.push({ service: group.key, message: `ingress ${problem}; skipped` });
+          continue;
+        }
+        https.add(route.hostname);
+        const cert = options.certificates?.get(route.hostname);
+        if (cert === undefined) {
+          problems.push({
+            service: group.key,
+            message: `ingress "${route.hostname}" is https and waits for its certificate`,
+          });
+          continue;
+        }
+        tls.set(route.hostname, cert);
       }
       const owner = owners.get(route.hostname);
       if (owner !== undefined && owner !== group.key) {
@@ -132,18 +162,41 @@ export function projectCaddy(
       problems.push({ service: group.key, message: `x-caddy: ${(error as Error).message}` });
     }
   }
+  const served = answers(options);
   const pointerMap: Record<string, string> = {};
   for (const p of pointers) pointerMap[`${p.project}/${p.service}`] = p.deployment;
   return {
-    base: renderBase(options.machineId, [...sites.values()]),
+    base: renderBase(options.machineId, [...sites.values()], served),
     fragments,
     problems,
     upstreams: [...all].sort(compare),
     pointers: pointerMap,
+    tls: [...tls.values()].sort((a, b) => compare(a.hostname, b.hostname)),
+    httpsHostnames: [...https].sort(compare),
+    answered: served.map(([token]) => token),
   };
 }
 
-function renderBase(machineId: string, sites: Site[]): string {
+const TOKEN = /^[A-Za-z0-9_-]{1,256}$/;
+const KEY_AUTHORIZATION = /^[A-Za-z0-9_-]{1,256}\.[A-Za-z0-9_-]{1,256}$/;
+
+// Rows from other Machines are untrusted: only the token and answer shapes ACME defines reach the Caddyfile.
+function answers(options: CaddyProjectionOptions): [string, string][] {
+  const now = (options.now ?? new Date()).getTime();
+  const out: [string, string][] = [];
+  for (const c of options.challenges ?? []) {
+    if (!TOKEN.test(c.token) || !KEY_AUTHORIZATION.test(c.key_authorization)) continue;
+    const expires = typeof c.expires_at === "string" ? Date.parse(c.expires_at) : NaN;
+    if (Number.isFinite(expires) && expires < now) continue;
+    out.push([c.token, c.key_authorization]);
+  }
+  return out.sort((a, b) => compare(a[0], b[0]));
+}
+
+function renderBase(machineId: string, sites: Site[], challenges: [string, string][]): string {
+  const acme = challenges.map(([token, answer]) =>
+    `\trespond /.well-known/acme-challenge/${token} "${answer}" 200`
+  );
   const lines = [
     "{",
     "\tauto_https off",
@@ -151,13 +204,29 @@ function renderBase(machineId: string, sites: Site[]): string {
     "",
     "http:// {",
     `\trespond /.ployz/machine "${machineId}" 200`,
+    ...acme,
     '\trespond "Not Found" 404',
     "}",
   ];
-  const sorted = [...sites].sort((a, b) => compare(a.hostname, b.hostname) || a.port - b.port);
+  const sorted = [...sites].sort((a, b) =>
+    compare(a.hostname, b.hostname) || a.port - b.port || compare(a.protocol, b.protocol)
+  );
+  const plain80 = new Set(
+    sorted.filter((s) => s.protocol === "http" && s.port === 80).map((s) => s.hostname),
+  );
+  const redirects = [...new Set(sorted.filter((s) => s.protocol === "https").map((s) => s.hostname))]
+    .filter((h) => !plain80.has(h));
+  for (const hostname of redirects) {
+    lines.push("", `http://${hostname} {`, "\t@https not path /.well-known/acme-challenge/*", ...acme);
+    lines.push("\tredir @https https://{host}{uri} 308", "}");
+  }
   for (const site of sorted) {
-    const address = site.port === 80 ? `http://${site.hostname}` : `http://${site.hostname}:${site.port}`;
+    const standard = site.protocol === "http" ? 80 : 443;
+    const address = site.port === standard
+      ? `${site.protocol}://${site.hostname}`
+      : `${site.protocol}://${site.hostname}:${site.port}`;
     lines.push("", `${address} {`);
+    if (site.protocol === "http" && site.port === 80) lines.push(...acme);
     if (site.upstreams.length === 0) lines.push('\trespond "Bad Gateway" 502');
     else {
       lines.push(`\treverse_proxy ${[...site.upstreams].sort(compare).join(" ")} {`);

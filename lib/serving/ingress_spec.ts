@@ -44,6 +44,8 @@ export interface IngressSlotOptions {
   slot?: number;
   /** Host port published for HTTP; default 80. */
   httpPort?: number;
+  /** Host port published for HTTPS; default 443; null publishes none. */
+  httpsPort?: number | null;
   /** Deployment id of the Deploy that creates it. */
   deployment: string;
   /** The Machine's bridge network; default `ployz`. */
@@ -69,7 +71,12 @@ export function ingressContainerSpec(options: IngressSlotOptions): ContainerSpec
     deployment: options.deployment,
     slot: String(slot),
     image: options.image ?? ingressImage(),
-    ports: [{ containerPort: 80, hostPort: options.httpPort ?? 80, protocol: "tcp" }],
+    ports: [
+      { containerPort: 80, hostPort: options.httpPort ?? 80, protocol: "tcp" },
+      ...(options.httpsPort === null
+        ? []
+        : [{ containerPort: 443, hostPort: options.httpsPort ?? 443, protocol: "tcp" as const }]),
+    ],
     mounts: [{
       type: "bind",
       source: caddyRunDir(options.runDir ?? "/run/ployz"),

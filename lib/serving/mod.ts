@@ -17,6 +17,10 @@
  * - **Removal marks.** `ployz rm` writes a name-keyed mark ({@link markRemoval}); every Machine leaves the covered
  *   containers out of its projections and acks it; each Machine stops and removes its own covered containers
  *   ({@link removalDecision}), also when it was unreachable during `rm` and gets the mark later.
+ * - **Certificates.** https routes are served with certificates kept as `certificates` rows (name-keyed by
+ *   hostname, LWW); the serving loop's certificate keeper obtains and renews them from an ACME CA with HTTP-01 on
+ *   the asking Machine (smallest id not Down) through `acme-client`, publishing each answer as an `acme_challenges`
+ *   row every Machine's Caddy serves; `ployz cert` reads and writes the rows ({@link listCertificates}).
  * - **Ingress Proxy.** Caddy in a container, `ployz-system/caddy` ({@link ingressContainerSpec}); a Deploy fills
  *   missing or stopped slots ({@link fillIngressSlot}); the daemon starts the newest local proxy whose last start
  *   failed exactly under bet 10's conditions ({@link ingressStartDecision}, {@link startIngressDriver}).
@@ -26,6 +30,14 @@
 
 export { CADDY_ADMIN_DIR_IN_CONTAINER, type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 export { type CaddyLoadOptions, type CaddyLoadReport, configDials, loadCaddy } from "./caddy_loader.ts";
+export { acmeSettingsFromEnv } from "./acme_issuer.ts";
+export {
+  addCertificate,
+  CertificateError,
+  listCertificates,
+  removeCertificate,
+  requestRenewal,
+} from "./certificate_admin.ts";
 export {
   type CaddyFragment,
   type CaddyProjection,

@@ -18,6 +18,13 @@ import { writeAcks } from "./acks.ts";
 import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
 import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
+import type { AcmeSettings } from "./acme_issuer.ts";
+import {
+  type CertificateKeeper,
+  type CertificateKeeperOptions,
+  startCertificateKeeper,
+} from "./certificate_keeper.ts";
+import { type UsableCertificate, usableCertificate } from "./certificates.ts";
 import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
@@ -50,6 +57,10 @@ export interface ServingLoopOptions {
   admin?: () => CaddyAdmin;
   /** One line per notable event. */
   log?: (line: string) => void;
+  /** ACME settings for https routes; without them no certificate is obtained here (certificates still load). */
+  acme?: () => Promise<AcmeSettings>;
+  /** Keeper overrides (tests): the ACME client, the settle pause. */
+  keeper?: Pick<CertificateKeeperOptions, "obtain" | "settleMs" | "random">;
 }
 
 /** What one pass did. */
@@ -82,6 +93,8 @@ export interface ServingLoop {
   pass(): Promise<ServingPass>;
   /** The dials of the config the local proxy last confirmed loaded. */
   loadedDials(): string[];
+  /** The certificate keeper, when ACME settings were given. */
+  readonly keeper: CertificateKeeper | undefined;
   /** Stops watching; resolves after the running pass. */
   stop(): Promise<void>;
 }
@@ -101,6 +114,16 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   const removalFirstSeen = new Map<string, number>();
   let lastKey: string | undefined;
   let dials: string[] = [];
+  let answered = new Set<string>();
+  const keeper = options.acme === undefined ? undefined : startCertificateKeeper({
+    store,
+    settings: options.acme,
+    down: () => options.down?.() ?? new Set(),
+    serves: (token) => answered.has(token),
+    kick: () => schedule(),
+    log,
+    ...options.keeper,
+  });
   const controller = new AbortController();
   let tail: Promise<ServingPass> | undefined;
 
@@ -159,12 +182,25 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       errors.push(`cannot write "${writer.path}": ${(error as Error).message}`);
     }
 
-    const projection = projectCaddy(containers, pointers, { machineId, stopping: leaving });
+    const now = new Date();
+    const certificates = new Map<string, UsableCertificate>();
+    for (const row of store.certificates.list()) {
+      const read = usableCertificate(row, now);
+      if (read.ok) certificates.set(read.cert.hostname, read.cert);
+    }
+    const projection = projectCaddy(containers, pointers, {
+      machineId,
+      stopping: leaving,
+      certificates,
+      challenges: store.acmeChallenges.list(),
+      now,
+    });
     const proxy = localProxy(containers);
     let caddy: ServingPass["caddy"] = "absent";
     let caddyReport: CaddyLoadReport | undefined;
     if (proxy === undefined) {
       dials = [];
+      answered = new Set();
       lastKey = undefined;
     } else {
       const key = canonical({
@@ -172,6 +208,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         started: proxy.started_at,
         base: projection.base,
         f: projection.fragments,
+        tls: projection.tls.map((c) => `${c.hostname}/${c.serial}`),
       });
       if (key === lastKey) caddy = "unchanged";
       else {
@@ -180,6 +217,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
           caddy = "loaded";
           lastKey = key;
           dials = configDials(caddyReport.config);
+          answered = new Set(projection.answered);
           for (const s of caddyReport.skipped) log(`serving: skipped ${s.service}: ${s.message}`);
         } else {
           caddy = "failed";
@@ -235,7 +273,8 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       }
     }
     for (const e of errors) log(`serving: ${e}`);
-    armBound([...retire.waiting, ...removal.waiting]);
+    armBound(retire.waiting);
+    if (caddy === "loaded" || caddy === "unchanged") keeper?.consider(projection.httpsHostnames);
     return {
       dnsWritten,
       caddy,
@@ -286,7 +325,9 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   return {
     pass,
     loadedDials: () => [...dials],
+    keeper,
     async stop(): Promise<void> {
+      await keeper?.stop();
       clearInterval(tick);
       if (debounce !== undefined) clearTimeout(debounce);
       controller.abort();

@@ -48,7 +48,14 @@ async function scenario(redeploy: boolean): Promise<void> {
     const port = (listener.addr as Deno.NetAddr).port;
     listener.close();
     const proxy = await engine.createContainer({
-      ...ingressContainerSpec({ machineId, runDir, httpPort: port, deployment: "sys", network }),
+      ...ingressContainerSpec({
+        machineId,
+        runDir,
+        httpPort: port,
+        httpsPort: null,
+        deployment: "sys",
+        network,
+      }),
     });
     await engine.startContainer(proxy.id);
     const spec = (suffix: string, deployment: string) =>

@@ -1,0 +1,140 @@
+/**
+ * What `ployz cert` does to the `certificates` rows, over this Machine's copy of the store: list them (never the
+ * key), ask for a renewal (the asking Machine's keeper acts on it), add an operator's certificate for a name no
+ * ACME CA can reach, and remove one. Every write is a name-keyed, last-writer-wins row, replicated to every Machine.
+ *
+ * @module
+ */
+
+import type { Certificate, Store } from "../store/mod.ts";
+import { CodedError } from "../util/mod.ts";
+import { hostnameProblem, usableCertificate } from "./certificates.ts";
+
+/** A refused certificate operation. */
+export class CertificateError extends CodedError {
+  /** Names the error. */
+  override name = "CertificateError";
+}
+
+/** One certificate as `ployz cert ls` shows it: everything but the key. */
+export interface CertificateView {
+  /** The hostname, the row's key. */
+  hostname: string;
+  /** `acme` (obtained and renewed by ployz) or `operator` (added with `ployz cert add`). */
+  source: string;
+  /** True when every Machine can serve it (it parses, covers the name, matches its key, has not expired). */
+  servable: boolean;
+  /** Why it cannot be served, when not servable. */
+  problem?: string;
+  /** Issuer's distinguished name. */
+  issuer?: string;
+  /** Leaf serial, hex. */
+  serial?: string;
+  /** Expiry, ISO 8601. */
+  "not_after"?: string;
+  /** When it was last obtained or renewed. */
+  "renewed_at"?: string;
+  /** The Machine that last obtained or renewed it. */
+  "renewed_by"?: string;
+  /** A renewal asked for and not yet done. */
+  "renew_requested_at"?: string;
+  /** The last failure, with the CA's text. */
+  "last_error"?: string;
+  /** When it failed. */
+  "last_error_at"?: string;
+}
+
+/** Every certificate row, sorted by hostname, without keys. */
+export function listCertificates(store: Store, now: Date = new Date()): CertificateView[] {
+  return store.certificates.list().map((row) => viewOf(store, row, now)).sort((a, b) =>
+    a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0
+  );
+}
+
+/** Asks for a renewal of an ACME certificate; the asking Machine renews it on its next pass. */
+export function requestRenewal(store: Store, hostname: string, now: Date = new Date()): CertificateView {
+  const row = store.certificates.get(hostname);
+  if (row === undefined) {
+    throw new CertificateError("not_found", `No certificate for "${hostname}": see "ployz cert ls"`);
+  }
+  if (row.source === "operator") {
+    throw new CertificateError(
+      "conflict",
+      `The certificate for "${hostname}" was added by an operator; replace it with "ployz cert add"`,
+    );
+  }
+  const next = { ...row, "renew_requested_at": now.toISOString() };
+  store.certificates.put(next);
+  return viewOf(store, next, now);
+}
+
+/** Adds (or replaces) an operator's certificate; refused unless it parses, covers `hostname` and matches `key`. */
+export function addCertificate(
+  store: Store,
+  input: { hostname: string; pem: string; key: string },
+  now: Date = new Date(),
+): CertificateView {
+  const problem = hostnameProblem(input.hostname);
+  if (problem !== null) throw new CertificateError("invalid_argument", `Invalid hostname: ${problem}`);
+  const read = usableCertificate({ name: input.hostname, pem: input.pem, key: input.key }, now);
+  if (!read.ok) {
+    throw new CertificateError(
+      "invalid_argument",
+      `Cannot use the certificate for "${input.hostname}": ${read.reason}`,
+    );
+  }
+  const row: Certificate = {
+    name: input.hostname,
+    domains: [input.hostname],
+    pem: input.pem,
+    key: input.key,
+    "not_after": read.cert.notAfter.toISOString(),
+    serial: read.cert.serial,
+    issuer: read.cert.issuer,
+    source: "operator",
+    "renewed_at": now.toISOString(),
+    "renewed_by": store.siteId,
+  };
+  store.certificates.put(row);
+  return viewOf(store, row, now);
+}
+
+/** Removes a certificate row; its https routes wait for a new one (ACME obtains it again unless none can). */
+export function removeCertificate(store: Store, hostname: string): boolean {
+  if (store.certificates.get(hostname) === undefined) return false;
+  store.certificates.delete(hostname);
+  if (store.certificateErrors.get(hostname) !== undefined) store.certificateErrors.delete(hostname);
+  return true;
+}
+
+function viewOf(store: Store, row: Certificate, now: Date): CertificateView {
+  const read = usableCertificate(row, now);
+  const text = (key: string): string | undefined =>
+    typeof row[key] === "string" ? row[key] as string : undefined;
+  const view: CertificateView = {
+    hostname: row.name,
+    source: text("source") ?? "acme",
+    servable: read.ok,
+  };
+  if (!read.ok) view.problem = read.reason;
+  const fields = {
+    issuer: read.ok ? read.cert.issuer : text("issuer"),
+    serial: read.ok ? read.cert.serial : text("serial"),
+    "not_after": read.ok ? read.cert.notAfter.toISOString() : text("not_after"),
+    "renewed_at": text("renewed_at"),
+    "renewed_by": text("renewed_by"),
+    "renew_requested_at": text("renew_requested_at"),
+    "last_error": undefined as string | undefined,
+    "last_error_at": undefined as string | undefined,
+  };
+  // A failure older than the certificate it failed to replace is history, not news.
+  const failure = store.certificateErrors.get(row.name);
+  if (failure !== undefined && !(failure.at < (fields.renewed_at ?? ""))) {
+    fields.last_error = failure.error;
+    fields.last_error_at = failure.at;
+  }
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== undefined) (view as unknown as Record<string, unknown>)[key] = value;
+  }
+  return view;
+}

@@ -1,0 +1,206 @@
+/**
+ * The certificate keeper the serving loop drives: on each pass it is told the https hostnames the Cluster routes,
+ * and when this Machine is the asker ({@link certificateAsker}) it starts one bounded task per hostname that needs a
+ * certificate obtained or renewed ({@link certificateTasks}), at most two at a time. A task publishes each HTTP-01
+ * answer as an `acme_challenges` row (so every Machine's Ingress Proxy serves it), waits until this Machine's proxy
+ * serves it and the others had time to load it, lets the CA validate, withdraws the row, and writes the
+ * certificate row (hostname-keyed, last writer wins). A failure keeps the old certificate, is written as a
+ * `certificate_errors` row with the CA's text, and is retried after a jittered, doubling pause per hostname.
+ *
+ * @module
+ */
+
+import type { Certificate, Store } from "../store/mod.ts";
+import { sleep } from "../util/mod.ts";
+import {
+  type AcmeSettings,
+  type ChallengeBoard,
+  type IssuedCertificate,
+  obtainCertificate,
+} from "./acme_issuer.ts";
+import { certificateAsker, certificateTasks, retryPauseMs, usableCertificate } from "./certificates.ts";
+
+/** How long a published answer stays servable. */
+const ANSWER_LIFETIME_MS = 10 * 60_000;
+/** Tasks running at once. */
+const MAX_RUNNING = 2;
+
+/** What the keeper needs. */
+export interface CertificateKeeperOptions {
+  /** This Machine's store. */
+  store: Store;
+  /** The CA settings, read when a task starts. */
+  settings: () => Promise<AcmeSettings>;
+  /** Machines observed Down. */
+  down: () => ReadonlySet<string>;
+  /** Whether this Machine's Ingress Proxy serves the answer for `token` now. */
+  serves: (token: string) => boolean;
+  /** Asks the serving loop for a pass (after a challenge row is written). */
+  kick: () => void;
+  /** Pause after the local proxy serves an answer, for the other Machines to load it; default 2 s. */
+  settleMs?: number;
+  /** Bound on one task; default 120 s. */
+  taskTimeoutMs?: number;
+  /** The ACME client (tests replace it). */
+  obtain?: (settings: AcmeSettings, hostname: string, board: ChallengeBoard) => Promise<IssuedCertificate>;
+  /** One line per notable event. */
+  log?: (line: string) => void;
+  /** Randomness for the jitter; default Math.random. */
+  random?: () => number;
+}
+
+/** The keeper's view of one hostname. */
+export interface KeeperState {
+  /** Failed attempts in a row. */
+  failures: number;
+  /** Not before this time (ms since epoch). */
+  retryAtMs: number;
+  /** A task runs now. */
+  running: boolean;
+  /** When the last attempt started (ms since epoch). */
+  startedAtMs: number;
+}
+
+/** A running keeper. */
+export interface CertificateKeeper {
+  /** Starts the tasks `hostnames` need now; never waits for one. */
+  consider(hostnames: readonly string[]): void;
+  /** Per hostname state. */
+  state(): ReadonlyMap<string, KeeperState>;
+  /** Resolves once every running task ended (each is bounded). */
+  stop(): Promise<void>;
+}
+
+/** Starts a keeper for this Machine. */
+export function startCertificateKeeper(options: CertificateKeeperOptions): CertificateKeeper {
+  const { store } = options;
+  const log = options.log ?? (() => {});
+  const random = options.random ?? Math.random;
+  const obtain = options.obtain ?? ((s, h, b) => obtainCertificate(s, h, b, options.taskTimeoutMs));
+  const states = new Map<string, KeeperState>();
+  const running = new Set<Promise<void>>();
+  let stopped = false;
+
+  const board: ChallengeBoard = {
+    async publish(hostname, token, keyAuthorization): Promise<void> {
+      store.acmeChallenges.put({
+        token,
+        "key_authorization": keyAuthorization,
+        hostname,
+        "expires_at": new Date(Date.now() + ANSWER_LIFETIME_MS).toISOString(),
+      });
+      options.kick();
+      const deadline = Date.now() + 30_000;
+      while (!options.serves(token)) {
+        if (Date.now() > deadline || stopped) {
+          throw new Error(`this Machine's Ingress Proxy did not serve the answer for "${hostname}" in 30 s`);
+        }
+        await sleep(100);
+      }
+      await sleep(options.settleMs ?? 2_000);
+    },
+    withdraw(token): Promise<void> {
+      if (store.acmeChallenges.get(token) !== undefined) store.acmeChallenges.delete(token);
+      options.kick();
+      return Promise.resolve();
+    },
+  };
+
+  async function run(hostname: string, kind: string, state: KeeperState): Promise<void> {
+    const started = Date.now();
+    try {
+      const issued = await obtain(await options.settings(), hostname, board);
+      const read = usableCertificate({ name: hostname, pem: issued.pem, key: issued.key }, new Date());
+      if (!read.ok) throw new Error(`the CA's certificate cannot be served: ${read.reason}`);
+      const current = store.certificates.get(hostname);
+      const row: Certificate = {
+        name: hostname,
+        domains: [hostname],
+        pem: issued.pem,
+        key: issued.key,
+        "not_after": read.cert.notAfter.toISOString(),
+        serial: read.cert.serial,
+        issuer: read.cert.issuer,
+        source: "acme",
+        "renewed_at": new Date().toISOString(),
+        "renewed_by": store.siteId,
+      };
+      if (typeof current?.renew_requested_at === "string") {
+        row.renew_requested_at = current.renew_requested_at;
+      }
+      store.certificates.put(row);
+      if (store.certificateErrors.get(hostname) !== undefined) store.certificateErrors.delete(hostname);
+      state.failures = 0;
+      state.retryAtMs = 0;
+      log(
+        `certificates: ${
+          kind === "issue" ? "obtained" : "renewed"
+        } "${hostname}" serial ${read.cert.serial} ` +
+          `until ${read.cert.notAfter.toISOString()} in ${Date.now() - started} ms`,
+      );
+    } catch (error) {
+      state.failures += 1;
+      const pause = retryPauseMs(state.failures, random());
+      state.retryAtMs = Date.now() + pause;
+      const message = oneLine((error as Error).message);
+      log(
+        `certificates: cannot ${kind} "${hostname}": ${message}; next attempt in ${
+          Math.round(pause / 1000)
+        } s`,
+      );
+      // Beside the certificate row, never in it: a failure (maybe on a cut-off Machine) never displaces a newer
+      // certificate under last-writer-wins.
+      store.certificateErrors.put({
+        hostname,
+        error: message.slice(0, 4000),
+        at: new Date().toISOString(),
+        "machine_id": store.siteId,
+      });
+    }
+  }
+
+  return {
+    consider(hostnames: readonly string[]): void {
+      if (stopped) return;
+      const ids = store.machines.list().map((m) => m.id);
+      if (certificateAsker(ids.length > 0 ? ids : [store.siteId], options.down()) !== store.siteId) return;
+      const tasks = certificateTasks({ hostnames, rows: store.certificates.list(), now: new Date() });
+      for (const task of tasks) {
+        if (running.size >= MAX_RUNNING) return;
+        let state = states.get(task.hostname);
+        if (state === undefined) {
+          state = { failures: 0, retryAtMs: 0, running: false, startedAtMs: 0 };
+          states.set(task.hostname, state);
+        }
+        // An operator's request made after the last attempt started is acted on now, pause or not.
+        const askedSince = task.askedAtMs !== undefined && task.askedAtMs > state.startedAtMs;
+        if (state.running || (Date.now() < state.retryAtMs && !askedSince)) continue;
+        const s = state;
+        s.running = true;
+        s.startedAtMs = Date.now();
+        log(`certificates: ${task.kind} "${task.hostname}" (${task.reason})`);
+        const job = run(task.hostname, task.kind, s).finally(() => {
+          s.running = false;
+          running.delete(job);
+          options.kick();
+        });
+        running.add(job);
+      }
+    },
+    state: () => states,
+    async stop(): Promise<void> {
+      stopped = true;
+      // A task talking to the CA is bounded but may take long; the daemon does not wait past a few seconds.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled([...running]),
+        new Promise((resolve) => timer = setTimeout(resolve, 5_000)),
+      ]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
