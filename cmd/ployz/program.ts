@@ -59,6 +59,11 @@ export const ployz: Command = {
       () => import("./metrics.ts").then((m) => m.metricsCommand),
     ),
     lazyCommand(
+      "cert",
+      "Certificates of https routes: list, renew, add an operator's, remove",
+      () => import("./cert.ts").then((m) => m.certCommand),
+    ),
+    lazyCommand(
       "image",
       "List, prune and move images on the Cluster's Machines",
       () => import("./image.ts").then((m) => m.imageCommand),

@@ -5,16 +5,45 @@
  * @module
  */
 
-import type { RpcHandlers } from "../rpc/mod.ts";
-import { listRemovals, markRemoval, pointerStatus, setServingPointer } from "../serving/mod.ts";
+import { RpcError, type RpcHandlers } from "../rpc/mod.ts";
+import {
+  addCertificate,
+  CertificateError,
+  listCertificates,
+  listRemovals,
+  markRemoval,
+  pointerStatus,
+  removeCertificate,
+  requestRenewal,
+  setServingPointer,
+} from "../serving/mod.ts";
 import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
 import type { ServingRuntime } from "./serving_runtime.ts";
 
 /** The handlers of the serving routes. */
 export type ServingHandlers = Pick<
   RpcHandlers,
-  "setPointer" | "pointerStatus" | "markRemoval" | "listRemovals"
+  | "setPointer"
+  | "pointerStatus"
+  | "markRemoval"
+  | "listRemovals"
+  | "listCertificates"
+  | "renewCertificate"
+  | "addCertificate"
+  | "removeCertificate"
 >;
+
+// A refused certificate operation keeps its code on the wire.
+function refused<T>(body: () => T): Promise<T> {
+  try {
+    return Promise.resolve(body());
+  } catch (error) {
+    if (error instanceof CertificateError) {
+      return Promise.reject(new RpcError(error.code, error.message, { details: error.details }));
+    }
+    return Promise.reject(error);
+  }
+}
 
 /** The serving route handlers; a Machine that does not participate refuses with `conflict`. */
 export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): ServingHandlers {
@@ -36,6 +65,22 @@ export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): Se
     },
     listRemovals(req) {
       return Promise.resolve({ removals: listRemovals(lifecycle.participatingStore("read removals"), req) });
+    },
+    listCertificates() {
+      const store = lifecycle.participatingStore("list certificates");
+      return Promise.resolve({ certificates: listCertificates(store) });
+    },
+    renewCertificate(req) {
+      const store = lifecycle.participatingStore("renew a certificate");
+      return refused(() => ({ certificate: requestRenewal(store, req.hostname) }));
+    },
+    addCertificate(req) {
+      const store = lifecycle.participatingStore("add a certificate");
+      return refused(() => ({ certificate: addCertificate(store, req) }));
+    },
+    removeCertificate(req) {
+      const store = lifecycle.participatingStore("remove a certificate");
+      return refused(() => ({ removed: removeCertificate(store, req.hostname) }));
     },
   };
 }

@@ -71,6 +71,10 @@ import type {
   PullFromPeerResponse,
 } from "./routing_routes.ts";
 import type {
+  AddCertificateRequest,
+  CertificateRequest,
+  CertificateResponse,
+  CertificatesResponse,
   ListRemovalsRequest,
   ListRemovalsResponse,
   MarkRemovalRequest,
@@ -153,6 +157,14 @@ export interface RouteTypes extends ExecRouteTypes {
   markRemoval: [MarkRemovalRequest, MarkRemovalResponse];
   /** `ployz.removal.list.v1`: removal marks and this Machine's view of their progress. */
   listRemovals: [ListRemovalsRequest, ListRemovalsResponse];
+  /** `ployz.serving.certificates.v1`: the certificate rows, without keys. */
+  listCertificates: [EmptyRequest, CertificatesResponse];
+  /** `ployz.serving.certificate_renew.v1`: asks for a renewal of an ACME certificate. */
+  renewCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_add.v1`: an operator's certificate and key for a hostname. */
+  addCertificate: [AddCertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_remove.v1`: removes a hostname's certificate row. */
+  removeCertificate: [CertificateRequest, CertificateResponse];
 }
 
 /** A route's method name. */

@@ -70,6 +70,10 @@ import type {
 } from "./exec_routes.ts";
 import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
 import type {
+  AddCertificateRequest,
+  CertificateRequest,
+  CertificateResponse,
+  CertificatesResponse,
   ListRemovalsRequest,
   ListRemovalsResponse,
   MarkRemovalRequest,
@@ -179,6 +183,14 @@ export interface MachineClient extends Disposable {
   markRemoval(request: MarkRemovalRequest, options?: CallOptions): Promise<MarkRemovalResponse>;
   /** Removal marks and this Machine's view of their progress. */
   listRemovals(request: ListRemovalsRequest, options?: CallOptions): Promise<ListRemovalsResponse>;
+  /** The certificate rows this Machine holds, without keys. */
+  listCertificates(options?: CallOptions): Promise<CertificatesResponse>;
+  /** Asks for a renewal of an ACME certificate. */
+  renewCertificate(request: CertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
+  /** Adds an operator's certificate and key for a hostname. */
+  addCertificate(request: AddCertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
+  /** Removes a hostname's certificate row. */
+  removeCertificate(request: CertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -381,6 +393,10 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     pointerStatus: (req, o) => call("pointerStatus", req, o?.signal),
     markRemoval: (req, o) => call("markRemoval", req, o?.signal),
     listRemovals: (req, o) => call("listRemovals", req, o?.signal),
+    listCertificates: (o) => call("listCertificates", {}, o?.signal),
+    renewCertificate: (req, o) => call("renewCertificate", req, o?.signal),
+    addCertificate: (req, o) => call("addCertificate", req, o?.signal),
+    removeCertificate: (req, o) => call("removeCertificate", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

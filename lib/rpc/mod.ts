@@ -120,6 +120,11 @@ export {
   type RpcHandlers,
 } from "./app.ts";
 export type {
+  AddCertificateRequest,
+  CertificateRequest,
+  CertificateResponse,
+  CertificatesResponse,
+  CertificateWire,
   ListRemovalsRequest,
   ListRemovalsResponse,
   MarkRemovalRequest,

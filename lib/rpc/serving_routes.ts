@@ -1,12 +1,13 @@
 /**
  * Serving routes of Machine RPC, to be merged into the catalog: the client sets a Service's Serving Pointer once a
- * Deployment's new containers pass health, and reads the pointer with this Machine's view of its acks.
+ * Deployment's new containers pass health, and reads the pointer with this Machine's view of its acks; `ployz cert`
+ * lists, renews, adds and removes certificate rows (a key goes in with `certificate_add` and never comes out).
  *
  * @module
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
 
 const name = z.string().min(1).max(256);
 const id = z.string().min(1).max(128);
@@ -200,12 +201,112 @@ export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.loo
   })),
 });
 
+/** One certificate on the wire: everything but the key. */
+export interface CertificateWire {
+  /** The hostname. */
+  hostname: string;
+  /** `acme` or `operator`. */
+  source: string;
+  /** Every Machine can serve it. */
+  servable: boolean;
+  /** Why not, when not servable. */
+  problem?: string;
+  /** Issuer's distinguished name. */
+  issuer?: string;
+  /** Leaf serial, hex. */
+  serial?: string;
+  /** Expiry, ISO 8601. */
+  "not_after"?: string;
+  /** Last obtained or renewed. */
+  "renewed_at"?: string;
+  /** The Machine that last obtained or renewed it. */
+  "renewed_by"?: string;
+  /** A renewal asked for and not yet done. */
+  "renew_requested_at"?: string;
+  /** The last failure, with the CA's text. */
+  "last_error"?: string;
+  /** When it failed. */
+  "last_error_at"?: string;
+}
+
+const CertificateWireSchema: z.ZodType<CertificateWire> = z.looseObject({
+  hostname: z.string(),
+  source: z.string(),
+  servable: z.boolean(),
+  problem: z.string().optional(),
+  issuer: z.string().optional(),
+  serial: z.string().optional(),
+  "not_after": z.string().optional(),
+  "renewed_at": z.string().optional(),
+  "renewed_by": z.string().optional(),
+  "renew_requested_at": z.string().optional(),
+  "last_error": z.string().optional(),
+  "last_error_at": z.string().optional(),
+});
+
+/** What `ployz.serving.certificates.v1` answers: this Machine's copy of the `certificates` rows. */
+export interface CertificatesResponse {
+  /** Sorted by hostname. */
+  certificates: CertificateWire[];
+}
+
+/** Tolerant reader of {@link CertificatesResponse}. */
+export const CertificatesResponseSchema: z.ZodType<CertificatesResponse> = z.looseObject({
+  certificates: z.array(CertificateWireSchema),
+});
+
+/** What the certificate routes that name one hostname ask. */
+export interface CertificateRequest {
+  /** The hostname. */
+  hostname: string;
+}
+
+/** Reader of {@link CertificateRequest}. */
+export const CertificateRequestSchema: z.ZodType<CertificateRequest> = z.object({
+  hostname: z.string().min(1).max(253),
+});
+
+/** What `ployz.serving.certificate_add.v1` asks: an operator's certificate chain and key, PEM. */
+export interface AddCertificateRequest {
+  /** The hostname. */
+  hostname: string;
+  /** Certificate chain, PEM. */
+  pem: string;
+  /** Private key, PEM. */
+  key: string;
+}
+
+/** Reader of {@link AddCertificateRequest}. */
+export const AddCertificateRequestSchema: z.ZodType<AddCertificateRequest> = z.object({
+  hostname: z.string().min(1).max(253),
+  pem: z.string().min(1).max(65_536),
+  key: z.string().min(1).max(16_384),
+});
+
+/** What the certificate routes that change one row answer. */
+export interface CertificateResponse {
+  /** The row as written, or as it was before removal. */
+  certificate?: CertificateWire;
+  /** For removal: whether a row was there. */
+  removed?: boolean;
+}
+
+/** Tolerant reader of {@link CertificateResponse}. */
+export const CertificateResponseSchema: z.ZodType<CertificateResponse> = z.looseObject({
+  certificate: CertificateWireSchema.optional(),
+  removed: z.boolean().optional(),
+});
+
 /** The serving rows, to be spread into the catalog. */
 export const SERVING_ROUTES: {
   readonly setPointer: Route<SetPointerRequest, SetPointerResponse>;
   readonly pointerStatus: Route<PointerStatusRequest, PointerStatusResponse>;
   readonly markRemoval: Route<MarkRemovalRequest, MarkRemovalResponse>;
   readonly listRemovals: Route<ListRemovalsRequest, ListRemovalsResponse>;
+  readonly listCertificates: Route<EmptyRequest, CertificatesResponse>;
+  readonly renewCertificate: Route<CertificateRequest, CertificateResponse>;
+  readonly addCertificate: Route<AddCertificateRequest, CertificateResponse>;
+  readonly removeCertificate: Route<CertificateRequest, CertificateResponse>;
 } = Object.freeze({
   setPointer: {
     capability: "ployz.serving.set_pointer.v1",
@@ -226,5 +327,25 @@ export const SERVING_ROUTES: {
     capability: "ployz.removal.list.v1",
     request: ListRemovalsRequestSchema,
     response: ListRemovalsResponseSchema,
+  },
+  listCertificates: {
+    capability: "ployz.serving.certificates.v1",
+    request: EmptyRequestSchema,
+    response: CertificatesResponseSchema,
+  },
+  renewCertificate: {
+    capability: "ployz.serving.certificate_renew.v1",
+    request: CertificateRequestSchema,
+    response: CertificateResponseSchema,
+  },
+  addCertificate: {
+    capability: "ployz.serving.certificate_add.v1",
+    request: AddCertificateRequestSchema,
+    response: CertificateResponseSchema,
+  },
+  removeCertificate: {
+    capability: "ployz.serving.certificate_remove.v1",
+    request: CertificateRequestSchema,
+    response: CertificateResponseSchema,
   },
 });
