@@ -1,0 +1,514 @@
+// HTTPS ingress on a real three-Machine lab, with Debian's Pebble (an RFC 8555 test CA) and its challenge test DNS
+// server in the lab underlay. A Service with two https hostnames is deployed across the Machines; the asking
+// Machine obtains a certificate per hostname with HTTP-01 while DNS points each name at ANOTHER Machine, so the CA
+// reads the answer from a Caddy that only has it as a replicated row. Then every Machine's port 443 serves each
+// name with the same serial, verified with Pebble's own root (curl --cacert), and port 80 redirects to https.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { buildCaddyImage } from "./support/caddy.ts";
+import { outcomeOf } from "./support/daemon.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
+import { startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+import { run, type RunResult } from "./support/spawn.ts";
+
+const MACHINES = ["m1", "m2", "m3"];
+const UNDERLAY = "192.0.2.1";
+const ADDRESS: Record<string, string> = { m1: "192.0.2.11", m2: "192.0.2.12", m3: "192.0.2.13" };
+const HOSTS = ["app.example.test", "www.example.test"];
+
+function compose(project: string): string {
+  return [
+    `name: ${project}`,
+    "services:",
+    "  web:",
+    "    image: ployz-test/busybox:1",
+    `    command: ["sh", "-c", "echo hello-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]`,
+    "    deploy: {replicas: 2}",
+    "    stop_grace_period: 1s",
+    `    x-ports: [${HOSTS.map((h) => `"${h}:80/https"`).join(", ")}]`,
+  ].join("\n") + "\n";
+}
+
+Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "command:openssl", "command:curl"], {
+  name:
+    "HTTPS on a 3-Machine lab: ACME HTTP-01 from Pebble, answers and certificates replicated, 443 everywhere",
+  async fn(t) {
+    await buildCaddyImage(DOCKER_SOCKET);
+    const children: Deno.ChildProcess[] = [];
+    await using lab = await startLab("https", 3, {
+      env: { PLOYZ_ACME_DIRECTORY: `https://${UNDERLAY}:14000/dir` },
+      upArgs: ["--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
+    });
+    // startLab names the lab `<prefix><tag>` and puts it in `/tmp/plz-<prefix>-<tag>`.
+    const name = `https${lab.dir.split("-").pop()}`;
+    const underlay = (argv: string[]): Promise<RunResult> =>
+      run("nsenter", [`--net=/run/netns/${name}-u`, "--", ...argv]);
+    const pki = join(lab.dir, "pki");
+    try {
+      // Pebble's own listener certificate, from a CA the Machines trust for talking to the CA (never unverified).
+      await Deno.mkdir(pki, { recursive: true });
+      const ssl = async (args: string[]): Promise<void> => {
+        const r = await run("openssl", args);
+        assert.equal(r.code, 0, r.stderr);
+      };
+      await ssl([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=lab listener CA",
+        "-keyout",
+        join(pki, "ca.key"),
+        "-out",
+        join(pki, "ca.pem"),
+      ]);
+      await ssl([
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        "/CN=pebble",
+        "-keyout",
+        join(pki, "key.pem"),
+        "-out",
+        join(pki, "csr.pem"),
+      ]);
+      await Deno.writeTextFile(join(pki, "ext"), `subjectAltName=IP:${UNDERLAY}\n`);
+      await ssl([
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        join(pki, "csr.pem"),
+        "-CA",
+        join(pki, "ca.pem"),
+        "-CAkey",
+        join(pki, "ca.key"),
+        "-CAcreateserial",
+        "-extfile",
+        join(pki, "ext"),
+        "-out",
+        join(pki, "cert.pem"),
+      ]);
+      await Deno.writeTextFile(
+        join(pki, "pebble.json"),
+        JSON.stringify({
+          pebble: {
+            listenAddress: `${UNDERLAY}:14000`,
+            managementListenAddress: `${UNDERLAY}:15000`,
+            certificate: join(pki, "cert.pem"),
+            privateKey: join(pki, "key.pem"),
+            httpPort: 80,
+            tlsPort: 443,
+            ocspResponderURL: "",
+            externalAccountBindingRequired: false,
+          },
+        }),
+      );
+      for (const m of MACHINES) {
+        await Deno.mkdir(join(lab.dir, m, "ployz", "acme"), { recursive: true });
+        await Deno.copyFile(join(pki, "ca.pem"), join(lab.dir, m, "ployz", "acme", "ca.pem"));
+      }
+      const spawn = (argv: string[], env: Record<string, string>): void => {
+        const child = new Deno.Command("nsenter", {
+          args: [`--net=/run/netns/${name}-u`, "--", ...argv],
+          env,
+          stdin: "null",
+          stdout: "null",
+          stderr: "null",
+        }).spawn();
+        children.push(child);
+      };
+      spawn(
+        [
+          "pebble-challtestsrv",
+          "-dns01",
+          `${UNDERLAY}:8053`,
+          "-management",
+          `${UNDERLAY}:8055`,
+          "-http01",
+          "",
+          "-https01",
+          "",
+          "-tlsalpn01",
+          "",
+          "-defaultIPv6",
+          "",
+        ],
+        {},
+      );
+      spawn(
+        ["pebble", "-config", join(pki, "pebble.json"), "-dnsserver", `${UNDERLAY}:8053`],
+        // No reuse of valid authorizations: every order is validated over HTTP-01 again.
+        { PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0", PEBBLE_AUTHZREUSE: "0" },
+      );
+      const root = join(pki, "pebble-root.pem");
+      await eventually(20_000, "Pebble answers with its root", async () => {
+        const r = await underlay([
+          "curl",
+          "-sS",
+          "-m",
+          "3",
+          "--cacert",
+          join(pki, "ca.pem"),
+          "-o",
+          root,
+          `https://${UNDERLAY}:15000/roots/0`,
+        ]);
+        return r.code === 0 ? true : undefined;
+      });
+
+      // The asker is the smallest Machine id; DNS sends the CA for each name to other Machines than the asker.
+      const listed = JSON.parse(
+        (await lab.ok(["machine", "ls", "--json"], { PLOYZ_RUN_DIR: join(lab.dir, "m1", "run") })).stdout,
+      );
+      const machines = listed.machines as { id: string; name: string }[];
+      const asker = [...machines].sort((a, b) => a.id < b.id ? -1 : 1)[0].name;
+      const others = MACHINES.filter((m) => m !== asker);
+      for (const [i, host] of HOSTS.entries()) {
+        const r = await underlay([
+          "curl",
+          "-sS",
+          "-m",
+          "3",
+          "-d",
+          JSON.stringify({ host: `${host}.`, addresses: [ADDRESS[others[i % 2]]] }),
+          `http://${UNDERLAY}:8055/add-a`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+      }
+      console.log(`asker ${asker}; ${HOSTS[0]} → ${others[0]}, ${HOSTS[1]} → ${others[1]}`);
+
+      let deployed = 0;
+      await t.step("deploy a Service with two https hostnames across 3 Machines", async () => {
+        const file = join(lab.dir, "compose.yaml");
+        await Deno.writeTextFile(file, compose("tls"));
+        const r = await lab.ployz([
+          "lab",
+          "exec",
+          "m1",
+          "--dir",
+          lab.dir,
+          "--",
+          "ployz",
+          "deploy",
+          "-f",
+          file,
+          "-y",
+          "--json",
+        ]);
+        assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+        assert.equal(outcomeOf(r).status, "succeeded");
+        deployed = Date.now();
+      });
+
+      // The serial Machine `m` serves for `host`, once a request over https verified by Pebble's root succeeds.
+      // `answered: false` accepts any HTTP answer (a Machine cut off from every replica answers 502 over TLS).
+      const servedSerial = async (host: string, m: string, answered = true): Promise<string | undefined> => {
+        const body = await underlay([
+          "curl",
+          "-sS",
+          "-m",
+          "5",
+          "--cacert",
+          root,
+          "--resolve",
+          `${host}:443:${ADDRESS[m]}`,
+          `https://${host}/`,
+        ]);
+        if (body.code !== 0 || (answered && !body.stdout.startsWith("hello-"))) return undefined;
+        const shown = await underlay([
+          "sh",
+          "-c",
+          `openssl s_client -connect ${ADDRESS[m]}:443 -servername ${host} </dev/null 2>/dev/null | ` +
+          "openssl x509 -noout -serial",
+        ]);
+        return /^serial=/.test(shown.stdout)
+          ? shown.stdout.trim().slice("serial=".length).toLowerCase()
+          : undefined;
+      };
+      // Points `host` at `address` in the CA's DNS (the challenge test server's management API).
+      const pointDns = async (host: string, address: string): Promise<void> => {
+        for (
+          const [path, body] of [["clear-a", { host: `${host}.` }], ["add-a", {
+            host: `${host}.`,
+            addresses: [address],
+          }]]
+        ) {
+          const r = await underlay([
+            "curl",
+            "-sS",
+            "-m",
+            "3",
+            "-d",
+            JSON.stringify(body),
+            `http://${UNDERLAY}:8055/${path}`,
+          ]);
+          assert.equal(r.code, 0, r.stderr);
+        }
+      };
+      const cert = (args: string[]): Promise<RunResult> =>
+        lab.ployz(["cert", ...args], { PLOYZ_RUN_DIR: join(lab.dir, "m3", "run") });
+      const certRows = async (): Promise<Record<string, Record<string, unknown>>> => {
+        const r = await cert(["ls", "--json"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.doesNotMatch(r.stdout, /PRIVATE KEY/);
+        const rows = JSON.parse(r.stdout).certificates as Record<string, unknown>[];
+        return Object.fromEntries(rows.map((c) => [String(c.hostname), c]));
+      };
+
+      const serials = new Map<string, string>();
+      await t.step(
+        "every Machine's 443 serves each name with one certificate, verified by Pebble's root",
+        async () => {
+          for (const host of HOSTS) {
+            for (const m of MACHINES) {
+              const serial = await eventually(
+                90_000,
+                `${host} valid on ${m}`,
+                () => servedSerial(host, m),
+                250,
+              );
+              const seen = serials.get(host);
+              if (seen === undefined) serials.set(host, serial);
+              else assert.equal(serial, seen, `${m} serves the same certificate for ${host}`);
+            }
+          }
+          console.log(
+            `figure: Deploy end → valid certificates for 2 names on 3 Machines: ${
+              ((Date.now() - deployed) / 1000).toFixed(1)
+            } s`,
+          );
+          assert.notEqual(serials.get(HOSTS[0]), serials.get(HOSTS[1]));
+          let obtained = 0;
+          for (const m of MACHINES) {
+            const text = await Deno.readTextFile(join(lab.dir, m, "ployzd.log"));
+            obtained += text.split("\n").filter((l) => /certificates: obtained "/.test(l)).length;
+          }
+          assert.equal(obtained, HOSTS.length, "one certificate obtained per name, by one Machine");
+        },
+      );
+
+      await t.step("port 80 redirects to https; unknown names still get the catch-all", async () => {
+        for (const m of MACHINES) {
+          const r = await underlay([
+            "curl",
+            "-sS",
+            "-m",
+            "5",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{redirect_url}",
+            "--resolve",
+            `${HOSTS[0]}:80:${ADDRESS[m]}`,
+            `http://${HOSTS[0]}/path?q=1`,
+          ]);
+          assert.equal(r.stdout, `308 https://${HOSTS[0]}/path?q=1`, r.stderr);
+        }
+        const other = await underlay([
+          "curl",
+          "-sS",
+          "-m",
+          "5",
+          "-o",
+          "/dev/null",
+          "-w",
+          "%{http_code}",
+          "-H",
+          "Host: nope.example.test",
+          `http://${ADDRESS.m1}/`,
+        ]);
+        assert.equal(other.stdout, "404");
+      });
+
+      await t.step(
+        "ployz cert ls (through m3) shows issuer, expiry and the Machine that obtained each",
+        async () => {
+          const rows = await certRows();
+          for (const host of HOSTS) {
+            assert.equal(rows[host].servable, true);
+            assert.equal(rows[host].source, "acme");
+            assert.match(String(rows[host].issuer), /Pebble Intermediate CA/);
+            assert.equal(String(rows[host].serial).replace(/^0+/, ""), serials.get(host)?.replace(/^0+/, ""));
+            assert.equal(rows[host].renewed_by, machines.find((x) => x.name === asker)?.id);
+          }
+          const table = await cert(["ls"]);
+          assert.match(table.stdout, /HOSTNAME +SOURCE +ISSUER +NOT AFTER +RENEWED BY +STATUS +LAST ERROR/);
+          assert.match(table.stdout, /app\.example\.test +acme +.*Pebble.* served /);
+          console.log(table.stdout.trim());
+        },
+      );
+
+      await t.step(
+        "a forced renewal reaches all 3 Machines with a new serial; no request fails meanwhile",
+        async () => {
+          const stop = join(lab.dir, "load.stop");
+          const script = [
+            "n=0; f=0",
+            `while [ ! -e ${stop} ]; do`,
+            ...MACHINES.map((m) =>
+              `  curl -sS -m 5 -o /dev/null --cacert ${root} --resolve ${HOSTS[0]}:443:${ADDRESS[m]} ` +
+              `https://${HOSTS[0]}/ || f=$((f+1)); n=$((n+1))`
+            ),
+            "done",
+            'echo "$n $f"',
+          ].join("\n");
+          const load = underlay(["sh", "-c", script]);
+          const old = serials.get(HOSTS[0]);
+          const began = Date.now();
+          const renew = await cert(["renew", HOSTS[0]]);
+          assert.equal(renew.code, 0, renew.stderr);
+          for (const m of MACHINES) {
+            await eventually(60_000, `new serial on ${m}`, async () => {
+              const serial = await servedSerial(HOSTS[0], m);
+              return serial !== undefined && serial !== old ? serial : undefined;
+            }, 250);
+          }
+          const took = Date.now() - began;
+          await Deno.writeTextFile(stop, "");
+          const [requests, failed] = (await load).stdout.trim().split(" ").map(Number);
+          console.log(
+            `figure: forced renewal → new serial on 3 Machines in ${(took / 1000).toFixed(1)} s; ` +
+              `${requests} https requests meanwhile, ${failed} failed`,
+          );
+          assert.ok(requests > 0);
+          assert.equal(failed, 0);
+          const fresh = new Set<string>();
+          for (const m of MACHINES) fresh.add(String(await servedSerial(HOSTS[0], m)));
+          assert.equal(fresh.size, 1, "one serial on every Machine");
+          serials.set(HOSTS[0], [...fresh][0]);
+        },
+      );
+
+      await t.step(
+        "a renewal the CA refuses keeps the old certificate and reports the CA's problem",
+        async () => {
+          // The CA is now sent to an address where nothing listens on port 80: its validation fails, with its detail.
+          await pointDns(HOSTS[0], UNDERLAY);
+          assert.equal((await cert(["renew", HOSTS[0]])).code, 0);
+          const row = await eventually(60_000, "the failure in cert ls", async () => {
+            const rows = await certRows();
+            return rows[HOSTS[0]].last_error !== undefined ? rows[HOSTS[0]] : undefined;
+          });
+          console.log(`last_error: ${row.last_error}`);
+          assert.match(String(row.last_error), /acme-challenge.*(refused|connect)/i);
+          assert.equal(row.servable, true);
+          for (const m of MACHINES) assert.equal(await servedSerial(HOSTS[0], m), serials.get(HOSTS[0]));
+          const table = await cert(["ls"]);
+          assert.match(table.stdout, /renewal asked/);
+        },
+      );
+
+      await t.step(
+        "a Machine partitioned during a renewal keeps serving the old certificate, then converges",
+        async () => {
+          await pointDns(HOSTS[0], ADDRESS[others[0]]);
+          const cut = others[1];
+          const old = serials.get(HOSTS[0]);
+          await lab.ok(["lab", "partition", `${asker},${others[0]}`, "/", cut, "--dir", lab.dir]);
+          const renew = await lab.ployz(["cert", "renew", HOSTS[0]], {
+            PLOYZ_RUN_DIR: join(lab.dir, asker, "run"),
+          });
+          assert.equal(renew.code, 0, renew.stderr);
+          let fresh: string | undefined;
+          for (const m of [asker, others[0]]) {
+            fresh = await eventually(60_000, `new serial on ${m} during the partition`, async () => {
+              const serial = await servedSerial(HOSTS[0], m);
+              return serial !== undefined && serial !== old ? serial : undefined;
+            }, 250);
+          }
+          assert.equal(
+            await servedSerial(HOSTS[0], cut, false),
+            old,
+            `${cut}, cut off, still serves the old certificate`,
+          );
+          const healed = Date.now();
+          await lab.ok(["lab", "heal", "--dir", lab.dir]);
+          await eventually(
+            90_000,
+            `${cut} converges after heal`,
+            async () => await servedSerial(HOSTS[0], cut) === fresh ? true : undefined,
+            250,
+          );
+          console.log(
+            `figure: after heal, ${cut} served the renewed certificate in ${
+              ((Date.now() - healed) / 1000).toFixed(1)
+            } s`,
+          );
+          serials.set(HOSTS[0], fresh!);
+        },
+      );
+
+      await t.step("bad input: an unknown name, a missing file, a certificate for another name", async () => {
+        const unknown = await cert(["renew", "nope.example.test"]);
+        assert.equal(unknown.code, 1);
+        assert.match(unknown.stderr, /^error\[not_found\]: No certificate for "nope\.example\.test"/m);
+        const missing = await cert([
+          "add",
+          "x.example.test",
+          "--cert",
+          "/nonexistent",
+          "--key",
+          "/nonexistent",
+        ]);
+        assert.equal(missing.code, 2);
+        assert.match(missing.stderr, /error\[invalid_argument\]: Cannot read --cert "\/nonexistent"/);
+        const wrong = await cert([
+          "add",
+          "x.example.test",
+          "--cert",
+          join(pki, "cert.pem"),
+          "--key",
+          join(pki, "key.pem"),
+        ]);
+        assert.match(
+          wrong.stderr,
+          /error\[invalid_argument\]: Cannot use the certificate for "x\.example\.test": certificate does not cover/,
+        );
+        const wild = await cert([
+          "add",
+          "*.example.test",
+          "--cert",
+          join(pki, "cert.pem"),
+          "--key",
+          join(pki, "key.pem"),
+        ]);
+        assert.match(wild.stderr, /error\[invalid_argument\]: Invalid hostname: wildcard .*DNS-01/);
+        assert.doesNotMatch(wrong.stderr + wild.stderr, / {4}at /, "no stack trace");
+      });
+
+      await t.step("no key is printed: not in any ployzd log", async () => {
+        for (const m of MACHINES) {
+          const text = await Deno.readTextFile(join(lab.dir, m, "ployzd.log"));
+          assert.doesNotMatch(text, /PRIVATE KEY/);
+          if (m === asker) assert.match(text, /certificates: obtained "app\.example\.test" serial/);
+        }
+      });
+    } finally {
+      for (const m of MACHINES) {
+        const text = await Deno.readTextFile(join(lab.dir, m, "ployzd.log")).catch(() => "");
+        const lines = text.split("\n").filter((l) => /certificates:|serving: Caddy/.test(l));
+        console.log(`${m}: ${lines.slice(-8).join("\n    ")}`);
+      }
+      for (const child of children) {
+        try {
+          child.kill("SIGTERM");
+        } catch { /* already gone */ }
+        await child.status;
+      }
+    }
+  },
+}));
