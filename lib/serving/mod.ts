@@ -30,10 +30,22 @@
 
 export { CADDY_ADMIN_DIR_IN_CONTAINER, type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 export { type CaddyLoadOptions, type CaddyLoadReport, configDials, loadCaddy } from "./caddy_loader.ts";
-export { acmeSettingsFromEnv } from "./acme_issuer.ts";
+export {
+  type AcmeSettings,
+  acmeSettingsFromEnv,
+  type ChallengeBoard,
+  type IssuedCertificate,
+} from "./acme_issuer.ts";
+export {
+  type CertificateKeeper,
+  type CertificateKeeperOptions,
+  type KeeperState,
+} from "./certificate_keeper.ts";
+export { type UsableCertificate } from "./certificates.ts";
 export {
   addCertificate,
   CertificateError,
+  type CertificateView,
   listCertificates,
   removeCertificate,
   requestRenewal,
