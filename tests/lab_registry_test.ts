@@ -104,7 +104,7 @@ function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
   return -1;
 }
 
-Deno.test(needs(["lab", "command:docker-registry", "command:htpasswd", "command:openssl"], {
+Deno.test(needs(["lab", "command:docker-registry", "command:htpasswd", "command:openssl", "command:curl"], {
   name:
     "a Project from a TLS registry with basic auth deploys on 3 Machines, one digest, no credential anywhere",
   async fn() {
