@@ -80,12 +80,12 @@ export const AREAS: Readonly<Record<string, Area>> = {
   lab: {
     about:
       "The local multi-Machine lab: namespaces with their own dockerd and ployzd, partitions and profiles.",
-    uses: ["mesh", "permissions", "rpc", "store", "util"],
+    uses: ["mesh", "permissions", "rpc", "store", "util", "volume"],
   },
   daemon: {
     about:
       "The Machine daemon `ployzd serve`: the Machine record, RPC handlers, the publisher, the Cluster link.",
-    uses: ["deploy", "dns", "installer", "mesh", "permissions", "rpc", "serving", "store", "util"],
+    uses: ["deploy", "dns", "installer", "mesh", "permissions", "rpc", "serving", "store", "util", "volume"],
   },
 };
 

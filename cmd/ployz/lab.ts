@@ -25,6 +25,7 @@ import {
   startRelay,
 } from "../../lib/lab/mod.ts";
 import { MeshError, subnetCollisions } from "../../lib/mesh/mod.ts";
+import { parseBytes } from "../../lib/deploy/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
 
 const DEFAULT_DIR = "/tmp/ployz-lab";
@@ -92,7 +93,7 @@ const up: Command = {
   name: "up",
   summary: "Create N lab Machines (namespaces, dockerd, ployzd) joined into one Cluster",
   usage: "[--machines N] [--join N] [--profile clean|regional|far|flap] [--docker-networking default|off] " +
-    "[--forwarding on|off] [--dir D] [--name NAME] [--image IMAGE]…",
+    "[--forwarding on|off] [--pool btrfs:SIZE] [--dir D] [--name NAME] [--image IMAGE]…",
   description:
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
     ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
@@ -100,6 +101,7 @@ const up: Command = {
     ` ployzd uninitialized. Each dockerd runs Docker's default networking (iptables and masquerade on);` +
     ` --docker-networking off starts it with --iptables=false --ip-masq=false. --forwarding off leaves IP` +
     ` forwarding off until dockerd turns it on (Docker then sets FORWARD's policy to DROP, as on a fresh host).` +
+    ` --pool btrfs:SIZE gives each Machine a btrfs Pool on a loop file of SIZE under its data directory.` +
     ` PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
     ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS and PLOYZ_DNS_UPSTREAMS pass to every ployzd.`,
   options: {
@@ -111,6 +113,7 @@ const up: Command = {
     image: { type: "string", multiple: true },
     "docker-networking": { type: "string" },
     forwarding: { type: "string" },
+    pool: { type: "string" },
   },
   async run(ctx) {
     const machines = ctx.values.machines === undefined ? 3 : Number(ctx.values.machines);
@@ -133,8 +136,20 @@ const up: Command = {
     if (forwarding !== "on" && forwarding !== "off") {
       throw new UsageError(`Option "--forwarding" must be on or off: got "${forwarding}"`);
     }
+    let poolBytes: number | undefined;
+    if (typeof ctx.values.pool === "string") {
+      const size = /^btrfs:(.+)$/.exec(ctx.values.pool);
+      const bytes = size === null ? undefined : parseBytes(size[1]);
+      if (typeof bytes !== "number" || bytes < 128 * 2 ** 20) {
+        throw new UsageError(
+          `Option "--pool" must be btrfs:SIZE with SIZE 128m or more (a loop file per Machine): got "${ctx.values.pool}"`,
+        );
+      }
+      poolBytes = bytes;
+    }
     const result = await guard(() =>
       labUp({
+        poolBytes,
         dockerNetworking: networking as DockerNetworking,
         forwardingBeforeDocker: forwarding === "on",
         machines,

@@ -37,6 +37,11 @@ export const machineCommand: Command = {
       () => import("./machine_rm.ts").then((m) => m.machineRmCommand),
     ),
     lazyCommand(
+      "pool",
+      "Show each Machine's Pool and Volume copies, or bind a Machine to a Pool",
+      () => import("./machine_pool.ts").then((m) => m.machinePoolCommand),
+    ),
+    lazyCommand(
       "upgrade",
       "Upgrade Machines' Ployz software, one after another, and report each outcome",
       () => import("./machine_upgrade.ts").then((m) => m.machineUpgradeCommand),

@@ -34,6 +34,11 @@ export const ployz: Command = {
     ),
     lazyCommand("ps", "List containers", () => import("./ps.ts").then((m) => m.psCommand)),
     lazyCommand(
+      "volume",
+      "Provisioned Volumes: list, inspect, and Volume Runs (mirror, sync, release, rm-mirror)",
+      () => import("./volume.ts").then((m) => m.volumeCommand),
+    ),
+    lazyCommand(
       "ls",
       "List Projects and their Services across the Cluster",
       () => import("./ls.ts").then((m) => m.lsCommand),

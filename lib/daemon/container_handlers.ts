@@ -39,6 +39,8 @@ export interface ContainerHost {
   readonly filesDir?: string;
   /** What Docker calls the image a reference names here (an id for a pinned image copied from a peer). */
   imageFor?(ref: string, signal: AbortSignal): Promise<string | undefined>;
+  /** Admits the Provisioned Volumes a spec mounts and gives their host paths (absent: none are admitted). */
+  readonly volumes?: { prepare(spec: ContainerSpec): Promise<Record<string, string>> };
 }
 
 function requireParticipating(record: LocalMachine, action: string): void {
@@ -147,6 +149,14 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     return { id: o.id, hooks };
   }
 
+  async function volumesFor(spec: ContainerSpec, machine: string): Promise<Record<string, string>> {
+    if (!(spec.mounts ?? []).some((m) => m.provisionedBytes !== undefined)) return {};
+    if (host.volumes === undefined) {
+      throw new RpcError("unsupported", `Machine "${machine}" keeps no Provisioned Volumes`);
+    }
+    return await host.volumes.prepare(spec);
+  }
+
   /**
    * Finds by creation key, or admits and creates; starts when asked. `files` is the content of the files the spec
    * ships, by digest (`ensure_with_files.v1`); a copy this Machine already holds needs none (`ensure.v1` retries).
@@ -179,6 +189,9 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     }
     // While the Machine serves, containers resolve through its Internal DNS, searching their own Project.
     const hooks = host.serving();
+    // Provisioned Volumes are admitted (and made) against this Machine's Pool; an existing container's are
+    // looked up again, never made.
+    const volumePaths = await volumesFor(spec, record.name);
     const made = await filesLock(spec.project, async () => {
       if (prior === undefined) await materializeFiles(host.filesDir, spec, files);
       return await engine.createContainer(
@@ -187,6 +200,7 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
         {
           dns: hooks?.dns(spec.project),
           filesDir: host.filesDir,
+          volumePaths,
           ...(image !== undefined && image !== spec.image ? { image } : {}),
         },
       );

@@ -43,6 +43,8 @@ import { startObserveRuntime } from "./observe_runtime.ts";
 import { startPublisher } from "./publisher.ts";
 import { servingHandlers } from "./serving_handlers.ts";
 import { type ServingRuntime, startServingRuntime } from "./serving_runtime.ts";
+import { startVolumeRuntime } from "./volume_runtime.ts";
+import { hostExec } from "../volume/mod.ts";
 import { guardMutations, MUTATING_ROUTES, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
 
 /** Where the Machine keeps its files and where Docker listens; lib/permissions' `Layout` fits. */
@@ -188,6 +190,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }
   }
 
+  const volumes = await startVolumeRuntime({
+    dataDir: layout.dataDir,
+    exec: hostExec(),
+    self,
+    store: () => lifecycle.store,
+    log,
+    rescanMs: options.rescanMs,
+    engine,
+    resolve: (machineId) => meshTarget(machineId),
+    stopping: stopping.signal,
+  });
   const forwarder = createForwarder({
     self,
     resolve: meshTarget,
@@ -218,6 +231,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       stopping: stopping.signal,
       serving: () => lifecycle.serving,
       filesDir: join(layout.dataDir, "files"),
+      volumes,
       imageFor: async (ref, signal) => (await localImage(engine, pulled, ref, signal))?.dockerRef,
     }),
     ...imageHandlers({
@@ -230,6 +244,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }),
     ...execHandlers({ engine, stopping: stopping.signal, log }),
     ...servingHandlers(lifecycle),
+    ...volumes.handlers,
     ...observeHandlers({
       record: () => lifecycle.record,
       observeSocket: join(layout.runDir, "observe.sock"),
@@ -243,6 +258,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       "pullImageFromPeer",
       "pullImage",
       "pruneImages",
+      "setVolumeCopy",
     ]),
     ...upgradeHandlers(upgradeHost),
   };
@@ -268,6 +284,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           : rpcApp.fetch(request, signal),
     );
   } catch (error) {
+    await volumes.stop();
     await lifecycle.stop();
     await observe.close();
     throw error;
@@ -278,6 +295,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stopped ??= (async () => {
       stopping.abort();
       await server.shutdown();
+      await volumes.stop();
       await lifecycle.stop();
       // A runtime unit keeps running; a spawned child ends with the daemon.
       await observe.close();

@@ -9,7 +9,9 @@
 
 import { netnsRunner } from "../mesh/mod.ts";
 import { stopDockerd } from "./dockerd.ts";
-import { netnsPresent, stopDaemonProcess } from "./ployzd.ts";
+import { daemonLayout, netnsPresent, stopDaemonProcess } from "./ployzd.ts";
+import { btrfsPoolRoot, detachLoopPool, hostExec } from "../volume/mod.ts";
+import { join } from "node:path";
 import { findPids, mountsUnder, stopPids, tryRun, withDescendants } from "./host.ts";
 import { readState } from "./state.ts";
 
@@ -77,6 +79,13 @@ export async function labDown(options: { dir: string }): Promise<LabDownResult> 
     namespaces.push(ns);
   }
   for (const point of mountsUnder(plan.dir)) await tryRun("umount", ["-l", point]);
+  // Loop devices of the Machines' Pools (`--pool`): detached once unmounted, or as soon as the last user lets go.
+  if (state.poolBytes !== undefined) {
+    for (const m of plan.machines) {
+      const file = join(daemonLayout(m).dataDir, "pool.img");
+      await detachLoopPool(hostExec(), { file, mountPoint: btrfsPoolRoot(daemonLayout(m).dataDir) });
+    }
+  }
   let dirRemoved = false;
   try {
     await Deno.remove(plan.dir, { recursive: true });

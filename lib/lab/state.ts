@@ -32,6 +32,8 @@ export interface LabState {
   dockerNetworking?: DockerNetworking;
   /** Whether IP forwarding was on in each namespace before dockerd started; absent: on. */
   forwardingBeforeDocker?: boolean;
+  /** Each Machine's btrfs Pool on a loop file of this size (`--pool btrfs:SIZE`); absent: no Pools. */
+  poolBytes?: number;
 }
 
 /** The Docker networking a lab's dockerd restarts with. */

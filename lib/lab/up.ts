@@ -48,7 +48,8 @@ import {
 import { type RelayConfig, relayPort } from "./relay.ts";
 import { checkPrerequisites } from "./prereq.ts";
 import { type LabState, readState, writeState } from "./state.ts";
-import { daemonClient, startDaemonProcess, waitDaemon } from "./ployzd.ts";
+import { daemonClient, daemonLayout, startDaemonProcess, waitDaemon } from "./ployzd.ts";
+import { attachLoopPool, btrfsPoolRoot, hostExec } from "../volume/mod.ts";
 
 /** The iptables chain each Machine's INPUT and OUTPUT jump to; partitions live there. */
 export const LAB_CHAIN = "PLOYZ-LAB";
@@ -81,6 +82,12 @@ export interface LabUpOptions {
   /** Whether each namespace has IP forwarding on before dockerd starts; default true. With false, Docker turns it
    * on itself and sets FORWARD's policy to DROP, as on a fresh host. */
   forwardingBeforeDocker?: boolean;
+  /**
+   * Gives every Machine a btrfs Pool on a loop file of this many bytes, mounted at `<data>/pool` on the host before
+   * its ployzd starts (the daemon's private mount namespace is a copy of the host's, so the mount must be there
+   * first), then bound with `ployz machine pool --set btrfs`.
+   */
+  poolBytes?: number;
 }
 
 /** What {@link labUp} made. */
@@ -164,6 +171,19 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
       await Promise.all(plan.machines.map((m) => loadImages(m, tar)));
       await Deno.remove(tar);
     }
+    if (options.poolBytes !== undefined) {
+      state.poolBytes = options.poolBytes;
+      await writeState(plan.dir, state);
+      progress(`btrfs Pools of ${options.poolBytes} bytes on loop files`);
+      for (const m of plan.machines) {
+        const dataDir = daemonLayout(m).dataDir;
+        await attachLoopPool(hostExec(), {
+          file: join(dataDir, "pool.img"),
+          sizeBytes: options.poolBytes,
+          mountPoint: btrfsPoolRoot(dataDir),
+        });
+      }
+    }
     progress(`starting ${plan.machines.length} ployzd`);
     for (const m of plan.machines) await startDaemonProcess(m, options.daemonEnv);
     await Promise.all(plan.machines.map((m) => waitDaemon(m, 60_000)));
@@ -174,6 +194,12 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     }
     await writeState(plan.dir, state);
     await enrollLab(plan, options.join ?? plan.machines.length, progress);
+    if (options.poolBytes !== undefined) {
+      for (const m of plan.machines) {
+        using client = daemonClient(m);
+        await client.machinePool({ set: { kind: "btrfs" } });
+      }
+    }
     state.phase = "up";
     await writeState(plan.dir, state);
     return {

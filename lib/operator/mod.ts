@@ -29,6 +29,16 @@ export {
 export { describeChoice, openConnection, type SshConnectOptions } from "./connection.ts";
 export { OperatorError } from "./errors.ts";
 export {
+  describeWire,
+  type LiveCopy,
+  readCopies,
+  runVolume,
+  type VolumeRunHost,
+  type VolumeRunMachine,
+  type VolumeRunRequest,
+  type VolumeRunResult,
+} from "./volume_run.ts";
+export {
   type RestartApi,
   type RestartOptions,
   restartOrder,

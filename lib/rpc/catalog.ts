@@ -15,6 +15,7 @@ import type { Route } from "./route.ts";
 import { ROUTING_ROUTES } from "./routing_routes.ts";
 import { SERVING_ROUTES } from "./serving_routes.ts";
 import { UPGRADE_ROUTES } from "./upgrade_routes.ts";
+import { VOLUME_ROUTES } from "./volume_routes.ts";
 
 export { PROTOCOL_MAJOR, type Route } from "./route.ts";
 import type {
@@ -90,6 +91,13 @@ import type {
   UpgradeStatusRequest,
   UpgradeStatusResponse,
 } from "./upgrade_routes.ts";
+import type {
+  MachinePoolRequest,
+  MachinePoolResponse,
+  SendVolumeRequest,
+  SetVolumeCopyRequest,
+  SetVolumeCopyResponse,
+} from "./volume_routes.ts";
 
 /** Request and response types of every route, by method name. */
 export interface RouteTypes extends ExecRouteTypes {
@@ -165,6 +173,12 @@ export interface RouteTypes extends ExecRouteTypes {
   addCertificate: [AddCertificateRequest, CertificateResponse];
   /** `ployz.serving.certificate_remove.v1`: removes a hostname's certificate row. */
   removeCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.machine.pool.v1`: show the Machine's Pool and its Volume copies, or bind it to a Pool first. */
+  machinePool: [MachinePoolRequest, MachinePoolResponse];
+  /** `ployz.volume.set_copy.v1`: SetVolumeCopy, one step of a Volume Run, checked against this Machine's copy. */
+  setVolumeCopy: [SetVolumeCopyRequest, SetVolumeCopyResponse];
+  /** `ployz.volume.send.v1`: a Snapshot's send stream, for a peer's receive over the mesh. */
+  sendVolume: [SendVolumeRequest, ReadableStream<Uint8Array>];
 }
 
 /** A route's method name. */
@@ -183,6 +197,7 @@ export const CATALOG: Catalog = Object.freeze({
   ...ROUTING_ROUTES,
   ...SERVING_ROUTES,
   ...EXEC_ROUTES,
+  ...VOLUME_ROUTES,
 });
 
 /** Capability names, by method name. */

@@ -20,6 +20,12 @@ import type {
   WaitHealthyResponse,
 } from "./container_routes.ts";
 import { envelope, ErrorBodySchema } from "./envelope.ts";
+import type {
+  MachinePoolRequest,
+  MachinePoolResponse,
+  SetVolumeCopyRequest,
+  SetVolumeCopyResponse,
+} from "./volume_routes.ts";
 import { isRpcErrorCode, RpcError } from "./errors.ts";
 import { CodedError } from "../util/mod.ts";
 import type {
@@ -191,6 +197,10 @@ export interface MachineClient extends Disposable {
   addCertificate(request: AddCertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
   /** Removes a hostname's certificate row. */
   removeCertificate(request: CertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
+  /** The Machine's Pool and the Volume copies in it; with `set`, binds the Machine to a Pool first. */
+  machinePool(request: MachinePoolRequest, options?: CallOptions): Promise<MachinePoolResponse>;
+  /** SetVolumeCopy: one Volume Run step, checked by the Machine against its own copy and floor. */
+  setVolumeCopy(request: SetVolumeCopyRequest, options?: CallOptions): Promise<SetVolumeCopyResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -206,7 +216,7 @@ function messageOf(error: unknown): string {
 
 /** How a client sends: kept per client so a forwarding client can share its Entry Machine's connection pool. */
 /** The routes that answer a stream rather than JSON. */
-type StreamRoute = "tailLogs" | "exportImage" | "execAttach";
+type StreamRoute = "tailLogs" | "exportImage" | "execAttach" | "sendVolume";
 
 const TRANSPORTS = new WeakMap<
   MachineClient,
@@ -397,6 +407,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     renewCertificate: (req, o) => call("renewCertificate", req, o?.signal),
     addCertificate: (req, o) => call("addCertificate", req, o?.signal),
     removeCertificate: (req, o) => call("removeCertificate", req, o?.signal),
+    machinePool: (req, o) => call("machinePool", req, o?.signal),
+    setVolumeCopy: (req, o) => call("setVolumeCopy", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

@@ -75,6 +75,17 @@ export type {
 } from "./machine_routes.ts";
 export type { EmptyRequest } from "./route.ts";
 export type {
+  CopyWire,
+  MachinePoolRequest,
+  MachinePoolResponse,
+  PoolSetWire,
+  PoolWire,
+  SendVolumeRequest,
+  SetVolumeCopyRequest,
+  SetVolumeCopyResponse,
+  VolumeCopyWire,
+} from "./volume_routes.ts";
+export type {
   UpgradeAttemptWire,
   UpgradeMachineRequest,
   UpgradeMachineResponse,

@@ -108,7 +108,33 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS registry_credentials (host TEXT PRIMARY KEY NOT NULL, username TEXT NOT NULL,
     secret TEXT NOT NULL, saved_at TEXT NOT NULL DEFAULT '')`,
+  `CREATE TABLE IF NOT EXISTS volume_runs (volume TEXT PRIMARY KEY NOT NULL, gen INTEGER NOT NULL,
+    kind TEXT NOT NULL, args TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL, started_at TEXT NOT NULL DEFAULT '',
+    ended_at TEXT NOT NULL DEFAULT '', evidence TEXT NOT NULL DEFAULT '')`,
 ];
+
+/**
+ * A Volume's newest Volume Run as the operator recorded it. The open run is the only lock on a Volume, and its gen
+ * is what every SetVolumeCopy of the run carries.
+ */
+export interface VolumeRunRecord {
+  /** The Volume. */
+  volume: string;
+  /** The run's number; each new run of the Volume takes the next. */
+  gen: number;
+  /** `mirror`, `sync`, `move`, `release` or `rm-mirror`. */
+  kind: string;
+  /** What the user asked (target Machine…), as JSON text. */
+  args: string;
+  /** `open` while it runs; then `done`, `failed`, `cancelled` or `lost`. */
+  state: string;
+  /** ISO 8601. */
+  startedAt: string;
+  /** ISO 8601, once ended. */
+  endedAt: string;
+  /** The evidence it ended with, one line. */
+  evidence: string;
+}
 
 function nonEmpty(what: string, value: string): void {
   if (value.length === 0) throw new StoreError("invalid_argument", `Invalid ${what}: must not be empty`);
@@ -288,6 +314,68 @@ export class ConfigStore {
     return removed;
   }
 
+  /**
+   * Opens a run of `volume`, or resumes the open one when it is the same run (kind and args). Another open run is
+   * refused, naming it: one open run per Volume is the only lock.
+   */
+  openVolumeRun(
+    volume: string,
+    kind: string,
+    args: string,
+    now: string,
+  ): { run: VolumeRunRecord; resumed: boolean } {
+    nonEmpty("volume", volume);
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const row = this.#db.prepare(`SELECT * FROM volume_runs WHERE volume = ?`).get(volume);
+      const prior = row === undefined ? undefined : toVolumeRun(row);
+      if (prior?.state === "open") {
+        if (prior.kind !== kind || prior.args !== args) {
+          throw new StoreError(
+            "conflict",
+            `Volume "${volume}" has an open ${prior.kind} run (gen ${prior.gen}, ${prior.args}, started ${prior.startedAt}): re-run it to finish it, or cancel it with "ployz volume cancel ${volume}"`,
+          );
+        }
+        this.#db.exec("COMMIT");
+        return { run: prior, resumed: true };
+      }
+      const run: VolumeRunRecord = {
+        volume,
+        gen: (prior?.gen ?? 0) + 1,
+        kind,
+        args,
+        state: "open",
+        startedAt: now,
+        endedAt: "",
+        evidence: "",
+      };
+      this.#db.prepare(
+        `INSERT INTO volume_runs (volume, gen, kind, args, state, started_at, ended_at, evidence)
+         VALUES (?, ?, ?, ?, 'open', ?, '', '')
+         ON CONFLICT (volume) DO UPDATE SET gen = excluded.gen, kind = excluded.kind, args = excluded.args,
+           state = 'open', started_at = excluded.started_at, ended_at = '', evidence = ''`,
+      ).run(volume, run.gen, kind, args, now);
+      this.#db.exec("COMMIT");
+      return { run, resumed: false };
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  /** Ends the open run `gen` of `volume` with a state and its evidence; a run no longer open is left as it is. */
+  closeVolumeRun(volume: string, gen: number, state: string, evidence: string, now: string): void {
+    this.#db.prepare(
+      `UPDATE volume_runs SET state = ?, evidence = ?, ended_at = ? WHERE volume = ? AND gen = ? AND state = 'open'`,
+    ).run(state, evidence, now, volume, gen);
+  }
+
+  /** The newest run of `volume`, if any. */
+  volumeRun(volume: string): VolumeRunRecord | undefined {
+    const row = this.#db.prepare(`SELECT * FROM volume_runs WHERE volume = ?`).get(volume);
+    return row === undefined ? undefined : toVolumeRun(row);
+  }
+
   /** The context `ployz context use` selected, if any. */
   currentContext(): string | undefined {
     const row = this.#db.prepare(`SELECT value FROM settings WHERE key = 'current_context'`).get();
@@ -333,6 +421,19 @@ export class ConfigStore {
   removeRegistryCredential(host: string): boolean {
     return this.#db.prepare(`DELETE FROM registry_credentials WHERE host = ?`).run(host).changes > 0;
   }
+}
+
+function toVolumeRun(row: Record<string, unknown>): VolumeRunRecord {
+  return {
+    volume: String(row.volume),
+    gen: Number(row.gen),
+    kind: String(row.kind),
+    args: String(row.args),
+    state: String(row.state),
+    startedAt: String(row.started_at),
+    endedAt: String(row.ended_at),
+    evidence: String(row.evidence),
+  };
 }
 
 function toContext(row: Record<string, unknown>): ContextRecord {

@@ -86,4 +86,5 @@ export {
   type Receipt,
   type RegistryCredential,
   type SavedState,
+  type VolumeRunRecord,
 } from "./config_store.ts";

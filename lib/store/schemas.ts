@@ -127,6 +127,11 @@ export const VolumeSchema: z.ZodType<Volume> = z.looseObject({
   project: z.string().max(256).optional(),
   state: z.string().max(64).optional(),
   "size_bytes": z.number().int().nonnegative().optional(),
+  "used_bytes": z.number().int().nonnegative().optional(),
+  epoch: z.number().int().nonnegative().optional(),
+  snapshot: z.string().max(128).optional(),
+  snapshots: z.array(z.string().max(128)).max(16).optional(),
+  "observed_at": z.string().max(64).optional(),
 });
 /** A Volume body Unknown fields are kept. */
 export interface Volume {
@@ -142,6 +147,16 @@ export interface Volume {
   state?: string;
   /** Size in bytes. */
   "size_bytes"?: number;
+  /** Bytes the copy uses. */
+  "used_bytes"?: number;
+  /** A Writer's epoch (its copy's `state` is `writer`). */
+  epoch?: number;
+  /** A Mirror's Snapshot (its copy's `state` is `mirror`). */
+  snapshot?: string;
+  /** The copy's newest run Snapshots, oldest first (at most two). */
+  snapshots?: string[];
+  /** When the Machine read its Pool for this row (ISO 8601). */
+  "observed_at"?: string;
   /** Fields from newer releases, kept as read. */
   [field: string]: unknown;
 }

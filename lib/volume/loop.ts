@@ -1,6 +1,7 @@
 // A btrfs Pool on a loop file, for trials and tests: a sparse file of a stated size, a loop device, mkfs.btrfs
 // and a mount. Everything set up here is taken down by {@link detachLoopPool}, which also finds what a crashed
 // run left behind from the file's path alone.
+import { dirname } from "node:path";
 import { VolumeError } from "./errors.ts";
 import type { Exec } from "./exec.ts";
 import { checkSize } from "./names.ts";
@@ -44,6 +45,7 @@ export async function attachLoopPool(
     throw new VolumeError("invalid_argument", `Pool file and mount point must be absolute paths`);
   }
   let fresh = false;
+  await Deno.mkdir(dirname(file), { recursive: true, mode: 0o700 });
   try {
     await Deno.lstat(file);
   } catch (error) {

@@ -20,6 +20,13 @@ export {
 export type { Pool, PoolKind, PoolSpace, PoolVolume, SendStream, VolumeUsage } from "./pool.ts";
 export { btrfsPool, openBtrfsPool, parseFilesystemUsage, parseQgroup, parseSubvolumeList } from "./btrfs.ts";
 export { zfsPool } from "./zfs.ts";
+export {
+  btrfsPoolRoot,
+  openBoundPool,
+  type PoolBinding,
+  readPoolBinding,
+  writePoolBinding,
+} from "./binding.ts";
 export { attachLoopPool, detachLoopPool, loopDevicesOf, type LoopPool } from "./loop.ts";
 export {
   type Copy,

@@ -43,7 +43,7 @@ export type { SpecChange } from "./spec.ts";
 export { parseEnvFile } from "./env_file.ts";
 export { readBoundedFile } from "./limits.ts";
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
-export { parseDurationMs } from "./units.ts";
+export { parseBytes, parseDurationMs } from "./units.ts";
 export { canonicalJson } from "./canonical_json.ts";
 export {
   constraintHolds,

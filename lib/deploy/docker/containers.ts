@@ -34,6 +34,8 @@ export interface CreateOptions {
    * copied from a peer: `docker load` keeps no registry digest). The spec's reference is kept in `ployz.image`.
    */
   image?: string;
+  /** The host path of each Provisioned Volume the spec mounts, by volume name (its copy in the Pool). */
+  volumePaths?: Readonly<Record<string, string>>;
 }
 
 /** What `createContainer` found or made. */
@@ -256,7 +258,7 @@ export async function createContainer(
     assertOwned("attach a container to", "network", spec.network.name, network.Labels, client.machineId);
   }
   for (const mount of spec.mounts ?? []) {
-    if (mount.type === "volume" && mount.source !== "") {
+    if (mount.type === "volume" && mount.source !== "" && mount.provisionedBytes === undefined) {
       await ensureVolume(client, mount.source, spec.project, signal);
     }
   }
@@ -275,6 +277,7 @@ export async function createContainer(
         dns: options.dns,
         filesDir: options.filesDir,
         image: options.image,
+        volumePaths: options.volumePaths,
       }),
     }) as { Id: string };
     return { id: made.Id, name: spec.name, created: true, specDigest: specDigest(spec) };

@@ -37,6 +37,11 @@ export interface MountSpec {
   readOnly?: boolean;
   /** tmpfs size limit in bytes. */
   sizeBytes?: number;
+  /**
+   * A named volume's size from `x-volumes`: a Provisioned Volume the Machine keeps in its Pool and binds into the
+   * container, instead of a Docker volume.
+   */
+  provisionedBytes?: number;
   /** tmpfs mode bits. */
   mode?: number;
 }
@@ -328,6 +333,16 @@ export function validateSpec(spec: ContainerSpec): void {
     if (m.type === "volume" && m.source !== "" && !NAME.test(m.source ?? "")) {
       throw invalid(spec, `volume name "${m.source}" is not valid`);
     }
+    if (
+      m.provisionedBytes !== undefined &&
+      (m.type !== "volume" || m.source === "" || !Number.isSafeInteger(m.provisionedBytes) ||
+        m.provisionedBytes <= 0)
+    ) {
+      throw invalid(
+        spec,
+        `mount "${m.target}": a Provisioned Volume is a named volume with a whole size in bytes`,
+      );
+    }
   }
   const hc = spec.healthcheck;
   if (hc !== undefined && hc.disabled !== true) {
@@ -476,8 +491,14 @@ export function toCreateBody(
     dns?: ContainerDns;
     filesDir?: string;
     image?: string;
+    volumePaths?: Readonly<Record<string, string>>;
   } = {},
 ): Record<string, unknown> {
+  for (const m of spec.mounts ?? []) {
+    if (m.provisionedBytes !== undefined && options.volumePaths?.[m.source] === undefined) {
+      throw invalid(spec, `Provisioned Volume "${m.source}" has no path in this Machine's Pool`);
+    }
+  }
   if (spec.files !== undefined && spec.files.length > 0 && options.filesDir === undefined) {
     throw invalid(spec, "it ships files, and this Machine has no files directory");
   }
@@ -527,9 +548,14 @@ export function toCreateBody(
     Healthcheck: healthcheck,
     HostConfig: {
       PortBindings: bindings,
+      // A Provisioned Volume is a bind of its copy in the Machine's Pool, the Machine's own fact like shipped files.
       Mounts: (spec.mounts ?? []).map((m) => ({
-        Type: m.type,
-        Source: m.type === "tmpfs" || m.source === "" ? undefined : m.source,
+        Type: m.provisionedBytes === undefined ? m.type : "bind",
+        Source: m.provisionedBytes !== undefined
+          ? options.volumePaths?.[m.source]
+          : m.type === "tmpfs" || m.source === ""
+          ? undefined
+          : m.source,
         Target: m.target,
         ReadOnly: m.readOnly === true,
         TmpfsOptions: m.type !== "tmpfs" || (m.sizeBytes === undefined && m.mode === undefined)

@@ -177,3 +177,26 @@ Deno.test("toCreateBody applies the Machine's resolver outside the labels, unles
   const own = toCreateBody({ ...spec, dns: { servers: ["192.0.2.53"] } }, "m1", { dns });
   assert.deepEqual(host(own).Dns, ["192.0.2.53"]);
 });
+
+Deno.test("toCreateBody() binds a Provisioned Volume's copy in the Pool and never makes it a Docker volume", () => {
+  const spec: ContainerSpec = {
+    ...base,
+    mounts: [{ type: "volume", source: "shop_data", target: "/data", provisionedBytes: 64 * 2 ** 20 }],
+  };
+  validateSpec(spec);
+  const host = toCreateBody(spec, "m1", {
+    volumePaths: { "shop_data": "/var/lib/ployz/pool/volumes/shop_data" },
+  })
+    .HostConfig as Record<string, unknown>;
+  assert.deepEqual(host.Mounts, [
+    { Type: "bind", Source: "/var/lib/ployz/pool/volumes/shop_data", Target: "/data", ReadOnly: false },
+  ]);
+  // Without the Pool's path it is refused rather than made a Docker volume.
+  assert.throws(() => toCreateBody(spec, "m1"), (e: DockerError) => e.message.includes("shop_data"));
+  for (const bad of [-1, 1.5, 0]) {
+    assert.throws(() => validateSpec({ ...spec, mounts: [{ ...spec.mounts![0], provisionedBytes: bad }] }));
+  }
+  assert.throws(() =>
+    validateSpec({ ...spec, mounts: [{ type: "tmpfs", source: "", target: "/t", provisionedBytes: 1 }] })
+  );
+});

@@ -65,7 +65,15 @@ function mounts(service: NormalizedService, project: NormalizedProject): MountSp
     if (m.type === "volume") {
       // An anonymous volume (no source) is Docker's own: one per container, removed with it.
       const source = m.source === "" ? "" : project.volumes[m.source]?.dockerName ?? m.source;
-      out.push({ type: "volume", source, target: m.target, readOnly: m.readOnly || undefined });
+      // A size from x-volumes makes it a Provisioned Volume: the Machine makes it in its Pool, not in Docker.
+      const provisioned = m.source === "" ? null : project.volumes[m.source]?.sizeBytes ?? null;
+      out.push({
+        type: "volume",
+        source,
+        target: m.target,
+        readOnly: m.readOnly || undefined,
+        ...(provisioned === null ? {} : { provisionedBytes: provisioned }),
+      });
     } else if (m.type === "bind") {
       out.push({ type: "bind", source: m.source, target: m.target, readOnly: m.readOnly || undefined });
     } else {

@@ -1,0 +1,617 @@
+/**
+ * This Machine's Volumes: the Pool it is bound to (`ployz machine pool`), the Provisioned Volumes it holds, and their
+ * rows in the replicated `volumes` table, which only this Machine writes. Before a Container that mounts a
+ * Provisioned Volume is created, {@link VolumeRuntime.prepare} admits it against the Pool as it is now: no Pool,
+ * a Mirror here, or a size the Pool cannot hold are refused naming the check; an absent Volume is created.
+ *
+ * A small local ledger (`<data>/volumes.json`, 0600) keeps what the Pool cannot: each Volume's Project, its size,
+ * a Writer's epoch and the SetVolumeCopy floor.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { ContainerSpec, Engine } from "../deploy/mod.ts";
+import {
+  type CopyWire,
+  PROTOCOL_MAJOR,
+  RpcError,
+  type RpcHandlers,
+  type SetVolumeCopyRequest,
+  type SetVolumeCopyResponse,
+  type VolumeCopyWire,
+} from "../rpc/mod.ts";
+import { type ForwardTarget, readErrorResponse } from "./forward.ts";
+import type { Store, Volume } from "../store/mod.ts";
+import { writeFileAtomic } from "../util/mod.ts";
+import {
+  btrfsPoolRoot,
+  checkVolumeName,
+  type Copy,
+  copyAfter,
+  type CopyStep,
+  decideCopy,
+  type Exec,
+  floorAfter,
+  openBoundPool,
+  type Pool,
+  type PoolBinding,
+  readPoolBinding,
+  VolumeError,
+  writePoolBinding,
+} from "../volume/mod.ts";
+
+/** What the ledger keeps per Volume. */
+interface LedgerEntry {
+  project?: string;
+  sizeBytes?: number;
+  epoch?: number;
+  floor?: number;
+}
+
+/** What the volume runtime needs from the daemon. */
+export interface VolumeHost {
+  /** The Machine's data directory (`pool.json`, `volumes.json`, `pool/`). */
+  dataDir: string;
+  /** Runs the Pool's programs. */
+  exec: Exec;
+  /** This Machine's id and name now. */
+  self(): { id: string; name: string };
+  /** The replicated store while the Machine is in a Cluster. */
+  store(): Store | undefined;
+  /** One line per notable event. */
+  log: (line: string) => void;
+  /** How often the rows are rewritten from the Pool (usage moves as Containers write); default 30 s. */
+  rescanMs?: number;
+  /** This Machine's Docker, for the Container steps of a transition (the cut's stop). */
+  engine?: Engine;
+  /** A peer's Machine RPC listener on the mesh, from its row. */
+  resolve?(machineId: string): ForwardTarget | undefined;
+  /** Aborts when the daemon stops. */
+  stopping?: AbortSignal;
+}
+
+/** How long a SetVolumeCopy request waits on its task before answering `busy`. */
+export const COPY_ANSWER_MS = 3_000;
+/** The bound of one transition's task (a receive of a large Volume over the mesh). */
+export const COPY_TASK_MS = 30 * 60_000;
+
+/** A transition running as a bounded task. */
+interface CopyTask {
+  key: string;
+  done: Promise<void>;
+  finished: boolean;
+  error?: unknown;
+}
+
+/** The running volume runtime. */
+export interface VolumeRuntime {
+  /** The `ployz.machine.pool.v1`, `ployz.volume.set_copy.v1` and `ployz.volume.send.v1` handlers. */
+  readonly handlers: Pick<RpcHandlers, "machinePool" | "setVolumeCopy" | "sendVolume">;
+  /**
+   * Admits the Provisioned Volumes `spec` mounts and returns each one's host path, creating absent ones in the
+   * Pool. Refuses (`unsupported`, `conflict`, `invalid_argument`) naming the Volume and the check that failed.
+   */
+  prepare(spec: ContainerSpec): Promise<Record<string, string>>;
+  /** Writes this Machine's `volumes` rows from the Pool as it is now. */
+  publish(): Promise<void>;
+  /** Stops the periodic rewrite; resolves once the last write finished. */
+  stop(): Promise<void>;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function asRpc(error: unknown): unknown {
+  if (error instanceof VolumeError) {
+    return new RpcError(error.code, error.message, { details: error.details, cause: error });
+  }
+  return error;
+}
+
+/** Opens the bound Pool, if any; a Pool that fails to open is reported, never fatal to the daemon. */
+export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntime> {
+  const ledgerPath = join(host.dataDir, "volumes.json");
+  let binding: PoolBinding | undefined;
+  let pool: Pool | undefined;
+  let problem: string | undefined;
+  // One change at a time: creating, publishing and binding never interleave.
+  let tail: Promise<unknown> = Promise.resolve();
+  function serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = tail.then(task, task);
+    tail = run.catch(() => {});
+    return run;
+  }
+
+  async function readLedger(): Promise<Record<string, LedgerEntry>> {
+    try {
+      const parsed = JSON.parse(await Deno.readTextFile(ledgerPath));
+      return typeof parsed === "object" && parsed !== null ? parsed : {};
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return {};
+      throw new VolumeError("internal", `${ledgerPath} cannot be read: ${message(error)}`);
+    }
+  }
+
+  async function writeLedger(ledger: Record<string, LedgerEntry>): Promise<void> {
+    await writeFileAtomic(ledgerPath, JSON.stringify(ledger, null, 2) + "\n", { mode: 0o600 });
+  }
+
+  async function open(next: PoolBinding): Promise<void> {
+    try {
+      pool = await openBoundPool(next, host.exec);
+      problem = undefined;
+    } catch (error) {
+      pool = undefined;
+      problem = message(error);
+      host.log(`volume: the bound Pool cannot be opened: ${problem}`);
+    }
+  }
+
+  try {
+    binding = await readPoolBinding(host.dataDir);
+    if (binding !== undefined) await open(binding);
+  } catch (error) {
+    problem = message(error);
+    host.log(`volume: ${problem}`);
+  }
+
+  async function copies(): Promise<VolumeCopyWire[]> {
+    if (pool === undefined) return [];
+    const ledger = await readLedger();
+    const out: VolumeCopyWire[] = [];
+    for (const name of await pool.list()) {
+      const held = await pool.inspect(name);
+      if (held === undefined) continue;
+      const entry = ledger[name] ?? {};
+      const usage = await pool.usage(name).catch(() => undefined);
+      const newest = held.snapshots[held.snapshots.length - 1];
+      out.push({
+        name,
+        role: held.writable ? "writer" : "mirror",
+        ...(held.writable ? { epoch: entry.epoch ?? 0 } : { snapshot: newest }),
+        snapshots: held.snapshots,
+        "size_bytes": usage?.sizeBytes ?? entry.sizeBytes,
+        "used_bytes": usage?.usedBytes,
+        ...(entry.project === undefined ? {} : { project: entry.project }),
+      });
+    }
+    return out;
+  }
+
+  async function publish(): Promise<void> {
+    const store = host.store();
+    if (store === undefined || store.closed) return;
+    const { id: machineId } = host.self();
+    const now = await copies();
+    const observedAt = new Date().toISOString();
+    const seen = new Set<string>();
+    for (const copy of now) {
+      const row: Volume = {
+        id: `${copy.name}@${machineId}`,
+        "machine_id": machineId,
+        name: copy.name,
+        state: copy.role,
+        ...(copy.project === undefined ? {} : { project: copy.project }),
+        ...(copy.size_bytes === undefined ? {} : { "size_bytes": copy.size_bytes }),
+        ...(copy.used_bytes === undefined ? {} : { "used_bytes": copy.used_bytes }),
+        ...(copy.epoch === undefined ? {} : { epoch: copy.epoch }),
+        ...(copy.snapshot === undefined ? {} : { snapshot: copy.snapshot }),
+        // A Writer keeps its newest two run Snapshots; the row names them.
+        snapshots: copy.snapshots.slice(-2),
+        "observed_at": observedAt,
+      };
+      seen.add(row.id);
+      const current = store.volumes.get(row.id);
+      const { observed_at: _a, ...a } = current ?? {};
+      const { observed_at: _b, ...b } = row;
+      if (current === undefined || JSON.stringify(a) !== JSON.stringify(b)) store.volumes.put(row);
+    }
+    for (const row of store.volumes.list({ "machine_id": machineId })) {
+      if (!seen.has(row.id)) store.volumes.delete(row.id);
+    }
+  }
+
+  const timer = setInterval(() => {
+    if (pool === undefined) return;
+    serial(publish).catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
+  }, host.rescanMs ?? 30_000);
+
+  async function admit(spec: ContainerSpec): Promise<Record<string, string>> {
+    const paths: Record<string, string> = {};
+    const machine = host.self().name;
+    for (const mount of spec.mounts ?? []) {
+      if (mount.provisionedBytes === undefined) continue;
+      const volume = mount.source;
+      if (pool === undefined) {
+        throw new RpcError(
+          "unsupported",
+          `Provisioned Volume "${volume}" needs a Pool and Machine "${machine}" has none` +
+            (problem === undefined ? "" : ` usable (${problem})`) +
+            `: bind one with "ployz machine pool --set btrfs --machine ${machine}"`,
+          { details: { volume, machine } },
+        );
+      }
+      checkVolumeName(volume, "Provisioned Volume");
+      const held = await pool.inspect(volume);
+      if (held === undefined) {
+        const space = await pool.space();
+        if (mount.provisionedBytes > space.totalBytes) {
+          throw new RpcError(
+            "invalid_argument",
+            `Provisioned Volume "${volume}" asks ${mount.provisionedBytes} bytes; the Pool of Machine "${machine}" holds ${space.totalBytes}`,
+            { details: { volume, machine } },
+          );
+        }
+        await pool.create(volume, mount.provisionedBytes);
+        const ledger = await readLedger();
+        ledger[volume] = {
+          ...ledger[volume],
+          project: spec.project,
+          sizeBytes: mount.provisionedBytes,
+          epoch: 0,
+        };
+        await writeLedger(ledger);
+        host.log(
+          `volume: created Provisioned Volume "${volume}" (${mount.provisionedBytes} bytes) in ${pool.where}`,
+        );
+      } else if (!held.writable) {
+        const at = held.snapshots[held.snapshots.length - 1];
+        throw new RpcError(
+          "conflict",
+          `Provisioned Volume "${volume}" is not ready on Machine "${machine}": it is a Mirror at ${at}, and only` +
+            ` its Writer's Machine runs its Containers ("ployz volume move" makes this Machine the Writer)`,
+          { details: { volume, machine, check: "volume_writer" } },
+        );
+      }
+      paths[volume] = pool.mountPath(volume);
+    }
+    return paths;
+  }
+
+  function requirePool(): Pool {
+    if (pool !== undefined) return pool;
+    const machine = host.self().name;
+    throw new RpcError(
+      "unsupported",
+      `Machine "${machine}" has no Pool${
+        problem === undefined ? "" : ` usable (${problem})`
+      }: it holds no Volume copies`,
+      { details: { machine } },
+    );
+  }
+
+  async function currentCopy(volume: string): Promise<Copy> {
+    const held = await requirePool().inspect(volume);
+    if (held === undefined) return { role: "none" };
+    if (held.writable) return { role: "writer", epoch: (await readLedger())[volume]?.epoch ?? 0 };
+    return { role: "mirror", snapshot: held.snapshots[held.snapshots.length - 1] };
+  }
+
+  function toWire(copy: Copy): CopyWire {
+    return copy.role === "none"
+      ? { role: "none" }
+      : copy.role === "mirror"
+      ? { role: "mirror", snapshot: copy.snapshot }
+      : { role: "writer", epoch: copy.epoch };
+  }
+
+  function fromWire(wire: CopyWire): Copy {
+    return wire.role === "none"
+      ? { role: "none" }
+      : wire.role === "mirror"
+      ? { role: "mirror", snapshot: wire.snapshot! }
+      : { role: "writer", epoch: wire.epoch ?? 0 };
+  }
+
+  // A Writer keeps its own newest two run Snapshots, and so does a Mirror; never by another Machine's copy.
+  async function prune(volume: string): Promise<void> {
+    const held = await requirePool().inspect(volume);
+    for (const old of held?.snapshots.slice(0, -2) ?? []) await requirePool().destroySnapshot(volume, old);
+  }
+
+  async function containersOf(volume: string, project: string | undefined): Promise<string[]> {
+    if (host.engine === undefined) return [];
+    const found = await host.engine.listOwned(project === undefined ? {} : { project });
+    const ids: string[] = [];
+    for (const c of found) {
+      const spec = await host.engine.readSpec(c.id).catch(() => undefined);
+      if (spec?.mounts?.some((m) => m.source === volume && m.provisionedBytes !== undefined)) ids.push(c.id);
+    }
+    return ids;
+  }
+
+  async function receive(
+    volume: string,
+    step: Extract<CopyStep, { kind: "receive" }>,
+    req: SetVolumeCopyRequest,
+  ) {
+    const self = host.self();
+    const from = req.source_machine_id;
+    if (from === undefined || from === self.id) {
+      throw new RpcError(
+        "invalid_argument",
+        `A receive of "${volume}" names the Machine to pull from (source_machine_id)`,
+      );
+    }
+    const peer = host.resolve?.(from);
+    if (peer === undefined) {
+      throw new RpcError(
+        "not_found",
+        `Machine "${self.name}" holds no row for Machine "${from}" to pull "${volume}" from`,
+      );
+    }
+    const p = requirePool();
+    if (req.size_bytes !== undefined) {
+      const space = await p.space();
+      if (space.freeBytes < Math.min(req.size_bytes, space.totalBytes) / 4) {
+        throw new RpcError(
+          "unavailable",
+          `Machine "${self.name}" has ${space.freeBytes} bytes free in its Pool: too little to receive "${volume}"`,
+        );
+      }
+    }
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(COPY_TASK_MS),
+      ...(host.stopping ? [host.stopping] : []),
+    ]);
+    const response = await fetch(`http://${peer.hostname}:${peer.port}/rpc/ployz.volume.send.v1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        "protocol_major": PROTOCOL_MAJOR,
+        volume,
+        snapshot: step.snapshot,
+        ...(step.base === undefined ? {} : { base: step.base }),
+      }),
+      signal,
+    });
+    if (!response.ok || response.body === null) {
+      const error = await readErrorResponse(response, `Machine "${peer.name}"`);
+      throw new RpcError(
+        error.code,
+        `Machine "${peer.name}" cannot send "${volume}@${step.snapshot}": ${error.message}`,
+      );
+    }
+    await p.receive(volume, step.snapshot, response.body, signal);
+    const ledger = await readLedger();
+    ledger[volume] = { ...ledger[volume], sizeBytes: req.size_bytes ?? ledger[volume]?.sizeBytes };
+    await writeLedger(ledger);
+    await prune(volume);
+  }
+
+  async function runStep(volume: string, step: CopyStep, req: SetVolumeCopyRequest): Promise<void> {
+    const p = requirePool();
+    const ledger = await readLedger();
+    switch (step.kind) {
+      case "receive":
+        return await receive(volume, step, req);
+      case "cut": {
+        // The Container stops and is kept (an undo starts it again); the final Snapshot is taken after it stopped.
+        for (const id of await containersOf(volume, ledger[volume]?.project)) {
+          await host.engine!.stopContainer(id);
+        }
+        const held = await p.inspect(volume);
+        if (!held?.snapshots.includes(step.snapshot)) await p.snapshot(volume, step.snapshot);
+        await p.demote(volume);
+        await prune(volume);
+        return;
+      }
+      case "promote": {
+        const size = req.size_bytes ?? ledger[volume]?.sizeBytes;
+        if (size === undefined) {
+          throw new RpcError("invalid_argument", `Promoting "${volume}" needs its size (size_bytes)`);
+        }
+        await p.promote(volume, step.snapshot, size);
+        ledger[volume] = { ...ledger[volume], sizeBytes: size, epoch: step.epoch };
+        await writeLedger(ledger);
+        return;
+      }
+      case "destroy": {
+        const users = await containersOf(volume, ledger[volume]?.project);
+        if (users.length > 0) {
+          throw new RpcError(
+            "conflict",
+            `Volume "${volume}" is mounted by ${users.length} Container(s) on Machine "${host.self().name}": remove its Service first`,
+          );
+        }
+        await p.destroy(volume);
+        return;
+      }
+    }
+  }
+
+  const tasks = new Map<string, CopyTask>();
+
+  async function setVolumeCopy(req: SetVolumeCopyRequest): Promise<SetVolumeCopyResponse> {
+    const volume = checkVolumeName(req.volume);
+    const self = host.self();
+    const key = JSON.stringify([req.expected, req.wanted, req.gen]);
+    const answer = async (outcome: SetVolumeCopyResponse["outcome"]): Promise<SetVolumeCopyResponse> => ({
+      "machine_id": self.id,
+      volume,
+      outcome,
+      copy: toWire(await currentCopy(volume)),
+      floor: (await readLedger())[volume]?.floor ?? 0,
+    });
+    const waitOn = async (task: CopyTask): Promise<SetVolumeCopyResponse> => {
+      await Promise.race([task.done, new Promise((r) => setTimeout(r, COPY_ANSWER_MS))]);
+      if (!task.finished) return await answer("busy");
+      if (task.error !== undefined) {
+        tasks.delete(volume);
+        throw task.error;
+      }
+      return await answer("done");
+    };
+    const running = tasks.get(volume);
+    if (running !== undefined && !running.finished) {
+      if (running.key !== key) {
+        throw new RpcError(
+          "busy",
+          `Another transition of Volume "${volume}" runs on Machine "${self.name}"`,
+          {
+            details: { volume, copy: toWire(await currentCopy(volume)) },
+          },
+        );
+      }
+      return await waitOn(running);
+    }
+    if (running !== undefined && running.key === key) return await waitOn(running);
+    tasks.delete(volume);
+    return await serial(async () => {
+      const ledger = await readLedger();
+      const floor = ledger[volume]?.floor ?? 0;
+      const current = await currentCopy(volume);
+      const decision = decideCopy(current, floor, {
+        expected: fromWire(req.expected),
+        wanted: fromWire(req.wanted),
+        gen: req.gen,
+      });
+      if (decision.kind === "refused") {
+        throw new RpcError("conflict", `Volume "${volume}" on Machine "${self.name}": ${decision.message}`, {
+          details: { volume, reason: decision.reason, copy: toWire(current), floor },
+        });
+      }
+      const next = floorAfter(floor, req.gen, decision);
+      if (next !== floor) {
+        ledger[volume] = { ...ledger[volume], floor: next };
+        await writeLedger(ledger);
+      }
+      if (decision.kind === "at_want") return await answer("at_want");
+      const step = decision.step;
+      host.log(`volume: ${volume}: ${step.kind} toward ${JSON.stringify(copyAfter(step))} (gen ${req.gen})`);
+      const task: CopyTask = { key, finished: false, done: Promise.resolve() };
+      task.done = runStep(volume, step, req).then(
+        () => {
+          task.finished = true;
+        },
+        (error) => {
+          task.finished = true;
+          task.error = error instanceof VolumeError ? asRpc(error) : error;
+          host.log(`volume: ${volume}: ${step.kind} failed: ${message(error)}`);
+        },
+      ).finally(() => publish().catch(() => {}));
+      tasks.set(volume, task);
+      return task;
+    }).then((result) => ("outcome" in result ? result : waitOn(result)));
+  }
+
+  return {
+    handlers: {
+      async setVolumeCopy(req) {
+        try {
+          return await setVolumeCopy(req);
+        } catch (error) {
+          throw asRpc(error);
+        }
+      },
+      async sendVolume(req, ctx) {
+        const volume = checkVolumeName(req.volume);
+        try {
+          const p = requirePool();
+          const stream = await serial(async () => {
+            const held = await p.inspect(volume);
+            if (held === undefined) {
+              throw new RpcError("not_found", `Volume "${volume}" is not on Machine "${host.self().name}"`);
+            }
+            if (!held.snapshots.includes(req.snapshot)) {
+              if (!held.writable) {
+                throw new RpcError(
+                  "not_found",
+                  `Snapshot "${volume}@${req.snapshot}" is not on Machine "${host.self().name}", which is a Mirror`,
+                );
+              }
+              // A Writer takes the run's Snapshot when a receiver first asks for it.
+              await p.snapshot(volume, req.snapshot);
+            }
+            if (req.base !== undefined && !held.snapshots.includes(req.base)) {
+              throw new RpcError(
+                "not_found",
+                `Base Snapshot "${volume}@${req.base}" is gone from Machine "${host.self().name}": send in full`,
+              );
+            }
+            return p.send(
+              volume,
+              req.snapshot,
+              req.base,
+              AbortSignal.any([ctx.signal, AbortSignal.timeout(COPY_TASK_MS)]),
+            );
+          });
+          stream.done.catch((error) =>
+            host.log(`volume: sending ${volume}@${req.snapshot} failed: ${message(error)}`)
+          );
+          return stream.output;
+        } catch (error) {
+          throw asRpc(error);
+        }
+      },
+      async machinePool(req) {
+        const self = host.self();
+        try {
+          if (req.set !== undefined) {
+            const set = req.set;
+            await serial(async () => {
+              const next: PoolBinding = set.kind === "zfs"
+                ? { kind: "zfs", dataset: set.dataset, mountRoot: set.mount_root }
+                : {
+                  kind: "btrfs",
+                  root: btrfsPoolRoot(host.dataDir),
+                  ...(set.loop_size_bytes === undefined
+                    ? {}
+                    : { loop: { file: join(host.dataDir, "pool.img"), sizeBytes: set.loop_size_bytes } }),
+                };
+              if (
+                pool !== undefined && (await pool.list()).length > 0 &&
+                JSON.stringify(next) !== JSON.stringify(binding)
+              ) {
+                throw new RpcError(
+                  "conflict",
+                  `Machine "${self.name}" holds Volumes in its Pool at ${pool.where}: it cannot be bound to another`,
+                );
+              }
+              const opened = await openBoundPool(next, host.exec);
+              await writePoolBinding(host.dataDir, next);
+              binding = next;
+              pool = opened;
+              problem = undefined;
+              host.log(`volume: bound to the ${next.kind} Pool at ${opened.where}`);
+              await publish().catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
+            });
+          }
+          const space = pool === undefined ? undefined : await pool.space().catch(() => undefined);
+          return {
+            "machine_id": self.id,
+            "machine_name": self.name,
+            pool: binding === undefined ? null : {
+              kind: binding.kind,
+              where: pool?.where ?? (binding.kind === "zfs" ? binding.dataset : binding.root),
+              ...(space === undefined
+                ? {}
+                : { "total_bytes": space.totalBytes, "free_bytes": space.freeBytes }),
+              ...(problem === undefined ? {} : { problem }),
+            },
+            volumes: await copies(),
+          };
+        } catch (error) {
+          throw asRpc(error);
+        }
+      },
+    },
+    async prepare(spec) {
+      if (!(spec.mounts ?? []).some((m) => m.provisionedBytes !== undefined)) return {};
+      try {
+        const paths = await serial(() => admit(spec));
+        await serial(publish).catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
+        return paths;
+      } catch (error) {
+        throw asRpc(error);
+      }
+    },
+    publish: () => serial(publish),
+    async stop() {
+      clearInterval(timer);
+      await tail;
+    },
+  };
+}

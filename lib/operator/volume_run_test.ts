@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { CopyWire, MachineClient, SetVolumeCopyRequest } from "../rpc/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
+import { openConfigStore } from "../store/mod.ts";
+import { type Copy, copyAfter, decideCopy, floorAfter } from "../volume/mod.ts";
+import { runVolume, type VolumeRunMachine } from "./volume_run.ts";
+
+// Machines that apply the real transition table to an in-memory copy, answering `busy` once per step.
+function fakeMachine(
+  name: string,
+  start: Copy,
+): VolumeRunMachine & { state: { copy: Copy; floor: number }; asked: SetVolumeCopyRequest[] } {
+  const state = { copy: start, floor: 0 };
+  const asked: SetVolumeCopyRequest[] = [];
+  let pending: string | undefined;
+  const wire = (c: Copy): CopyWire =>
+    c.role === "mirror"
+      ? { role: "mirror", snapshot: c.snapshot }
+      : c.role === "writer"
+      ? { role: "writer", epoch: c.epoch }
+      : { role: "none" };
+  const client = {
+    machinePool: () =>
+      Promise.resolve({
+        "machine_id": name,
+        "machine_name": name,
+        pool: { kind: "btrfs", where: "/p" },
+        volumes: state.copy.role === "none" ? [] : [{
+          name: "v",
+          role: state.copy.role,
+          ...(state.copy.role === "mirror" ? { snapshot: state.copy.snapshot } : { epoch: state.copy.epoch }),
+          snapshots: [],
+          "size_bytes": 2 ** 30,
+        }],
+      }),
+    setVolumeCopy(req: SetVolumeCopyRequest) {
+      asked.push(req);
+      const toCopy = (w: CopyWire): Copy =>
+        w.role === "mirror"
+          ? { role: "mirror", snapshot: w.snapshot! }
+          : w.role === "writer"
+          ? { role: "writer", epoch: w.epoch ?? 0 }
+          : { role: "none" };
+      const key = JSON.stringify(req);
+      const d = decideCopy(state.copy, state.floor, {
+        expected: toCopy(req.expected),
+        wanted: toCopy(req.wanted),
+        gen: req.gen,
+      });
+      if (d.kind === "refused") {
+        return Promise.reject(new RpcError("conflict", d.message, { details: { copy: wire(state.copy) } }));
+      }
+      state.floor = floorAfter(state.floor, req.gen, d);
+      if (d.kind === "step") {
+        if (pending !== key) {
+          pending = key;
+          return Promise.resolve({
+            "machine_id": name,
+            volume: "v",
+            outcome: "busy" as const,
+            copy: wire(state.copy),
+            floor: state.floor,
+          });
+        }
+        pending = undefined;
+        state.copy = copyAfter(d.step);
+      }
+      return Promise.resolve({
+        "machine_id": name,
+        volume: "v",
+        outcome: d.kind === "step" ? "done" as const : "at_want" as const,
+        copy: wire(state.copy),
+        floor: state.floor,
+      });
+    },
+  } as unknown as MachineClient;
+  return { id: name, name, client, state, asked };
+}
+
+Deno.test("mirror then sync: each run fences every Machine at its gen, asks again while busy, ends done", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    const m3 = fakeMachine("m3", { role: "none" });
+    const lines: string[] = [];
+    const host = {
+      machines: () => Promise.resolve({ machines: [m1, m2, m3], unreachable: [] }),
+      store,
+      progress: (l: string) => lines.push(l),
+      busyPauseMs: 1,
+    };
+    const mirrored = await runVolume(host, "v", { kind: "mirror", to: "m2" });
+    assert.equal(mirrored.state, "done", JSON.stringify(mirrored.error));
+    assert.equal(mirrored.run.gen, 1);
+    assert.equal(m2.state.copy.role, "mirror");
+    assert.deepEqual([m1.state.floor, m2.state.floor, m3.state.floor], [1, 1, 1], "every Machine fenced");
+    // The receive names its source and the Writer's size.
+    const receive = m2.asked.find((r) => r.wanted.role === "mirror")!;
+    assert.equal(receive.source_machine_id, "m1");
+    assert.equal(receive.size_bytes, 2 ** 30);
+    const synced = await runVolume(host, "v", { kind: "sync" });
+    assert.equal(synced.state, "done");
+    assert.equal(synced.run.gen, 2);
+    assert.match((m2.state.copy as { snapshot: string }).snapshot, /^g2-/);
+    assert.equal(store.volumeRun("v")?.state, "done");
+    assert.match(store.volumeRun("v")!.evidence, /m2 Mirror@g2-/);
+    assert.match(lines.join("\n"), /m2: none → Mirror@g1-/);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("one open run per Volume: another is refused naming it, the same resumes with its gen", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    const host = {
+      machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
+      store,
+      progress: () => {},
+      busyPauseMs: 1,
+    };
+    // An operator died during a mirror run of gen 1: the run stays open.
+    store.openVolumeRun("v", "mirror", JSON.stringify({ to: "m2" }), "t0");
+    assert.throws(
+      () => store.openVolumeRun("v", "sync", "{}", "t1"),
+      (e: Error & { code: string }) => e.code === "conflict" && /open mirror run \(gen 1/.test(e.message),
+    );
+    await assert.rejects(
+      runVolume(host, "v", { kind: "sync" }),
+      (e: Error & { code: string }) => e.code === "conflict",
+    );
+    const resumed = await runVolume(host, "v", { kind: "mirror", to: "m2" });
+    assert.equal(resumed.resumed, true);
+    assert.equal(resumed.run.gen, 1);
+    assert.equal(resumed.state, "done");
+    // A late request of gen 1 after a gen 2 run touched m2 is refused by its floor.
+    await runVolume(host, "v", { kind: "sync" });
+    await assert.rejects(
+      m2.client.setVolumeCopy({
+        volume: "v",
+        expected: m2.state.copy as CopyWire,
+        wanted: { role: "none" },
+        gen: 1,
+      }),
+      (e: RpcError) => /below this Volume's floor 2/.test(e.message),
+    );
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("bad inputs: unknown Volume, release without the exact name, rm-mirror of the Writer", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const host = {
+      machines: () => Promise.resolve({ machines: [m1], unreachable: [] }),
+      store,
+      progress: () => {},
+      busyPauseMs: 1,
+    };
+    await assert.rejects(
+      runVolume(host, "nosuch", { kind: "sync" }),
+      (e: Error & { code: string }) => e.code === "not_found",
+    );
+    await assert.rejects(
+      runVolume(host, "v", { kind: "release", confirm: "w" }),
+      (e: Error & { code: string }) => e.code === "invalid_argument" && e.message.includes("--confirm v"),
+    );
+    assert.equal(store.volumeRun("v"), undefined, "a refused request opens no run");
+    const wrong = await runVolume(host, "v", { kind: "rm-mirror", on: "m1" });
+    assert.equal(wrong.state, "failed");
+    assert.match(wrong.error!.message, /holds the Writer/);
+    assert.equal(m1.state.copy.role, "writer");
+    const released = await runVolume(host, "v", { kind: "release", confirm: "v" });
+    assert.equal(released.state, "done");
+    assert.equal(m1.state.copy.role, "none");
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

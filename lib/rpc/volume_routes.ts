@@ -1,0 +1,224 @@
+/**
+ * Volume routes of Machine RPC, merged into the catalog: show or set the Machine's Pool, with every Volume copy
+ * it holds.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { Route } from "./route.ts";
+
+/** A Pool to bind the Machine to. btrfs lives at `<data>/pool`; `loop_size_bytes` makes a loop file for it there. */
+export type PoolSetWire =
+  | { kind: "btrfs"; "loop_size_bytes"?: number }
+  | { kind: "zfs"; dataset: string; "mount_root": string };
+
+/** What `ployz.machine.pool.v1` asks: nothing to show the Pool, `set` to bind the Machine to one first. */
+export interface MachinePoolRequest {
+  /** The Pool to bind to; absent: only show. */
+  set?: PoolSetWire;
+}
+
+const SIZE = z.number().int().min(2 ** 20).max(2 ** 50);
+
+/** Reader of {@link MachinePoolRequest}; fields it does not know are ignored. */
+export const MachinePoolRequestSchema: z.ZodType<MachinePoolRequest> = z.object({
+  set: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("btrfs"), "loop_size_bytes": SIZE.optional() }),
+    z.object({
+      kind: z.literal("zfs"),
+      dataset: z.string().min(1).max(200),
+      "mount_root": z.string().min(1).max(512),
+    }),
+  ]).optional(),
+});
+
+/** A Machine's copy of one Volume, as its Machine reports it now. */
+export interface VolumeCopyWire {
+  /** The Volume's name. */
+  name: string;
+  /** `none`, `mirror` or `writer`. */
+  role: string;
+  /** A Mirror's Snapshot. */
+  snapshot?: string;
+  /** A Writer's epoch. */
+  epoch?: number;
+  /** Snapshots held, oldest first. */
+  snapshots: string[];
+  /** The size limit in bytes. */
+  "size_bytes"?: number;
+  /** Bytes used. */
+  "used_bytes"?: number;
+  /** The Project whose Service made it. */
+  project?: string;
+  /** Fields a newer Machine adds. */
+  [key: string]: unknown;
+}
+
+/** Tolerant reader of {@link VolumeCopyWire}. */
+export const VolumeCopyWireSchema: z.ZodType<VolumeCopyWire> = z.looseObject({
+  name: z.string(),
+  role: z.string(),
+  snapshot: z.string().optional(),
+  epoch: z.number().optional(),
+  snapshots: z.array(z.string()),
+  "size_bytes": z.number().optional(),
+  "used_bytes": z.number().optional(),
+  project: z.string().optional(),
+});
+
+/** A Machine's Pool as it reports it. */
+export interface PoolWire {
+  /** `btrfs` or `zfs`. */
+  kind: string;
+  /** Its mount point or dataset. */
+  where: string;
+  /** Bytes in all. */
+  "total_bytes"?: number;
+  /** Bytes free. */
+  "free_bytes"?: number;
+  /** Why the bound Pool cannot be used now, when it cannot. */
+  problem?: string;
+}
+
+/** What `ployz.machine.pool.v1` answers. */
+export interface MachinePoolResponse {
+  /** The Machine's id. */
+  "machine_id": string;
+  /** Its name. */
+  "machine_name": string;
+  /** Its Pool, or null without one (Docker `local` volumes only; Provisioned Volumes refused). */
+  pool: PoolWire | null;
+  /** Every Volume copy in the Pool. */
+  volumes: VolumeCopyWire[];
+}
+
+/** Tolerant reader of {@link MachinePoolResponse}. */
+export const MachinePoolResponseSchema: z.ZodType<MachinePoolResponse> = z.looseObject({
+  "machine_id": z.string(),
+  "machine_name": z.string(),
+  pool: z.looseObject({
+    kind: z.string(),
+    where: z.string(),
+    "total_bytes": z.number().optional(),
+    "free_bytes": z.number().optional(),
+    problem: z.string().optional(),
+  }).nullable(),
+  volumes: z.array(VolumeCopyWireSchema),
+});
+
+/** A Machine's copy of a Volume on the wire: `none`, `mirror` at a Snapshot, or `writer` with its epoch. */
+export interface CopyWire {
+  /** `none`, `mirror` or `writer`. */
+  role: "none" | "mirror" | "writer";
+  /** A Mirror's Snapshot. */
+  snapshot?: string;
+  /** A Writer's epoch (reported, never checked). */
+  epoch?: number;
+}
+
+const SNAPSHOT = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,127}$/);
+const VOLUME = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,127}$/);
+
+/** Reader of {@link CopyWire}: a Mirror names its Snapshot. */
+export const CopyWireSchema: z.ZodType<CopyWire> = z.object({
+  role: z.enum(["none", "mirror", "writer"]),
+  snapshot: SNAPSHOT.optional(),
+  epoch: z.number().int().nonnegative().optional(),
+}).refine((c) => c.role !== "mirror" || c.snapshot !== undefined, {
+  message: "a Mirror copy names its snapshot",
+  path: ["snapshot"],
+});
+
+/** What `ployz.volume.set_copy.v1` asks: SetVolumeCopy, one step of a Volume Run. */
+export interface SetVolumeCopyRequest {
+  /** The Volume. */
+  volume: string;
+  /** The copy the operator last saw on this Machine. */
+  expected: CopyWire;
+  /** The copy it wants there. */
+  wanted: CopyWire;
+  /** The open run's gen; refused below this Machine's floor for the Volume. */
+  gen: number;
+  /** Where a receive pulls from: the Machine holding the Snapshot (a Writer makes it on demand). */
+  "source_machine_id"?: string;
+  /** The Volume's size, for a receive or a promote here. */
+  "size_bytes"?: number;
+}
+
+/** Reader of {@link SetVolumeCopyRequest}; fields it does not know are ignored. */
+export const SetVolumeCopyRequestSchema: z.ZodType<SetVolumeCopyRequest> = z.object({
+  volume: VOLUME,
+  expected: CopyWireSchema,
+  wanted: CopyWireSchema,
+  gen: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  "source_machine_id": z.string().min(1).max(128).optional(),
+  "size_bytes": SIZE.optional(),
+});
+
+/** What `ployz.volume.set_copy.v1` answers (a refusal is a `conflict` error whose details hold `copy`). */
+export interface SetVolumeCopyResponse {
+  /** The Machine. */
+  "machine_id": string;
+  /** The Volume. */
+  volume: string;
+  /** `at_want` (nothing to do), `done` (the step ran), or `busy` (it runs: ask again with the same request). */
+  outcome: "at_want" | "done" | "busy";
+  /** The copy as it is now. */
+  copy: CopyWire;
+  /** The Volume's floor now. */
+  floor: number;
+}
+
+/** Tolerant reader of {@link SetVolumeCopyResponse}. */
+export const SetVolumeCopyResponseSchema: z.ZodType<SetVolumeCopyResponse> = z.looseObject({
+  "machine_id": z.string(),
+  volume: z.string(),
+  outcome: z.enum(["at_want", "done", "busy"]),
+  copy: z.looseObject({
+    role: z.enum(["none", "mirror", "writer"]),
+    snapshot: z.string().optional(),
+    epoch: z.number().optional(),
+  }),
+  floor: z.number(),
+});
+
+/** What `ployz.volume.send.v1` asks: a send stream of a Snapshot, from `base` when given. */
+export interface SendVolumeRequest {
+  /** The Volume. */
+  volume: string;
+  /** The Snapshot; a Writer takes it first when it does not hold it yet. */
+  snapshot: string;
+  /** The Snapshot the receiver holds, for an incremental stream. */
+  base?: string;
+}
+
+/** Reader of {@link SendVolumeRequest}. */
+export const SendVolumeRequestSchema: z.ZodType<SendVolumeRequest> = z.object({
+  volume: VOLUME,
+  snapshot: SNAPSHOT,
+  base: SNAPSHOT.optional(),
+});
+
+/** The volume routes. */
+export const VOLUME_ROUTES: {
+  readonly machinePool: Route<MachinePoolRequest, MachinePoolResponse>;
+  readonly setVolumeCopy: Route<SetVolumeCopyRequest, SetVolumeCopyResponse>;
+  readonly sendVolume: Route<SendVolumeRequest, ReadableStream<Uint8Array>>;
+} = Object.freeze({
+  machinePool: {
+    capability: "ployz.machine.pool.v1",
+    request: MachinePoolRequestSchema,
+    response: MachinePoolResponseSchema,
+  },
+  setVolumeCopy: {
+    capability: "ployz.volume.set_copy.v1",
+    request: SetVolumeCopyRequestSchema,
+    response: SetVolumeCopyResponseSchema,
+  },
+  sendVolume: {
+    capability: "ployz.volume.send.v1",
+    request: SendVolumeRequestSchema,
+    response: "stream",
+  },
+});

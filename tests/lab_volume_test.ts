@@ -1,0 +1,305 @@
+// Provisioned Volumes in a lab, end to end, as root on real components: `ployz lab up --pool btrfs:512M` gives each
+// Machine a btrfs Pool on a loop file; a Service with `x-volumes` gets its Volume made in the Pool on its Machine,
+// bind-mounted and limited to its size, recorded in the replicated `volumes` rows; `ployz machine pool` shows the
+// Pools and copies; a Machine holding only a Mirror refuses to create a Container on it, naming the check; and the
+// lab leaves no mount or loop device behind.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { IMAGE } from "./support/docker.ts";
+import { machinesUp, startLab } from "./support/lab.ts";
+import { readRows } from "./support/lab_store.ts";
+import { eventually } from "./support/poll.ts";
+import { run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
+import { connectMachine, type RpcError } from "../lib/rpc/mod.ts";
+import { openConfigStore } from "../lib/store/mod.ts";
+
+const MiB = 2 ** 20;
+
+function compose(machine: string): string {
+  return `name: vol
+services:
+  db:
+    image: ${IMAGE}
+    command: ["sh", "-c", "i=$$(cat /data/counter 2>/dev/null || echo 0); while true; do i=$$((i+1)); echo $$i > /data/counter; sleep 0.2; done"]
+    volumes: [data:/data]
+    x-machines: [${machine}]
+    stop_grace_period: 1s
+x-volumes:
+  data: {size: 64M}
+`;
+}
+
+interface PoolJson {
+  machines: {
+    "machine_name": string;
+    "machine_id": string;
+    pool: { kind: string; where: string; "total_bytes"?: number } | null;
+    volumes: {
+      name: string;
+      role: string;
+      snapshot?: string;
+      "size_bytes"?: number;
+      "used_bytes"?: number;
+    }[];
+  }[];
+}
+
+Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"], {
+  name: "Provisioned Volumes: lab Pools, a Volume made on its Machine, rows, the limit, a Mirror refused",
+  async fn(t) {
+    const lab = await startLab("vol", 2, { upArgs: ["--pool", "btrfs:512M"] });
+    const poolFiles = ["m1", "m2"].map((m) => join(lab.dir, m, "ployz", "pool.img"));
+    try {
+      await machinesUp(lab, "m1", 2);
+      const pools = async (): Promise<PoolJson> => {
+        const shown = await lab.on("m1", ["machine", "pool", "--json"]);
+        assert.equal(shown.code, 0, shown.stderr);
+        return JSON.parse(shown.stdout) as PoolJson;
+      };
+      const where: Record<string, string> = {};
+      const ids: Record<string, string> = {};
+
+      await t.step("machine pool: every Machine has a btrfs Pool of the lab's size", async () => {
+        const shown = await pools();
+        assert.deepEqual(shown.machines.map((m) => [m.machine_name, m.pool?.kind]).sort(), [
+          ["m1", "btrfs"],
+          ["m2", "btrfs"],
+        ]);
+        for (const m of shown.machines) {
+          assert.equal(m.pool?.total_bytes, 512 * MiB);
+          where[m.machine_name] = m.pool!.where;
+          ids[m.machine_name] = m.machine_id;
+        }
+        const human = await lab.on("m1", ["machine", "pool"]);
+        assert.match(human.stdout, /m1\s+btrfs/);
+      });
+
+      const volumePath = (): string => join(where.m1, "volumes", "vol_data");
+      await t.step("deploy: the Volume is made in m1's Pool and bound into the Container", async () => {
+        const file = join(lab.dir, "vol.yaml");
+        await Deno.writeTextFile(file, compose("m1"));
+        const deployed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+        assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+        const listed = await lab.docker("m1", [
+          "ps",
+          "--filter",
+          "label=ployz.project=vol",
+          "--format",
+          "{{.Names}}",
+        ]);
+        const name = listed.stdout.trim();
+        assert.notEqual(name, "", listed.stderr);
+        const mounts = await lab.docker("m1", ["inspect", "--format", "{{json .Mounts}}", name]);
+        const parsed = JSON.parse(mounts.stdout) as { Type: string; Source: string; Destination: string }[];
+        assert.deepEqual(parsed.map((m) => [m.Type, m.Source, m.Destination]), [[
+          "bind",
+          volumePath(),
+          "/data",
+        ]]);
+        // The Service writes into the subvolume itself.
+        const counter = await eventually(10_000, "the counter grows in the subvolume", async () => {
+          const n = Number(await Deno.readTextFile(join(volumePath(), "counter")).catch(() => "0"));
+          return n > 3 ? n : undefined;
+        });
+        assert(counter > 3);
+        const subvolume = await run("btrfs", ["subvolume", "show", volumePath()]);
+        assert.equal(subvolume.code, 0, subvolume.stderr);
+        assert.match(subvolume.stdout, /Limit referenced:\s+64\.00MiB/);
+        // No Docker volume was made for it.
+        const volumes = await lab.docker("m1", ["volume", "ls", "--format", "{{.Name}}"]);
+        assert(!volumes.stdout.includes("vol_data"), volumes.stdout);
+      });
+
+      await t.step("the Volume's size is a hard limit inside the Container", async () => {
+        const listed = await lab.docker("m1", [
+          "ps",
+          "--filter",
+          "label=ployz.project=vol",
+          "--format",
+          "{{.Names}}",
+        ]);
+        const wrote = await lab.docker("m1", [
+          "exec",
+          listed.stdout.trim(),
+          "sh",
+          "-c",
+          "dd if=/dev/zero of=/data/big bs=1M count=80 2>&1; echo rc=$?",
+        ]);
+        assert.match(wrote.stdout, /quota/i, JSON.stringify(wrote));
+        assert.doesNotMatch(wrote.stdout, /rc=0/);
+        await lab.docker("m1", ["exec", listed.stdout.trim(), "rm", "-f", "/data/big"]);
+      });
+
+      await t.step("the copy is in m1's volumes rows, replicated to m2, and in machine pool", async () => {
+        for (const m of ["m1", "m2"]) {
+          await eventually(30_000, `m1's volumes row on ${m}`, () => {
+            const rows = readRows(join(lab.dir, m, "ployz", "store.db"), "volumes");
+            const row = rows.get(`vol_data@${ids.m1}`);
+            return row?.state === "writer" && row.size_bytes === 64 * MiB && row.project === "vol" &&
+                row.machine_id === ids.m1
+              ? row
+              : undefined;
+          });
+        }
+        const shown = await pools();
+        const m1 = shown.machines.find((m) => m.machine_name === "m1")!;
+        assert.deepEqual(m1.volumes.map((v) => [v.name, v.role, v.size_bytes]), [[
+          "vol_data",
+          "writer",
+          64 * MiB,
+        ]]);
+        assert((m1.volumes[0].used_bytes ?? 0) > 0);
+      });
+
+      await t.step("a Machine holding only a Mirror refuses to run the Volume's Container", async () => {
+        // A Mirror on m2 made by hand with btrfs itself: a read-only Snapshot sent from m1's Pool into m2's.
+        const snapDir = join(where.m1, "snapshots", "vol_data");
+        await Deno.mkdir(snapDir, { recursive: true });
+        const snap = await run("btrfs", ["subvolume", "snapshot", "-r", volumePath(), join(snapDir, "g0-1")]);
+        assert.equal(snap.code, 0, snap.stderr);
+        const into = join(where.m2, "snapshots", "vol_data");
+        await Deno.mkdir(into, { recursive: true });
+        const piped = await run("sh", [
+          "-c",
+          `btrfs send -q "$1" | btrfs receive "$2"`,
+          "sh",
+          join(snapDir, "g0-1"),
+          into,
+        ]);
+        assert.equal(piped.code, 0, piped.stderr);
+        const shown = await pools();
+        const m2 = shown.machines.find((m) => m.machine_name === "m2")!;
+        assert.deepEqual(m2.volumes.map((v) => [v.name, v.role, v.snapshot]), [[
+          "vol_data",
+          "mirror",
+          "g0-1",
+        ]]);
+
+        const file = join(lab.dir, "vol-m2.yaml");
+        await Deno.writeTextFile(file, compose("m2"));
+        const deployed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+        assert.notEqual(deployed.code, 0, deployed.stdout);
+        assert.match(
+          deployed.stdout + deployed.stderr,
+          /"vol_data" is not ready on Machine "m2": it is a Mirror at g0-1/,
+        );
+        // m1's Container still runs and writes.
+        const before = Number(await Deno.readTextFile(join(volumePath(), "counter")));
+        await eventually(10_000, "the counter still grows on m1", async () => {
+          const n = Number(await Deno.readTextFile(join(volumePath(), "counter")));
+          return n > before ? n : undefined;
+        });
+      });
+
+      const inspect = async (): Promise<Record<string, string>> => {
+        const shown = await lab.on("m1", ["volume", "inspect", "vol_data", "--json"]);
+        assert.equal(shown.code, 0, shown.stderr);
+        const parsed = JSON.parse(shown.stdout) as {
+          copies: { "machine_name": string; copy: { role: string; snapshot?: string } }[];
+        };
+        return Object.fromEntries(
+          parsed.copies.map((
+            c,
+          ) => [c.machine_name, c.copy.role === "mirror" ? `mirror@${c.copy.snapshot}` : c.copy.role]),
+        );
+      };
+      const sameBytes = async (snapshot: string, file: string): Promise<string> => {
+        const [a, b] = await Promise.all(
+          ["m1", "m2"].map((m) => Deno.readFile(join(where[m], "snapshots", "vol_data", snapshot, file))),
+        );
+        assert.deepEqual(a, b, `${file} in ${snapshot} is the same on m1 and m2`);
+        return new TextDecoder().decode(a.subarray(0, 32));
+      };
+
+      await t.step("volume rm-mirror, mirror and sync: Volume Runs over the mesh", async () => {
+        const random = new Uint8Array(16 * MiB);
+        for (let at = 0; at < random.length; at += 65536) {
+          crypto.getRandomValues(random.subarray(at, at + 65536));
+        }
+        await Deno.writeFile(join(volumePath(), "blob"), random);
+
+        const removed = await lab.on("m1", ["volume", "rm-mirror", "vol_data", "--on", "m2"]);
+        assert.equal(removed.code, 0, removed.stderr);
+        assert.deepEqual(await inspect(), { m1: "writer", m2: "none" });
+
+        const mirrored = await lab.on("m1", ["volume", "mirror", "vol_data", "--to", "m2", "--json"]);
+        assert.equal(mirrored.code, 0, mirrored.stderr);
+        assert.match(mirrored.stderr, /m2: none → Mirror@g2-/);
+        const first = (await inspect()).m2.replace("mirror@", "");
+        assert.match(first, /^g2-/);
+        await sameBytes(first, "blob");
+        const counterAtMirror = Number(await sameBytes(first, "counter"));
+
+        const synced = await lab.on("m1", ["volume", "sync", "vol_data"]);
+        assert.equal(synced.code, 0, synced.stderr);
+        const second = (await inspect()).m2.replace("mirror@", "");
+        assert.match(second, /^g3-/);
+        assert(Number(await sameBytes(second, "counter")) > counterAtMirror, "the sync carried newer writes");
+        await sameBytes(second, "blob");
+        const listed = await lab.on("m1", ["volume", "ls"]);
+        assert.match(listed.stdout, /vol_data\s+m1\s+Writer/);
+        assert.match(listed.stdout, /vol_data\s+m2\s+Mirror@g3-/);
+      });
+
+      await t.step(
+        "refusals: a late gen, a stale expected copy, a second open run, release without the name",
+        async () => {
+          using m2 = connectMachine({ socketPath: join(lab.dir, "m2", "run", "ployz.sock") });
+          const now = (await inspect()).m2.replace("mirror@", "");
+          const late = await m2.setVolumeCopy({
+            volume: "vol_data",
+            expected: { role: "mirror", snapshot: now },
+            wanted: { role: "none" },
+            gen: 2,
+          }).then(() => undefined, (e) => e as RpcError);
+          assert.equal(late?.code, "conflict");
+          assert.match(late!.message, /gen 2 is below this Volume's floor 3/);
+          const stale = await m2.setVolumeCopy({
+            volume: "vol_data",
+            expected: { role: "none" },
+            wanted: { role: "writer" },
+            gen: 9,
+          }).then(() => undefined, (e) => e as RpcError);
+          assert.equal(stale?.code, "conflict");
+          assert.deepEqual(stale!.details.copy, { role: "mirror", snapshot: now });
+          assert.equal((await inspect()).m2, `mirror@${now}`, "nothing changed");
+
+          const config = openConfigStore(join(lab.dir, "operator", "config.db"));
+          try {
+            config.openVolumeRun("vol_data", "move", JSON.stringify({ to: "m2" }), new Date().toISOString());
+          } finally {
+            config.close();
+          }
+          const second = await lab.on("m1", ["volume", "sync", "vol_data"]);
+          assert.notEqual(second.code, 0);
+          assert.match(second.stderr, /error\[conflict\]: Volume "vol_data" has an open move run \(gen 4/);
+          const reopened = openConfigStore(join(lab.dir, "operator", "config.db"));
+          reopened.closeVolumeRun("vol_data", 4, "cancelled", "test", new Date().toISOString());
+          reopened.close();
+
+          const bare = await lab.on("m1", ["volume", "release", "vol_data"]);
+          assert.notEqual(bare.code, 0, bare.stderr);
+          assert.match(
+            bare.stderr,
+            /error\[invalid_argument\]: Releasing "vol_data" destroys its Writer's data: confirm with --confirm vol_data/,
+          );
+          const wrong = await lab.on("m1", ["volume", "release", "vol_data", "--confirm", "vol"]);
+          assert.notEqual(wrong.code, 0);
+          assert.deepEqual(Object.keys(await inspect()).sort(), ["m1", "m2"]);
+          assert.equal((await inspect()).m1, "writer");
+          const unknown = await lab.on("m1", ["volume", "inspect", "nosuch"]);
+          assert.match(unknown.stderr, /error\[not_found\]: No Machine that answered holds Volume "nosuch"/);
+        },
+      );
+    } finally {
+      await lab[Symbol.asyncDispose]();
+    }
+    await t.step("lab down leaves no loop device behind", async () => {
+      for (const file of poolFiles) {
+        const left = await run("losetup", ["-j", file]);
+        assert.equal(left.stdout.trim(), "", `loop devices of ${file}: ${left.stdout}`);
+      }
+    });
+  },
+}));
