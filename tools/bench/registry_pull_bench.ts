@@ -23,6 +23,34 @@ const PASSWORD = crypto.randomUUID();
 const MACHINES = ["m1", "m2", "m3"];
 /** `ployz deploy --parallel`; with 1 the operations run one at a time and the pulls still start together. */
 const PARALLEL = Deno.env.get("PLOYZ_BENCH_PARALLEL") ?? "3";
+/** With PLOYZ_BENCH_TRACE=1 the first cold deploy prints when each of its events arrived, instead of counting. */
+const TRACE = Deno.env.get("PLOYZ_BENCH_TRACE") === "1";
+
+/** Runs a cold `ployz deploy --json` and prints each event's arrival, in ms from the command's start. */
+async function trace(env: Record<string, string>, compose: string): Promise<void> {
+  const started = performance.now();
+  const child = new Deno.Command(join(import.meta.dirname!, "../../bin/ployz"), {
+    args: ["deploy", "-f", compose, "-y", "--json", "--parallel", PARALLEL, "--monitor", "0s"],
+    env: { PATH: Deno.env.get("PATH")!, ...env },
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  let buffer = "";
+  for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk;
+    let at: number;
+    while ((at = buffer.indexOf("\n")) >= 0) {
+      const event = JSON.parse(buffer.slice(0, at));
+      buffer = buffer.slice(at + 1);
+      const what = event.type === "step"
+        ? `step ${event.index} ${event.status} ${event.phase ?? ""} ${event.detail ?? ""}`.slice(0, 140)
+        : event.type;
+      console.log(`${(performance.now() - started).toFixed(0).padStart(6)} ms  ${what}`);
+    }
+  }
+  await child.status;
+  console.log(`${(performance.now() - started).toFixed(0).padStart(6)} ms  exit`);
+}
 
 async function must(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   const out = await run(cmd, args, env);
@@ -119,7 +147,8 @@ if (!LAB_READY) {
         if (out.code !== 0) throw new Error(`deploy failed: ${out.stderr}${out.stdout}`);
         return ms;
       };
-      samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
+      if (round === 1 && TRACE) await trace(lab.envOn("m1"), compose);
+      else samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
 
       let started = performance.now();
       for (const m of MACHINES) {
@@ -144,7 +173,7 @@ if (!LAB_READY) {
     }
     samples.print(0);
     const median = (name: string): number => {
-      const values = [...samples.entries()].find(([n]) => n === name)![1].sort((a, b) => a - b);
+      const values = ([...samples.entries()].find(([n]) => n === name)?.[1] ?? [NaN]).sort((a, b) => a - b);
       return values[Math.floor(values.length / 2)];
     };
     const cold = median("ployz deploy, cold (3 pulls, 3 containers)");
