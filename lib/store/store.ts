@@ -273,6 +273,10 @@ export class Store {
   readonly #listeners = new Set<(event: CommitEvent) => void>();
   readonly #signer: ChangeSigner | undefined;
   readonly #verifier = new SignatureVerifier();
+  // Admitted keys read from `members`: a Machine's key never changes and admissions are never withdrawn.
+  readonly #admittedKeys = new Map<string, string>();
+  // Verifications under way, so a change arriving twice at once (a push and a relay) is checked once.
+  readonly #verifying = new Map<string, Promise<boolean>>();
   readonly #hwmPath: string | undefined;
   readonly #now: () => number;
   #anchors: Record<string, string> = {};
@@ -387,11 +391,16 @@ export class Store {
     if (site === this.siteId && this.#signer !== undefined) return this.#signer.publicKey;
     const anchor = this.#anchors[site];
     if (anchor !== undefined) return anchor;
+    const cached = this.#admittedKeys.get(site);
+    if (cached !== undefined) return cached;
     const text = this.#closed ? undefined : this.readBody("members", site);
     if (text === undefined) return undefined;
     const member = parseBodyText(text);
     const key = typeof member === "string" ? undefined : member.signing_key;
-    return typeof key === "string" && SIGNING_KEY_PATTERN.test(key) ? key : undefined;
+    if (typeof key !== "string" || !SIGNING_KEY_PATTERN.test(key)) return undefined;
+    if (this.#admittedKeys.size >= 4096) this.#admittedKeys.clear();
+    this.#admittedKeys.set(site, key);
+    return key;
   }
 
   /**
@@ -827,12 +836,23 @@ export class Store {
       await Promise.all(valid.map(async ({ index, change }) => {
         const key = this.trustedKey(change.site);
         if (key === undefined || change.sig === undefined) return;
-        const ok = await this.#verifier.verify(key, change.sig, changeMessage(this.clusterId, change));
-        verified.set(index, { key, ok });
+        verified.set(index, { key, ok: await this.#verify(key, change) });
       }));
       this.#assertOpen();
     }
     return this.#commitRemote(result, valid, verified, options.pulled === true);
+  }
+
+  // One signature check, shared by every receive that asks for it while it runs (a push and a relay at once).
+  #verify(key: string, change: Change): Promise<boolean> {
+    const id = `${change.site}:${change.version}:${key}:${change.sig}`;
+    let pending = this.#verifying.get(id);
+    if (pending === undefined) {
+      pending = this.#verifier.verify(key, change.sig!, changeMessage(this.clusterId, change));
+      this.#verifying.set(id, pending);
+      pending.finally(() => this.#verifying.delete(id));
+    }
+    return pending;
   }
 
   // Shape, table rules, clock bound and duplicates: everything decided without a signature.
