@@ -1,21 +1,29 @@
 // `ployz machine rm`: ask a Machine to leave its Cluster. Only a Machine writes its own row, so removal is that
 // Machine tombstoning its row and taking down its interface; a Machine this command cannot reach is refused,
-// never deleted on its behalf.
+// never deleted on its behalf. A Machine gone for good is removed with `--gone` instead: any Machine writes a
+// retired mark that every Machine's readers honour (its rows leave every view, peers stop peering with it).
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
-import { cliError, entryMachine, jsonLine } from "./connect.ts";
+import { retireGone } from "../../lib/operator/mod.ts";
+import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { targetMachine } from "./machine_target.ts";
 
 /** `ployz machine rm`. */
 export const machineRmCommand: Command = {
   name: "rm",
   summary: "Ask a Machine to leave the Cluster (its row is tombstoned by itself)",
-  usage: "NAME|ID [SSH_DEST] [--socket PATH] [--confirm-data-loss NAME] [--json]",
+  usage:
+    "NAME|ID [SSH_DEST] [--socket PATH] [--gone [--request-key KEY]] [--confirm-data-loss NAME] [--json]",
   description: [
     "The Machine is found in the local Machine's observation, then reached over SSH or --socket and asked to leave.",
     "If it runs Ployz containers they are removed: confirm with --confirm-data-loss NAME.",
+    "--gone: the Machine is gone for good and does not answer. It is marked retired from the Machine this CLI",
+    "reaches: peers stop peering with it and its rows leave every view; its subnet stays retired in the allocation",
+    "history; it is refused if it comes back. What its rows held is lost: confirm with --confirm-data-loss NAME.",
   ].join("\n"),
   options: {
+    gone: { type: "boolean" },
+    "request-key": { type: "string" },
     socket: { type: "string" },
     "confirm-data-loss": { type: "string" },
     json: { type: "boolean" },
@@ -24,6 +32,56 @@ export const machineRmCommand: Command = {
   async run({ values, positionals, io }): Promise<number> {
     const [wanted, ssh] = positionals;
     const socket = typeof values.socket === "string" ? values.socket : undefined;
+    if (values.gone === true) {
+      if (socket !== undefined || ssh !== undefined) {
+        throw new UsageError(
+          `"--gone" reaches no Machine of its own: give neither an SSH destination nor --socket`,
+        );
+      }
+      const confirm = values["confirm-data-loss"];
+      const config = openConfig();
+      const gone = entryMachine();
+      try {
+        const given = values["request-key"];
+        const key = typeof given === "string"
+          ? given
+          : `machine-rm-gone-${wanted}-${crypto.randomUUID().slice(0, 8)}`;
+        const report = await retireGone(gone, wanted, {
+          confirmDataLoss: typeof confirm === "string" ? confirm : undefined,
+          book: config,
+          receipts: {
+            load: (leg) => config.receipts(key).find((r) => r.leg === leg)?.receipt,
+            save: (leg, receipt) =>
+              config.saveReceipt({ requestKey: key, leg, receipt, savedAt: new Date().toISOString() }),
+          },
+        });
+        if (values.json === true) io.out(jsonLine({ ...report, "request_key": key }));
+        else {
+          io.out(
+            `Machine "${report.machine.name}" (${report.machine.id}) removed as gone: its peers stop peering with it ` +
+              `and its rows leave every view; lost with it: ${report.containers.length} container(s), ` +
+              `${report.volumes.length} volume(s)${
+                report.machine.subnet === undefined
+                  ? ""
+                  : `; subnet ${report.machine.subnet} kept retired in the allocation history`
+              }\nrequest key: ${key}\n`,
+          );
+        }
+        return 0;
+      } catch (error) {
+        if (
+          error instanceof RpcError && error.code === "conflict" && Array.isArray(error.details.containers)
+        ) {
+          throw new CliError("conflict", `${error.message}: pass --confirm-data-loss ${wanted}`, {
+            details: error.details,
+          });
+        }
+        throw cliError(error);
+      } finally {
+        gone.close();
+        config.close();
+      }
+    }
     const entry = entryMachine();
     try {
       const list = await entry.listMachines();

@@ -104,6 +104,11 @@ export const ployz: Command = {
       () => import("./rm.ts").then((m) => m.rmCommand),
     ),
     lazyCommand(
+      "receipts",
+      "Show the receipts of the last bounded commands (drain, machine rm --gone, machine upgrade)",
+      () => import("./receipts.ts").then((m) => m.receiptsCommand),
+    ),
+    lazyCommand(
       "scale",
       "Change how many containers a Service runs",
       () => import("./scale.ts").then((m) => m.scaleCommand),

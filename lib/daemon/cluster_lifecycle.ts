@@ -24,6 +24,8 @@ import type {
   LeaveRequest,
   LeaveResponse,
   ListMachinesResponse,
+  RetireMachineRequest,
+  RetireMachineResponse,
 } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import type { Machine, Store, VersionVector } from "../store/mod.ts";
@@ -187,6 +189,67 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     });
   }
 
+  /**
+   * Marks a gone Machine retired (`machine rm --gone`): a name-keyed row every Machine's readers honour. Refused
+   * for this Machine itself, for one this Machine observes up (it can leave by itself), and, when its rows show
+   * containers or volumes, unless the request confirms the Data Loss with its name.
+   */
+  async retire(req: RetireMachineRequest): Promise<RetireMachineResponse> {
+    const store = this.participatingStore("retire a Machine");
+    const self = this.#record;
+    const row = store.machines.get(req.machine_id);
+    if (row === undefined) {
+      throw new RpcError("not_found", `Machine "${req.machine_id}" has no row on "${self.name}"`, {
+        details: { "machine_id": req.machine_id },
+      });
+    }
+    if (row.id === self.id) {
+      throw new RpcError(
+        "conflict",
+        `Machine "${self.name}" cannot retire itself: run "ployz machine rm ${self.name}" to have it leave`,
+        { details: { "machine_id": row.id } },
+      );
+    }
+    const listed = await this.membership();
+    const seen = listed.machines.find((m) => m.id === row.id);
+    if (seen?.membership === "up") {
+      throw new RpcError(
+        "conflict",
+        `Refusing to retire Machine "${row.name}": "${self.name}" observes it up, so it is not gone; use ` +
+          `"ployz machine rm ${row.name}" (it tombstones its own row)`,
+        { details: { "machine_id": row.id, membership: "up" } },
+      );
+    }
+    const containers = store.containers.list({ "machine_id": row.id }).map((c) => c.name).sort();
+    const volumes = store.volumes.list({ "machine_id": row.id }).map((v) => v.name).sort();
+    if ((containers.length > 0 || volumes.length > 0) && req.confirm_data_loss !== row.name) {
+      const named = [...containers.map((c) => `container ${c}`), ...volumes.map((v) => `volume ${v}`)];
+      throw new RpcError(
+        "conflict",
+        `Machine "${row.name}" held ${named.length} thing(s) the Cluster loses with it (${
+          named.slice(0, 8).join(", ")
+        }${named.length > 8 ? ", …" : ""}): confirm the Data Loss with its name`,
+        { details: { "machine_name": row.name, containers, volumes } },
+      );
+    }
+    store.retiredMachines.put({
+      "machine_id": row.id,
+      name: row.name,
+      ...(row.subnet === undefined ? {} : { subnet: row.subnet }),
+      "retired_by": self.id,
+      "retired_at": new Date().toISOString(),
+    });
+    this.#deps.log(`retired Machine "${row.name}" (${row.id}), gone: its rows leave every view`);
+    return {
+      "machine_id": row.id,
+      name: row.name,
+      ...(row.subnet === undefined ? {} : { subnet: row.subnet }),
+      containers,
+      volumes,
+      "retired_by": self.id,
+    };
+  }
+
   /** The store, or a `conflict` naming the phase when the Machine does not participate. */
   participatingStore(action: string): Store {
     const store = this.store;
@@ -213,7 +276,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     return {
       ...listMachines({
         self: { id: this.#record.id, name: this.#record.name },
-        rows: store === undefined ? [] : store.machines.list(),
+        rows: store === undefined ? [] : store.liveMachines(),
         evidence,
         thresholds: this.#deps.thresholds,
         now: Date.now(),
@@ -244,6 +307,19 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
         {
           details: { phase: this.#record.phase },
         },
+      );
+    }
+    const retired = this.store?.retiredMachines.get(hint.machineId);
+    if (retired !== undefined) {
+      throw new RpcError(
+        "conflict",
+        `Machine "${
+          retired.name ?? hint.machineId
+        }" (${hint.machineId}) was removed from this Cluster while gone ` +
+          `(machine rm --gone, ${
+            retired.retired_at ?? "earlier"
+          }): reset it (a fresh data directory mints a new id) before adding it again`,
+        { details: { "machine_id": hint.machineId, retired: true } },
       );
     }
     if (signingKey !== undefined) this.store?.admit(hint.machineId, signingKey);

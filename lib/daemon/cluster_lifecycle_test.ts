@@ -235,3 +235,48 @@ Deno.test("resume: a restarted daemon reopens the Cluster its record names", asy
     await Deno.remove(first.dir, { recursive: true });
   }
 });
+
+Deno.test("retire: a gone Machine's rows leave the membership once confirmed; it is never admitted again", async () => {
+  const f = await fixture();
+  const goneId = mintId();
+  try {
+    const founded = await f.lifecycle.found({});
+    const store = f.lifecycle.store!;
+    const gone = openStore({ path: ":memory:", siteId: goneId, clusterId: founded.cluster_id! });
+    gone.machines.put({ id: goneId, name: "m3", subnet: "10.210.3.0/24" });
+    gone.containers.put({
+      id: "c9",
+      "machine_id": goneId,
+      project: "p",
+      service: "web",
+      name: "p-web-1",
+      image: "i",
+    });
+    store.applyChanges(gone.changesMissingFrom(store.vector()).changes);
+    gone.close();
+    assert.equal((await f.lifecycle.membership()).machines.length, 2);
+
+    const self = await refusal(f.lifecycle.retire({ "machine_id": founded.id }));
+    assert.match(self.message, /cannot retire itself/);
+    const unconfirmed = await refusal(f.lifecycle.retire({ "machine_id": goneId }));
+    assert.equal(unconfirmed.code, "conflict");
+    assert.match(
+      unconfirmed.message,
+      /Machine "m3" held 1 thing\(s\) .*container p-web-1.*confirm the Data Loss/,
+    );
+    assert.equal(store.retiredIds().size, 0, "a refused retire writes nothing");
+
+    const retired = await f.lifecycle.retire({ "machine_id": goneId, "confirm_data_loss": "m3" });
+    assert.deepEqual(retired.containers, ["p-web-1"]);
+    assert.equal(retired.subnet, "10.210.3.0/24");
+    assert.deepEqual((await f.lifecycle.membership()).machines.map((m) => m.name), ["m1"]);
+    assert.deepEqual(store.liveContainers(), []);
+    assert.ok(store.containers.get("c9") !== undefined, "its rows stay, only its owner could delete them");
+    const back = await refusal(
+      f.lifecycle.admit({ machineId: goneId, publicKey: KEY, subnet: "10.210.3.0/24", endpoints: [] }),
+    );
+    assert.match(back.message, /was removed from this Cluster while gone .*reset it/);
+  } finally {
+    await cleanup(f);
+  }
+});

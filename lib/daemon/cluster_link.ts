@@ -469,7 +469,9 @@ export class ClusterLink {
     const store = this.#options.store;
     try {
       for await (const changes of store.watch({ signal: this.#controller.signal })) {
-        if (changes.tables.machines !== undefined) void this.#enqueue(() => this.#applyPeers());
+        if (changes.tables.machines !== undefined || changes.tables.retired_machines !== undefined) {
+          void this.#enqueue(() => this.#applyPeers());
+        }
       }
     } catch (error) {
       if (!this.#controller.signal.aborted && !store.closed) this.#fail("watch", error);
@@ -480,7 +482,8 @@ export class ClusterLink {
   // subnet that is not a /24 inside the Cluster network, or overlapping its own or another's) is skipped and
   // reported once per reason: it never takes over a route or stops the others from being configured.
   #currentPeers(): Peer[] {
-    const rows: Machine[] = this.#options.store.closed ? [] : this.#options.store.machines.list();
+    // A retired Machine is no peer: its handshakes are no longer accepted (machine rm --gone).
+    const rows: Machine[] = this.#options.store.closed ? [] : this.#options.store.liveMachines();
     const keys = new Set(rows.filter((r) => r.id !== this.#options.selfId).map((r) => r.public_key));
     for (const key of this.#hints.keys()) if (keys.has(key)) this.#hints.delete(key);
     const verdict = usablePeers([
@@ -554,9 +557,12 @@ export class ClusterLink {
     const live = this.#currentPeers();
     const now = Date.now();
     // A Machine that left (its row tombstoned) keeps its peer entry a little longer: the tombstone reached us
-    // inside its own request, and our answer still has to travel back to it.
+    // inside its own request, and our answer still has to travel back to it. A retired Machine is gone: no grace.
+    const retired = this.#options.store.closed ? new Set<string>() : this.#options.store.retiredIds();
+    for (const [key, d] of this.#departed) if (retired.has(d.peer.machineId)) this.#departed.delete(key);
     for (const p of this.#peers) {
       if (live.some((l) => l.publicKey === p.publicKey) || this.#departed.has(p.publicKey)) continue;
+      if (retired.has(p.machineId)) continue;
       this.#departed.set(p.publicKey, { peer: p, until: now + DEPARTED_GRACE_MS });
       const timer = setTimeout(() => {
         this.#timers.delete(timer);

@@ -123,7 +123,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Built once the handlers exist; the mesh listener may start before that and answers `unavailable` meanwhile.
   const served: { app?: RpcApp } = {};
   const meshRpc = meshRpcHandler({
-    rows: () => lifecycle.store?.machines.list() ?? [],
+    rows: () => lifecycle.store?.liveMachines() ?? [],
     self,
     fetch: (request, signal) =>
       served.app?.fetch(request, signal) ??
@@ -181,6 +181,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   /** A Machine's Machine RPC listener on the mesh, from its replicated row. */
   function meshTarget(machineId: string): ForwardTarget | undefined {
+    if (lifecycle.store?.retiredIds().has(machineId)) return undefined;
     const row = lifecycle.store?.machines.get(machineId);
     if (row?.subnet === undefined) return undefined;
     try {

@@ -40,6 +40,7 @@ export type MachineHandlers = Pick<
   | "admitPeer"
   | "leaveMachine"
   | "configureMachine"
+  | "retireMachine"
 >;
 
 /** The record as the wire shows it: everything but local bookkeeping; never key material. */
@@ -111,6 +112,7 @@ export function machineHandlers(host: MachineHost): MachineHandlers {
       return { "machine_id": lifecycle.record.id, ...result };
     },
     leaveMachine: (req) => lifecycle.leave(req),
+    retireMachine: (req) => lifecycle.retire(req),
     async configureMachine(req) {
       return { machine: machineToWire(await lifecycle.configure(req)) };
     },

@@ -39,6 +39,7 @@ export const MUTATING_ROUTES: readonly RouteName[] = Object.freeze([
   "joinMachine",
   "leaveMachine",
   "configureMachine",
+  "retireMachine",
 ]);
 
 /** What the upgrade handlers need from the daemon. */

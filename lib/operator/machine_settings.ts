@@ -1,7 +1,13 @@
 // Machine Labels and acceptance flags: the operator names a Machine, and the change is sent to that Machine, which
 // writes its own record and row (DESIGN.md bet 6). Parsing the command's words is pure and lives here too.
 import { labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
-import type { ConfigureMachineRequest, ConfigureMachineResponse, MachineClient } from "../rpc/mod.ts";
+import {
+  type ConfigureMachineRequest,
+  type ConfigureMachineResponse,
+  type MachineClient,
+  viaEntry,
+} from "../rpc/mod.ts";
+import type { Allocation } from "../store/mod.ts";
 import { OperatorError } from "./errors.ts";
 import { listTargets } from "./targets.ts";
 
@@ -77,4 +83,110 @@ export async function configureMachine(
   } finally {
     for (const c of opened) c.close();
   }
+}
+
+/** What {@link retireGone} did. */
+export interface RetiredReport {
+  /** The retired Machine. */
+  machine: { id: string; name: string; subnet?: string };
+  /** What its rows said it held: lost with it. */
+  containers: string[];
+  /** Volumes its rows named. */
+  volumes: string[];
+  /** The Machine that wrote the mark. */
+  retiredBy: string;
+}
+
+/**
+ * `machine rm M --gone`: has the Entry Machine mark M retired, after checking that M does not answer (a Machine
+ * that answers leaves by itself, `machine rm`). The subnet stays in `book`'s allocation history as retired, so it
+ * is never handed out again by this operator.
+ */
+export async function retireGone(
+  entry: MachineClient,
+  wanted: string,
+  options: {
+    confirmDataLoss?: string;
+    book: { recordAllocation(a: Allocation): void };
+    probeMs?: number;
+    /**
+     * The receipt of this request's one leg: a re-run of a request whose retire is known done answers its report
+     * again without sending anything. Retiring is idempotent (it names the state it wants), so a `sent` leg is
+     * resent.
+     */
+    receipts?: { load(leg: string): unknown; save(leg: string, receipt: unknown): void };
+  },
+): Promise<RetiredReport> {
+  const prior = options.receipts?.load("retire") as { status?: string; report?: RetiredReport } | undefined;
+  if (prior?.status === "succeeded" && prior.report !== undefined) return prior.report;
+  const list = await entry.listMachines();
+  const byId = list.machines.filter((m) => m.id === wanted);
+  const found = byId.length > 0 ? byId : list.machines.filter((m) => m.name === wanted);
+  if (found.length === 0) {
+    throw new OperatorError(
+      "not_found",
+      `Cannot find Machine "${wanted}" in the observation of "${list.observer.machine_name}"`,
+      { machine: wanted },
+    );
+  }
+  if (found.length > 1) {
+    throw new OperatorError(
+      "ambiguous",
+      `Machine name "${wanted}" is held by ${found.length} Machines (${
+        found.map((m) => m.id).join(", ")
+      }): give the id`,
+      { machine: wanted },
+    );
+  }
+  const row = found[0];
+  if (row.id === list.observer.machine_id) {
+    throw new OperatorError(
+      "conflict",
+      `Machine "${row.name}" is the Machine this command reaches, so it is not gone: use "ployz machine rm"`,
+      { machine: row.name },
+    );
+  }
+  let answered = false;
+  try {
+    await viaEntry(entry, row.id, { name: row.name }).status({
+      signal: AbortSignal.timeout(options.probeMs ?? 5_000),
+    });
+    answered = true;
+  } catch {
+    // No answer is what --gone expects.
+  }
+  if (answered) {
+    throw new OperatorError(
+      "conflict",
+      `Refusing to remove Machine "${row.name}" as gone: it answered through "${list.observer.machine_name}"; ` +
+        `use "ployz machine rm ${row.name}" (it tombstones its own row; nothing was changed)`,
+      { machine: row.name },
+    );
+  }
+  options.receipts?.save("retire", { status: "sent", machine: row.id });
+  const retired = await entry.retireMachine({
+    "machine_id": row.id,
+    ...(options.confirmDataLoss === undefined ? {} : { "confirm_data_loss": options.confirmDataLoss }),
+  });
+  if (retired.subnet !== undefined) {
+    options.book.recordAllocation({
+      subnet: retired.subnet,
+      machineName: retired.name,
+      machineId: retired.machine_id,
+      state: "retired",
+      savedAt: new Date().toISOString(),
+    });
+  }
+  const report: RetiredReport = {
+    machine: {
+      id: retired.machine_id,
+      name: retired.name,
+      ...(retired.subnet === undefined ? {} : { subnet: retired.subnet }),
+    },
+    containers: retired.containers,
+    volumes: retired.volumes,
+    retiredBy: retired.retired_by,
+  };
+  options.receipts?.save("retire", { status: "succeeded", report });
+  return report;
 }

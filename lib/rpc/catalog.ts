@@ -55,6 +55,8 @@ import type {
   LeaveRequest,
   LeaveResponse,
   ListMachinesResponse,
+  RetireMachineRequest,
+  RetireMachineResponse,
   StatusResponse,
 } from "./machine_routes.ts";
 import type {
@@ -141,6 +143,8 @@ export interface RouteTypes extends ExecRouteTypes {
   leaveMachine: [LeaveRequest, LeaveResponse];
   /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
   configureMachine: [ConfigureMachineRequest, ConfigureMachineResponse];
+  /** `ployz.machine.retire.v1`: the Machine marks a gone Machine retired in the Cluster's store. */
+  retireMachine: [RetireMachineRequest, RetireMachineResponse];
   /** `ployz.observe.log_history.v1`: this Machine's stored container output. */
   logHistory: [LogHistoryRequest, LogHistoryResponse];
   /** `ployz.observe.tail_logs.v1` (an NDJSON stream of frames). */

@@ -52,6 +52,8 @@ import type {
   LeaveRequest,
   LeaveResponse,
   ListMachinesResponse,
+  RetireMachineRequest,
+  RetireMachineResponse,
   StatusResponse,
 } from "./machine_routes.ts";
 import type {
@@ -167,6 +169,8 @@ export interface MachineClient extends Disposable {
     request: ConfigureMachineRequest,
     options?: CallOptions,
   ): Promise<ConfigureMachineResponse>;
+  /** Asks the Machine to mark a gone Machine retired in the Cluster's store. */
+  retireMachine(request: RetireMachineRequest, options?: CallOptions): Promise<RetireMachineResponse>;
   /** Asks the Machine to upgrade itself from its own release source; a known request key finds its attempt. */
   upgradeMachine(request: UpgradeMachineRequest, options?: CallOptions): Promise<UpgradeMachineResponse>;
   /** Reads an upgrade attempt on the Machine. */
@@ -392,6 +396,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     admitPeer: (req, o) => call("admitPeer", req, o?.signal),
     leaveMachine: (req, o) => call("leaveMachine", req, o?.signal),
     configureMachine: (req, o) => call("configureMachine", req, o?.signal),
+    retireMachine: (req, o) => call("retireMachine", req, o?.signal),
     upgradeMachine: (req, o) => call("upgradeMachine", req, o?.signal),
     upgradeStatus: (req, o) => call("upgradeStatus", req, o?.signal),
     logHistory: (req, o) => call("logHistory", req, o?.signal),

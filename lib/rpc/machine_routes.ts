@@ -413,6 +413,50 @@ export const ConfigureMachineResponseSchema: z.ZodType<ConfigureMachineResponse>
   machine: MachineRecordSchema,
 });
 
+/**
+ * What `ployz.machine.retire.v1` asks the Entry Machine: mark a gone Machine retired in the Cluster's store (it
+ * cannot tombstone its own rows). Refused for itself, for a Machine it observes up, and, when the gone Machine
+ * held containers or volumes, unless `confirm_data_loss` names it.
+ */
+export interface RetireMachineRequest {
+  /** The gone Machine's id. */
+  "machine_id": string;
+  /** Its Machine Name, confirming the Data Loss of what it held. */
+  "confirm_data_loss"?: string;
+}
+
+/** Reader of {@link RetireMachineRequest}. */
+export const RetireMachineRequestSchema: z.ZodType<RetireMachineRequest> = z.object({
+  "machine_id": id,
+  "confirm_data_loss": z.string().min(1).max(256).optional(),
+});
+
+/** What `ployz.machine.retire.v1` answers: what the retired Machine held, as the store said. */
+export interface RetireMachineResponse {
+  /** The retired Machine. */
+  "machine_id": string;
+  /** Its Machine Name. */
+  name: string;
+  /** Its subnet, if its row named one. */
+  subnet?: string;
+  /** Its containers, by name, as its rows said. */
+  containers: string[];
+  /** Its volumes, by name, as its rows said. */
+  volumes: string[];
+  /** The Machine that wrote the mark. */
+  "retired_by": string;
+}
+
+/** Tolerant reader of {@link RetireMachineResponse}. */
+export const RetireMachineResponseSchema: z.ZodType<RetireMachineResponse> = z.looseObject({
+  "machine_id": id,
+  name: text,
+  subnet: z.string().max(64).optional(),
+  containers: z.array(text).max(65536).default([]),
+  volumes: z.array(text).max(65536).default([]),
+  "retired_by": id,
+});
+
 /** The Machine routes, by method name. */
 export const MACHINE_ROUTES: {
   /** `ployz.machine.describe_contract.v1`. */
@@ -431,6 +475,8 @@ export const MACHINE_ROUTES: {
   readonly leaveMachine: Route<LeaveRequest, LeaveResponse>;
   /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
   readonly configureMachine: Route<ConfigureMachineRequest, ConfigureMachineResponse>;
+  /** `ployz.machine.retire.v1`: the Machine marks a gone Machine retired in the Cluster's store. */
+  readonly retireMachine: Route<RetireMachineRequest, RetireMachineResponse>;
 } = Object.freeze({
   describeContract: {
     capability: "ployz.machine.describe_contract.v1",
@@ -467,5 +513,10 @@ export const MACHINE_ROUTES: {
     capability: "ployz.machine.configure.v1",
     request: ConfigureMachineRequestSchema,
     response: ConfigureMachineResponseSchema,
+  },
+  retireMachine: {
+    capability: "ployz.machine.retire.v1",
+    request: RetireMachineRequestSchema,
+    response: RetireMachineResponseSchema,
   },
 });

@@ -71,6 +71,8 @@ export type {
   MachineRecord,
   MembershipWire,
   ObserveStatus,
+  RetireMachineRequest,
+  RetireMachineResponse,
   StatusResponse,
 } from "./machine_routes.ts";
 export type { EmptyRequest } from "./route.ts";

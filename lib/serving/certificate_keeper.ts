@@ -162,7 +162,7 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
   return {
     consider(hostnames: readonly string[]): void {
       if (stopped) return;
-      const ids = store.machines.list().map((m) => m.id);
+      const ids = store.liveMachines().map((m) => m.id);
       if (certificateAsker(ids.length > 0 ? ids : [store.siteId], options.down()) !== store.siteId) return;
       const tasks = certificateTasks({ hostnames, rows: store.certificates.list(), now: new Date() });
       for (const task of tasks) {

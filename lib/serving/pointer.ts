@@ -27,7 +27,7 @@ export function setServingPointer(
   if (previous !== undefined && previous.deployment === request.deployment) {
     return { pointer: previous, previous };
   }
-  const seen = store.containers.list().filter((r) =>
+  const seen = store.liveContainers().filter((r) =>
     r.project === request.project && r.service === request.service && typeof r.deployment === "string"
   ).map((r) => r.deployment as string);
   const before = previous === undefined ? [] : [previous.deployment, ...supersededOf(previous) ?? []];
@@ -64,7 +64,7 @@ export function pointerStatus(
     ...(a.acked_at === undefined ? {} : { "acked_at": a.acked_at }),
   }));
   if (pointer === undefined) return { acks, missing: [] };
-  const missing = store.machines.list().map((m) => m.id).filter((m) =>
+  const missing = store.liveMachines().map((m) => m.id).filter((m) =>
     !down.has(m) &&
     !acks.some((a) =>
       a.machine_id === m && a.deployment === pointer.deployment &&

@@ -41,7 +41,7 @@ export function markRemoval(
     store.removals.put(removal);
     return { removal, previous };
   }
-  const seen = store.containers.list({ project: request.project }).filter((r) =>
+  const seen = store.liveContainers({ project: request.project }).filter((r) =>
     (service === WHOLE_PROJECT || r.service === service) && typeof r.deployment === "string"
   ).map((r) => r.deployment as string);
   const deployments = [...new Set([...request.deployments, ...seen])].slice(0, MAX_DEPLOYMENTS);
@@ -74,7 +74,7 @@ export function listRemovals(store: Store, request: { project?: string }): Remov
     request.project === undefined || m.project === request.project
   );
   const acks = store.acks.list();
-  const containers = store.containers.list();
+  const containers = store.liveContainers();
   return marks.map((removal) => {
     const pointer = removalAckPointer(removal);
     const active = { ...removal, state: "active" };

@@ -136,7 +136,8 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
 
   async function passOnce(): Promise<ServingPass> {
     const errors: string[] = [];
-    const containers = store.containers.list();
+    // A retired Machine's rows are no upstream, no name and no one to wait for.
+    const containers = store.liveContainers();
     const pointers = store.servingPointers.list();
     const retire = retireDecision({
       machineId,
@@ -144,7 +145,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       containers,
       pointers,
       acks: store.acks.list(),
-      machines: store.machines.list().map((m) => m.id),
+      machines: store.liveMachines().map((m) => m.id),
       down: options.down?.() ?? new Set(),
       firstSeen,
       retireAfterMs: options.retireAfterMs,
@@ -157,7 +158,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       containers,
       removals,
       acks: store.acks.list(),
-      machines: store.machines.list().map((m) => m.id),
+      machines: store.liveMachines().map((m) => m.id),
       down: options.down?.() ?? new Set(),
       firstSeen: removalFirstSeen,
       boundMs: options.retireAfterMs ?? DEFAULT_RETIRE_AFTER_MS,

@@ -274,6 +274,14 @@ export class ConfigStore {
     ).run(receipt.requestKey, receipt.leg, JSON.stringify(receipt.receipt ?? null), receipt.savedAt);
   }
 
+  /** The receipts of the `limit` requests saved to most recently, newest request first, each by leg. */
+  recentReceipts(limit: number): Receipt[] {
+    const keys = this.#db.prepare(
+      `SELECT request_key, MAX(saved_at) AS last FROM receipts GROUP BY request_key ORDER BY last DESC LIMIT ?`,
+    ).all(limit).map((row) => String(row.request_key));
+    return keys.flatMap((key) => this.receipts(key));
+  }
+
   /** Receipts of a request, by leg. */
   receipts(requestKey: string): Receipt[] {
     return this.#db.prepare(`SELECT * FROM receipts WHERE request_key = ? ORDER BY leg`).all(requestKey).map((

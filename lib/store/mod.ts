@@ -54,6 +54,7 @@ export {
   type Machine,
   type Member,
   type Removal,
+  type RetiredMachine,
   type ServingPointer,
   type Volume,
 } from "./schemas.ts";

@@ -324,3 +324,31 @@ export interface Member {
   /** Fields from newer releases, kept as read. */
   [field: string]: unknown;
 }
+
+/**
+ * A Machine removed from the Cluster while gone (`ployz machine rm M --gone`): a declared fact any Machine may
+ * write, since the gone Machine cannot tombstone its own rows. Readers honour it: its rows leave every view, peers
+ * stop peering with it, and it is not admitted again. Keyed by the retired Machine's id.
+ */
+export const RetiredMachineSchema: z.ZodType<RetiredMachine> = z.looseObject({
+  "machine_id": id,
+  name: name.optional(),
+  subnet: z.string().max(64).optional(),
+  "retired_by": id.optional(),
+  "retired_at": z.string().max(64).optional(),
+});
+/** A retired Machine body. Unknown fields are kept. */
+export interface RetiredMachine {
+  /** The retired Machine, the key. */
+  "machine_id": string;
+  /** Its Machine Name when it was retired. */
+  name?: string;
+  /** Its subnet, kept retired in allocation history. */
+  subnet?: string;
+  /** The Machine that wrote the mark. */
+  "retired_by"?: string;
+  /** When, ISO 8601. */
+  "retired_at"?: string;
+  /** Fields from newer releases, kept as read. */
+  [field: string]: unknown;
+}

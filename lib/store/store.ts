@@ -18,6 +18,7 @@ import type {
   Machine,
   Member,
   Removal,
+  RetiredMachine,
   ServingPointer,
   Volume,
 } from "./schemas.ts";
@@ -265,6 +266,8 @@ export class Store {
   readonly acmeChallenges: Table<AcmeChallenge>;
   /** The last failure per hostname to obtain or renew its certificate (name-keyed by hostname). */
   readonly certificateErrors: Table<CertificateErrorRow>;
+  /** Machines removed while gone (name-keyed by Machine id); readers leave their rows out. */
+  readonly retiredMachines: Table<RetiredMachine>;
 
   readonly #db: DatabaseSync;
   readonly #clock: HybridClock;
@@ -310,6 +313,7 @@ export class Store {
     this.removals = new Table(this, TABLES.removals);
     this.acmeChallenges = new Table(this, TABLES.acme_challenges);
     this.certificateErrors = new Table(this, TABLES.certificate_errors);
+    this.retiredMachines = new Table(this, TABLES.retired_machines);
     this.#init();
   }
 
@@ -384,6 +388,23 @@ export class Store {
   /** This Machine's signing public key (base64), when the store is authenticated. */
   get signingKey(): string | undefined {
     return this.#signer?.publicKey;
+  }
+
+  /** Ids of the Machines retired while gone: every reader leaves their rows out of its view. */
+  retiredIds(): Set<string> {
+    return new Set(this.retiredMachines.list().map((r) => r.machine_id));
+  }
+
+  /** Machine rows, without retired Machines. */
+  liveMachines(): Machine[] {
+    const retired = this.retiredIds();
+    return this.machines.list().filter((m) => !retired.has(m.id));
+  }
+
+  /** Container rows (optionally filtered as {@link Table.list}), without those of retired Machines. */
+  liveContainers(filter: Partial<Record<string, string>> = {}): Container[] {
+    const retired = this.retiredIds();
+    return this.containers.list(filter).filter((c) => !retired.has(c.machine_id));
   }
 
   /** The key a site's changes must be signed with: its own, an anchor the join brought, or its admission. */

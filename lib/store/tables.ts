@@ -15,6 +15,7 @@ import {
   MachineSchema,
   MemberSchema,
   RemovalSchema,
+  RetiredMachineSchema,
   ServingPointerSchema,
   VolumeSchema,
 } from "./schemas.ts";
@@ -134,6 +135,14 @@ export const TABLES: Readonly<Record<string, TableSpec>> = {
     name: "members",
     kind: "name",
     schema: MemberSchema,
+    keyOf: (b) => field(b, "machine_id"),
+    filters: [],
+  },
+  // Name-keyed for the same reason: any Machine retires a gone one, whose own rows only it could delete.
+  "retired_machines": {
+    name: "retired_machines",
+    kind: "name",
+    schema: RetiredMachineSchema,
     keyOf: (b) => field(b, "machine_id"),
     filters: [],
   },

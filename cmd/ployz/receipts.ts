@@ -1,0 +1,34 @@
+// `ployz receipts`: the receipts the last bounded commands kept in the operator's Config Store, one line per leg.
+import type { Command } from "../../lib/cli/mod.ts";
+import { jsonLine, openConfig } from "./connect.ts";
+import { columns } from "./machine_target.ts";
+
+/** `ployz receipts`. */
+export const receiptsCommand: Command = {
+  name: "receipts",
+  summary: "Show the receipts of the last bounded commands (drain, machine rm --gone, machine upgrade)",
+  usage: "[REQUEST_KEY] [--last N] [--json]",
+  positionals: [0, 1],
+  options: { last: { type: "string" }, json: { type: "boolean" } },
+  run({ values, positionals, io }): Promise<number> {
+    const last = Number(values.last ?? "10");
+    const config = openConfig();
+    try {
+      const list = positionals[0] !== undefined
+        ? config.receipts(positionals[0])
+        : config.recentReceipts(Number.isInteger(last) && last > 0 ? Math.min(last, 1000) : 10);
+      if (values.json === true) {
+        io.out(jsonLine({ receipts: list }));
+      } else if (list.length === 0) io.out("No receipts\n");
+      else {
+        io.out(columns(
+          ["REQUEST KEY", "LEG", "SAVED", "RECEIPT"],
+          list.map((r) => [r.requestKey, r.leg, r.savedAt, JSON.stringify(r.receipt)]),
+        ));
+      }
+      return Promise.resolve(0);
+    } finally {
+      config.close();
+    }
+  },
+};
