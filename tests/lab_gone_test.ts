@@ -104,6 +104,12 @@ Deno.test(needs(["lab"], {
     await sleep(10_000);
     assert.equal(await clean("m1"), true, "m1 still leaves m3 out");
     assert.equal(await clean("m2"), true, "m2 still leaves m3 out");
+    // The operator who removed it is told so when a command reaches it.
+    const told = await lab.on("m3", ["machine", "ls"]);
+    assert.match(
+      told.stderr,
+      /^warning: Machine "m3" \(\w+\) was removed from its Cluster with "machine rm --gone" at .*: its peers no longer peer with it; reset it/,
+    );
     const fromM3 = await machinesOn("m3");
     for (const peer of fromM3.filter((m) => m.name !== "m3")) {
       assert.notEqual(peer.membership, "up", `m3 must not reach ${peer.name} again`);

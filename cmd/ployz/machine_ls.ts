@@ -2,7 +2,8 @@
 import type { Command } from "../../lib/cli/mod.ts";
 import { type SubnetCollision, subnetCollisions } from "../../lib/mesh/mod.ts";
 import type { ListMachinesResponse } from "../../lib/rpc/mod.ts";
-import { jsonLine, withMachine } from "./connect.ts";
+import { retiredNotice } from "../../lib/operator/mod.ts";
+import { jsonLine, openConfig, withMachine } from "./connect.ts";
 import { columns } from "./machine_target.ts";
 
 /** Lines naming each subnet collision; reported, never repaired. */
@@ -59,9 +60,22 @@ export const machineLsCommand: Command = {
   options: { json: { type: "boolean" } },
   async run({ values, io }): Promise<number> {
     const list = await withMachine((client) => client.listMachines());
+    const config = openConfig();
+    const retired = (() => {
+      try {
+        return retiredNotice(config.allocations(), list.observer.machine_id);
+      } finally {
+        config.close();
+      }
+    })();
     if (values.json === true) {
-      io.out(jsonLine({ ...list, "subnet_collisions": subnetCollisions(list.machines) }));
+      io.out(jsonLine({
+        ...list,
+        "subnet_collisions": subnetCollisions(list.machines),
+        ...(retired === undefined ? {} : { retired }),
+      }));
     } else {
+      if (retired !== undefined) io.err(`warning: ${retired}\n`);
       io.out(machineTable(list));
     }
     return 0;

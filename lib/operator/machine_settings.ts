@@ -190,3 +190,14 @@ export async function retireGone(
   options.receipts?.save("retire", { status: "succeeded", report });
   return report;
 }
+
+/**
+ * What this operator's allocation history says when the Machine a command reached was removed as gone: its peers
+ * no longer peer with it, so it cannot learn that from them. `undefined` when it was not.
+ */
+export function retiredNotice(history: readonly Allocation[], machineId: string): string | undefined {
+  const entry = history.findLast((a) => a.machineId === machineId && a.state === "retired");
+  if (entry === undefined) return undefined;
+  return `Machine "${entry.machineName}" (${machineId}) was removed from its Cluster with "machine rm --gone" at ` +
+    `${entry.savedAt}: its peers no longer peer with it; reset it (a fresh data directory mints a new id) and add it again`;
+}

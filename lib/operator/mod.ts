@@ -71,7 +71,14 @@ export { type ListedTargets, listTargets, type ListTargetsOptions, type Reach } 
 export { copyImage, type ImageCopy } from "./image_copy.ts";
 export { credentialCache, type CredentialSources } from "./registry_auth.ts";
 export type { AuthLookup } from "./image_pins.ts";
-export { configureMachine, labelRequest, onOff, type RetiredReport, retireGone } from "./machine_settings.ts";
+export {
+  configureMachine,
+  labelRequest,
+  onOff,
+  retiredNotice,
+  type RetiredReport,
+  retireGone,
+} from "./machine_settings.ts";
 export { type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
 export {
   type DeployBook,
