@@ -20,12 +20,19 @@ Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", a
 Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Docker or the planner", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/observe.ts"]);
   deepEqual([...areasOf(loaded.files)].sort(), ["cli", "observe", "permissions", "util"]);
-  for (const pkg of ["dockerode", "yaml", "@noble/curves", "protobufjs"]) ok(!loaded.npm.includes(pkg), pkg);
+  for (const pkg of ["dockerode", "yaml", "@noble/curves", "protobufjs", "zod"]) {
+    ok(!loaded.npm.includes(pkg), pkg);
+  }
 });
 
-Deno.test("ployzd serve loads neither the Observe Store nor the lab", async () => {
-  const areas = areasOf((await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"])).files);
+Deno.test("ployzd serve loads neither the Observe Store, the lab nor dockerode", async () => {
+  const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"]);
+  const areas = areasOf(loaded.files);
   for (const area of ["observe", "lab"]) ok(!areas.has(area), area);
+  // The Engine speaks HTTP to Docker's socket itself; dockerode's gRPC and SSH packages cost ~30 MB of RSS.
+  for (const pkg of ["dockerode", "docker-modem", "ssh2", "@grpc/grpc-js"]) {
+    ok(!loaded.npm.includes(pkg), pkg);
+  }
 });
 
 Deno.test("ployz version and ployz --help load the command list only", async () => {

@@ -9,16 +9,29 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import type { z } from "zod";
 import { type ErrorCode, readBodyCapped } from "../util/mod.ts";
 import { ObserveError } from "./errors.ts";
 import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
 import { metricHistory } from "./metrics/history.ts";
 import type { MetricStore } from "./metrics/metric_store.ts";
-import { historyToWire, MetricHistoryWireRequestSchema, metricQueryFromWire } from "./metrics/wire.ts";
+import {
+  historyToWire,
+  METRIC_HISTORY_RULES,
+  type MetricHistoryWireRequest,
+  metricQueryFromWire,
+} from "./metrics/wire.ts";
 import { type TailEvent, tailLogs } from "./tail.ts";
-import { historyFromWire, lineToWire, LogHistoryRequest, tailFromWire, TailLogsRequest } from "./wire.ts";
+import {
+  historyFromWire,
+  lineToWire,
+  LOG_HISTORY_RULES,
+  type LogHistoryRequest,
+  TAIL_LOGS_RULES,
+  tailFromWire,
+  type TailLogsRequest,
+} from "./wire.ts";
+import { type FieldRule, readWire } from "./wire_reader.ts";
 
 const STATUS: Partial<Record<ErrorCode, 400 | 404 | 409 | 500 | 503>> = {
   "invalid_argument": 400,
@@ -56,7 +69,7 @@ export function createObserveApp(
 ): ObserveApp {
   const app = new Hono();
   app.post("/observe/v1/metric_history", async (c) => {
-    const query = metricQueryFromWire(await parseBody(c, MetricHistoryWireRequestSchema));
+    const query = metricQueryFromWire(await parseBody<MetricHistoryWireRequest>(c, METRIC_HISTORY_RULES));
     if (options.metrics === undefined) {
       throw new ObserveError(
         "unavailable",
@@ -66,12 +79,12 @@ export function createObserveApp(
     return c.json(historyToWire(metricHistory(options.metrics, query, Date.now(), options.sampleMs)));
   });
   app.post("/observe/v1/log_history", async (c) => {
-    const request = await parseBody(c, LogHistoryRequest);
+    const request = await parseBody<LogHistoryRequest>(c, LOG_HISTORY_RULES);
     const result = store.logHistory(historyFromWire(request));
     return c.json({ lines: result.lines.map(lineToWire), truncated: result.truncated, notes: result.notes });
   });
   app.post("/observe/v1/tail_logs", async (c) => {
-    const query = tailFromWire(await parseBody(c, TailLogsRequest));
+    const query = tailFromWire(await parseBody<TailLogsRequest>(c, TAIL_LOGS_RULES));
     // Check the selector (an ambiguous prefix) before the stream starts, so it can still fail with a status.
     selectContainers(store.database, query);
     // Ends when the client goes away (the stream is cancelled) or the server stops.
@@ -100,7 +113,7 @@ export function createObserveApp(
   return app;
 }
 
-async function parseBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
+async function parseBody<T>(c: Context, rules: Record<string, FieldRule>): Promise<T> {
   const bytes = await readBodyCapped(c.req.raw, MAX_OBSERVE_REQUEST_BYTES);
   if (bytes === undefined) {
     throw new ObserveError(
@@ -114,16 +127,16 @@ async function parseBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.
   } catch {
     throw new ObserveError("invalid_argument", "Cannot read the request: the body is not JSON");
   }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+  const parsed = readWire<T>(body, rules);
+  if (!parsed.ok) {
+    const issue = parsed.issues[0];
     throw new ObserveError(
       "invalid_argument",
-      `Cannot read the request: ${issue.path.join(".") || "body"}: ${issue.message}`,
-      { issues: parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })) },
+      `Cannot read the request: ${issue.path || "body"}: ${issue.message}`,
+      { issues: parsed.issues },
     );
   }
-  return parsed.data;
+  return parsed.value;
 }
 
 const encoder = new TextEncoder();

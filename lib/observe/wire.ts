@@ -4,36 +4,58 @@
  * @module
  */
 
-import { z } from "zod";
 import { ObserveError } from "./errors.ts";
 import { type LogHistoryQuery, type LogLine, type LogSelector, MAX_HISTORY_LIMIT } from "./log_query.ts";
 import type { TailQuery } from "./tail.ts";
+import type { FieldRule } from "./wire_reader.ts";
 
 /** A time on the wire: nanoseconds since the epoch as a decimal string, or an RFC 3339 timestamp. */
-const time = z.string().min(1).max(64);
+const time: FieldRule = { kind: "string", min: 1, max: 64 };
 
-const selector = {
-  project: z.string().min(1).max(256).optional(),
-  service: z.string().min(1).max(256).optional(),
-  deployment: z.string().min(1).max(256).optional(),
-  container: z.string().min(1).max(128).optional(),
-  grep: z.string().max(1024).optional(),
+const selector: Record<string, FieldRule> = {
+  project: { kind: "string", min: 1, max: 256, optional: true },
+  service: { kind: "string", min: 1, max: 256, optional: true },
+  deployment: { kind: "string", min: 1, max: 256, optional: true },
+  container: { kind: "string", min: 1, max: 128, optional: true },
+  grep: { kind: "string", min: 0, max: 1024, optional: true },
 };
 
+/** Whose lines a wire request asks for. */
+interface WireSelector {
+  project?: string;
+  service?: string;
+  deployment?: string;
+  container?: string;
+  grep?: string;
+}
+
 /** `POST /observe/v1/log_history` request. */
-export const LogHistoryRequest = z.strictObject({
+export interface LogHistoryRequest extends WireSelector {
+  since: string;
+  until?: string;
+  limit: number;
+}
+
+/** Reader rules of {@link LogHistoryRequest}. */
+export const LOG_HISTORY_RULES: Record<string, FieldRule> = {
   ...selector,
   since: time,
-  until: time.optional(),
-  limit: z.number().int().min(1).max(MAX_HISTORY_LIMIT),
-});
+  until: { ...time, optional: true },
+  limit: { kind: "int", min: 1, max: MAX_HISTORY_LIMIT },
+};
 
 /** `POST /observe/v1/tail_logs` request. */
-export const TailLogsRequest = z.strictObject({
+export interface TailLogsRequest extends WireSelector {
+  since?: string;
+  backlog?: number;
+}
+
+/** Reader rules of {@link TailLogsRequest}. */
+export const TAIL_LOGS_RULES: Record<string, FieldRule> = {
   ...selector,
-  since: time.optional(),
-  backlog: z.number().int().min(0).max(MAX_HISTORY_LIMIT).optional(),
-});
+  since: { ...time, optional: true },
+  backlog: { kind: "int", min: 0, max: MAX_HISTORY_LIMIT, optional: true },
+};
 
 /** One line on the wire. */
 export interface WireLine {
@@ -80,7 +102,7 @@ export function parseTime(field: string, value: string): bigint {
 }
 
 /** Whose lines a wire request asks for, and the text they must contain. */
-function selectorFromWire(request: z.infer<z.ZodObject<typeof selector>>): LogSelector & { grep?: string } {
+function selectorFromWire(request: WireSelector): LogSelector & { grep?: string } {
   return {
     project: request.project,
     service: request.service,
@@ -91,7 +113,7 @@ function selectorFromWire(request: z.infer<z.ZodObject<typeof selector>>): LogSe
 }
 
 /** The history query a wire request asks for. */
-export function historyFromWire(request: z.infer<typeof LogHistoryRequest>): LogHistoryQuery {
+export function historyFromWire(request: LogHistoryRequest): LogHistoryQuery {
   return {
     ...selectorFromWire(request),
     since: parseTime("since", request.since),
@@ -101,7 +123,7 @@ export function historyFromWire(request: z.infer<typeof LogHistoryRequest>): Log
 }
 
 /** The tail query a wire request asks for. */
-export function tailFromWire(request: z.infer<typeof TailLogsRequest>): TailQuery {
+export function tailFromWire(request: TailLogsRequest): TailQuery {
   return {
     ...selectorFromWire(request),
     since: request.since === undefined ? undefined : parseTime("since", request.since),

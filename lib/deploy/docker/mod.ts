@@ -1,6 +1,6 @@
 /**
  * The Docker adapter of a Machine's daemon: `openEngine` gives an `Engine` over the Machine's own Docker, through
- * dockerode on its Unix socket.
+ * HTTP on its Unix socket.
  *
  * - **One deadline policy.** Every request goes through one helper that bounds it by class (inspect and list
  *   10 s, create 30 s, start 60 s, stop = grace + 15 s, remove 30 s, pull 10 min; image load and events have no

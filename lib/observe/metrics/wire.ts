@@ -5,24 +5,24 @@
  * @module
  */
 
-import { z } from "zod";
 import { parseTime } from "../wire.ts";
+import type { FieldRule } from "../wire_reader.ts";
 import type { GapReason } from "./gaps.ts";
 import type { MetricHistoryQuery, MetricHistoryResult, MetricPoint, PointValue } from "./history.ts";
 import type { MetricName } from "./metric_names.ts";
 
-const label = z.string().min(1).max(256);
+const label: FieldRule = { kind: "string", min: 1, max: 256, optional: true };
 
-/** Strict reader of a {@link MetricHistoryWireRequest} on observe.sock (only this release's daemon asks it). */
-export const MetricHistoryWireRequestSchema: z.ZodType<MetricHistoryWireRequest> = z.strictObject({
-  project: label.optional(),
-  service: label.optional(),
-  deployment: label.optional(),
-  machine: z.literal(true).optional(),
-  since: z.string().min(1).max(64),
-  until: z.string().min(1).max(64).optional(),
-  step: z.number().int().min(1).max(90 * 24 * 3600).optional(),
-});
+/** Strict reader rules of a {@link MetricHistoryWireRequest} on observe.sock (only this release's daemon asks it). */
+export const METRIC_HISTORY_RULES: Record<string, FieldRule> = {
+  project: label,
+  service: label,
+  deployment: label,
+  machine: { kind: "true", optional: true },
+  since: { kind: "string", min: 1, max: 64 },
+  until: { kind: "string", min: 1, max: 64, optional: true },
+  step: { kind: "int", min: 1, max: 90 * 24 * 3600, optional: true },
+};
 
 /** A `metric_history` request: a selector (or `machine: true`), a window and an optional step in seconds. */
 export interface MetricHistoryWireRequest {
