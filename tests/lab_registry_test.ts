@@ -221,6 +221,12 @@ services:
         assert.equal(held.code, 0, `${m} holds web's digest: ${held.stderr}`);
       }
 
+      const inspected = await lab.on("m1", ["inspect", "shop/web"]);
+      assert.ok(inspected.stdout.includes(`image:    ${web}@${webDigest}`), inspected.stdout);
+      const rows = inspected.stdout.split("\n").filter((l) => /^[123] +shop-web-/.test(l));
+      assert.equal(rows.length, 3, inspected.stdout);
+      for (const row of rows) assert.ok(row.includes(webDigest.slice(0, 19)), row);
+
       // Warm: nothing to pull, nothing to do.
       const warm = await deploy();
       assert.equal(warm.code, 0, warm.stdout + warm.stderr);

@@ -67,7 +67,7 @@ export const inspectCommand: Command = {
     } else io.out("  (no Saved State)\n");
     io.out(`Observed by ${result.successes.map((s) => `"${s.machine.name}"`).join(", ")}:\n`);
     io.out(table(
-      ["SLOT", "NAME", "STATE", "HEALTH", "ADDRESSES", "DEPLOYMENT", "MACHINE"],
+      ["SLOT", "NAME", "STATE", "HEALTH", "ADDRESSES", "DEPLOYMENT", "IMAGE DIGEST", "MACHINE"],
       containers.map((
         c,
       ) => [
@@ -77,6 +77,8 @@ export const inspectCommand: Command = {
         c.health,
         c.addresses.join(","),
         c.deployment.slice(0, 8),
+        // The digest the container runs (its image reference is pinned), else its local image id.
+        (c.image.includes("@") ? c.image.slice(c.image.lastIndexOf("@") + 1) : c.image_id).slice(0, 19),
         c.machine_name,
       ]),
     ));
