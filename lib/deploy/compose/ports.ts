@@ -1,7 +1,7 @@
 /**
  * Port publications:
  *
- * - `x-ports: "[hostname:][lb_port:]port/http|https"` routes HTTP(S) through Caddy;
+ * - `x-ports: "[hostname:][lb_port:]port[/http|/https]"` routes HTTP(S) through Caddy (https when no protocol);
  * - `x-ports: "[ip:]published:port[/tcp|udp]@host"` publishes on the Machine's own address;
  * - standard `ports`, short and long syntax, publish on the host of each Machine that runs a replica, which is
  *   what they mean to `docker compose up` on one host; only an explicit `mode: ingress` (Swarm's routing mesh,
@@ -92,7 +92,8 @@ export function parseExtensionPort(value: string): Parsed<NormalizedPort> {
   const last = parts[parts.length - 1];
   const slash = last.lastIndexOf("/");
   const targetText = slash < 0 ? last : last.slice(0, slash);
-  const protocol = slash < 0 ? "tcp" : last.slice(slash + 1);
+  // An ingress route without a protocol is https, as in Uncloud; a host port without one is tcp, as in Compose.
+  const protocol = slash < 0 ? (hostMode ? "tcp" : "https") : last.slice(slash + 1);
   const target = parsePortNumber(targetText, "container");
   if (!target.ok) return err(`invalid port "${value}": ${target.error}`);
   if (hostMode) {

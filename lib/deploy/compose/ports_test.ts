@@ -46,6 +46,21 @@ Deno.test("parseExtensionPort() reads host forms, IPv4 and IPv6", () => {
   assert.equal((parsed("::1:53:53/udp@host") as { hostIp: string }).hostIp, "::1");
 });
 
+Deno.test("parseExtensionPort() makes an ingress route without a protocol https on 443", () => {
+  assert.deepEqual(parseExtensionPort("app.example.com:8080"), {
+    ok: true,
+    value: {
+      kind: "ingress",
+      hostname: "app.example.com",
+      loadBalancerPort: 443,
+      containerPort: 8080,
+      protocol: "https",
+    },
+  });
+  const host = parseExtensionPort("9100:9100@host");
+  assert.ok(host.ok && host.value.kind === "host" && host.value.protocol === "tcp");
+});
+
 Deno.test("parseExtensionPort() refuses what it cannot publish", () => {
   const cases: [string, RegExp][] = [
     ["80/tcp", /TCP\/UDP ingress is not supported/],
