@@ -18,16 +18,23 @@ const UNDERLAY = "192.0.2.1";
 const ADDRESS: Record<string, string> = { m1: "192.0.2.11", m2: "192.0.2.12", m3: "192.0.2.13" };
 const HOSTS = ["app.example.test", "www.example.test"];
 
-function compose(project: string): string {
+// The second name is written without a protocol: an ingress route is https unless it says otherwise.
+function compose(project: string, mark = "a"): string {
   return [
     `name: ${project}`,
     "services:",
     "  web:",
     "    image: ployz-test/busybox:1",
     `    command: ["sh", "-c", "echo hello-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]`,
+    `    environment: {MARK: "${mark}"}`,
     "    deploy: {replicas: 2}",
     "    stop_grace_period: 1s",
-    `    x-ports: [${HOSTS.map((h) => `"${h}:80/https"`).join(", ")}]`,
+    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80"]`,
+    "    healthcheck:",
+    `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
+    "      interval: 1s",
+    "      timeout: 2s",
+    "      retries: 2",
   ].join("\n") + "\n";
 }
 
@@ -390,6 +397,49 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           for (const m of MACHINES) fresh.add(String(await servedSerial(HOSTS[0], m)));
           assert.equal(fresh.size, 1, "one serial on every Machine");
           serials.set(HOSTS[0], [...fresh][0]);
+        },
+      );
+
+      await t.step(
+        "a redeploy under a load loop over https through every Machine fails nothing",
+        async () => {
+          const stop = join(lab.dir, "redeploy.stop");
+          const script = [
+            "n=0; f=0",
+            `while [ ! -e ${stop} ]; do`,
+            ...MACHINES.map((m) =>
+              `  curl -sS -f -m 5 -o /dev/null --cacert ${root} --resolve ${HOSTS[1]}:443:${ADDRESS[m]} ` +
+              `https://${HOSTS[1]}/ || f=$((f+1)); n=$((n+1))`
+            ),
+            "done",
+            'echo "$n $f"',
+          ].join("\n");
+          const load = underlay(["sh", "-c", script]);
+          const file = join(lab.dir, "compose.yaml");
+          await Deno.writeTextFile(file, compose("tls", "b"));
+          const r = await lab.ployz([
+            "lab",
+            "exec",
+            "m1",
+            "--dir",
+            lab.dir,
+            "--",
+            "ployz",
+            "deploy",
+            "-f",
+            file,
+            "-y",
+            "--json",
+          ]);
+          await Deno.writeTextFile(stop, "");
+          const [requests, failed] = (await load).stdout.trim().split(" ").map(Number);
+          assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+          assert.equal(outcomeOf(r).status, "succeeded");
+          console.log(
+            `figure: redeploy over https, ${requests} requests through 3 Machines, ${failed} failed`,
+          );
+          assert.ok(requests > 0);
+          assert.equal(failed, 0);
         },
       );
 
