@@ -1,8 +1,8 @@
 // Removal marks end to end on a real three-Machine lab: `ployz rm` of a Project with m3 partitioned away removes
 // the containers on m1 and m2, reports m3 pending with its reason, and removes the Saved State; `scale` then refuses
 // and nothing is recreated; after the heal m3 removes its own containers with no further command; adding m3 again
-// (Global catch-up) does not bring the Project back; `--status` and `--cancel` read and cancel marks; removing a
-// Project that does not exist is a clear error.
+// (Global catch-up) does not bring the Project back; `--volumes` is refused until each volume is named, then removes
+// it; `--status` and `--cancel` read and cancel marks; removing a Project that does not exist is a clear error.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./support/docker.ts";
@@ -123,6 +123,42 @@ services:
         }
       },
     );
+
+    await t.step("rm --volumes is Data Loss: refused unless each volume is named, then removed", async () => {
+      const path = join(lab.dir, "vol.yaml");
+      await Deno.writeTextFile(
+        path,
+        `name: vol\nservices:\n  db:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+          `    volumes: ["data:/data"]\n    stop_grace_period: 1s\nvolumes:\n  data: {}\n`,
+      );
+      const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
+      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+      const volumes = async (): Promise<string[]> =>
+        (await Promise.all(["m1", "m2", "m3"].map(async (m) => {
+          const r = await lab.docker(m, ["volume", "ls", "-q", "--filter", "name=vol_data"]);
+          return r.stdout.split("\n").filter((v) => v !== "").map((v) => `${v}@${m}`);
+        }))).flat();
+      assert.equal((await volumes()).length, 1);
+      const refused = await lab.on("m1", ["rm", "vol", "--volumes", "-y"]);
+      assert.notEqual(refused.code, 0, refused.stderr + refused.stdout);
+      assert.match(
+        refused.stderr,
+        /error\[invalid_argument\]: Refusing to remove volumes without confirmation: it destroys "vol_data"/,
+      );
+      assert.equal(
+        (await held("m1", "vol")).length + (await held("m2", "vol")).length +
+          (await held("m3", "vol")).length,
+        1,
+      );
+      const removed = await lab.on("m1", ["rm", "vol", "--volumes", "--confirm-data-loss", "vol_data", "-y"]);
+      assert.equal(removed.code, 0, removed.stderr + removed.stdout);
+      assert.match(removed.stdout, /Volumes removed by each Machine once its containers are gone: vol_data/);
+      await eventually(
+        30_000,
+        "the volume is gone",
+        async () => (await volumes()).length === 0 ? true : undefined,
+      );
+    });
 
     await t.step("rm of one Service, then --cancel of a mark; a redeploy is never covered", async () => {
       const again = await lab.on("m1", ["deploy", "-f", await compose("gone"), "-y", "--monitor", "1s"]);

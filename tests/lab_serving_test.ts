@@ -16,7 +16,7 @@ import { outcomeOf } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
-import { labDocker, ployzCli } from "./support/lab.ts";
+import { labDocker, labLoad, type LoadFigures, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
@@ -66,29 +66,6 @@ interface Inspected {
   hostname: string;
   address: string;
 }
-
-/** What one request loop through one Ingress Proxy saw. */
-interface LoadFigures {
-  machine: string;
-  served: number;
-  failures: string[];
-  retried: number;
-  marks: Set<string>;
-}
-
-// One request after another from inside a Machine's namespace to its port 80, until the stop file appears. A
-// connection Caddy closed before any byte (curl exit 52) is retried once, as user agents retry an idempotent
-// request (see tests/support/caddy.ts `get`), and counted.
-const LOAD_SCRIPT = `
-host=$1; stop=$2
-req() { curl -sS -m 5 -H "Host: $host" -w '|%{http_code}' http://127.0.0.1/ 2>&1; }
-while [ ! -e "$stop" ]; do
-  out=$(req); rc=$?
-  if [ "$rc" = 52 ]; then echo retried; out=$(req); rc=$?; fi
-  printf '%s|%s\\n' "$rc" "$(printf '%s' "$out" | tr '\\n' ' ')"
-  sleep 0.05
-done
-`;
 
 Deno.test(needs(["lab"], {
   name:
@@ -193,54 +170,14 @@ Deno.test(needs(["lab"], {
       return answers.map((l) => l.replace(/\|200$/, "").trim());
     }
 
-    /** Starts a request loop through each named Machine's Ingress Proxy; `stop` ends them and returns figures. */
-    function load(machines: string[], host: string): { stop(): Promise<LoadFigures[]> } {
-      const stopFile = join(dir, `load-${crypto.randomUUID()}`);
-      const loops = machines.map((m) => {
-        const child = new Deno.Command("nsenter", {
-          args: [`--net=${netns(m)}`, "--", "sh", "-c", LOAD_SCRIPT, "sh", host, stopFile],
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        children.push(child);
-        return { m, output: child.output() };
-      });
-      return {
-        async stop(): Promise<LoadFigures[]> {
-          await Deno.writeTextFile(stopFile, "");
-          return await Promise.all(loops.map(async ({ m, output }) => {
-            const out = await output;
-            const figures: LoadFigures = {
-              machine: m,
-              served: 0,
-              failures: [],
-              retried: 0,
-              marks: new Set(),
-            };
-            for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
-              if (line === "") continue;
-              if (line === "retried") {
-                figures.retried++;
-                continue;
-              }
-              const [rc, body, code] = line.split("|");
-              if (rc === "0" && code?.trim() === "200") {
-                figures.served++;
-                figures.marks.add(body.trim().split("-")[0]);
-              } else figures.failures.push(line);
-            }
-            return figures;
-          }));
-        },
-      };
-    }
+    /** A no-retry request loop through each named Machine's Ingress Proxy; `stop` ends them and returns figures. */
+    const load = (machines: string[], host: string): { stop(): Promise<LoadFigures[]> } =>
+      labLoad(dir, machines, host);
 
     function report(what: string, figures: LoadFigures[]): string {
       return `${what}: ` +
         figures.map((f) =>
-          `via ${f.machine} ${f.served + f.failures.length} requests, ${f.failures.length} failed, ` +
-          `${f.retried} empty closes retried`
+          `via ${f.machine} ${f.served + f.failures.length} requests, ${f.failures.length} failed (no retry)`
         ).join("; ");
     }
 

@@ -2,7 +2,7 @@
 // and report each result; a Machine that did not answer is named, and the command exits 1.
 import { CliError, type CommandContext } from "../../lib/cli/mod.ts";
 import { errorBody } from "../../lib/deploy/mod.ts";
-import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
+import type { ListContainersResponse, MachineClient } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, parseTarget } from "./connect.ts";
 
@@ -27,11 +27,14 @@ export async function lifecycle(ctx: CommandContext, action: "start" | "stop"): 
       `Service "${project}/${service}" has no containers on the Machines that answered`,
     );
   }
+  const names = new Map(targets.targets.map((t) => [t.id, t.name]));
   const clients = new Map(targets.targets.flatMap((t) => "client" in t ? [[t.id, t.client] as const] : []));
   let failures = 0;
   for (const { machine, c } of work) {
     const client = clients.get(machine.id)!;
     try {
+      // A stop takes the container out of every Machine's proxies first (bounded patience, then stops anyway).
+      const left = action === "stop" ? await leaveFirst(client, c.id) : undefined;
       const { container } = action === "start"
         ? await client.startContainer({ id: c.id })
         : await client.stopContainer({ id: c.id });
@@ -43,13 +46,14 @@ export async function lifecycle(ctx: CommandContext, action: "start" | "stop"): 
             "machine_name": machine.name,
             ok: true,
             state: container.state,
+            ...(left === undefined ? {} : { left }),
           }),
         );
       } else {
         ctx.io.out(
-          `${
-            action === "start" ? "Started" : "Stopped"
-          } ${c.name} on "${machine.name}" (${container.state})\n`,
+          `${action === "start" ? "Started" : "Stopped"} ${c.name} on "${machine.name}" (${container.state})${
+            left === undefined ? "" : `; ${leftText(left, names)}`
+          }\n`,
         );
       }
     } catch (error) {
@@ -67,4 +71,32 @@ export async function lifecycle(ctx: CommandContext, action: "start" | "stop"): 
   const partial = partialLines(listed);
   for (const line of partial) ctx.io.err(`${line}\n`);
   return failures === 0 && partial.length === 0 ? 0 : 1;
+}
+
+/** How long a stop waits for every Machine not Down to ack that the container left its proxies. */
+const LEAVE_PATIENCE_MS = 10_000;
+
+type Left = Awaited<ReturnType<MachineClient["leaveContainer"]>> | { skipped: string };
+
+async function leaveFirst(client: MachineClient, id: string): Promise<Left> {
+  try {
+    return await client.leaveContainer({ id, "wait_ms": LEAVE_PATIENCE_MS });
+  } catch (error) {
+    const body = errorBody(error);
+    if (body.code !== "unsupported") throw error;
+    return { skipped: body.message };
+  }
+}
+
+function leftText(left: Left, names: ReadonlyMap<string, string>): string {
+  if ("skipped" in left) return `not taken out of the proxies first: ${left.skipped}`;
+  if (!left.live) return "it was not running";
+  if (left.missing.length === 0) {
+    return `left every proxy first (${left.acked.length} Machine${
+      left.acked.length === 1 ? "" : "s"
+    } acked in ${left.waited_ms} ms)`;
+  }
+  return `stopped after ${left.waited_ms} ms without the proxy ack of ${
+    left.missing.map((m) => names.get(m) ?? m).join(", ")
+  }`;
 }

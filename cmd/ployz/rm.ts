@@ -5,15 +5,18 @@ import { toWire } from "../../lib/deploy/mod.ts";
 import { cancelRemoval, type RemovalOutcome, removalStatus, removeWithMark } from "../../lib/operator/mod.ts";
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { deployReport, type OpenMachines, withDeployMachines } from "./deploy_machines.ts";
+import { listOption } from "./deploy.ts";
 
 /** `ployz rm`. */
 export const rmCommand: Command = {
   name: "rm",
   summary: "Remove a Project or a Service: its containers on every Machine, and its Saved State",
-  usage: "PROJECT[/SERVICE] [-y] [--json] [--wait SECONDS] | --status [PROJECT] | --cancel PROJECT[/SERVICE]",
+  usage: "PROJECT[/SERVICE] [-y] [--json] [--wait SECONDS] [--volumes --confirm-data-loss NAME,...] | " +
+    "--status [PROJECT] | --cancel PROJECT[/SERVICE]",
   description:
     "A Machine not reachable now removes its containers when it is next reachable (the removal stays " +
-    "pending until then; see --status). Named volumes are kept.",
+    "pending until then; see --status). Named volumes are kept unless --volumes, which is Data Loss: name each " +
+    "volume in --confirm-data-loss.",
   positionals: [0, 1],
   options: {
     yes: { type: "boolean", short: "y" },
@@ -21,6 +24,8 @@ export const rmCommand: Command = {
     wait: { type: "string" },
     status: { type: "boolean" },
     cancel: { type: "boolean" },
+    volumes: { type: "boolean" },
+    "confirm-data-loss": { type: "string", multiple: true },
   },
   async run({ values, positionals, io }): Promise<number> {
     const json = values.json === true;
@@ -67,6 +72,8 @@ export const rmCommand: Command = {
           },
           yes: values.yes === true,
           patienceMs: waitSeconds * 1000,
+          volumes: values.volumes === true,
+          confirmDataLoss: listOption(values["confirm-data-loss"]),
         })
       );
       if (result.status === "declined") {
@@ -113,6 +120,11 @@ function renderRemoval(outcome: RemovalOutcome): string {
       : "Saved State: none was held",
   );
   if (outcome.volumesKept.length > 0) lines.push(`Volumes kept: ${outcome.volumesKept.join(", ")}`);
+  if (outcome.volumesRemoved.length > 0) {
+    lines.push(
+      `Volumes removed by each Machine once its containers are gone: ${outcome.volumesRemoved.join(", ")}`,
+    );
+  }
   return lines.join("\n") + "\n";
 }
 

@@ -23,6 +23,7 @@ import {
 import { type LocalMachine, recordLabels } from "./machine_file.ts";
 import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
+import { sleep } from "../util/mod.ts";
 import { materializeFiles, projectLock, projectOf, pruneFiles } from "./shipped_files.ts";
 
 /** What the container handlers need from the running daemon. */
@@ -41,7 +42,21 @@ export interface ContainerHost {
   imageFor?(ref: string, signal: AbortSignal): Promise<string | undefined>;
   /** Admits the Provisioned Volumes a spec mounts and gives their host paths (absent: none are admitted). */
   readonly volumes?: { prepare(spec: ContainerSpec): Promise<Record<string, string>> };
+  /** Leaving every proxy before a client stops a container; absent, the leave route is refused. */
+  readonly leaving?: LeavingHost;
 }
+
+/** What the leave route needs: the publisher's leaving marks and this Machine's view of the leave acks. */
+export interface LeavingHost {
+  /** Container id → when it was marked; the publisher writes `stopping` on a live one's row. */
+  readonly marks: Map<string, string>;
+  /** Publishes every own container again, so a new mark reaches the row now. */
+  republish(): Promise<void>;
+  /** Machines not Down that acked, and those that did not yet. */
+  status(id: string): { acked: string[]; missing: string[] };
+}
+
+const LIVE = new Set(["running", "restarting", "paused"]);
 
 function requireParticipating(record: LocalMachine, action: string): void {
   if (record.phase === "participating") return;
@@ -109,6 +124,7 @@ export type ContainerHandlers = Pick<
   | "ensureContainerWithFiles"
   | "startContainer"
   | "stopContainer"
+  | "leaveContainer"
   | "removeContainer"
   | "waitHealthy"
 >;
@@ -232,7 +248,41 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     ensureContainerWithFiles(req, ctx) {
       return ensure(req, req.files, ctx);
     },
+    async leaveContainer(req, ctx) {
+      const leaving = host.leaving;
+      if (leaving === undefined) {
+        throw new RpcError("unsupported", "This Machine cannot take a container out of its proxies", {
+          details: { capability: "ployz.container.leave.v1" },
+        });
+      }
+      requireParticipating(host.record(), "take a container out of the proxies");
+      const o = await engine.inspectContainer(req.id, ctx.signal);
+      if (o === undefined || !o.owned) {
+        throw new RpcError(
+          "not_found",
+          `Cannot take container "${req.id}" out of the proxies: no such container`,
+          {
+            details: { container: req.id },
+          },
+        );
+      }
+      if (!LIVE.has(o.state)) return { id: o.id, live: false, acked: [], missing: [], "waited_ms": 0 };
+      const started = Date.now();
+      if (!leaving.marks.has(o.id)) leaving.marks.set(o.id, new Date().toISOString());
+      await leaving.republish();
+      // The caller's patience, not a safety wait: it decides what to do when acks are missing.
+      for (;;) {
+        const status = leaving.status(o.id);
+        const waited = Date.now() - started;
+        if (status.missing.length === 0 || waited >= req.wait_ms || ctx.signal.aborted) {
+          return { id: o.id, live: true, ...status, "waited_ms": waited };
+        }
+        await sleep(Math.min(100, req.wait_ms - waited), linked(ctx.signal));
+      }
+    },
     async startContainer(req, ctx) {
+      // A requested start serves again: a leaving mark is dropped before the start.
+      host.leaving?.marks.delete((await engine.inspectContainer(req.id, ctx.signal))?.id ?? req.id);
       // A requested start releases an Ingress Proxy a requested stop held down (docs/bets.md, bet 10).
       const proxy = await ingressProxy(req.id, ctx.signal);
       proxy?.hooks.holds.requestStart(proxy.id);

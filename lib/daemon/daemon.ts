@@ -41,6 +41,7 @@ import { MutationGate } from "./mutation_gate.ts";
 import { observeHandlers } from "./observe_proxy.ts";
 import { startObserveRuntime } from "./observe_runtime.ts";
 import { startPublisher } from "./publisher.ts";
+import { leaveStatus } from "../serving/mod.ts";
 import { servingHandlers } from "./serving_handlers.ts";
 import { type ServingRuntime, startServingRuntime } from "./serving_runtime.ts";
 import { startVolumeRuntime } from "./volume_runtime.ts";
@@ -112,6 +113,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     extraLabels: options.extraLabels,
   });
   const stopping = new AbortController();
+  // Containers a client asked to leave every proxy before it stops them (daemon memory: a restart forgets them).
+  const leavingMarks = new Map<string, string>();
   // On every start, whatever the phase: the Observe Store holds no Membership state.
   const observe = startObserveRuntime({ layout: { dockerRoot: DEFAULT_LAYOUT.dockerRoot, ...layout }, log });
   const endpoints = mesh === undefined ? [] : mesh.advertiseEndpoints ?? defaultEndpoints(
@@ -158,7 +161,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         log,
         rpc: meshRpc,
       }),
-    startPublisher: (store) => startPublisher({ engine, store, rescanMs: options.rescanMs, log }),
+    startPublisher: (store) =>
+      startPublisher({ engine, store, rescanMs: options.rescanMs, log, leaving: leavingMarks }),
     startServing: (store, subnet) =>
       startServingRuntime({
         store,
@@ -234,6 +238,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       filesDir: join(layout.dataDir, "files"),
       volumes,
       imageFor: async (ref, signal) => (await localImage(engine, pulled, ref, signal))?.dockerRef,
+      leaving: {
+        marks: leavingMarks,
+        republish: () => lifecycle.rescan(),
+        status: (id) =>
+          leaveStatus(lifecycle.participatingStore("read leave acks"), id, lifecycle.serving?.down()),
+      },
     }),
     ...imageHandlers({
       engine,

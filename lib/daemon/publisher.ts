@@ -26,6 +26,11 @@ export interface PublisherOptions {
   retryMs?: number;
   /** One line per notable event. */
   log?: (line: string) => void;
+  /**
+   * Containers a client asked to leave every proxy before it stops them (container id → when): a live one's row
+   * carries `stopping`; an entry whose container no longer runs is forgotten, so a later start serves again.
+   */
+  leaving?: Map<string, string>;
 }
 
 /** A running publisher. */
@@ -35,6 +40,8 @@ export interface Publisher {
   /** Stops following events and the timer; resolves once the last write finished. */
   stop(): Promise<void>;
 }
+
+const LIVE = new Set(["running", "restarting", "paused"]);
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -69,6 +76,11 @@ export function startPublisher(options: PublisherOptions): Publisher {
 
   function publish(observed: ObservedContainer): void {
     const row = toRow(observed, machineId);
+    const leavingSince = options.leaving?.get(observed.id);
+    if (leavingSince !== undefined) {
+      if (LIVE.has(observed.state)) row.stopping = leavingSince;
+      else options.leaving!.delete(observed.id);
+    }
     const current = store.containers.get(row.id);
     if (current !== undefined && JSON.stringify(current) === JSON.stringify(row)) return;
     store.containers.put(row);

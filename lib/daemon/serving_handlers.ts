@@ -31,6 +31,7 @@ export type ServingHandlers = Pick<
   | "renewCertificate"
   | "addCertificate"
   | "removeCertificate"
+  | "ingressStatus"
 >;
 
 // A refused certificate operation keeps its code on the wire.
@@ -62,6 +63,11 @@ export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): Se
     markRemoval(req) {
       const { removal, previous } = markRemoval(lifecycle.participatingStore("mark a removal"), req);
       return Promise.resolve(previous === undefined ? { removal } : { removal, previous });
+    },
+    ingressStatus() {
+      lifecycle.participatingStore("read the Ingress Proxy's state");
+      const state = lifecycle.serving?.loop.ingressState() ?? { proxyId: null, routed: [] };
+      return Promise.resolve({ "proxy_id": state.proxyId, routed: state.routed });
     },
     listRemovals(req) {
       return Promise.resolve({ removals: listRemovals(lifecycle.participatingStore("read removals"), req) });

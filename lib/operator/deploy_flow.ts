@@ -21,7 +21,16 @@ import {
   takeSnapshot,
   toWire,
 } from "../deploy/mod.ts";
-import { fillIngressSlot, INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../serving/mod.ts";
+import {
+  fillIngressSlot,
+  INGRESS_PROJECT,
+  INGRESS_SERVICE,
+  ingressImage,
+  waitIngressServes,
+} from "../serving/mod.ts";
+
+/** How long a filled Ingress Proxy may take to serve the routes it was filled for. */
+const INGRESS_SERVES_MS = 30_000;
 import type { ConfigStore } from "../store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { clientOf, type DeployMachineApi, type DeployMachines } from "./deploy_machines.ts";
@@ -171,6 +180,8 @@ export async function executeAndRecord(
   book: DeployBook,
   options: Pick<FlowOptions, "report" | "parallel" | "callTimeoutMs" | "files" | "registryAuth"> & {
     record: Record<string, unknown>;
+    /** `project/service` of the Services with ingress routes: a fill waits until its proxy routes them. */
+    routed?: string[];
   },
 ): Promise<Outcome> {
   await requirePlanCapabilities(plan, machines);
@@ -195,13 +206,24 @@ export async function executeAndRecord(
     callTimeoutMs: options.callTimeoutMs,
     onEvent: (event) => options.report.event(event),
     registryAuth: options.registryAuth,
-    fillIngress: async (machine, request) =>
-      fillIngressSlot(machine, {
+    fillIngress: async (machine, request) => {
+      const filled = await fillIngressSlot(machine, {
         ...request,
         image,
         // The network the Machine's own record names (absent from older daemons: the default).
         network: (await machine.status()).machine.docker_network,
-      }),
+      });
+      // Done only once this proxy serves the routes it was filled for, so traffic sent the moment the Deploy
+      // returns finds them.
+      const name = machines.handles.find((h) => h.id === request.machineId)?.name ?? request.machineId;
+      await waitIngressServes(machine, {
+        proxyId: filled.containerId,
+        routed: options.routed ?? [],
+        patienceMs: INGRESS_SERVES_MS,
+        machineName: name,
+      });
+      return filled;
+    },
   });
   book.saveDeployment({
     id: plan.deploymentId,
@@ -291,6 +313,8 @@ export async function deployProject(
   const outcome = await executeAndRecord(plan, machines, book, {
     ...options,
     record: { "intent_digest": intentDigest(project) },
+    routed: Object.entries(project.services).filter(([, s]) => s.ports.some((p) => p.kind === "ingress"))
+      .map(([name]) => `${project.name}/${name}`),
   });
   return { status: "ran", plan, outcome };
 }

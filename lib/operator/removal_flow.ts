@@ -40,6 +40,10 @@ export interface RemovalOptions {
   progress(line: string): void;
   /** Skip the confirmation. */
   yes: boolean;
+  /** Remove the named volumes too (Data Loss: each must be named in `confirmDataLoss`). */
+  volumes?: boolean;
+  /** The volume names the operator confirmed as Data Loss. */
+  confirmDataLoss?: string[];
   /** How long to wait for the reachable Machines to finish, in ms; default 60 s. */
   patienceMs?: number;
   /** How often the reachable Machines are asked; default 250 ms. */
@@ -72,6 +76,8 @@ export interface RemovalOutcome {
   savedState: "removed" | "service_removed" | "none";
   /** Named volumes left in place. */
   volumesKept: string[];
+  /** Named volumes each Machine removes once its covered containers are gone (confirmed Data Loss). */
+  volumesRemoved: string[];
   /** When the outcome was reached, ISO 8601. */
   observedAt: string;
 }
@@ -143,10 +149,20 @@ export async function removeWithMark(
       { project, ...(service === undefined ? {} : { service }) },
     );
   }
-  const volumesKept = volumesOf(saved, service);
+  const volumes = volumesOf(saved, service);
+  const volumesKept = options.volumes === true ? [] : volumes;
+  const volumesRemoved = options.volumes === true ? volumes : [];
   if (volumesKept.length > 0) {
-    plan.warnings.push(`Volumes are kept: ${volumesKept.map((v) => `"${v}"`).join(", ")}`);
+    plan.warnings.push(
+      `Volumes are kept: ${
+        volumesKept.map((v) => `"${v}"`).join(", ")
+      } (--volumes removes them, as Data Loss)`,
+    );
   }
+  plan.dataLoss = volumesRemoved.map((v) => ({
+    name: v,
+    reason: `volume "${v}" is deleted on every Machine that holds it, once its containers there are removed`,
+  }));
   const unreached = [
     ...snapshot.failures.map((f) => ({
       machineName: f.machineName,
@@ -160,6 +176,16 @@ export async function removeWithMark(
     );
   }
   options.report.preview(plan);
+  const unconfirmed = volumesRemoved.filter((v) => !(options.confirmDataLoss ?? []).includes(v));
+  if (unconfirmed.length > 0) {
+    throw new OperatorError(
+      "invalid_argument",
+      `Refusing to remove volumes without confirmation: it destroys ${
+        unconfirmed.map((v) => `"${v}"`).join(", ")
+      }; confirm with --confirm-data-loss ${volumesRemoved.join(",")}`,
+      { "data_loss": volumesRemoved },
+    );
+  }
   if (!options.yes) {
     const n = plan.ops.length;
     const question = `Remove ${service === undefined ? "Project" : "Service"} "${
@@ -196,6 +222,7 @@ export async function removeWithMark(
     deployments: [...deployments].slice(-1024),
     state: "active",
     "ack_from": snapshot.machines.map((m) => m.machineId),
+    ...(volumesRemoved.length === 0 ? {} : { volumes: volumesRemoved }),
   });
   // The Saved State goes with the mark: nothing re-plans a removed Project or Service from it.
   let savedState: RemovalOutcome["savedState"] = "none";
@@ -220,6 +247,7 @@ export async function removeWithMark(
     pending: outcome.pending,
     savedState,
     volumesKept,
+    volumesRemoved,
     observedAt: new Date().toISOString(),
   };
   book.saveDeployment({

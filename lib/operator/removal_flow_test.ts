@@ -128,3 +128,26 @@ Deno.test("removing one Service keeps the others in the Saved State", async () =
   equal(one.marks[0].service, "web");
   ok([...one.containers.values(), ...two.containers.values()].every((c) => c.service === "db"));
 });
+
+Deno.test("--volumes is Data Loss: refused until each volume is named, then carried by the mark", async () => {
+  const { one, two, book } = await deployed();
+  await rejects(
+    removeWithMark(cluster([one, two]), book, { project: "shop" }, { ...options(), volumes: true }),
+    (e: CodedError) =>
+      e.code === "invalid_argument" &&
+      e.message ===
+        `Refusing to remove volumes without confirmation: it destroys "shop_data"; confirm with ` +
+          `--confirm-data-loss shop_data`,
+  );
+  equal(one.marks.length, 0);
+  const result = await removeWithMark(cluster([one, two]), book, { project: "shop" }, {
+    ...options(),
+    volumes: true,
+    confirmDataLoss: ["shop_data"],
+  });
+  if (result.status !== "ran") throw new Error("not run");
+  deepEqual(one.marks[0].volumes, ["shop_data"]);
+  deepEqual(result.outcome.volumesRemoved, ["shop_data"]);
+  deepEqual(result.outcome.volumesKept, []);
+  deepEqual(result.plan.dataLoss.map((d) => d.name), ["shop_data"]);
+});

@@ -24,6 +24,8 @@ import type {
   EnsureContainerRequest,
   EnsureContainerResponse,
   EnsureContainerWithFilesRequest,
+  LeaveContainerRequest,
+  LeaveContainerResponse,
   ListContainersRequest,
   ListContainersResponse,
   RemoveContainerResponse,
@@ -78,6 +80,8 @@ import type {
   CertificateRequest,
   CertificateResponse,
   CertificatesResponse,
+  IngressStatusRequest,
+  IngressStatusResponse,
   ListRemovalsRequest,
   ListRemovalsResponse,
   MarkRemovalRequest,
@@ -119,6 +123,8 @@ export interface RouteTypes extends ExecRouteTypes {
   startContainer: [ContainerRefRequest, ContainerResponse];
   /** `ployz.container.stop.v1`. */
   stopContainer: [StopContainerRequest, ContainerResponse];
+  /** `ployz.container.leave.v1`: marks a container leaving every proxy and waits (bounded) for the acks. */
+  leaveContainer: [LeaveContainerRequest, LeaveContainerResponse];
   /** `ployz.container.remove.v1`. */
   removeContainer: [ContainerRefRequest, RemoveContainerResponse];
   /** `ployz.container.wait_healthy.v1`. */
@@ -183,6 +189,8 @@ export interface RouteTypes extends ExecRouteTypes {
   setVolumeCopy: [SetVolumeCopyRequest, SetVolumeCopyResponse];
   /** `ployz.volume.send.v1`: a Snapshot's send stream, for a peer's receive over the mesh. */
   sendVolume: [SendVolumeRequest, ReadableStream<Uint8Array>];
+  /** `ployz.serving.ingress_status.v1`: what this Machine's Ingress Proxy serves, as last loaded. */
+  ingressStatus: [IngressStatusRequest, IngressStatusResponse];
 }
 
 /** A route's method name. */

@@ -12,6 +12,8 @@ import type {
   EnsureContainerRequest,
   EnsureContainerResponse,
   EnsureContainerWithFilesRequest,
+  LeaveContainerRequest,
+  LeaveContainerResponse,
   ListContainersRequest,
   ListContainersResponse,
   RemoveContainerResponse,
@@ -82,6 +84,8 @@ import type {
   CertificateRequest,
   CertificateResponse,
   CertificatesResponse,
+  IngressStatusRequest,
+  IngressStatusResponse,
   ListRemovalsRequest,
   ListRemovalsResponse,
   MarkRemovalRequest,
@@ -136,6 +140,8 @@ export interface MachineClient extends Disposable {
   startContainer(request: ContainerRefRequest, options?: CallOptions): Promise<ContainerResponse>;
   /** Stops an owned container. */
   stopContainer(request: StopContainerRequest, options?: CallOptions): Promise<ContainerResponse>;
+  /** Takes a container out of every proxy (its Machine marks it leaving) and waits, bounded, for the acks. */
+  leaveContainer(request: LeaveContainerRequest, options?: CallOptions): Promise<LeaveContainerResponse>;
   /** Removes an owned container; an absent one answers `removed: false`. */
   removeContainer(request: ContainerRefRequest, options?: CallOptions): Promise<RemoveContainerResponse>;
   /** Runs the health gate on the Machine and returns its verdict and evidence. */
@@ -205,6 +211,8 @@ export interface MachineClient extends Disposable {
   machinePool(request: MachinePoolRequest, options?: CallOptions): Promise<MachinePoolResponse>;
   /** SetVolumeCopy: one Volume Run step, checked by the Machine against its own copy and floor. */
   setVolumeCopy(request: SetVolumeCopyRequest, options?: CallOptions): Promise<SetVolumeCopyResponse>;
+  /** What this Machine's Ingress Proxy serves, as its serving loop last loaded it. */
+  ingressStatus(request: IngressStatusRequest, options?: CallOptions): Promise<IngressStatusResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -381,6 +389,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     ensureContainerWithFiles: (req, o) => call("ensureContainerWithFiles", req, o?.signal),
     startContainer: (req, o) => call("startContainer", req, o?.signal),
     stopContainer: (req, o) => call("stopContainer", req, o?.signal),
+    leaveContainer: (req, o) => call("leaveContainer", req, o?.signal),
     removeContainer: (req, o) => call("removeContainer", req, o?.signal),
     waitHealthy: (req, o) => call("waitHealthy", req, o?.signal),
     inspectImage: (req, o) => call("inspectImage", req, o?.signal),
@@ -414,6 +423,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     removeCertificate: (req, o) => call("removeCertificate", req, o?.signal),
     machinePool: (req, o) => call("machinePool", req, o?.signal),
     setVolumeCopy: (req, o) => call("setVolumeCopy", req, o?.signal),
+    ingressStatus: (req, o) => call("ingressStatus", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

@@ -215,6 +215,43 @@ export const StopContainerRequestSchema: z.ZodType<StopContainerRequest> = z.obj
   "grace_seconds": z.number().int().min(0).max(3600).optional(),
 });
 
+/** What `ployz.container.leave.v1` asks: take a container out of every proxy before the caller stops it. */
+export interface LeaveContainerRequest {
+  /** Docker id or container name. */
+  id: string;
+  /** The caller's patience: how long to wait for every Machine not Down to ack, in ms (0 to 60 000). */
+  "wait_ms": number;
+}
+
+/** Reader of {@link LeaveContainerRequest}; fields it does not know are ignored. */
+export const LeaveContainerRequestSchema: z.ZodType<LeaveContainerRequest> = z.object({
+  id,
+  "wait_ms": z.number().int().min(0).max(60_000),
+});
+
+/** What `ployz.container.leave.v1` answers: this Machine's view of the leave acks when it stopped waiting. */
+export interface LeaveContainerResponse {
+  /** The container's Docker id. */
+  id: string;
+  /** False when it did not run: nothing to leave. */
+  live: boolean;
+  /** Machines (ids) whose proxies dropped it. */
+  acked: string[];
+  /** Machines not Down whose ack had not arrived when the wait ended. */
+  missing: string[];
+  /** How long the Machine waited. */
+  "waited_ms": number;
+}
+
+/** Tolerant reader of {@link LeaveContainerResponse}. */
+export const LeaveContainerResponseSchema: z.ZodType<LeaveContainerResponse> = z.looseObject({
+  id: z.string(),
+  live: z.boolean(),
+  acked: z.array(z.string()),
+  missing: z.array(z.string()),
+  "waited_ms": z.number(),
+});
+
 /** One container, observed after the call. */
 export interface ContainerResponse {
   /** The container. */
@@ -338,6 +375,8 @@ export const CONTAINER_ROUTES: {
   readonly startContainer: Route<ContainerRefRequest, ContainerResponse>;
   /** `ployz.container.stop.v1`. */
   readonly stopContainer: Route<StopContainerRequest, ContainerResponse>;
+  /** `ployz.container.leave.v1`. */
+  readonly leaveContainer: Route<LeaveContainerRequest, LeaveContainerResponse>;
   /** `ployz.container.remove.v1`. */
   readonly removeContainer: Route<ContainerRefRequest, RemoveContainerResponse>;
   /** `ployz.container.wait_healthy.v1`. */
@@ -367,6 +406,11 @@ export const CONTAINER_ROUTES: {
     capability: "ployz.container.stop.v1",
     request: StopContainerRequestSchema,
     response: ContainerResponseSchema,
+  },
+  leaveContainer: {
+    capability: "ployz.container.leave.v1",
+    request: LeaveContainerRequestSchema,
+    response: LeaveContainerResponseSchema,
   },
   removeContainer: {
     capability: "ployz.container.remove.v1",

@@ -114,6 +114,8 @@ export interface RemovalWire {
   "created_at"?: string;
   /** Machines whose acks a live container waits for. */
   "ack_from"?: string[];
+  /** Named volumes removed with it. */
+  volumes?: string[];
 }
 
 const RemovalWireSchema: z.ZodType<RemovalWire> = z.looseObject({
@@ -140,6 +142,8 @@ export interface MarkRemovalRequest {
   state: "active" | "cancelled";
   /** Machines whose acks a live container waits for (the ones the caller reached). */
   "ack_from"?: string[];
+  /** Named volumes (Docker names) to remove once no covered container is left; confirmed as Data Loss. */
+  volumes?: string[];
 }
 
 /** Reader of {@link MarkRemovalRequest}; fields it does not know are ignored. */
@@ -150,6 +154,7 @@ export const MarkRemovalRequestSchema: z.ZodType<MarkRemovalRequest> = z.object(
   deployments: z.array(id).max(1024),
   state: z.enum(["active", "cancelled"]),
   "ack_from": z.array(id).max(1024).optional(),
+  volumes: z.array(name).max(256).optional(),
 });
 
 /** What `ployz.removal.mark.v1` answers. */
@@ -297,6 +302,28 @@ export const CertificateResponseSchema: z.ZodType<CertificateResponse> = z.loose
   removed: z.boolean().optional(),
 });
 
+/** What `ployz.serving.ingress_status.v1` asks: nothing. */
+export type IngressStatusRequest = Record<string, never>;
+
+/** Reader of {@link IngressStatusRequest}; fields it does not know are ignored. */
+export const IngressStatusRequestSchema: z.ZodType<IngressStatusRequest> = z.object({}) as z.ZodType<
+  IngressStatusRequest
+>;
+
+/** What `ployz.serving.ingress_status.v1` answers: what this Machine's Ingress Proxy serves, as last loaded. */
+export interface IngressStatusResponse {
+  /** The Ingress Proxy container the config was loaded into; null when none runs or none loaded yet. */
+  "proxy_id": string | null;
+  /** `project/service` of each Service with routes and at least one upstream in that config. */
+  routed: string[];
+}
+
+/** Tolerant reader of {@link IngressStatusResponse}. */
+export const IngressStatusResponseSchema: z.ZodType<IngressStatusResponse> = z.looseObject({
+  "proxy_id": z.string().nullable(),
+  routed: z.array(z.string()),
+});
+
 /** The serving rows, to be spread into the catalog. */
 export const SERVING_ROUTES: {
   readonly setPointer: Route<SetPointerRequest, SetPointerResponse>;
@@ -307,6 +334,7 @@ export const SERVING_ROUTES: {
   readonly renewCertificate: Route<CertificateRequest, CertificateResponse>;
   readonly addCertificate: Route<AddCertificateRequest, CertificateResponse>;
   readonly removeCertificate: Route<CertificateRequest, CertificateResponse>;
+  readonly ingressStatus: Route<IngressStatusRequest, IngressStatusResponse>;
 } = Object.freeze({
   setPointer: {
     capability: "ployz.serving.set_pointer.v1",
@@ -347,5 +375,10 @@ export const SERVING_ROUTES: {
     capability: "ployz.serving.certificate_remove.v1",
     request: CertificateRequestSchema,
     response: CertificateResponseSchema,
+  },
+  ingressStatus: {
+    capability: "ployz.serving.ingress_status.v1",
+    request: IngressStatusRequestSchema,
+    response: IngressStatusResponseSchema,
   },
 });

@@ -2,7 +2,8 @@
  * Client side of "any Deploy fills missing or stopped ingress slots" (docs/bets.md, bet 3): for one Machine, start
  * the newest existing Ingress Proxy when none runs, or create and start one when there is none. It never
  * replaces, upgrades or removes one. Creation goes through `ployz.container.ensure.v1` with a creation key
- * derived from the Machine and slot, so a retried or concurrent fill finds the first container.
+ * derived from the Machine and slot, so a retried or concurrent fill finds the first container. A fill counts as
+ * done only once that proxy serves the routes it was filled for ({@link waitIngressServes}).
  *
  * @module
  */
@@ -74,4 +75,50 @@ async function fillOnce(api: IngressFillApi, options: IngressSlotOptions): Promi
     containerId: ensured.container.id,
     state: ensured.container.state,
   };
+}
+
+/** How often a fill asks whether its proxy serves yet. */
+const SERVES_POLL_MS = 100;
+
+/**
+ * Waits until the Machine's serving loop has loaded the filled Ingress Proxy `proxyId` with routes to every Service
+ * in `routed` (`project/service`), so the fill counts as done only once that proxy serves what it was filled for.
+ * Throws `unavailable` naming what is missing when `patienceMs` passes. A Machine that cannot answer the question
+ * (an older daemon) is not waited for.
+ */
+export async function waitIngressServes(
+  api: Pick<MachineApi, "ingressStatus">,
+  options: { proxyId: string; routed: readonly string[]; patienceMs: number; machineName: string },
+): Promise<{ waitedMs: number }> {
+  const started = Date.now();
+  if (api.ingressStatus === undefined) return { waitedMs: 0 };
+  let last: { "proxy_id": string | null; routed: string[] } = { "proxy_id": null, routed: [] };
+  for (;;) {
+    try {
+      last = await api.ingressStatus({});
+    } catch (error) {
+      if (error instanceof CodedError && error.code === "unsupported") {
+        return { waitedMs: Date.now() - started };
+      }
+      throw error;
+    }
+    const missing = options.routed.filter((r) => !last.routed.includes(r));
+    if (last.proxy_id === options.proxyId && missing.length === 0) return { waitedMs: Date.now() - started };
+    if (Date.now() - started >= options.patienceMs) {
+      throw new CodedError(
+        "unavailable",
+        last.proxy_id !== options.proxyId
+          ? `Ingress Proxy "${
+            options.proxyId.slice(0, 12)
+          }" on Machine "${options.machineName}" loaded no config within ${
+            Math.round(options.patienceMs / 1000)
+          } s`
+          : `Ingress Proxy on Machine "${options.machineName}" does not route ${
+            missing.map((m) => `"${m}"`).join(", ")
+          } after ${Math.round(options.patienceMs / 1000)} s`,
+        { details: { machine: options.machineName, missing } },
+      );
+    }
+    await sleep(SERVES_POLL_MS);
+  }
 }

@@ -14,6 +14,9 @@
  *   ({@link writeAcks}); {@link retireDecision} stops a Machine's own superseded containers once every Machine not
  *   Down acked, or after the bound ({@link retireAfterMsFromEnv}, default 300 s); {@link startServingLoop} runs it
  *   all from store changes, marking a container stopping and waiting for the local proxy to drop it first.
+ * - **Leaving before a stop.** A client marks a container leaving through its Machine; every serving loop leaves
+ *   it out and writes a leave ack ({@link leaveAcksToWrite}); the client stops it once {@link leaveStatus} shows
+ *   every Machine not Down acked, or its patience ran out.
  * - **Removal marks.** `ployz rm` writes a name-keyed mark ({@link markRemoval}); every Machine leaves the covered
  *   containers out of its projections and acks it; each Machine stops and removes its own covered containers
  *   ({@link removalDecision}), also when it was unreachable during `rm` and gets the mark later.
@@ -70,7 +73,14 @@ export {
   IngressHoldBook,
   startIngressDriver,
 } from "./ingress_driver.ts";
-export { fillIngressSlot, type IngressFill, type IngressFillApi } from "./ingress_fill.ts";
+export {
+  LEAVE_ACK_PREFIX,
+  leaveAckPointer,
+  leaveAcksToWrite,
+  leaveStatus,
+  staleLeaveAcks,
+} from "./leaving.ts";
+export { fillIngressSlot, type IngressFill, type IngressFillApi, waitIngressServes } from "./ingress_fill.ts";
 export {
   caddyRunDir,
   INGRESS_PROJECT,
@@ -103,6 +113,7 @@ export {
 export { listRemovals, markRemoval, type RemovalView } from "./removal_rows.ts";
 export { retireAfterMsFromEnv, type RetireDecision, type RetireItem } from "./retire.ts";
 export {
+  type IngressState,
   type ServingLoop,
   type ServingLoopOptions,
   type ServingPass,

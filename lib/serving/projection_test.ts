@@ -84,7 +84,7 @@ Deno.test("DNS: a replica is looked up by an id that fits one DNS label; upstrea
   assert.deepEqual(dnsUpstreamsFromEnv(() => "192.0.2.1, 10.0.0.2:5353"), ["192.0.2.1", "10.0.0.2:5353"]);
 });
 
-Deno.test("Caddy: one site per hostname to the pointed containers of every Machine; marked ones excluded", () => {
+Deno.test("Caddy: one site per hostname to the pointed containers of every Machine; marked ones excluded; fallback", () => {
   const rows = [
     row("a1", { addresses: ["10.210.1.2"] }),
     row("b1", { deployment: "B", addresses: ["10.210.2.2"], "machine_id": "m2" }),
@@ -100,9 +100,13 @@ Deno.test("Caddy: one site per hostname to the pointed containers of every Machi
   assert.deepEqual(p.pointers, { "shop/web": "B" });
   const marked = projectCaddy(rows, pointers, { machineId: "m1", stopping: new Set(["b2"]) });
   assert.deepEqual(marked.upstreams, ["10.210.2.2:8080"]);
-  const empty = projectCaddy(rows, [{ project: "shop", service: "web", deployment: "C" }], {
+  // A pointer whose Deployment has nothing servable (its rows not here yet, or a stop-first redeploy took its last
+  // old container out): the Service's other servable containers serve rather than none.
+  const fallback = projectCaddy(rows, [{ project: "shop", service: "web", deployment: "C" }], {
     machineId: "m1",
   });
+  assert.deepEqual(fallback.upstreams, ["10.210.1.2:8080", "10.210.1.3:8080", "10.210.2.2:8080"]);
+  const empty = projectCaddy(rows, pointers, { machineId: "m1", stopping: new Set(["a1", "b1", "b2"]) });
   assert.match(empty.base, /http:\/\/app\.example\.com \{\n\trespond "Bad Gateway" 502/);
   assert.equal(projectCaddy(rows, pointers, { machineId: "m1" }).base, p.base, "deterministic");
 });

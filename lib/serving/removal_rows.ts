@@ -26,6 +26,7 @@ export function markRemoval(
     deployments: string[];
     state: "active" | "cancelled";
     "ack_from"?: string[];
+    volumes?: string[];
   },
 ): { removal: Removal; previous?: Removal } {
   const service = request.service ?? WHOLE_PROJECT;
@@ -53,6 +54,7 @@ export function markRemoval(
     state: "active",
     "created_at": new Date().toISOString(),
     ...(request.ack_from === undefined ? {} : { "ack_from": request.ack_from }),
+    ...(request.volumes === undefined || request.volumes.length === 0 ? {} : { volumes: request.volumes }),
   };
   store.removals.put(removal);
   return previous === undefined ? { removal } : { removal, previous };

@@ -28,7 +28,16 @@ import { type UsableCertificate, usableCertificate } from "./certificates.ts";
 import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
-import { removalAcksToWrite, type RemovalDecision, removalDecision } from "./removal.ts";
+import { leaveAcksToWrite, staleLeaveAcks } from "./leaving.ts";
+import { ingressRoutes } from "./labels.ts";
+import { servingGroups } from "./serving_set.ts";
+import {
+  activeRemoval,
+  coveringRemoval,
+  removalAcksToWrite,
+  type RemovalDecision,
+  removalDecision,
+} from "./removal.ts";
 import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
 
 /** Options of {@link startServingLoop}. */
@@ -87,6 +96,14 @@ export interface ServingPass {
   errors: string[];
 }
 
+/** What the local Ingress Proxy serves, as its last confirmed load left it. */
+export interface IngressState {
+  /** The Ingress Proxy container the config was loaded into; null when none runs here. */
+  proxyId: string | null;
+  /** `project/service` of each Service with ingress routes and at least one upstream in that config. */
+  routed: string[];
+}
+
 /** A running serving loop. */
 export interface ServingLoop {
   /** Runs a pass now (after any running one). */
@@ -95,6 +112,8 @@ export interface ServingLoop {
   loadedDials(): string[];
   /** The certificate keeper, when ACME settings were given. */
   readonly keeper: CertificateKeeper | undefined;
+  /** What the local Ingress Proxy serves now, as last confirmed loaded. */
+  ingressState(): IngressState;
   /** Stops watching; resolves after the running pass. */
   stop(): Promise<void>;
 }
@@ -112,6 +131,9 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   const marks = new Set<string>();
   const firstSeen = new Map<string, number>();
   const removalFirstSeen = new Map<string, number>();
+  // Volumes of a removal mark this daemon already removed or tried: each is tried once per daemon run, never on a
+  // timer; a refusal is logged and `rm --status` still lists the mark.
+  const volumesTried = new Set<string>();
   let lastKey: string | undefined;
   let dials: string[] = [];
   let answered = new Set<string>();
@@ -124,6 +146,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     log,
     ...options.keeper,
   });
+  let ingress: IngressState = { proxyId: null, routed: [] };
   const controller = new AbortController();
   let tail: Promise<ServingPass> | undefined;
 
@@ -199,10 +222,14 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     const proxy = localProxy(containers);
     let caddy: ServingPass["caddy"] = "absent";
     let caddyReport: CaddyLoadReport | undefined;
+    const routed = servingGroups(containers, pointers, { stopping: leaving }).filter((g) =>
+      g.serving.some((r) => ingressRoutes(r).length > 0)
+    ).map((g) => g.key);
     if (proxy === undefined) {
       dials = [];
       answered = new Set();
       lastKey = undefined;
+      ingress = { proxyId: null, routed: [] };
     } else {
       const key = canonical({
         proxy: proxy.id,
@@ -219,6 +246,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
           lastKey = key;
           dials = configDials(caddyReport.config);
           answered = new Set(projection.answered);
+          ingress = { proxyId: proxy.id, routed };
           for (const s of caddyReport.skipped) log(`serving: skipped ${s.service}: ${s.message}`);
         } else {
           caddy = "failed";
@@ -228,14 +256,26 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       }
     }
 
+    // An Ingress Proxy about to serve here (created or restarting, none running) has loaded nothing yet: this Machine
+    // acks nothing until it has, so no retire loop or client stop counts it as having dropped anything.
+    const starting = proxy === undefined &&
+      containers.some((r) =>
+        r.machine_id === machineId && r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE &&
+        (r.state === "created" || r.state === "restarting")
+      );
     let acks = 0;
-    if (dnsWritten && caddy !== "failed") {
+    if (dnsWritten && caddy !== "failed" && !starting) {
       try {
         acks = writeAcks(store, pointers);
         for (const row of removalAcksToWrite(machineId, removals, store.acks.list(), new Date())) {
           store.acks.put(row);
           acks++;
         }
+        for (const row of leaveAcksToWrite(machineId, containers, store.acks.list(), new Date())) {
+          store.acks.put(row);
+          acks++;
+        }
+        for (const key of staleLeaveAcks(machineId, containers, store.acks.list())) store.acks.delete(key);
       } catch (error) {
         errors.push(`cannot write acks: ${(error as Error).message}`);
       }
@@ -271,6 +311,25 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         // Gone already (a `docker rm` by hand, or an earlier pass): nothing left to do.
         if ((error as { code?: string }).code === "not_found") continue;
         errors.push(`cannot remove "${item.name}" (removal of ${item.removal}): ${(error as Error).message}`);
+      }
+    }
+    // A mark's volumes go once none of this Machine's covered containers is left, Data Loss the operator confirmed.
+    for (const mark of removals.filter(activeRemoval)) {
+      const volumes = Array.isArray(mark.volumes) ? mark.volumes.filter((v) => typeof v === "string") : [];
+      if (volumes.length === 0) continue;
+      const left = store.containers.list({ "machine_id": machineId }).some((r) => coveringRemoval(r, [mark]));
+      if (left) continue;
+      for (const volume of volumes) {
+        const key = `${mark.id}/${volume}`;
+        if (volumesTried.has(key)) continue;
+        volumesTried.add(key);
+        try {
+          if (await engine.removeVolume(volume, controller.signal)) {
+            log(`serving: removed volume "${volume}" (removal of ${mark.project}/${mark.service})`);
+          }
+        } catch (error) {
+          errors.push(`cannot remove volume "${volume}": ${(error as Error).message}`);
+        }
       }
     }
     for (const e of errors) log(`serving: ${e}`);
@@ -327,6 +386,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     pass,
     loadedDials: () => [...dials],
     keeper,
+    ingressState: () => ({ proxyId: ingress.proxyId, routed: [...ingress.routed] }),
     async stop(): Promise<void> {
       await keeper?.stop();
       clearInterval(tick);

@@ -1,7 +1,8 @@
 /**
  * Which containers take traffic, derived from replicated rows alone: a Service with a Serving Pointer is served
- * only by containers of the pointed Deployment; a Service without one by all of its containers. Either way only
- * containers that are running, healthy (or without a healthcheck), addressed and not marked stopping serve.
+ * only by containers of the pointed Deployment while any of them can serve, else by its other containers; a Service
+ * without one by all of its containers. Either way only containers that are running, healthy (or without a
+ * healthcheck), addressed and not marked stopping (or leaving for a removal or a client stop) serve.
  *
  * @module
  */
@@ -83,7 +84,12 @@ export function servingGroups(
     group.containers.push(row);
   }
   for (const group of groups.values()) {
-    group.serving = group.containers.filter((r) => pointed(r, group.pointer) && servable(r, context))
+    const live = group.containers.filter((r) => servable(r, context));
+    const pointedLive = live.filter((r) => pointed(r, group.pointer));
+    // When nothing of the pointed Deployment can serve (a stop-first redeploy has taken its last old container out,
+    // and the pointer moves only once every new one passed health), the Service's other servable containers serve
+    // rather than none.
+    group.serving = (pointedLive.length > 0 ? pointedLive : live)
       .sort((a, b) => compare(a.machine_id, b.machine_id) || compare(a.id, b.id));
   }
   return [...groups.values()].sort((a, b) => compare(a.key, b.key));

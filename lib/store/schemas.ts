@@ -286,6 +286,7 @@ export const RemovalSchema: z.ZodType<Removal> = z.looseObject({
   state: z.string().max(32),
   "created_at": z.string().max(64).optional(),
   "ack_from": z.array(id).max(1024).optional(),
+  volumes: z.array(name).max(256).optional(),
 });
 /** A removal mark body. Unknown fields are kept. */
 export interface Removal {
@@ -303,6 +304,8 @@ export interface Removal {
   "created_at"?: string;
   /** The Machines the operator reached when marking: a live container waits for their acks (and no others'). */
   "ack_from"?: string[];
+  /** Named volumes (Docker names) each Machine removes once none of its covered containers is left. */
+  volumes?: string[];
   /** Fields from newer releases, kept as read. */
   [field: string]: unknown;
 }

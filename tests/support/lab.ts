@@ -126,3 +126,61 @@ export async function machinesUp(lab: Lab, m: string, count: number): Promise<vo
     return machines.length === count && machines.every((x) => x.membership === "up") ? true : undefined;
   });
 }
+
+/** What one request loop through one Machine's Ingress Proxy saw. */
+export interface LoadFigures {
+  /** The Machine whose port 80 was asked. */
+  machine: string;
+  /** Requests answered 200. */
+  served: number;
+  /** Every other request: curl's exit code, output and HTTP status. */
+  failures: string[];
+  /** The first word of each body served (a Service's version mark). */
+  marks: Set<string>;
+}
+
+// One request after another from inside a Machine's namespace to its port 80, a fresh connection each, until the
+// stop file appears. Never retried: every request that got no 200 (curl exit 52 included) is a failure.
+const LOAD_SCRIPT = `
+host=$1; stop=$2
+while [ ! -e "$stop" ]; do
+  out=$(curl -sS -m 5 -H "Host: $host" -w '|%{http_code}' http://127.0.0.1/ 2>&1); rc=$?
+  printf '%s|%s\\n' "$rc" "$(printf '%s' "$out" | tr '\\n' ' ')"
+  sleep 0.02
+done
+`;
+
+/**
+ * Starts a no-retry request loop for `host` through each named Machine's Ingress Proxy (`ployz lab exec`); `stop`
+ * ends the loops and returns what each saw. Bodies are expected as `<mark>-<hostname>`.
+ */
+export function labLoad(dir: string, machines: string[], host: string): { stop(): Promise<LoadFigures[]> } {
+  const stopFile = join(dir, `load-${crypto.randomUUID()}`);
+  const loops = machines.map((m) => {
+    const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
+      args: ["lab", "exec", m, "--dir", dir, "--", "sh", "-c", LOAD_SCRIPT, "sh", host, stopFile],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    return { m, output: child.output() };
+  });
+  return {
+    async stop(): Promise<LoadFigures[]> {
+      await Deno.writeTextFile(stopFile, "");
+      return await Promise.all(loops.map(async ({ m, output }) => {
+        const out = await output;
+        const figures: LoadFigures = { machine: m, served: 0, failures: [], marks: new Set() };
+        for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+          if (line === "") continue;
+          const [rc, body, code] = line.split("|");
+          if (rc === "0" && code?.trim() === "200") {
+            figures.served++;
+            figures.marks.add(body.trim().split("-")[0]);
+          } else figures.failures.push(line);
+        }
+        return figures;
+      }));
+    },
+  };
+}

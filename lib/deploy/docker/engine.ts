@@ -54,6 +54,7 @@ import {
 import { LABELS } from "./labels.ts";
 import { ensureNetwork, type NetworkInfo, type NetworkSpec } from "./network.ts";
 import type { ContainerEvent, ObservedContainer } from "./observe.ts";
+import { removeVolume } from "./volumes.ts";
 import { type ContainerSpec, DEFAULT_LOG_POLICY, type LogPolicy } from "./spec.ts";
 
 /** How to reach Docker and whom Ployz acts for. */
@@ -114,6 +115,8 @@ export interface Engine {
   stopContainer(ref: string, options?: { graceSeconds?: number; signal?: AbortSignal }): Promise<void>;
   /** Removes an owned container; a running one only with `force`. Volumes stay. */
   removeContainer(ref: string, options?: { force?: boolean; signal?: AbortSignal }): Promise<void>;
+  /** Removes an owned named volume no container uses; false when it was already gone. */
+  removeVolume(name: string, signal?: AbortSignal): Promise<boolean>;
   /** Renames an owned container. */
   renameContainer(ref: string, name: string, signal?: AbortSignal): Promise<void>;
   /** Attaches an owned container to an owned network, with aliases. */
@@ -227,6 +230,7 @@ export function openEngine(options: EngineOptions): Engine {
     startContainer: (ref, signal) => startContainer(client, ref, signal),
     stopContainer: (ref, opts) => stopContainer(client, ref, opts),
     removeContainer: (ref, opts) => removeContainer(client, ref, opts),
+    removeVolume: (name, signal) => removeVolume(client, name, signal),
     renameContainer: (ref, name, signal) => renameContainer(client, ref, name, signal),
     connectNetwork: (ref, attachment, signal) => connectNetwork(client, ref, attachment, signal),
     inspectContainer: (ref, signal) => inspectContainer(client, ref, signal),

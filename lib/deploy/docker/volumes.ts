@@ -1,6 +1,6 @@
 /**
- * Named volumes: created owned when absent, refused when present and not this Machine's. Ployz never removes a
- * volume here; removing data is a separate, explicit operation.
+ * Named volumes: created owned when absent, refused when present and not this Machine's. A Deploy never removes a
+ * volume; only an explicit removal the operator confirmed as Data Loss does ({@link removeVolume}).
  *
  * @module
  */
@@ -52,4 +52,24 @@ export async function ensureVolume(
   const made = await inspectVolume(client, name, signal);
   assertOwned("mount", "volume", name, made?.Labels, client.machineId);
   return { name, created: true };
+}
+
+/**
+ * Removes an owned volume; `false` when it was already gone. Docker refuses (`conflict`) while a container uses it;
+ * a volume Ployz on this Machine does not own is refused.
+ */
+export async function removeVolume(client: Client, name: string, signal?: AbortSignal): Promise<boolean> {
+  const found = await inspectVolume(client, name, signal);
+  if (found === undefined) return false;
+  assertOwned("remove", "volume", name, found.Labels, client.machineId);
+  try {
+    await request(client, { operation: `remove volume "${name}"`, cls: "remove", signal }, {
+      method: "DELETE",
+      path: `/volumes/${seg(name)}`,
+    });
+  } catch (error) {
+    if (error instanceof DockerError && error.code === "not_found") return false;
+    throw error;
+  }
+  return true;
 }

@@ -14,6 +14,7 @@ export type Phase =
   | "waiting_for_health"
   | "running_hook"
   | "removing_old_hooks"
+  | "leaving_proxies"
   | "stopping"
   | "stopping_old"
   | "removing"

@@ -33,7 +33,7 @@ import type {
   ReplaceOp,
 } from "../plan/types.ts";
 import type { DeployEvent, Phase } from "./events.ts";
-import type { CompensationStep, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
+import type { CompensationStep, LeftContainer, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
 import { sleep } from "../../util/mod.ts";
 import { dependencies } from "./schedule.ts";
 
@@ -57,6 +57,11 @@ export interface ExecuteOptions {
   parallel?: number;
   /** How many operations run at once on one Machine; default 2. */
   perMachine?: number;
+  /**
+   * How long a stop waits for every Machine not Down to ack that the container left its proxies; default 10 s.
+   * Patience, not safety: past it the container is stopped anyway and the Outcome names who did not ack.
+   */
+  leavePatienceMs?: number;
   /**
    * How long one call to a Machine may go unanswered, beyond the wait the call itself asks for (a health gate's
    * deadline, an image copy's timeout); default 120 s. A call past it ends as an unknown outcome.
@@ -82,6 +87,8 @@ interface Context {
   phase(phase: Phase, detail?: string): void;
   compensate(step: CompensationStep): void;
   leave(container: ContainerRef): void;
+  left(entry: LeftContainer): void;
+  leavePatienceMs: number;
   hookPollMs: number;
   fillIngress?: IngressFiller;
   registryAuth?: RegistryAuthSource;
@@ -119,7 +126,31 @@ async function gate(ctx: Context, container: ContainerRef, health: HealthGate | 
   }
 }
 
+/**
+ * Takes a container out of every Machine's proxies before it stops (docs/bets.md, bet 9): its Machine marks it
+ * leaving and waits, up to the patience, for every Machine not Down to ack. A container at rest has nothing to
+ * leave. A Machine without the route is named in the Outcome and the stop goes ahead.
+ */
+async function leaveProxies(ctx: Context, container: ContainerRef): Promise<void> {
+  const base = { container, machineName: ctx.op.machineName };
+  if (ctx.api.leaveContainer === undefined) {
+    ctx.left({ ...base, acked: [], missing: [], waitedMs: 0, skipped: "this client cannot ask it" });
+    return;
+  }
+  ctx.phase("leaving_proxies", container.name);
+  try {
+    const answer = await ctx.api.leaveContainer({ id: container.id, "wait_ms": ctx.leavePatienceMs });
+    if (!answer.live) return;
+    ctx.left({ ...base, acked: answer.acked, missing: answer.missing, waitedMs: answer.waited_ms });
+  } catch (error) {
+    const body = errorBody(error);
+    if (body.code !== "unsupported") throw error;
+    ctx.left({ ...base, acked: [], missing: [], waitedMs: 0, skipped: body.message });
+  }
+}
+
 async function stopAndRemove(ctx: Context, container: ContainerRef, old = false): Promise<void> {
+  await leaveProxies(ctx, container);
   ctx.phase(old ? "stopping_old" : "stopping", container.name);
   await ctx.api.stopContainer({ id: container.id });
   ctx.phase(old ? "removing_old" : "removing", container.name);
@@ -155,6 +186,7 @@ async function compensationStep(
 
 async function replace(ctx: Context, op: ReplaceOp): Promise<ContainerRef> {
   if (op.order === "stop-first") {
+    await leaveProxies(ctx, op.old);
     ctx.phase("stopping_old", op.old.name);
     await ctx.api.stopContainer({ id: op.old.id });
   }
@@ -433,6 +465,7 @@ async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
       return op.container;
     }
     case "stop":
+      await leaveProxies(ctx, op.container);
       ctx.phase("stopping", op.container.name);
       await ctx.api.stopContainer({ id: op.container.id });
       return op.container;
@@ -474,6 +507,8 @@ function bounded(api: MachineApi, callMs: number): MachineApi {
           ? Number(request["timeout_ms"] ?? IMAGE_COPY_MS)
           : key === "stopContainer"
           ? STOP_MS
+          : key === "leaveContainer"
+          ? Number(request["wait_ms"] ?? 0)
           : 0;
         const abort = new AbortController();
         const timer = setTimeout(
@@ -516,6 +551,7 @@ export async function executePlan(
   const completed: Op[] = [];
   const compensation: CompensationStep[] = [];
   const left: { op: Op; container: ContainerRef }[] = [];
+  const leftProxies: LeftContainer[] = [];
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
   const onMachine = new Map<string, number>();
@@ -544,6 +580,8 @@ export async function executePlan(
         emit({ type: "compensation", index: op.index, step });
       },
       leave: (container) => left.push({ op, container }),
+      left: (entry) => leftProxies.push(entry),
+      leavePatienceMs: options.leavePatienceMs ?? 10_000,
       hookPollMs: options.hookPollMs ?? 250,
       fillIngress: options.fillIngress,
       registryAuth: options.registryAuth,
@@ -626,6 +664,7 @@ export async function executePlan(
     notAttempted,
     compensation,
     retiring,
+    ...(leftProxies.length > 0 ? { left: leftProxies } : {}),
     observedAt: new Date().toISOString(),
   };
   emit({ type: "outcome", outcome });

@@ -9,6 +9,7 @@ export { type ExecuteOptions, executePlan, type IngressFiller, type RegistryAuth
 export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,
+  type LeftContainer,
   type OpFailure,
   opView,
   type Outcome,

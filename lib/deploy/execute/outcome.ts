@@ -52,6 +52,22 @@ export interface RetiringContainer {
   pointerMoved: boolean;
 }
 
+/** A container this Deploy took out of every proxy before stopping it (docs/bets.md, bet 9). */
+export interface LeftContainer {
+  /** The container. */
+  container: ContainerRef;
+  /** Its Machine. */
+  machineName: string;
+  /** Machines (ids) whose proxies dropped it before the stop. */
+  acked: string[];
+  /** Machines not Down whose ack had not come when patience ran out: it was stopped anyway. */
+  missing: string[];
+  /** How long the wait took. */
+  waitedMs: number;
+  /** Why it was not left first, when it was not (a daemon without the leave route). */
+  skipped?: string;
+}
+
 /** What a Deploy did. */
 export interface Outcome {
   /** The Deployment. */
@@ -75,6 +91,8 @@ export interface Outcome {
   compensation: CompensationStep[];
   /** Old containers left running for their Machine's retire loop, never stopped by this Deploy. */
   retiring: RetiringContainer[];
+  /** Containers this Deploy stopped, each after leaving every proxy (or the reason it could not). */
+  left?: LeftContainer[];
   /** When the Outcome was reached, ISO 8601. */
   observedAt: string;
 }

@@ -93,6 +93,20 @@ export function renderOutcome(outcome: Outcome): string {
     );
     for (const r of serving) lines.push(`  - ${r.container.name} on ${r.machineName}`);
   }
+  const left = outcome.left ?? [];
+  if (left.length > 0) {
+    lines.push(`Left every proxy before stopping (${left.length}):`);
+    for (const l of left) {
+      const how = l.skipped !== undefined
+        ? `not left first: ${l.skipped}`
+        : l.missing.length === 0
+        ? `acked by ${l.acked.length} Machine${l.acked.length === 1 ? "" : "s"} in ${l.waitedMs} ms`
+        : `stopped after ${l.waitedMs} ms without the ack of ${l.missing.length} Machine${
+          l.missing.length === 1 ? "" : "s"
+        } (${l.missing.join(", ")})`;
+      lines.push(`  - ${l.container.name} on ${l.machineName}: ${how}`);
+    }
+  }
   for (const f of outcome.failed === undefined ? [] : [outcome.failed, ...(outcome.alsoFailed ?? [])]) {
     lines.push(
       f.outcomeUnknown

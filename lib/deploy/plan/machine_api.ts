@@ -141,6 +141,12 @@ export interface MachineApi {
   ): Promise<{ container: ObservedContainerView }>;
   /** `ployz.container.remove.v1`. */
   removeContainer(request: { id: string }): Promise<{ id: string; removed: boolean }>;
+  /** `ployz.serving.ingress_status.v1`; absent on a client that cannot ask it. */
+  ingressStatus?(request: Record<string, never>): Promise<{ "proxy_id": string | null; routed: string[] }>;
+  /** `ployz.container.leave.v1`; absent on a client that cannot ask it. */
+  leaveContainer?(
+    request: { id: string; "wait_ms": number },
+  ): Promise<{ id: string; live: boolean; acked: string[]; missing: string[]; "waited_ms": number }>;
   /** `ployz.container.wait_healthy.v1`. */
   waitHealthy(
     request: { id: string; "deadline_ms": number; "monitor_ms": number },

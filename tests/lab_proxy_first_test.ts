@@ -1,0 +1,153 @@
+// Proxy first, with no retries, on a real three-Machine lab (ployzd, Caddy and Internal DNS per Machine): a
+// Service with 3 replicas (one per Machine) routed by every Machine's Ingress Proxy. A no-retry request loop through
+// all three ingresses, started the moment the first Deploy returns, fails nothing (each fill counts as done only once
+// its proxy serves the routes); then `ployz stop` of one replica, a stop-first redeploy and a scale 3→1, each under
+// the loop, fail nothing: every stop is preceded by the container leaving every proxy, and the output says so.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { buildCaddyImage } from "./support/caddy.ts";
+import { outcomeOf } from "./support/daemon.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
+import { labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+import { sleep } from "./support/poll.ts";
+
+const HOST = "api.pf.test";
+
+function compose(mark: string, replicas: number): string {
+  return `name: pf
+services:
+  api:
+    image: ployz-test/busybox:1
+    command: ["sh", "-c", "echo $$MARK-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]
+    environment: {MARK: "${mark}"}
+    deploy:
+      replicas: ${replicas}
+      update_config: {order: stop-first}
+    stop_grace_period: 1s
+    x-ports: ["${HOST}:80/http"]
+    healthcheck:
+      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]
+      interval: 1s
+      timeout: 2s
+      retries: 2
+`;
+}
+
+function summary(what: string, figures: LoadFigures[]): string {
+  const total = figures.reduce((n, f) => n + f.served + f.failures.length, 0);
+  const failed = figures.reduce((n, f) => n + f.failures.length, 0);
+  return `${what}: ${failed} failed of ${total} requests (no retry) via ` +
+    figures.map((f) => `${f.machine} ${f.served + f.failures.length}`).join(", ");
+}
+
+function assertNoFailure(what: string, figures: LoadFigures[]): void {
+  console.log(summary(what, figures));
+  for (const f of figures) {
+    assert.deepEqual(f.failures, [], `${what} via ${f.machine}`);
+    assert.ok(f.served >= 10, `${what} via ${f.machine}: only ${f.served} served`);
+  }
+}
+
+Deno.test(needs(["lab"], {
+  name: "stop, stop-first redeploy and scale 3→1 leave every proxy first: 0 failed requests with no retry",
+  async fn(t) {
+    await buildCaddyImage(DOCKER_SOCKET);
+    await using lab = await startLab("pf", 3, {
+      upArgs: ["--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
+    });
+    await machinesUp(lab, "m1", 3);
+    const path = join(lab.dir, "pf.yaml");
+    const deploy = async (mark: string, replicas: number): Promise<Record<string, unknown>> => {
+      await Deno.writeTextFile(path, compose(mark, replicas));
+      const r = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const outcome = outcomeOf(r);
+      assert.equal(outcome.status, "succeeded", JSON.stringify(outcome));
+      return outcome;
+    };
+    const running = async (m: string): Promise<string[]> => {
+      const r = await lab.docker(m, [
+        "ps",
+        "--format",
+        "{{.Names}}",
+        "--filter",
+        "label=ployz.project=pf",
+        "--filter",
+        "status=running",
+      ]);
+      return r.stdout.split("\n").filter((s) => s !== "");
+    };
+
+    await t.step("a first Deploy: a no-retry loop started the moment it returns fails nothing", async () => {
+      await deploy("v1", 3);
+      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+      await sleep(3_000);
+      assertNoFailure("first Deploy, loop from its return", await loads.stop());
+      for (const m of ["m1", "m2", "m3"]) assert.equal((await running(m)).length, 1, `one replica on ${m}`);
+    });
+
+    await t.step("ployz stop of one replica and start again under load fails nothing", async () => {
+      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+      let figures: LoadFigures[] = [];
+      try {
+        await sleep(1_000);
+        const stopped = await lab.on("m1", ["stop", "pf/api", "--machine", "m1"]);
+        assert.equal(stopped.code, 0, stopped.stderr + stopped.stdout);
+        assert.match(
+          stopped.stdout,
+          /Stopped pf-api-1-.* on "m1" \(exited\); left every proxy first \(3 Machines acked in \d+ ms\)/,
+        );
+        console.log(stopped.stdout.trim());
+        await sleep(1_000);
+        const started = await lab.on("m1", ["start", "pf/api", "--machine", "m1"]);
+        assert.equal(started.code, 0, started.stderr + started.stdout);
+        await sleep(3_000);
+      } finally {
+        figures = await loads.stop();
+      }
+      assertNoFailure("stop and start of one replica", figures);
+    });
+
+    await t.step(
+      "a stop-first redeploy under load fails nothing; each old container left first",
+      async () => {
+        const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+        let figures: LoadFigures[] = [];
+        let outcome: Record<string, unknown> = {};
+        try {
+          await sleep(1_000);
+          outcome = await deploy("v2", 3);
+          await sleep(2_000);
+        } finally {
+          figures = await loads.stop();
+        }
+        assertNoFailure("stop-first redeploy", figures);
+        const left = outcome.left as { acked: string[]; missing: string[] }[];
+        assert.equal(left.length, 3, JSON.stringify(outcome));
+        for (const l of left) assert.deepEqual([l.acked.length, l.missing], [3, []]);
+        assert.ok(figures.every((f) => f.marks.has("v2")), "the new replicas serve");
+      },
+    );
+
+    await t.step("scale 3→1 under load fails nothing; each removed replica left first", async () => {
+      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+      let figures: LoadFigures[] = [];
+      let r;
+      try {
+        await sleep(1_000);
+        r = await lab.on("m1", ["scale", "pf/api=1", "-y", "--json"]);
+        await sleep(2_000);
+      } finally {
+        figures = await loads.stop();
+      }
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      assertNoFailure("scale 3→1", figures);
+      const outcome = outcomeOf(r);
+      const left = outcome.left as { acked: string[]; missing: string[] }[];
+      assert.equal(left.length, 2, JSON.stringify(outcome));
+      const total = (await Promise.all(["m1", "m2", "m3"].map(running))).flat();
+      assert.equal(total.length, 1, total.join(","));
+    });
+  },
+}));
