@@ -354,7 +354,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           }
           const table = await cert(["ls"]);
           assert.match(table.stdout, /HOSTNAME +SOURCE +ISSUER +NOT AFTER +RENEWED BY +STATUS +LAST ERROR/);
-          assert.match(table.stdout, /app\.example\.test +acme +.*Pebble.* served /);
+          assert.match(table.stdout, new RegExp(`app\\.example\\.test +acme +.*Pebble.* ${asker} +served `));
           console.log(table.stdout.trim());
         },
       );

@@ -18,15 +18,18 @@ function statusOf(c: CertificateWire): string {
     : "served";
 }
 
-/** The human form of `ployz cert ls`. */
-export function certificateTable(certificates: readonly CertificateWire[]): string {
+/** The human form of `ployz cert ls`; `names` maps Machine ids to names. */
+export function certificateTable(
+  certificates: readonly CertificateWire[],
+  names: ReadonlyMap<string, string> = new Map(),
+): string {
   if (certificates.length === 0) return "No certificates\n";
   const rows = certificates.map((c) => [
     c.hostname,
     c.source,
     c.issuer ?? "-",
     c.not_after ?? "-",
-    c.renewed_by ?? "-",
+    c.renewed_by === undefined ? "-" : names.get(c.renewed_by) ?? c.renewed_by,
     statusOf(c),
     c.last_error === undefined ? "-" : `${c.last_error_at ?? ""} ${c.last_error}`.trim(),
   ]);
@@ -39,8 +42,12 @@ const certLsCommand: Command = {
   usage: "[--json]",
   options: { json: { type: "boolean" } },
   async run({ values, io }): Promise<number> {
-    const { certificates } = await withMachine((client) => client.listCertificates());
-    io.out(values.json === true ? jsonLine({ certificates }) : certificateTable(certificates));
+    const { certificates, names } = await withMachine(async (client) => {
+      const { certificates } = await client.listCertificates();
+      const { machines } = await client.listMachines();
+      return { certificates, names: new Map(machines.map((m) => [m.id, m.name])) };
+    });
+    io.out(values.json === true ? jsonLine({ certificates }) : certificateTable(certificates, names));
     return 0;
   },
 };
