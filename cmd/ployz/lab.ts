@@ -8,6 +8,8 @@ import { CliError, type Command, type CommandContext, UsageError } from "../../l
 import {
   DAEMON_ENV_PREFIXES,
   DOCKER_NETWORKING,
+  type DockerdConfig,
+  dockerdConfigProblem,
   type DockerNetworking,
   labDown,
   LabError,
@@ -93,7 +95,7 @@ const up: Command = {
   name: "up",
   summary: "Create N lab Machines (namespaces, dockerd, ployzd) joined into one Cluster",
   usage: "[--machines N] [--join N] [--profile clean|regional|far|flap] [--docker-networking default|off] " +
-    "[--forwarding on|off] [--pool btrfs:SIZE] [--dir D] [--name NAME] [--image IMAGE]…",
+    "[--forwarding on|off] [--pool btrfs:SIZE] [--insecure-registry HOST:PORT]… [--max-download-attempts N] [--dir D] [--name NAME] [--image IMAGE]…",
   description:
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
     ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
@@ -102,6 +104,8 @@ const up: Command = {
     ` --docker-networking off starts it with --iptables=false --ip-masq=false. --forwarding off leaves IP` +
     ` forwarding off until dockerd turns it on (Docker then sets FORWARD's policy to DROP, as on a fresh host).` +
     ` --pool btrfs:SIZE gives each Machine a btrfs Pool on a loop file of SIZE under its data directory.` +
+    ` --insecure-registry HOST:PORT lets every dockerd pull from a plain-HTTP registry there (insecure-registries);` +
+    ` --max-download-attempts N sets Docker's tries per layer (default 5, retried 5 s and more apart).` +
     ` PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
     ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS and PLOYZ_DNS_UPSTREAMS pass to every ployzd.`,
   options: {
@@ -114,6 +118,8 @@ const up: Command = {
     "docker-networking": { type: "string" },
     forwarding: { type: "string" },
     pool: { type: "string" },
+    "insecure-registry": { type: "string", multiple: true },
+    "max-download-attempts": { type: "string" },
   },
   async run(ctx) {
     const machines = ctx.values.machines === undefined ? 3 : Number(ctx.values.machines);
@@ -147,9 +153,23 @@ const up: Command = {
       }
       poolBytes = bytes;
     }
+    const attempts = ctx.values["max-download-attempts"];
+    const maxDownloadAttempts = attempts === undefined ? undefined : Number(attempts);
+    const dockerdConfig: DockerdConfig = {
+      ...(Array.isArray(ctx.values["insecure-registry"])
+        ? { insecureRegistries: ctx.values["insecure-registry"].map(String) }
+        : {}),
+      ...(maxDownloadAttempts === undefined ? {} : { maxDownloadAttempts }),
+    };
+    const problem = dockerdConfigProblem(dockerdConfig);
+    if (problem !== undefined) {
+      const option = problem.startsWith("insecure") ? "--insecure-registry" : "--max-download-attempts";
+      throw new UsageError(`Option "${option}": ${problem}`);
+    }
     const result = await guard(() =>
       labUp({
         poolBytes,
+        dockerdConfig,
         dockerNetworking: networking as DockerNetworking,
         forwardingBeforeDocker: forwarding === "on",
         machines,

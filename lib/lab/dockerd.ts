@@ -30,14 +30,44 @@ export type DockerNetworking = "default" | "off";
 /** The Docker networking modes. */
 export const DOCKER_NETWORKING: readonly DockerNetworking[] = ["default", "off"];
 
+/** What a lab writes into each dockerd's `daemon.json` beyond its defaults. */
+export interface DockerdConfig {
+  /** Registries reached over plain HTTP (`insecure-registries`), as `host:port`. */
+  insecureRegistries?: string[];
+  /** Docker's attempts per layer download (`max-download-attempts`; Docker's default is 5, 5 s apart and more). */
+  maxDownloadAttempts?: number;
+}
+
+const REGISTRY_HOST = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?$/;
+
+/** Why `config` cannot be a lab dockerd's, or `undefined` when it can. */
+export function dockerdConfigProblem(config: DockerdConfig): string | undefined {
+  for (const host of config.insecureRegistries ?? []) {
+    if (!REGISTRY_HOST.test(host)) return `insecure registry "${host}" is not HOST or HOST:PORT`;
+  }
+  const attempts = config.maxDownloadAttempts;
+  if (attempts !== undefined && (!Number.isInteger(attempts) || attempts < 1 || attempts > 20)) {
+    return `max download attempts must be a whole number from 1 to 20: got ${attempts}`;
+  }
+  return undefined;
+}
+
 /** Starts the Machine's dockerd, detached; its log goes to `<dir>/dockerd.log`. */
 export async function startDockerd(
   machine: MachinePlan,
   networking: DockerNetworking = "default",
+  extra: DockerdConfig = {},
 ): Promise<void> {
   await Deno.mkdir(machine.dir, { recursive: true });
   const config = join(machine.dir, "daemon.json");
-  await Deno.writeTextFile(config, "{}\n"); // so the host's /etc/docker/daemon.json never applies
+  // Always written, so the host's /etc/docker/daemon.json never applies.
+  const body = {
+    ...(extra.insecureRegistries?.length ? { "insecure-registries": extra.insecureRegistries } : {}),
+    ...(extra.maxDownloadAttempts === undefined
+      ? {}
+      : { "max-download-attempts": extra.maxDownloadAttempts }),
+  };
+  await Deno.writeTextFile(config, JSON.stringify(body) + "\n");
   await spawnDetached([
     "nsenter",
     `--net=${netnsPath(machine.namespace)}`,

@@ -13,8 +13,8 @@
  *   is everything ployzd configures; processes are found by namespace and command line, never by name.
  * - **IP forwarding on before dockerd** (the default; `--forwarding off` leaves it off so Docker turns it on itself
  *   and sets FORWARD's policy to DROP, as on a fresh host). Both states are tested.
- * - **dockerd flags**: its own `--config-file` (an empty one, so the host's `/etc/docker/daemon.json` never
- *   applies), data root, exec root, socket and pidfile (several engines on one host); `--storage-driver vfs` (works
+ * - **dockerd flags**: its own `--config-file` (empty unless `--insecure-registry` or `--max-download-attempts`
+ *   add to it, so the host's `/etc/docker/daemon.json` never applies), data root, exec root, socket and pidfile (several engines on one host); `--storage-driver vfs` (works
  *   wherever the lab directory lies, overlayfs included; ployz sees only Docker's API, never its storage driver);
  *   `--mtu 1420` (containers' MTU fits WireGuard's, so no test depends on path-MTU discovery; an installed Docker
  *   keeps 1500 and relies on the host, the router between bridge and WireGuard, sending "fragmentation needed");
@@ -56,7 +56,7 @@ export {
   labStatus,
   labStopMachine,
 } from "./ops.ts";
-export { DOCKER_NETWORKING } from "./dockerd.ts";
-export type { DockerNetworking } from "./dockerd.ts";
+export { DOCKER_NETWORKING, dockerdConfigProblem } from "./dockerd.ts";
+export type { DockerdConfig, DockerNetworking } from "./dockerd.ts";
 export { DAEMON_ENV_PREFIXES, daemonClient } from "./ployzd.ts";
 export type { LabMachineStatus, LabPeerStatus, LabStatus } from "./ops.ts";

@@ -271,7 +271,7 @@ export async function labRestartDockerd(
   const m = machineByName(state.plan, options.machine);
   const started = Date.now();
   await stopDockerd(m, { keepContainers: true });
-  await startDockerd(m, dockerNetworkingOf(state));
+  await startDockerd(m, dockerNetworkingOf(state), state.dockerdConfig);
   await waitDockerd(m, 90_000);
   return { elapsedMs: Date.now() - started };
 }
@@ -307,7 +307,7 @@ export async function labStartMachine(
   const m = machineByName(state.plan, options.machine);
   const started = Date.now();
   if (!(await dockerdAnswers(m))) {
-    await startDockerd(m, dockerNetworkingOf(state));
+    await startDockerd(m, dockerNetworkingOf(state), state.dockerdConfig);
     await waitDockerd(m, 90_000);
   }
   if ((await daemonPids(m)).length === 0) {

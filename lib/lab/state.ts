@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { writeFileAtomic } from "../util/mod.ts";
 import { LabError } from "./errors.ts";
-import type { DockerNetworking } from "./dockerd.ts";
+import type { DockerdConfig, DockerNetworking } from "./dockerd.ts";
 import type { LabPlan, Profile } from "./plan.ts";
 
 /** The lab's saved state. */
@@ -30,6 +30,8 @@ export interface LabState {
   daemonEnv?: Record<string, string>;
   /** How each dockerd runs its networking; absent in labs made before it was recorded: `off`. */
   dockerNetworking?: DockerNetworking;
+  /** What each dockerd's `daemon.json` adds (insecure registries, download attempts); absent: nothing. */
+  dockerdConfig?: DockerdConfig;
   /** Whether IP forwarding was on in each namespace before dockerd started; absent: on. */
   forwardingBeforeDocker?: boolean;
   /** Each Machine's btrfs Pool on a loop file of this size (`--pool btrfs:SIZE`); absent: no Pools. */

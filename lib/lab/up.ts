@@ -26,6 +26,8 @@ import {
 import { openConfigStore } from "../store/mod.ts";
 import {
   DOCKER_NETWORKING,
+  type DockerdConfig,
+  dockerdConfigProblem,
   type DockerNetworking,
   loadImages,
   saveImages,
@@ -79,6 +81,8 @@ export interface LabUpOptions {
   daemonEnv?: Record<string, string>;
   /** Docker's networking in every dockerd; default `default` (iptables management and masquerade on). */
   dockerNetworking?: DockerNetworking;
+  /** What each dockerd's `daemon.json` adds: insecure registries, download attempts. */
+  dockerdConfig?: DockerdConfig;
   /** Whether each namespace has IP forwarding on before dockerd starts; default true. With false, Docker turns it
    * on itself and sets FORWARD's policy to DROP, as on a fresh host. */
   forwardingBeforeDocker?: boolean;
@@ -120,6 +124,11 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
       `Cannot use Docker networking "${dockerNetworking}": expected one of ${DOCKER_NETWORKING.join(", ")}`,
     );
   }
+  const dockerdConfig = options.dockerdConfig ?? {};
+  const configProblem = dockerdConfigProblem(dockerdConfig);
+  if (configProblem !== undefined) {
+    throw new LabError("invalid_argument", `Cannot configure the lab's dockerd: ${configProblem}`);
+  }
   const forwarding = options.forwardingBeforeDocker ?? true;
   const plan = planLab({
     name: options.name ?? "ployz-lab",
@@ -145,6 +154,7 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     partitions: [],
     daemonEnv: options.daemonEnv ?? {},
     dockerNetworking,
+    dockerdConfig,
     forwardingBeforeDocker: forwarding,
   };
   await writeState(plan.dir, state); // before anything exists, so down can undo a crash
@@ -158,7 +168,7 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
       for (const m of plan.machines) await steerThroughRelay(plan, m);
     }
     progress(`starting ${plan.machines.length} dockerd`);
-    await Promise.all(plan.machines.map((m) => startDockerd(m, dockerNetworking)));
+    await Promise.all(plan.machines.map((m) => startDockerd(m, dockerNetworking, dockerdConfig)));
     await Promise.all(plan.machines.map((m) => waitDockerd(m, 90_000)));
     progress("dockerd answers on every Machine");
     const wanted = options.images ?? ["ployz-test/busybox:1"];
