@@ -27,7 +27,7 @@ export {
   type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";
-export { planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
+export { planDeploy, type PlanOptions, registryIsNearby, type ServingPlanOptions } from "./plan.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";
 export { renderPreview } from "./preview.ts";
 export type {

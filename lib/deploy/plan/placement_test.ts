@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { executePlan } from "../execute/execute.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
 import { deployIntent } from "./intent.ts";
-import { planDeploy } from "./plan.ts";
+import { planDeploy, registryIsNearby } from "./plan.ts";
 import { takeSnapshot } from "./snapshot.ts";
 import { FakeMachine, HOST_8080, project, service, snapshotOfAll } from "./test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
-import type { ImageOp, Op } from "./types.ts";
+import type { ImageOp, ImageSource, Op, PullOp } from "./types.ts";
 
 const D1 = "d1".padEnd(32, "0");
 const D2 = "d2".padEnd(32, "0");
@@ -251,4 +251,74 @@ Deno.test("planDeploy moves replicated slots off a Machine refusing workloads an
   );
   for (const m of machines) m.acceptsWorkloads = false;
   await assert.rejects(plan(p, machines), /do not accept workloads/);
+});
+
+Deno.test("registryIsNearby: private, loopback, documentation and local names are nearby; public ones remote", () => {
+  for (
+    const host of [
+      "localhost:5000",
+      "127.0.0.1:5000",
+      "10.1.2.3",
+      "172.20.0.1:443",
+      "192.168.1.10:5000",
+      "192.0.2.1:32000",
+      "100.100.1.1",
+      "[::1]:5000",
+      "[fd00::1]:5000",
+      "registry:5000",
+      "reg.internal",
+      "cache.lan:5000",
+    ]
+  ) assert.equal(registryIsNearby(host), true, host);
+  for (
+    const host of [
+      "docker.io",
+      "ghcr.io",
+      "registry.example.com:5000",
+      "8.8.8.8",
+      "172.32.0.1",
+      "[2001:db8::1]:443",
+    ]
+  ) assert.equal(registryIsNearby(host), false, host);
+});
+
+Deno.test("planDeploy copies a pinned image from a peer when its registry is remote, pulls when it is nearby", async () => {
+  const digest = `sha256:${"a".repeat(64)}`;
+  const planFrom = async (registry: string, state: ImageSource["registryState"]) => {
+    const ref = `${registry}/shop/web:1@${digest}`;
+    const machines = three();
+    machines[0].images.add(ref);
+    const p = project([service("web", { replicas: 3, image: ref })]);
+    const source: ImageSource = {
+      written: `${registry}/shop/web:1`,
+      ref,
+      digest,
+      from: `registry "${registry}"`,
+      registry,
+      registryState: state,
+      ...(state === "unreachable" ? { registryMessage: "connection refused" } : {}),
+      services: ["web"],
+    };
+    return planDeploy({
+      intent: deployIntent(p, D2),
+      snapshot: await snapshotOfAll(machines, p.name),
+      images: [source],
+    }).ops.filter((op) => op.kind === "pull" || op.kind === "image");
+  };
+  const remote = await planFrom("ghcr.io", "available");
+  assert.deepEqual(remote.map((op) => `${op.kind}@${op.machineName}`), ["image@two", "image@three"]);
+  assert.equal((remote[0] as ImageOp).fromMachineName, "one");
+  assert.match(
+    (remote[0] as ImageOp).reason ?? "",
+    /"one" holds sha256:aaaaaaaaaaaa… and registry "ghcr\.io" is remote: the mesh copy spares/,
+  );
+  const nearby = await planFrom("10.0.0.5:5000", "available");
+  assert.deepEqual(nearby.map((op) => `${op.kind}@${op.machineName}`), ["pull@two", "pull@three"]);
+  assert.match(
+    (nearby[0] as PullOp).reason,
+    /is on the Cluster's own network: a pull fetches only the layers/,
+  );
+  const down = await planFrom("10.0.0.5:5000", "unreachable");
+  assert.deepEqual(down.map((op) => `${op.kind}@${op.machineName}`), ["image@two", "image@three"]);
+  assert.match((down[0] as ImageOp).reason ?? "", /did not answer \(connection refused\)/);
 });
