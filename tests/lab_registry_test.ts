@@ -5,7 +5,11 @@
 // pulling the same digest (Preview `name:tag → sha256:…`, `ps` shows it); the password appears in no ployzd log,
 // store file, `ployz logs` output or Deployment record; a tag moved in the registry is a replacement; with the
 // registry stopped, a Machine lacking the image copies it from a peer and the plan says why; `image ls` lists the
-// digests and users, and `image prune` removes only the image nothing uses any more.
+// digests and users, and `image prune` removes only the image nothing uses any more. Then faults, against a second,
+// plain registry that each lab dockerd lists in `insecure-registries` (one download attempt per layer, so a dropped
+// transfer fails at once rather than after Docker's retries), its traffic throttled so pulls are in flight: the
+// registry stopped mid-pull fails the pull `unavailable` and the Outcome lists it; a ployzd restarted mid-pull
+// leaves nothing a re-run cannot finish.
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -46,11 +50,12 @@ async function ployzWithStdin(
   return { code: out.code, out: decoder.decode(out.stdout) + decoder.decode(out.stderr) };
 }
 
-/** A new image on m1, `IMAGE` plus a file saying `content`, committed as `ref`. */
-async function commitImage(lab: Lab, ref: string, content: string): Promise<void> {
+/** A new image on m1, `IMAGE` plus a file holding `content`, committed as `ref`. */
+async function commitImage(lab: Lab, ref: string, content: string | Uint8Array): Promise<void> {
   const name = `commit-${crypto.randomUUID().slice(0, 8)}`;
   const file = join(lab.dir, `${name}.txt`);
-  await Deno.writeTextFile(file, content);
+  if (typeof content === "string") await Deno.writeTextFile(file, content);
+  else await Deno.writeFile(file, content);
   for (
     const args of [
       ["create", "--name", name, IMAGE, "true"],
@@ -96,6 +101,76 @@ async function filesContaining(dir: string, needle: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * Starts `ployz deploy --json` of `compose` on m1; `pulling` resolves once some Machine reports pulled bytes, `done`
+ * with the exit code and the Outcome event.
+ */
+function deployJson(lab: Lab, compose: string): {
+  pulling: Promise<void>;
+  done: Promise<{ code: number; outcome: Record<string, unknown> | undefined; text: string }>;
+} {
+  const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
+    args: ["deploy", "-f", compose, "-y", "--json", "--monitor", "0s", "--parallel", "3"],
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let seen: () => void = () => {};
+  const pulling = new Promise<void>((resolve) => seen = resolve);
+  const done = (async () => {
+    let text = "";
+    let outcome: Record<string, unknown> | undefined;
+    const errText = new Response(child.stderr).text();
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, at);
+        buffer = buffer.slice(at + 1);
+        text += line + "\n";
+        const event = JSON.parse(line);
+        if (event.type === "outcome") outcome = event.outcome;
+        // "ref: 0/2 layers, 1.3 MB of 6.0 MB, 0.8 s": bytes are moving.
+        if (event.phase === "pulling_image" && / layers, (?!0\.0 MB)[0-9.]+ MB/.test(event.detail ?? "")) {
+          seen();
+        }
+      }
+    }
+    const code = (await child.status).code;
+    seen();
+    return { code, outcome, text: text + (await errText) };
+  })();
+  return { pulling, done };
+}
+
+/** Throttles what the lab's underlay namespace sends over its bridge (the registry's answers), or lifts it. */
+async function throttle(namespace: string, on: boolean): Promise<void> {
+  const args = on
+    ? [
+      "netns",
+      "exec",
+      namespace,
+      "tc",
+      "qdisc",
+      "replace",
+      "dev",
+      "br0",
+      "root",
+      "tbf",
+      "rate",
+      "4mbit",
+      "burst",
+      "32kb",
+      "latency",
+      "5s",
+    ]
+    : ["netns", "exec", namespace, "tc", "qdisc", "del", "dev", "br0", "root"];
+  const done = await run("ip", args);
+  assert.equal(done.code, 0, `ip ${args.join(" ")}: ${done.stderr}`);
+}
+
 function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
   outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
     for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
@@ -108,10 +183,13 @@ Deno.test(needs(["lab", "command:docker-registry", "command:htpasswd", "command:
   name:
     "a Project from a TLS registry with basic auth deploys on 3 Machines, one digest, no credential anywhere",
   async fn() {
-    await using lab = await startLab("rg", 3);
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const plainHost = `192.0.2.1:${port + 1}`;
+    await using lab = await startLab("rg", 3, {
+      upArgs: ["--insecure-registry", plainHost, "--max-download-attempts", "1"],
+    });
     // The lab's underlay namespace is `<name>-u`, its name the prefix and the directory's random tag.
     const namespace = `rg${basename(lab.dir).split("-").pop()}-u`;
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
     await using registry = await startRegistry({
       address: "192.0.2.1",
       port,
@@ -360,6 +438,77 @@ services:
       }
       const running = (await ps()).machines.flatMap((m) => m.containers).length;
       assert.equal(running, 6);
+
+      // Faults, from the plain registry: a 6 MB layer of random bytes, its transfers throttled to 4 Mbit/s.
+      await using plain = await startRegistry({ address: "192.0.2.1", port: port + 1, namespace });
+      const big = `${plainHost}/load/big:1`;
+      const bytes = new Uint8Array(6_000_000);
+      for (let i = 0; i < bytes.length; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+      await commitImage(lab, big, bytes);
+      const emptyConfig = join(lab.dir, "plain-docker-config");
+      await Deno.mkdir(emptyConfig);
+      const bigDigest = await push(lab, big, emptyConfig);
+      const bigCompose = join(lab.dir, "load.yaml");
+      await Deno.writeTextFile(
+        bigCompose,
+        `name: load\nservices:\n  big:\n    image: ${big}\n    command: ["sleep", "3600"]\n` +
+          `    deploy: {replicas: 3}\n    healthcheck: {disable: true}\n    stop_signal: SIGKILL\n`,
+      );
+      await throttle(namespace, true);
+      try {
+        // Registry stopped mid-pull: the pulls fail `unavailable`, and the Outcome says so.
+        const first = deployJson(lab, bigCompose);
+        await first.pulling;
+        await plain.stop();
+        const stopped = await first.done;
+        assert.notEqual(stopped.code, 0, stopped.text);
+        const outcome = stopped.outcome as {
+          status: string;
+          failed?: { op: { kind: string; ref?: string }; error: { code: string; message: string } };
+          also_failed?: { op: { kind: string; ref?: string }; error: { code: string; message: string } }[];
+        };
+        assert.ok(outcome !== undefined, stopped.text);
+        const failures = [outcome.failed, ...(outcome.also_failed ?? [])].filter((f) => f !== undefined);
+        assert.ok(
+          failures.some((f) =>
+            f.op.kind === "pull" && f.error.code === "unavailable" && f.op.ref?.includes(big)
+          ),
+          stopped.text,
+        );
+        console.log(
+          `registry stopped mid-pull: ${outcome.status}; ${failures.map((f) => f.error.message).join("; ")}`,
+        );
+
+        // ployzd of m2 restarted mid-pull: whatever that leaves, a re-run finishes.
+        await plain.start();
+        const second = deployJson(lab, bigCompose);
+        await second.pulling;
+        await lab.ok(["lab", "restart", "m2", "--dir", lab.dir]);
+        await throttle(namespace, false);
+        const interrupted = await second.done;
+        console.log(`ployzd of m2 restarted mid-pull: exit ${interrupted.code}`);
+        // What the restart left of m2's record of pulled images is whole (or absent), never torn.
+        const record = await Deno.readTextFile(join(lab.dir, "m2", "ployz", "pulled_images.json")).catch(() =>
+          "{}"
+        );
+        assert.doesNotThrow(() => JSON.parse(record), record);
+      } finally {
+        await throttle(namespace, false).catch(() => {});
+      }
+      const rerun = await lab.on("m1", [
+        "deploy",
+        "-f",
+        bigCompose,
+        "-y",
+        "--monitor",
+        "0s",
+        "--parallel",
+        "3",
+      ]);
+      assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+      const loadPs = JSON.parse((await lab.on("m1", ["ps", "load", "--json"])).stdout) as PsJson;
+      const bigImages = loadPs.machines.flatMap((m) => m.containers.map((c) => c.image));
+      assert.deepEqual(bigImages, [1, 2, 3].map(() => `${big}@${bigDigest}`));
     } finally {
       await Deno.remove(certs, { recursive: true }).catch(() => {});
     }
