@@ -88,6 +88,7 @@ export const deployCommand: Command = {
           callTimeoutMs,
           files: loaded.files,
           registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
+          builder: values.builder as string | undefined,
         }), { composeContext: loaded.project.context ?? undefined });
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
       return flowExitCode(result);

@@ -20,6 +20,7 @@ import {
 import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
 import { cliError, jsonLine } from "./connect.ts";
+import { buildPrinter } from "./build.ts";
 
 /** The Cluster's Machines as this CLI reaches them, closed on dispose. */
 export type OpenMachines =
@@ -65,7 +66,9 @@ export function deployReport(io: Io, options: { json: boolean; verb: string }): 
   const tty = !options.json && Deno.stdout.isTerminal();
   // One printer per executed plan: its rows are that plan's operations.
   let printer = progressPrinter(io.out, { tty });
+  const build = buildPrinter(io, options.json);
   return {
+    build,
     preview(plan): void {
       if (options.json) {
         io.out(jsonLine({ type: "preview", preview: toWire({ ...plan, ops: plan.ops.map(opView) }) }));

@@ -28,6 +28,11 @@ export const ployz: Command = {
       () => import("./deploy.ts").then((m) => m.deployCommand),
     ),
     lazyCommand(
+      "build",
+      "Build a Compose file's build: Services on a Machine of the Cluster, without deploying",
+      () => import("./build.ts").then((m) => m.buildCommand),
+    ),
+    lazyCommand(
       "config",
       "Print the normalized Project of a Compose file without contacting any Machine",
       () => import("./config.ts").then((m) => m.configCommand),

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { buildHandlers } from "./build_handlers.ts";
 import { join } from "node:path";
 import { DockerError, type NetworkSpec, openEngine } from "../deploy/mod.ts";
 import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
@@ -254,6 +255,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       pulled,
     }),
     ...execHandlers({ engine, stopping: stopping.signal, log }),
+    ...buildHandlers({
+      engine,
+      record: () => lifecycle.record,
+      buildsDir: join(layout.dataDir, "builds"),
+      stopping: stopping.signal,
+      log,
+    }),
     ...servingHandlers(lifecycle),
     ...volumes.handlers,
     ...observeHandlers({

@@ -31,6 +31,8 @@ export interface LocalMachine {
   "public_key"?: string;
   /** When the id was minted. */
   "created_at"?: string;
+  /** False when this Machine refuses Builds; absent, it accepts them. */
+  "accepts_builds"?: boolean;
   /** Fields a newer release wrote; kept on rewrite. */
   [field: string]: unknown;
 }
@@ -44,6 +46,7 @@ const LocalMachineSchema: z.ZodType<LocalMachine> = z.looseObject({
   subnet: z.string().max(64).optional(),
   "public_key": z.string().max(128).optional(),
   "created_at": z.string().max(64).optional(),
+  "accepts_builds": z.boolean().optional(),
 });
 
 /** Where the record lives. */

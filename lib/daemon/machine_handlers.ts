@@ -56,6 +56,8 @@ export function machineToWire(record: LocalMachine): MachineRecord {
   if (typeof record.accepts_workloads === "boolean") out["accepts_workloads"] = record.accepts_workloads;
   const labels = recordLabels(record);
   if (Object.keys(labels).length > 0) out.labels = labels;
+  // Every Machine accepts Builds unless its record says otherwise.
+  if (typeof record.accepts_builds === "boolean") out["accepts_builds"] = record.accepts_builds;
   return out;
 }
 

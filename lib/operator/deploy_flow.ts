@@ -36,6 +36,15 @@ import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./
 import { clientOf, type DeployMachineApi, type DeployMachines } from "./deploy_machines.ts";
 import { OperatorError } from "./errors.ts";
 import { type AuthLookup, pinImages } from "./image_pins.ts";
+import {
+  type Builder,
+  type BuildEvent,
+  type BuildJob,
+  discardBuilds,
+  pickBuilder,
+  prepareBuilds,
+  runBuilds,
+} from "./build_flow.ts";
 
 /** The records a Deploy reads and writes on the operator's side: Saved State and Deployment records. */
 export type DeployBook = Pick<
@@ -45,6 +54,8 @@ export type DeployBook = Pick<
 
 /** How the caller shows a Deploy and asks the operator. */
 export interface DeployReport {
+  /** Each build event: what will be built or is up to date (before the Preview), then sending and output. */
+  build?(event: BuildEvent): void;
   /** The Preview of the plan, before anything runs (the only output of a dry run). */
   preview(plan: Plan): void;
   /** Asks whether to run `plan`; called only when it has operations and `yes` is not set. False declines. */
@@ -75,6 +86,8 @@ export interface FlowOptions {
   files?: FileContents;
   /** Registry credentials by host, from the operator's side; sent only with the requests that need them. */
   registryAuth?: AuthLookup;
+  /** The Machine that builds `build:` Services (`--builder`); default the Entry Machine. */
+  builder?: string;
 }
 
 /**
@@ -243,18 +256,34 @@ export async function deployProject(
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
 ): Promise<FlowResult> {
-  const unbuilt = Object.values(request.project.services).filter((s) =>
-    s.build !== undefined && !s.image.includes(":")
-  );
-  if (unbuilt.length > 0) {
-    throw new OperatorError(
-      "unsupported",
-      `Service "${
-        unbuilt[0].name
-      }" has "build:", and this release cannot build yet: build and push the image, then set "image"`,
-      { service: unbuilt[0].name },
-    );
+  if (!Object.values(request.project.services).some((s) => s.build !== undefined)) {
+    return await deployPrepared(machines, book, request, options, []);
   }
+  const builder = pickBuilder(machines, options.builder);
+  const prepared = await prepareBuilds(request.project, builder, (event) => options.report.build?.(event));
+  try {
+    return await deployPrepared(
+      machines,
+      book,
+      { ...request, project: prepared.project },
+      options,
+      prepared.jobs,
+      builder,
+    );
+  } finally {
+    await discardBuilds(prepared.jobs);
+  }
+}
+
+/** A Deploy whose `build:` Services are prepared: each runs its tagged image, built on `builder` once confirmed. */
+async function deployPrepared(
+  machines: DeployMachines,
+  book: DeployBook,
+  request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
+  options: FlowOptions,
+  jobs: BuildJob[],
+  builder?: Builder,
+): Promise<FlowResult> {
   // Every Machine runs the digest resolved here, once: a moved tag is a changed spec, never a mix.
   const pins = await pinImages(
     request.project,
@@ -267,6 +296,9 @@ export async function deployProject(
   const ingress = { ...INGRESS, image: ingressImage() };
   const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
   const snapshot = await observe(machines, project.name, images, { ingress: true });
+  // An image still to be built will be on the builder once built: the plan copies it from there.
+  const building = snapshot.machines.find((m) => m.machineId === builder?.id);
+  for (const job of jobs) if (!job.upToDate && building !== undefined) building.images[job.ref] = true;
   const intent = deployIntent(project, deployment.id, [...request.warnings, ...pins.warnings]);
   const plan = planDeploy({
     intent,
@@ -309,6 +341,8 @@ export async function deployProject(
     return { status: "unchanged", plan };
   }
   if (!go) return { status: options.dryRun ? "previewed" : "declined", plan };
+  // Built before anything is saved or replaced: a failed build ends the Deploy here.
+  if (builder !== undefined) await runBuilds(jobs, builder, (event) => options.report.build?.(event));
   save();
   const outcome = await executeAndRecord(plan, machines, book, {
     ...options,

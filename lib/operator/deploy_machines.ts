@@ -1,7 +1,7 @@
 // The Machines a Deploy observes and acts on: every Machine the Entry Machine lists, each reached through it over
 // the mesh, or kept as an omission with the reason it is not asked (DESIGN.md, bet 4).
 import type { ContainerSpec, MachineApi, MachineHandle, ObservationOmission } from "../deploy/mod.ts";
-import type { FanOutTarget } from "../rpc/mod.ts";
+import type { FanOutTarget, MachineClient } from "../rpc/mod.ts";
 
 /**
  * The Machine RPC a Deploy calls on one Machine: the planner's and executor's {@link MachineApi}, plus the
@@ -14,6 +14,10 @@ export interface DeployMachineApi extends MachineApi {
   ensureContainerWithFiles(
     request: { spec: ContainerSpec; start: boolean; files: Record<string, string> },
   ): ReturnType<MachineApi["ensureContainer"]>;
+  /** `ployz.image.build_upload.v1`, on a client that can ask it. */
+  buildUpload?: MachineClient["buildUpload"];
+  /** `ployz.image.build.v1`, on a client that can ask it. */
+  buildImage?: MachineClient["buildImage"];
 }
 
 /** The Entry Machine and the other Machines of its Cluster, as a Deploy reaches them. */

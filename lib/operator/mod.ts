@@ -39,6 +39,28 @@ export {
   type VolumeRunResult,
 } from "./volume_run.ts";
 export {
+  type Builder,
+  type BuilderApi,
+  type BuildEvent,
+  type BuildJob,
+  type BuildReport,
+  type BuildStage,
+  discardBuilds,
+  pickBuilder,
+  prepareBuilds,
+  type PrepareOptions,
+  runBuilds,
+} from "./build_flow.ts";
+export {
+  buildTag,
+  type ContextLimits,
+  discardContext,
+  MAX_CONTEXT_BYTES,
+  MAX_CONTEXT_ENTRIES,
+  packContext,
+  type PackedContext,
+} from "./build_context.ts";
+export {
   type RestartApi,
   type RestartOptions,
   restartOrder,

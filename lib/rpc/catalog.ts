@@ -6,6 +6,7 @@
  * @module
  */
 
+import { BUILD_ROUTES, type BuildRouteTypes } from "./build_routes.ts";
 import { CONTAINER_ROUTES } from "./container_routes.ts";
 import { EXEC_ROUTES, type ExecRouteTypes } from "./exec_routes.ts";
 import { IMAGE_ROUTES } from "./image_routes.ts";
@@ -106,7 +107,7 @@ import type {
 } from "./volume_routes.ts";
 
 /** Request and response types of every route, by method name. */
-export interface RouteTypes extends ExecRouteTypes {
+export interface RouteTypes extends ExecRouteTypes, BuildRouteTypes {
   /** `ployz.machine.describe_contract.v1`. */
   describeContract: [EmptyRequest, DescribeContractResponse];
   /** `ployz.machine.init.v1`. */
@@ -210,6 +211,7 @@ export const CATALOG: Catalog = Object.freeze({
   ...SERVING_ROUTES,
   ...EXEC_ROUTES,
   ...VOLUME_ROUTES,
+  ...BUILD_ROUTES,
 });
 
 /** Capability names, by method name. */

@@ -78,6 +78,7 @@ import type {
   ExecStartRequest,
   ExecStartResponse,
 } from "./exec_routes.ts";
+import type { BuildRequest, BuildUploadRequest, BuildUploadResponse } from "./build_routes.ts";
 import type { ExportImageRequest, PullFromPeerRequest, PullFromPeerResponse } from "./routing_routes.ts";
 import type {
   AddCertificateRequest,
@@ -191,6 +192,10 @@ export interface MachineClient extends Disposable {
   exportImage(request: ExportImageRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** Asks the Machine to fetch an image from a peer Machine over the mesh and load it. */
   pullImageFromPeer(request: PullFromPeerRequest, options?: CallOptions): Promise<PullFromPeerResponse>;
+  /** Sends one piece of a build context to the Machine. */
+  buildUpload(request: BuildUploadRequest, options?: CallOptions): Promise<BuildUploadResponse>;
+  /** Builds an uploaded context; the answer is NDJSON build frames, the last `done` or `failed`. */
+  buildImage(request: BuildRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
   /** Moves a Service's Serving Pointer to a Deployment (a name-keyed, last-writer-wins row). */
   setPointer(request: SetPointerRequest, options?: CallOptions): Promise<SetPointerResponse>;
   /** A Serving Pointer and this Machine's view of its acks. */
@@ -228,7 +233,7 @@ function messageOf(error: unknown): string {
 
 /** How a client sends: kept per client so a forwarding client can share its Entry Machine's connection pool. */
 /** The routes that answer a stream rather than JSON. */
-type StreamRoute = "tailLogs" | "exportImage" | "execAttach" | "sendVolume";
+type StreamRoute = "tailLogs" | "exportImage" | "execAttach" | "sendVolume" | "buildImage";
 
 const TRANSPORTS = new WeakMap<
   MachineClient,
@@ -413,6 +418,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     metricHistory: (req, o) => call("metricHistory", req, o?.signal),
     exportImage: (req, o) => stream("exportImage", req, o?.signal),
     pullImageFromPeer: (req, o) => call("pullImageFromPeer", req, o?.signal),
+    buildUpload: (req, o) => call("buildUpload", req, o?.signal),
+    buildImage: (req, o) => stream("buildImage", req, o?.signal),
     setPointer: (req, o) => call("setPointer", req, o?.signal),
     pointerStatus: (req, o) => call("pointerStatus", req, o?.signal),
     markRemoval: (req, o) => call("markRemoval", req, o?.signal),

@@ -66,6 +66,8 @@ export interface MachineRecord {
   "accepts_workloads"?: boolean;
   /** Its Machine Labels, set by `ployz machine label`; absent means none. */
   labels?: Record<string, string>;
+  /** False when the Machine refuses Builds; absent means it accepts them. */
+  "accepts_builds"?: boolean;
   /** The Docker bridge network its containers join (absent from older daemons: `ployz`). */
   "docker_network"?: string;
 }
@@ -83,6 +85,7 @@ export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
   "accepts_ingress": z.boolean().optional(),
   "accepts_workloads": z.boolean().optional(),
   labels: z.record(z.string().max(128), z.string().max(256)).optional(),
+  "accepts_builds": z.boolean().optional(),
   "docker_network": z.string().max(128).optional(),
 });
 

@@ -176,6 +176,16 @@ export {
   MAX_EXEC_INPUT,
   parseExecFrame,
 } from "./exec_routes.ts";
+export {
+  type BuildFrame,
+  type BuildRequest,
+  type BuildRouteTypes,
+  type BuildUploadRequest,
+  type BuildUploadResponse,
+  MAX_BUILD_CONTEXT,
+  MAX_UPLOAD_PIECE,
+  parseBuildFrame,
+} from "./build_routes.ts";
 export { muxFetch, type StdioCommand, stdioFetch } from "./stdio_transport.ts";
 export { type MuxSession, muxSession, type MuxStream, serveMux } from "./mux.ts";
 export { type ListenOptions, listenUnix, type SocketServer } from "./listen.ts";

@@ -21,7 +21,7 @@ export interface DockerRequest {
   path: string;
   query?: Record<string, unknown>;
   body?: unknown;
-  /** A request body to stream (an image archive). */
+  /** A request body to stream (an image archive, a build context). */
   file?: Readable;
   /** Answer with the response stream instead of the parsed body. */
   stream?: boolean;

@@ -58,6 +58,7 @@ export type { DockerImage } from "./docker_types.ts";
 export { type DemuxedFrame, Demuxer } from "./demux.ts";
 export type { RegistryAuth } from "./client.ts";
 export { digestFor, type ImageRef, parseImageRef, pinRef, registryHost, repositoryOf } from "./reference.ts";
+export { BUILD_TAIL_LINES, BuildError, type BuildOptions, type BuiltImage } from "./build.ts";
 export type { EventOptions } from "./events.ts";
 export type { ExecConnection, ExecOptions, ExecState } from "./exec.ts";
 export type { HealthEvidence, HealthOptions, HealthResult } from "./health.ts";

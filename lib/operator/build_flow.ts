@@ -1,0 +1,436 @@
+// Builds of a Project's `build:` Services on a Machine that accepts Builds (default: the Entry Machine). Each
+// context is read and packed here, on the operator's side; its content digest tags the image, so a context the
+// builder already built is "up to date" and sent nowhere. Otherwise the tar is sent in pieces over Machine RPC (its
+// size said first) and built with the builder's Docker, the output streamed back live. Other Machines get the image
+// by the Deploy's peer copy from the builder. Every failure names the Service and the stage.
+import { Buffer } from "node:buffer";
+import type { NormalizedBuild, NormalizedProject } from "../deploy/mod.ts";
+import { INLINE_DOCKERFILE_NAME } from "../deploy/mod.ts";
+import {
+  type BuildFrame,
+  type BuildRequest,
+  type BuildUploadRequest,
+  type BuildUploadResponse,
+  type CallOptions,
+  CAPABILITIES,
+  MAX_UPLOAD_PIECE,
+  parseBuildFrame,
+} from "../rpc/mod.ts";
+import { CodedError } from "../util/mod.ts";
+import {
+  buildTag,
+  type ContextLimits,
+  discardContext,
+  MAX_CONTEXT_BYTES,
+  packContext,
+  type PackedContext,
+} from "./build_context.ts";
+import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
+import { OperatorError } from "./errors.ts";
+
+/** Where a build failed: reading the context here, sending it, building it, or copying the image to a Machine. */
+export type BuildStage = "read context" | "send" | "build" | "distribute";
+
+/** What a builder Machine is asked; `lib/rpc`'s `MachineClient` serves it. */
+export interface BuilderApi {
+  /** `ployz.image.inspect.v1`. */
+  inspectImage(request: { ref: string }): Promise<{ present: boolean; id?: string }>;
+  /** `ployz.image.build_upload.v1`. */
+  buildUpload(request: BuildUploadRequest, options?: CallOptions): Promise<BuildUploadResponse>;
+  /** `ployz.image.build.v1`. */
+  buildImage(request: BuildRequest, options?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Throws `unsupported` when the Machine does not serve `capability`. */
+  requireCapability(capability: string): Promise<void>;
+}
+
+/** The Machine that builds. */
+export interface Builder {
+  /** Its id. */
+  id: string;
+  /** Its name. */
+  name: string;
+  /** Its Machine RPC. */
+  api: BuilderApi;
+}
+
+/** One Service's build, prepared. */
+export interface BuildJob {
+  /** The Project. */
+  project: string;
+  /** The Service. */
+  service: string;
+  /** What the file says to build. */
+  build: NormalizedBuild;
+  /** The reference the Service runs: `<project>-<service>:<digest>`. */
+  ref: string;
+  /** Every tag the image gets: `ref`, then the file's `image:` if it names one. */
+  tags: string[];
+  /** The context's content digest. */
+  digest: string;
+  /** The builder already holds the image: nothing is sent or built. */
+  upToDate: boolean;
+  /** The packed context, until sent or discarded. */
+  packed?: PackedContext;
+  /** Tar bytes, bytes of the files on disk, entries and ignored entries. */
+  size: { bytes: number; fileBytes: number; entries: number; ignored: number };
+}
+
+/** A build as the operator sees it happen. */
+export type BuildEvent =
+  | {
+    type: "planned";
+    service: string;
+    machine: string;
+    ref: string;
+    upToDate: boolean;
+    bytes: number;
+    fileBytes: number;
+    entries: number;
+    ignored: number;
+    limit: number;
+  }
+  | { type: "sending"; service: string; machine: string; bytes: number; limit: number }
+  | { type: "sent"; service: string; bytes: number; durationMs: number }
+  | { type: "waiting"; service: string; text: string }
+  | { type: "log"; service: string; text: string }
+  | { type: "built"; service: string; ref: string; durationMs: number; built: boolean }
+  | { type: "failed"; service: string; stage: BuildStage; message: string; tail: string[] };
+
+/** Where build events go. */
+export type BuildReport = (event: BuildEvent) => void;
+
+/** Options of {@link prepareBuilds}. */
+export interface PrepareOptions {
+  /** Only these Services (`ployz build web api`); default every Service with `build:`. */
+  services?: string[];
+  /** Build even when the builder holds the image (`--no-cache` builds again). */
+  force?: boolean;
+  /** Context limits; tests lower them. */
+  limits?: ContextLimits;
+}
+
+/** Picks the builder: the Machine `wanted` names (id, name or id prefix), else the Entry Machine. */
+export function pickBuilder(machines: DeployMachines, wanted?: string): Builder {
+  const handles = machines.handles;
+  let found = handles[0];
+  if (wanted !== undefined) {
+    const matches = handles.filter((h) =>
+      h.id === wanted || h.name === wanted || (wanted.length >= 4 && h.id.startsWith(wanted))
+    );
+    if (matches.length === 0) {
+      const omitted = machines.omissions.find((o) => o.machineName === wanted);
+      throw new OperatorError(
+        omitted === undefined ? "not_found" : "unavailable",
+        omitted === undefined
+          ? `No Machine "${wanted}" for "--builder" among the Machines the Entry Machine holds`
+          : `Machine "${wanted}" for "--builder" cannot be reached: ${omitted.reason}`,
+        { machine: wanted },
+      );
+    }
+    if (matches.length > 1) {
+      throw new OperatorError(
+        "ambiguous",
+        `Machine "${wanted}" for "--builder" matches ${matches.length} Machines: give an id`,
+      );
+    }
+    found = matches[0];
+  }
+  if (found === undefined) throw new OperatorError("unavailable", "No Machine can be reached to build on");
+  const api = found.api as DeployMachineApi & Partial<BuilderApi>;
+  if (api.buildUpload === undefined || api.buildImage === undefined) {
+    throw new OperatorError(
+      "unsupported",
+      `Machine "${found.name}" cannot be asked to build from this client`,
+    );
+  }
+  return { id: found.id, name: found.name, api: api as unknown as BuilderApi };
+}
+
+function stageError(service: string, stage: BuildStage, machine: string, error: unknown): OperatorError {
+  const code = error instanceof CodedError ? error.code : "internal";
+  const message = error instanceof Error ? error.message : String(error);
+  return new OperatorError(
+    code,
+    `Build of service "${service}" failed at stage "${stage}"${
+      stage === "read context" ? "" : ` on Machine "${machine}"`
+    }: ${message}`,
+    { service, stage, machine },
+  );
+}
+
+/** Removes every prepared job's temporary context. */
+export async function discardBuilds(jobs: readonly BuildJob[]): Promise<void> {
+  for (const job of jobs) {
+    if (job.packed !== undefined) await discardContext(job.packed);
+    job.packed = undefined;
+  }
+}
+
+/**
+ * Reads and packs each `build:` Service's context, tags its image with the content digest, and asks the builder
+ * whether it already holds that image. Answers the Project with every built Service's `image` set to its tag.
+ * Nothing is sent yet.
+ */
+export async function prepareBuilds(
+  project: NormalizedProject,
+  builder: Builder,
+  report: BuildReport,
+  options: PrepareOptions = {},
+): Promise<{ project: NormalizedProject; jobs: BuildJob[] }> {
+  const wanted = options.services;
+  const built = Object.values(project.services).filter((s) => s.build !== undefined);
+  for (const name of wanted ?? []) {
+    if (project.services[name] === undefined) {
+      throw new OperatorError("not_found", `No service "${name}" in Project "${project.name}"`, {
+        service: name,
+      });
+    }
+    if (project.services[name].build === undefined) {
+      throw new OperatorError(
+        "invalid_argument",
+        `Service "${name}" has no "build:": its image "${project.services[name].image}" is not built`,
+        {
+          service: name,
+        },
+      );
+    }
+  }
+  const jobs: BuildJob[] = [];
+  const services = { ...project.services };
+  try {
+    for (const service of built) {
+      const build = service.build!;
+      let packed: PackedContext;
+      try {
+        packed = await packContext(build, options.limits);
+      } catch (error) {
+        throw stageError(service.name, "read context", builder.name, error);
+      }
+      const repository = `${project.name}-${service.name}`;
+      const ref = `${repository}:${buildTag(packed.digest)}`;
+      const job: BuildJob = {
+        project: project.name,
+        service: service.name,
+        build,
+        ref,
+        tags: build.image === null || build.image === ref ? [ref] : [ref, build.image],
+        digest: packed.digest,
+        upToDate: false,
+        packed,
+        size: {
+          bytes: packed.bytes,
+          fileBytes: packed.fileBytes,
+          entries: packed.entries,
+          ignored: packed.ignored,
+        },
+      };
+      jobs.push(job);
+      services[service.name] = { ...service, image: ref };
+      if (wanted !== undefined && !wanted.includes(service.name)) {
+        // Not asked for: the Service keeps the tag of its current context, nothing is built.
+        job.upToDate = true;
+      } else if (!options.force) {
+        try {
+          job.upToDate = (await builder.api.inspectImage({ ref })).present;
+        } catch (error) {
+          throw stageError(service.name, "build", builder.name, error);
+        }
+      }
+      if (job.upToDate) {
+        await discardContext(packed);
+        job.packed = undefined;
+      }
+      if (wanted === undefined || wanted.includes(service.name)) {
+        report({
+          type: "planned",
+          service: service.name,
+          machine: builder.name,
+          ref,
+          upToDate: job.upToDate,
+          ...job.size,
+          limit: options.limits?.maxBytes ?? MAX_CONTEXT_BYTES,
+        });
+      }
+    }
+  } catch (error) {
+    await discardBuilds(jobs);
+    throw error;
+  }
+  return { project: { ...project, services }, jobs };
+}
+
+async function sendContext(
+  job: BuildJob,
+  builder: Builder,
+  upload: string,
+  report: BuildReport,
+): Promise<void> {
+  const packed = job.packed!;
+  report({
+    type: "sending",
+    service: job.service,
+    machine: builder.name,
+    bytes: packed.bytes,
+    limit: MAX_CONTEXT_BYTES,
+  });
+  const started = performance.now();
+  using file = await Deno.open(packed.path);
+  const piece = new Uint8Array(MAX_UPLOAD_PIECE);
+  let offset = 0;
+  for (;;) {
+    let filled = 0;
+    while (filled < piece.length) {
+      const n = await file.read(piece.subarray(filled));
+      if (n === null) break;
+      filled += n;
+    }
+    if (filled === 0 && offset > 0) break;
+    const data = Buffer.from(piece.subarray(0, filled)).toString("base64");
+    let answer: BuildUploadResponse | undefined;
+    for (let attempt = 1; answer === undefined; attempt++) {
+      try {
+        answer = await builder.api.buildUpload({ upload, offset, data }, {
+          signal: AbortSignal.timeout(60_000),
+        });
+      } catch (error) {
+        // A piece whose answer was lost is sent again at the same offset; the Machine overwrites from there.
+        if (attempt >= 3 || !(error instanceof CodedError && error.code === "unavailable")) throw error;
+      }
+    }
+    offset += filled;
+    if (answer.received !== offset) {
+      throw new OperatorError(
+        "internal",
+        `Machine "${builder.name}" holds ${answer.received} bytes of ${offset} sent`,
+      );
+    }
+    if (filled < piece.length) break;
+  }
+  report({
+    type: "sent",
+    service: job.service,
+    bytes: offset,
+    durationMs: Math.round(performance.now() - started),
+  });
+}
+
+async function runBuild(job: BuildJob, builder: Builder, upload: string, report: BuildReport): Promise<void> {
+  const packed = job.packed!;
+  const build = job.build;
+  const stream = await builder.api.buildImage({
+    upload,
+    bytes: packed.bytes,
+    sha256: packed.tarSha256,
+    project: job.project,
+    service: job.service,
+    digest: job.digest,
+    tags: job.tags,
+    dockerfile: build.dockerfileInline !== null ? INLINE_DOCKERFILE_NAME : build.dockerfile ?? "Dockerfile",
+    args: build.args,
+    target: build.target,
+    labels: build.labels,
+    "cache_from": build.cacheFrom,
+    "no_cache": build.noCache,
+  });
+  let last: BuildFrame | undefined;
+  let buffer = "";
+  const decoder = new TextDecoder();
+  const take = (line: string): void => {
+    if (line.trim() === "") return;
+    const frame = parseBuildFrame(line);
+    last = frame;
+    if (frame.type === "log") report({ type: "log", service: job.service, text: frame.text });
+    if (frame.type === "waiting") report({ type: "waiting", service: job.service, text: frame.text });
+  };
+  for await (const chunk of stream) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let at: number;
+    while ((at = buffer.indexOf("\n")) >= 0) {
+      take(buffer.slice(0, at));
+      buffer = buffer.slice(at + 1);
+    }
+  }
+  take(buffer);
+  const end = last as BuildFrame | undefined;
+  if (end?.type === "done") {
+    report({
+      type: "built",
+      service: job.service,
+      ref: job.ref,
+      durationMs: end.duration_ms,
+      built: end.built,
+    });
+    return;
+  }
+  const failure = end?.type === "failed" ? end : {
+    code: "unavailable",
+    message: `the answer from Machine "${builder.name}" ended before the build did`,
+    tail: [],
+  };
+  report({
+    type: "failed",
+    service: job.service,
+    stage: "build",
+    message: failure.message,
+    tail: failure.tail,
+  });
+  throw new OperatorError(
+    (failure.code as OperatorError["code"]) ?? "internal",
+    `Build of service "${job.service}" failed at stage "build" on Machine "${builder.name}": ${failure.message}`,
+    { service: job.service, stage: "build", machine: builder.name, tail: failure.tail },
+  );
+}
+
+/**
+ * Sends and builds every prepared job that is not up to date, one after another, on `builder`. The first failure
+ * ends the run, naming the Service and the stage; temporary contexts are removed either way.
+ */
+export async function runBuilds(
+  jobs: readonly BuildJob[],
+  builder: Builder,
+  report: BuildReport,
+): Promise<void> {
+  try {
+    const pending = jobs.filter((job) => !job.upToDate);
+    if (pending.length === 0) return;
+    for (const capability of [CAPABILITIES.buildUpload, CAPABILITIES.buildImage]) {
+      try {
+        await builder.api.requireCapability(capability);
+      } catch (error) {
+        throw stageError(pending[0].service, "send", builder.name, error);
+      }
+    }
+    for (const job of pending) {
+      const upload = crypto.randomUUID();
+      try {
+        await sendContext(job, builder, upload, report);
+      } catch (error) {
+        report({
+          type: "failed",
+          service: job.service,
+          stage: "send",
+          message: String((error as Error).message),
+          tail: [],
+        });
+        throw stageError(job.service, "send", builder.name, error);
+      }
+      try {
+        await runBuild(job, builder, upload, report);
+      } catch (error) {
+        if (error instanceof OperatorError && error.details.stage === "build") throw error;
+        report({
+          type: "failed",
+          service: job.service,
+          stage: "build",
+          message: String((error as Error).message),
+          tail: [],
+        });
+        throw stageError(job.service, "build", builder.name, error);
+      }
+      if (job.packed !== undefined) await discardContext(job.packed);
+      job.packed = undefined;
+    }
+  } finally {
+    await discardBuilds(jobs);
+  }
+}

@@ -1,0 +1,215 @@
+// Builds on a real three-Machine lab: a Project with two built Services and one from a local image, deployed from
+// m1 with replicas on every Machine. The builder (m1, the Entry Machine) builds with its own dockerd's build API,
+// m2 and m3 get the images by peer copy; a second Deploy builds nothing; an edited file rebuilds and replaces only
+// its Service; a failing RUN ends the Deploy before anything is replaced; `ployz build --builder m2` builds there.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { lastOutcome } from "./support/daemon.ts";
+import { type Lab, machinesUp, startLab } from "./support/lab.ts";
+import { needs } from "./support/needs.ts";
+
+const IMAGE = "ployz-test/busybox:1";
+
+interface OpJson {
+  kind: string;
+  service: string;
+  "machine_name": string;
+}
+
+interface OutcomeJson {
+  status: string;
+  completed: OpJson[];
+}
+
+interface BuildJson {
+  type: string;
+  service: string;
+  "up_to_date"?: boolean;
+  upToDate?: boolean;
+  ref?: string;
+  bytes?: number;
+  built?: boolean;
+}
+
+/** The build events of a `--json` transcript. */
+function builds(stdout: string): BuildJson[] {
+  return stdout.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+    .filter((l) => l.type === "build").map((l) => l.build as BuildJson);
+}
+
+const COMPOSE = `name: bld
+services:
+  web:
+    build: ./web
+    command: ["sleep", "3600"]
+    deploy: {replicas: 3}
+    stop_signal: SIGKILL
+  api:
+    build:
+      context: ./api
+      dockerfile: docker/Dockerfile
+      args: {VERSION: "7"}
+    command: ["sleep", "3600"]
+    deploy: {replicas: 3}
+    stop_signal: SIGKILL
+  cache:
+    image: ${IMAGE}
+    command: ["sleep", "3600"]
+    deploy: {replicas: 3}
+    stop_signal: SIGKILL
+`;
+
+async function writeProject(dir: string): Promise<string> {
+  const files: Record<string, string> = {
+    "compose.yaml": COMPOSE,
+    "web/Dockerfile": `FROM ${IMAGE}\nCOPY msg.txt /msg.txt\n`,
+    "web/msg.txt": "v1\n",
+    "web/.dockerignore": "*.tmp\n",
+    "web/big.tmp": "x".repeat(1 << 20),
+    "api/docker/Dockerfile": `FROM ${IMAGE}\nARG VERSION\nRUN echo "api $VERSION" > /version\n`,
+  };
+  for (const [name, text] of Object.entries(files)) {
+    await Deno.mkdir(join(dir, name, ".."), { recursive: true });
+    await Deno.writeTextFile(join(dir, name), text);
+  }
+  return join(dir, "compose.yaml");
+}
+
+/** What the Service's container on Machine `m` reads from `path`. */
+async function readIn(lab: Lab, m: string, service: string, path: string): Promise<string> {
+  const ps = await lab.docker(m, [
+    "ps",
+    "-q",
+    "--filter",
+    "label=ployz.project=bld",
+    "--filter",
+    `label=ployz.service=${service}`,
+  ]);
+  const id = ps.stdout.trim().split("\n")[0];
+  assert.ok(id, `a ${service} container runs on ${m}`);
+  const r = await lab.docker(m, ["exec", id, "cat", path]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
+}
+
+Deno.test(needs(["lab"], {
+  name: "builds on a 3-Machine lab: built once on the builder, copied to peers, rebuilt only when changed",
+  async fn(t) {
+    await using lab = await startLab("bd", 3);
+    await machinesUp(lab, "m1", 3);
+    const compose = await writeProject(join(lab.dir, "project"));
+    const deploy = (...extra: string[]) =>
+      lab.on("m1", ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", ...extra]);
+
+    await t.step("two built Services and one local image, 3 replicas each across 3 Machines", async () => {
+      const started = performance.now();
+      const r = await deploy();
+      const ms = performance.now() - started;
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const events = builds(r.stdout);
+      const planned = events.filter((e) => e.type === "planned");
+      assert.deepEqual(planned.map((e) => [e.service, e.up_to_date]), [["api", false], ["web", false]]);
+      const web = planned.find((e) => e.service === "web")!;
+      assert.ok(web.bytes! < 64 * 1024, `.dockerignore kept the 1 MiB file out: ${web.bytes} bytes sent`);
+      assert.deepEqual(events.filter((e) => e.type === "built").map((e) => [e.service, e.built]), [
+        ["api", true],
+        ["web", true],
+      ]);
+      const outcome = lastOutcome<OutcomeJson>(r.stdout);
+      assert.equal(outcome.status, "succeeded");
+      const copies = outcome.completed.filter((op) => op.kind === "image").map((op) => op.machine_name)
+        .sort();
+      assert.deepEqual(copies, ["m2", "m2", "m3", "m3"], "each built image copied from m1 to m2 and m3");
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v1\n");
+        assert.equal(await readIn(lab, m, "api", "/version"), "api 7\n");
+      }
+      console.log(
+        `build + deploy of 2 built Services and 1 image, 9 containers on 3 Machines: ${
+          (ms / 1000).toFixed(1)
+        } s`,
+      );
+    });
+
+    await t.step("the same Deploy again builds and sends nothing", async () => {
+      const started = performance.now();
+      const r = await deploy();
+      const ms = performance.now() - started;
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const events = builds(r.stdout);
+      assert.deepEqual(events.map((e) => [e.type, e.service, e.up_to_date]), [
+        ["planned", "api", true],
+        ["planned", "web", true],
+      ]);
+      assert.deepEqual(lastOutcome<OutcomeJson>(r.stdout).completed, []);
+      const text = await lab.on("m1", ["deploy", "-f", compose, "-y", "--monitor", "1s"]);
+      assert.match(text.stdout, /build web: up to date as bld-web:[0-9a-f]{16} on m1/);
+      console.log(`unchanged re-deploy: ${(ms / 1000).toFixed(1)} s`);
+    });
+
+    await t.step("editing one file rebuilds and replaces only that Service", async () => {
+      await Deno.writeTextFile(join(lab.dir, "project/web/msg.txt"), "v2\n");
+      const r = await deploy();
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const events = builds(r.stdout);
+      assert.deepEqual(events.filter((e) => e.type === "planned").map((e) => [e.service, e.up_to_date]), [
+        ["api", true],
+        ["web", false],
+      ]);
+      const outcome = lastOutcome<OutcomeJson>(r.stdout);
+      assert.equal(outcome.status, "succeeded");
+      const touched = new Set(
+        outcome.completed.filter((op) => op.kind !== "image" && op.kind !== "point").map((op) => op.service),
+      );
+      assert.deepEqual([...touched], ["web"], JSON.stringify(outcome.completed));
+      for (const m of ["m1", "m2", "m3"]) assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v2\n");
+    });
+
+    await t.step(
+      "a failing RUN ends the Deploy before anything is replaced, with the log's tail",
+      async () => {
+        const dockerfile = join(lab.dir, "project/web/Dockerfile");
+        const good = await Deno.readTextFile(dockerfile);
+        await Deno.writeTextFile(dockerfile, `${good}RUN echo broken step && exit 7\n`);
+        await Deno.writeTextFile(join(lab.dir, "project/web/msg.txt"), "v3\n");
+        const r = await deploy();
+        await Deno.writeTextFile(dockerfile, good);
+        assert.notEqual(r.code, 0);
+        const error = JSON.parse(r.stdout.trim().split("\n").at(-1)!).error;
+        assert.equal(error.code, "invalid_argument");
+        assert.match(
+          error.message,
+          /^Build of service "web" failed at stage "build" on Machine "m1": .*non-zero code: 7$/,
+        );
+        assert.deepEqual([error.details.service, error.details.stage], ["web", "build"]);
+        const failed = builds(r.stdout).find((e) => e.type === "failed") as { tail?: string[] } | undefined;
+        assert.ok(failed?.tail?.some((l) => l.includes("broken step")), r.stdout);
+        assert.doesNotMatch(r.stdout, /"type":"outcome"/, "nothing ran");
+        for (const m of ["m1", "m2", "m3"]) assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v2\n");
+      },
+    );
+
+    await t.step(
+      "ployz build SERVICE --builder m2 builds there without deploying; bad names refused",
+      async () => {
+        const r = await lab.on("m1", ["build", "-f", compose, "web", "--builder", "m2"]);
+        assert.equal(r.code, 0, r.stderr + r.stdout);
+        const ref = /build web on m2 as (bld-web:[0-9a-f]{16})/.exec(r.stdout)?.[1];
+        assert.ok(ref !== undefined, r.stdout);
+        assert.match(r.stdout, /build web: sending .* to m2 \(limit 512\.0 MiB\)/);
+        assert.match(r.stdout, /build web: built bld-web:/);
+        assert.equal((await lab.docker("m2", ["image", "inspect", ref])).code, 0, "built on m2");
+        assert.notEqual((await lab.docker("m1", ["image", "inspect", ref])).code, 0, "not on m1");
+        const still = await readIn(lab, "m1", "web", "/msg.txt");
+        assert.equal(still, "v2\n", "ployz build deploys nothing");
+        const none = await lab.on("m1", ["build", "-f", compose, "nosuch"]);
+        assert.notEqual(none.code, 0);
+        assert.match(none.stderr, /error\[not_found\]: No service "nosuch" in Project "bld"/);
+        const cache = await lab.on("m1", ["build", "-f", compose, "cache"]);
+        assert.match(cache.stderr, /error\[invalid_argument\]: Service "cache" has no "build:"/);
+        const builder = await lab.on("m1", ["build", "-f", compose, "--builder", "m9"]);
+        assert.match(builder.stderr, /error\[not_found\]: No Machine "m9" for "--builder"/);
+      },
+    );
+  },
+}));
