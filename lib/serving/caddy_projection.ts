@@ -22,7 +22,7 @@
  */
 
 import type { AcmeChallenge, Container, ServingPointer } from "../store/mod.ts";
-import { hostnameProblem, type UsableCertificate } from "./certificates.ts";
+import { acmeUnreachable, hostnameProblem, type UsableCertificate } from "./certificates.ts";
 import { caddyFragment, ingressRoutes } from "./labels.ts";
 import { compare, type ServiceGroup, type ServingContext, servingGroups } from "./serving_set.ts";
 
@@ -116,7 +116,10 @@ export function projectCaddy(
         if (cert === undefined) {
           problems.push({
             service: group.key,
-            message: `ingress "${route.hostname}" is https and waits for its certificate`,
+            message: acmeUnreachable(route.hostname)
+              ? `ingress "${route.hostname}" is https and no ACME CA can reach it: add a certificate with ` +
+                `"ployz cert add ${route.hostname} --cert FILE --key FILE"`
+              : `ingress "${route.hostname}" is https and waits for its certificate`,
           });
           continue;
         }

@@ -34,6 +34,14 @@ export interface UsableCertificate {
   key: string;
 }
 
+/**
+ * Whether no public ACME CA can validate `hostname`: names under the Cluster's own `.internal` domain resolve only
+ * inside the Cluster, so they are served only with a certificate an operator adds (`ployz cert add`).
+ */
+export function acmeUnreachable(hostname: string): boolean {
+  return hostname.endsWith(".internal");
+}
+
 /** Why a hostname cannot be given a certificate, or null when it can. */
 export function hostnameProblem(hostname: string): string | null {
   if (hostname.startsWith("*.")) {
@@ -123,7 +131,7 @@ export function certificateTasks(input: CertificateTaskInput): CertificateTask[]
   const byName = new Map(input.rows.map((r) => [r.name, r]));
   const out: CertificateTask[] = [];
   for (const hostname of [...new Set(input.hostnames)].sort()) {
-    if (hostnameProblem(hostname) !== null) continue;
+    if (hostnameProblem(hostname) !== null || acmeUnreachable(hostname)) continue;
     const row = byName.get(hostname);
     if (row?.source === "operator") continue;
     const read = usableCertificate(row, input.now);

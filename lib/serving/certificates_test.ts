@@ -79,7 +79,7 @@ Deno.test("usableCertificate reads a row; a missing key, a foreign key, another 
   assert.ok(!late.ok && /expired/.test(late.reason));
 });
 
-Deno.test("certificateTasks: issue without a usable row, renew when due or asked, never for operator rows", () => {
+Deno.test("certificateTasks: issue without a usable row, renew when due or asked, never for operator or .internal", () => {
   const read = usableCertificate(APP, NOW);
   assert.ok(read.ok);
   const due = renewalDue(read.cert);
@@ -103,6 +103,9 @@ Deno.test("certificateTasks: issue without a usable row, renew when due or asked
   );
   const done = { ...asked, "renewed_at": "2030-02-01T00:00:00Z" };
   assert.deepEqual(certificateTasks({ hostnames: ["app.example.test"], rows: [done], now: NOW }), []);
+  assert.deepEqual(certificateTasks({ hostnames: ["db.shop.internal"], rows: [], now: NOW }), []);
+  const inside = projectCaddy([web("https", "db.shop.internal")], [], { machineId: "m1" });
+  assert.match(inside.problems[0].message, /no ACME CA can reach it: add a certificate with "ployz cert add/);
   const operator = { name: "op.example.test", source: "operator" };
   assert.deepEqual(certificateTasks({ hostnames: ["op.example.test"], rows: [operator], now: NOW }), []);
 });
