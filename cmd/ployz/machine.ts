@@ -32,6 +32,16 @@ export const machineCommand: Command = {
       () => import("./machine_label.ts").then((m) => m.machineAcceptCommand),
     ),
     lazyCommand(
+      "drain",
+      "Stop new workloads on a Machine and move its replicated slots to other Machines",
+      () => import("./machine_drain.ts").then((m) => m.machineDrainCommand),
+    ),
+    lazyCommand(
+      "undrain",
+      "Let a drained Machine take new workloads again",
+      () => import("./machine_drain.ts").then((m) => m.machineUndrainCommand),
+    ),
+    lazyCommand(
       "rm",
       "Ask a Machine to leave the Cluster (its row is tombstoned by itself)",
       () => import("./machine_rm.ts").then((m) => m.machineRmCommand),

@@ -103,6 +103,15 @@ export {
 } from "./machine_settings.ts";
 export { type DeployMachineApi, type DeployMachines, deployMachinesOf } from "./deploy_machines.ts";
 export {
+  type DrainApi,
+  type DrainedProject,
+  type DrainLegReceipt,
+  drainMachine,
+  type DrainOptions,
+  type DrainReceipts,
+  type DrainResult,
+} from "./drain.ts";
+export {
   type DeployBook,
   deployProject,
   type DeployReport,

@@ -1,0 +1,114 @@
+// `ployz machine drain` and `ployz machine undrain`: a bounded command that ends and reports each Project.
+import { type Command, UsageError } from "../../lib/cli/mod.ts";
+import { parseDurationMs } from "../../lib/deploy/mod.ts";
+import {
+  configureMachine,
+  type DrainLegReceipt,
+  drainMachine,
+  type DrainReceipts,
+  type DrainResult,
+} from "../../lib/operator/mod.ts";
+import type { ConfigStore } from "../../lib/store/mod.ts";
+import { jsonLine, openConfig, withMachine } from "./connect.ts";
+import { deployReport, withDeployMachines } from "./deploy_machines.ts";
+import { settingsLine } from "./machine_label.ts";
+
+/** The receipts of request `key` in the Config Store. */
+export function receiptBook(config: ConfigStore, key: string): DrainReceipts {
+  return {
+    load: (leg) => config.receipts(key).find((r) => r.leg === leg)?.receipt as DrainLegReceipt | undefined,
+    save: (leg, receipt) =>
+      config.saveReceipt({ requestKey: key, leg, receipt, savedAt: new Date().toISOString() }),
+  };
+}
+
+/** The human form of a Drain's report. */
+export function drainLines(result: DrainResult): string {
+  const lines = [
+    `Drained Machine "${result.machine.name}" (${result.machine.id}) in ${
+      (result.elapsedMs / 1000).toFixed(1)
+    } s: it accepts no new workloads`,
+  ];
+  for (const p of result.projects) {
+    lines.push(`  ${p.project}: ${p.status}${p.detail === undefined ? "" : ` (${p.detail})`}`);
+  }
+  if (result.projects.length === 0) lines.push("  no Project with a Saved State had containers there");
+  for (const k of result.kept) lines.push(`  kept: Global Service ${k} stays on "${result.machine.name}"`);
+  for (const u of result.unmanaged) {
+    lines.push(`  left: Project "${u}" has no Saved State in this Config Store; its containers stay`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** `ployz machine drain`. */
+export const machineDrainCommand: Command = {
+  name: "drain",
+  summary: "Stop new workloads on a Machine and move its replicated slots to other Machines",
+  usage: "MACHINE [--force] [--monitor 5s] [--request-key KEY] [--json]",
+  description: [
+    "The Machine stops accepting new workloads, then each Project with containers there is deployed again from its",
+    "Saved State: replicated slots start elsewhere (health-gated) before the old ones are removed. Global slots stay.",
+    "Refused when no other Machine accepts workloads, unless --force.",
+    "Each leg's receipt is kept under the request key (printed; see ployz receipts): a re-run with --request-key",
+    "KEY continues, skipping the legs already done.",
+  ].join("\n"),
+  positionals: [1, 1],
+  options: {
+    force: { type: "boolean" },
+    monitor: { type: "string" },
+    "request-key": { type: "string" },
+    json: { type: "boolean" },
+  },
+  async run({ values, positionals, io }): Promise<number> {
+    const json = values.json === true;
+    let monitorMs: number | undefined;
+    if (values.monitor !== undefined) {
+      const parsed = parseDurationMs(String(values.monitor));
+      if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
+      monitorMs = parsed;
+    }
+    const given = values["request-key"];
+    const key = typeof given === "string"
+      ? given
+      : `drain-${positionals[0]}-${crypto.randomUUID().slice(0, 8)}`;
+    const config = openConfig();
+    try {
+      const result = await withDeployMachines((machines) =>
+        drainMachine(machines, config, positionals[0], {
+          force: values.force === true,
+          monitorMs,
+          receipts: receiptBook(config, key),
+          report: () => deployReport(io, { json, verb: "drain" }),
+          drained: (m) => {
+            if (!json) io.out(settingsLine(m));
+          },
+        })
+      );
+      io.out(
+        json
+          ? jsonLine({ type: "drain", "request_key": key, ...result })
+          : `${drainLines(result)}request key: ${key}\n`,
+      );
+      return result.projects.every((p) => p.status === "succeeded" || p.status === "unchanged") ? 0 : 1;
+    } finally {
+      config.close();
+    }
+  },
+};
+
+/** `ployz machine undrain`. */
+export const machineUndrainCommand: Command = {
+  name: "undrain",
+  summary: "Let a drained Machine take new workloads again",
+  usage: "MACHINE [--json]",
+  description: "Nothing moves back on its own: the next Deploy places slots there again.",
+  positionals: [1, 1],
+  options: { json: { type: "boolean" } },
+  async run({ values, positionals, io }): Promise<number> {
+    const answer = await withMachine((entry) =>
+      configureMachine(entry, positionals[0], { "accepts_workloads": true })
+    );
+    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
+    return 0;
+  },
+};
