@@ -1,8 +1,9 @@
 // Proxy first, with no retries, on a real three-Machine lab (ployzd, Caddy and Internal DNS per Machine): a
 // Service with 3 replicas (one per Machine) routed by every Machine's Ingress Proxy. A no-retry request loop through
 // all three ingresses, started the moment the first Deploy returns, fails nothing (each fill counts as done only once
-// its proxy serves the routes); then `ployz stop` of one replica, a stop-first redeploy and a scale 3→1, each under
-// the loop, fail nothing: every stop is preceded by the container leaving every proxy, and the output says so.
+// its proxy serves the routes); then `ployz stop` of one replica, a stop-first redeploy, `ployz restart` and a scale
+// 3→1, each under the loop, fail nothing: every stop is preceded by the container leaving every proxy, and the
+// output says so.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
@@ -50,7 +51,8 @@ function assertNoFailure(what: string, figures: LoadFigures[]): void {
 }
 
 Deno.test(needs(["lab"], {
-  name: "stop, stop-first redeploy and scale 3→1 leave every proxy first: 0 failed requests with no retry",
+  name:
+    "stop, stop-first redeploy, restart and scale 3→1 leave every proxy first: 0 failed requests, no retry",
   async fn(t) {
     await buildCaddyImage(DOCKER_SOCKET);
     await using lab = await startLab("pf", 3, {
@@ -129,6 +131,26 @@ Deno.test(needs(["lab"], {
         assert.ok(figures.every((f) => f.marks.has("v2")), "the new replicas serve");
       },
     );
+
+    await t.step("ployz restart of every replica under load fails nothing; each left first", async () => {
+      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+      let figures: LoadFigures[] = [];
+      let r;
+      try {
+        await sleep(1_000);
+        r = await lab.on("m1", ["restart", "pf/api", "--monitor", "1s"]);
+        await sleep(1_000);
+      } finally {
+        figures = await loads.stop();
+      }
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      assert.equal(
+        r.stdout.match(/; left every proxy first \(3 Machines acked in \d+ ms\)/g)?.length,
+        3,
+        r.stdout,
+      );
+      assertNoFailure("restart of 3 replicas", figures);
+    });
 
     await t.step("scale 3→1 under load fails nothing; each removed replica left first", async () => {
       const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);

@@ -24,7 +24,17 @@ function stepJson(step: RestartStep): Record<string, unknown> {
     ...(step.via === undefined ? {} : { via: step.via }),
     ...(step.error === undefined ? {} : { error: step.error }),
     ...(step.elapsedMs === undefined ? {} : { "elapsed_ms": step.elapsedMs }),
+    ...(step.left === undefined ? {} : { left: step.left }),
   };
+}
+
+function leftText(step: RestartStep): string {
+  const left = step.left;
+  if (left === undefined) return "";
+  if ("skipped" in left) return `; not taken out of the proxies first: ${left.skipped}`;
+  return left.missing.length === 0
+    ? `; left every proxy first (${left.acked} Machines acked in ${left.waitedMs} ms)`
+    : `; stopped after ${left.waitedMs} ms without the proxy ack of ${left.missing.join(", ")}`;
 }
 
 /** `ployz restart`. */
@@ -84,7 +94,7 @@ export const restartCommand: Command = {
           io.out(
             `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
               (step as RestartStep).via ?? "gate"
-            })\n`,
+            })${leftText(step as RestartStep)}\n`,
           );
         } else if (step.status === "failed") {
           const error = (step as RestartStep).error!;

@@ -1,4 +1,5 @@
-// `ployz restart`: every slot of a Service, one at a time, each stopped, started and put through the Machine's
+// `ployz restart`: every slot of a Service, one at a time, each taken out of every proxy, stopped, started and put
+// through the Machine's
 // health gate before the next is touched. The Serving Pointer is never moved (the same containers keep serving the
 // same Deployment); the first slot that does not come back healthy stops the run, and the Outcome names what was
 // restarted, what failed and what was never attempted (docs/bets.md, bet 4: no rollback).
@@ -6,6 +7,8 @@ import type {
   CallOptions,
   ContainerRefRequest,
   ContainerResponse,
+  LeaveContainerRequest,
+  LeaveContainerResponse,
   StopContainerRequest,
 } from "../rpc/mod.ts";
 import type { WaitHealthyRequest, WaitHealthyResponse } from "../rpc/mod.ts";
@@ -19,6 +22,8 @@ export interface RestartApi {
   startContainer(request: ContainerRefRequest, options?: CallOptions): Promise<ContainerResponse>;
   /** Runs the health gate on the Machine. */
   waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
+  /** Takes the container out of every proxy first and waits (bounded) for the acks; absent on older clients. */
+  leaveContainer?(request: LeaveContainerRequest, options?: CallOptions): Promise<LeaveContainerResponse>;
 }
 
 /** One slot to restart. */
@@ -43,6 +48,8 @@ export interface RestartStep {
   error?: { code: string; message: string };
   /** Milliseconds the slot took. */
   elapsedMs?: number;
+  /** How the container left every proxy before its stop: Machines that acked, those missing, the wait. */
+  left?: { acked: number; missing: string[]; waitedMs: number } | { skipped: string };
 }
 
 /** Options of {@link restartSlots}. */
@@ -51,6 +58,8 @@ export interface RestartOptions {
   deadlineMs: number;
   /** How long a slot without a healthcheck must stay up. */
   monitorMs: number;
+  /** How long a stop waits for every Machine not Down to ack that the container left its proxies; default 10 s. */
+  leavePatienceMs?: number;
   /** Told as each slot starts (`running`) and ends. */
   onStep?(step: RestartStep | { slot: Omit<RestartSlot, "api">; status: "running" }): void;
 }
@@ -68,6 +77,18 @@ function errorOf(error: unknown): { code: string; message: string } {
   return { code: "internal", message: error instanceof Error ? error.message : String(error) };
 }
 
+async function leaveFirst(api: RestartApi, id: string, patienceMs: number): Promise<RestartStep["left"]> {
+  if (api.leaveContainer === undefined) return { skipped: "this client cannot ask it" };
+  try {
+    const answer = await api.leaveContainer({ id, "wait_ms": patienceMs });
+    if (!answer.live) return undefined;
+    return { acked: answer.acked.length, missing: answer.missing, waitedMs: answer.waited_ms };
+  } catch (error) {
+    if (error instanceof CodedError && error.code === "unsupported") return { skipped: error.message };
+    throw error;
+  }
+}
+
 /** Restarts `slots` in order, one at a time; stops at the first that fails. */
 export async function restartSlots(slots: RestartSlot[], options: RestartOptions): Promise<RestartStep[]> {
   const steps: RestartStep[] = [];
@@ -80,7 +101,10 @@ export async function restartSlots(slots: RestartSlot[], options: RestartOptions
     options.onStep?.({ slot, status: "running" });
     const started = performance.now();
     let step: RestartStep;
+    let left: RestartStep["left"];
     try {
+      // Proxy first (docs/bets.md, bet 9): out of every Machine's ingress and DNS before the stop.
+      left = await leaveFirst(api, slot.container.id, options.leavePatienceMs ?? 10_000);
       await api.stopContainer({ id: slot.container.id });
       await api.startContainer({ id: slot.container.id });
       const health = await api.waitHealthy({
@@ -101,6 +125,7 @@ export async function restartSlots(slots: RestartSlot[], options: RestartOptions
       step = { slot, status: "failed", error: errorOf(error) };
     }
     step.elapsedMs = Math.round(performance.now() - started);
+    if (left !== undefined) step.left = left;
     failed = step.status === "failed";
     steps.push(step);
     options.onStep?.(step);

@@ -85,3 +85,21 @@ Deno.test("restart: a transport error is the failed step with its code", async (
   deepEqual(steps[0].error, { code: "unavailable", message: 'Cannot reach Machine "m1"' });
   deepEqual(steps.slice(1).map((s) => s.status), ["not_attempted", "not_attempted"]);
 });
+
+Deno.test("restart: each slot leaves every proxy before its stop, and the step says how", async () => {
+  const log: string[] = [];
+  const api: RestartApi = {
+    ...fakeMachine("m1", log, () => true),
+    leaveContainer: ({ id, wait_ms }) => {
+      log.push(`m1 leave ${id} within ${wait_ms}`);
+      return Promise.resolve({ id, live: true, acked: ["a", "b"], missing: ["c"], "waited_ms": 7 });
+    },
+  };
+  const steps = await restartSlots(
+    [{ machine: { id: "1", name: "m1" }, container: { id: "c1", name: "web-1", slot: "1" }, api }],
+    { deadlineMs: 1_000, monitorMs: 0, leavePatienceMs: 2_000 },
+  );
+  deepEqual(log, ["m1 leave c1 within 2000", "m1 stop c1", "m1 start c1", "m1 gate c1"]);
+  deepEqual(steps[0].left, { acked: 2, missing: ["c"], waitedMs: 7 });
+  equal(steps[0].status, "restarted");
+});

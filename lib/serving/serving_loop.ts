@@ -298,10 +298,11 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
       }
     }
     const removed: string[] = [];
-    for (const item of removal.remove) {
+    // Each one waits out its own stop grace: all of them at once, so a removal takes one grace, not one per container.
+    await Promise.all(removal.remove.map(async (item) => {
       const row = containers.find((r) => r.id === item.containerId);
       const addresses = row?.addresses ?? [];
-      if (item.live && dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)))) continue;
+      if (item.live && dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)))) return;
       try {
         if (item.live) await engine.stopContainer(item.containerId, { signal: controller.signal });
         await engine.removeContainer(item.containerId, { signal: controller.signal });
@@ -309,10 +310,10 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         log(`serving: removed "${item.name}" (removal of ${item.removal}: ${item.reason})`);
       } catch (error) {
         // Gone already (a `docker rm` by hand, or an earlier pass): nothing left to do.
-        if ((error as { code?: string }).code === "not_found") continue;
+        if ((error as { code?: string }).code === "not_found") return;
         errors.push(`cannot remove "${item.name}" (removal of ${item.removal}): ${(error as Error).message}`);
       }
-    }
+    }));
     // A mark's volumes go once none of this Machine's covered containers is left, Data Loss the operator confirmed.
     for (const mark of removals.filter(activeRemoval)) {
       const volumes = Array.isArray(mark.volumes) ? mark.volumes.filter((v) => typeof v === "string") : [];
