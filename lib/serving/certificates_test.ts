@@ -22,6 +22,8 @@ const PEM = Deno.readTextFileSync(new URL("app.example.test.pem", dir));
 const KEY = Deno.readTextFileSync(new URL("app.example.test.key", dir));
 const OTHER_KEY = Deno.readTextFileSync(new URL("other.key", dir));
 const OTHER_PEM = Deno.readTextFileSync(new URL("other.pem", dir));
+const APP2_PEM = Deno.readTextFileSync(new URL("app2.pem", dir));
+const APP2_KEY = Deno.readTextFileSync(new URL("app2.key", dir));
 const NOW = new Date("2030-01-01T00:00:00Z");
 const APP: Certificate = { name: "app.example.test", pem: PEM, key: KEY, source: "acme" };
 
@@ -257,3 +259,35 @@ async function waitFor(check: () => boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+Deno.test("two Machines that both obtained a name converge on one winner and both serve it", () => {
+  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "c" });
+  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "c" });
+  try {
+    // Each believed the other Down (a partition) and wrote its own certificate for the same name.
+    const fromA = a.certificates.put({ ...APP, "renewed_by": "m1" });
+    const fromB = b.certificates.put({
+      name: APP.name,
+      pem: APP2_PEM,
+      key: APP2_KEY,
+      source: "acme",
+      "renewed_by": "m2",
+    });
+    b.applyChanges([fromA]);
+    a.applyChanges([fromB]);
+    const served = [a, b].map((store) => {
+      const certificates = new Map();
+      for (const row of store.certificates.list()) {
+        const read = usableCertificate(row, NOW);
+        if (read.ok) certificates.set(read.cert.hostname, read.cert);
+      }
+      return projectCaddy([web("https")], [], { machineId: store.siteId, certificates, now: NOW }).tls;
+    });
+    assert.equal(served[0].length, 1);
+    assert.equal(served[0][0].serial, served[1][0].serial, "one winner, served by both");
+    assert.equal(a.certificates.get(APP.name)?.renewed_by, b.certificates.get(APP.name)?.renewed_by);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
