@@ -207,6 +207,14 @@ Deno.test(needs(["lab"], {
         assert.match(none.stderr, /error\[not_found\]: No service "nosuch" in Project "bld"/);
         const cache = await lab.on("m1", ["build", "-f", compose, "cache"]);
         assert.match(cache.stderr, /error\[invalid_argument\]: Service "cache" has no "build:"/);
+        const off = await lab.on("m1", ["machine", "accept", "m2", "--builds", "off"]);
+        assert.match(off.stdout, /; builds off/, off.stderr);
+        const refused = await lab.on("m1", ["build", "-f", compose, "web", "--builder", "m2", "--no-cache"]);
+        assert.match(
+          refused.stderr,
+          /error\[conflict\]: Build of service "web" failed at stage "send" on Machine "m2": Machine "m2" does not accept Builds \(its "accepts_builds" flag is off\)/,
+        );
+        await lab.on("m1", ["machine", "accept", "m2", "--builds", "on"]);
         const builder = await lab.on("m1", ["build", "-f", compose, "--builder", "m9"]);
         assert.match(builder.stderr, /error\[not_found\]: No Machine "m9" for "--builder"/);
       },

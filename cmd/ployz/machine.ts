@@ -28,7 +28,7 @@ export const machineCommand: Command = {
     ),
     lazyCommand(
       "accept",
-      "Set whether a Machine accepts new workloads and an Ingress Proxy",
+      "Set whether a Machine accepts new workloads, an Ingress Proxy and Builds",
       () => import("./machine_label.ts").then((m) => m.machineAcceptCommand),
     ),
     lazyCommand(

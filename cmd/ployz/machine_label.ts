@@ -10,7 +10,9 @@ export function settingsLine(machine: MachineRecord): string {
   const labels = Object.entries(machine.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-";
   return `Machine "${machine.name}" (${machine.id}): labels ${labels}; workloads ${
     machine.accepts_workloads === false ? "off" : "on"
-  }; ingress ${machine.accepts_ingress === false ? "off" : "on"}\n`;
+  }; ingress ${machine.accepts_ingress === false ? "off" : "on"}; builds ${
+    machine.accepts_builds === false ? "off" : "on"
+  }\n`;
 }
 
 function strings(value: unknown): string[] {
@@ -39,19 +41,26 @@ export const machineLabelCommand: Command = {
 /** `ployz machine accept`. */
 export const machineAcceptCommand: Command = {
   name: "accept",
-  summary: "Set whether a Machine accepts new workloads and an Ingress Proxy",
-  usage: "MACHINE [--workloads on|off] [--ingress on|off] [--json]",
+  summary: "Set whether a Machine accepts new workloads, an Ingress Proxy and Builds",
+  usage: "MACHINE [--workloads on|off] [--ingress on|off] [--builds on|off] [--json]",
   description:
     "The Machine writes its own flags and checks them before every create; running containers are not touched.",
   positionals: [1, 1],
-  options: { workloads: { type: "string" }, ingress: { type: "string" }, json: { type: "boolean" } },
+  options: {
+    workloads: { type: "string" },
+    ingress: { type: "string" },
+    builds: { type: "string" },
+    json: { type: "boolean" },
+  },
   async run({ values, positionals, io }): Promise<number> {
     const answer = await withMachine(async (entry) => {
       const workloads = onOff("workloads", values.workloads as string | undefined);
       const ingress = onOff("ingress", values.ingress as string | undefined);
+      const builds = onOff("builds", values.builds as string | undefined);
       const request: Record<string, boolean> = {};
       if (workloads !== undefined) request["accepts_workloads"] = workloads;
       if (ingress !== undefined) request["accepts_ingress"] = ingress;
+      if (builds !== undefined) request["accepts_builds"] = builds;
       return await configureMachine(entry, positionals[0], request);
     });
     io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));

@@ -124,6 +124,7 @@ export function configuredRecord(
     "remove_labels"?: string[];
     "accepts_workloads"?: boolean;
     "accepts_ingress"?: boolean;
+    "accepts_builds"?: boolean;
   },
 ): LocalMachine {
   const refuse = (message: string, details: Record<string, unknown>): never => {
@@ -150,5 +151,6 @@ export function configuredRecord(
   else delete next.labels;
   if (req.accepts_workloads !== undefined) next["accepts_workloads"] = req.accepts_workloads;
   if (req.accepts_ingress !== undefined) next["accepts_ingress"] = req.accepts_ingress;
+  if (req.accepts_builds !== undefined) next["accepts_builds"] = req.accepts_builds;
   return next;
 }

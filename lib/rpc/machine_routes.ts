@@ -395,6 +395,8 @@ export interface ConfigureMachineRequest {
   "accepts_workloads"?: boolean;
   /** Accept an Ingress Proxy. */
   "accepts_ingress"?: boolean;
+  /** Accept Builds. */
+  "accepts_builds"?: boolean;
 }
 
 /** Reader of {@link ConfigureMachineRequest}; the daemon checks each key and value itself. */
@@ -403,6 +405,7 @@ export const ConfigureMachineRequestSchema: z.ZodType<ConfigureMachineRequest> =
   "remove_labels": z.array(z.string().max(1024)).max(256).optional(),
   "accepts_workloads": z.boolean().optional(),
   "accepts_ingress": z.boolean().optional(),
+  "accepts_builds": z.boolean().optional(),
 });
 
 /** What `ployz.machine.configure.v1` answers: the record after the change. */

@@ -100,3 +100,13 @@ Deno.test("build: where the context lies is no container setting; the tagged ima
     serviceSpecDigest({ ...a, image: "proj-web:2" }),
   );
 });
+
+Deno.test("build: pull_policy build is accepted with build: (the image is never pulled) and refused without", () => {
+  const { project } = loadText("services:\n  web:\n    build: .\n    pull_policy: build\n");
+  assert.equal(project.services.web.pullPolicy, "never");
+  onlyIssue(problems("services:\n  web:\n    image: nginx\n    pull_policy: build\n"), {
+    line: 4,
+    path: "services.web.pull_policy",
+    message: /pull policy "build" needs a "build:" section/,
+  });
+});

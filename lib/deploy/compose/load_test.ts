@@ -161,7 +161,7 @@ Deno.test("loadCompose() refuses a malformed image reference and pull_policy bui
     line: 4,
     column: 18,
     path: "services.web.pull_policy",
-    message: /pull policy "build" is not supported yet/,
+    message: /pull policy "build" needs a "build:" section/,
   });
 });
 

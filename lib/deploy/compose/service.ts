@@ -273,7 +273,7 @@ export function readService(
       `invalid stop signal "${stopSignal}": expected a name such as "SIGTERM"`,
     );
   }
-  const pullPolicy = readPullPolicy(reader, get("pull_policy"));
+  const pullPolicy = readPullPolicy(reader, get("pull_policy"), build !== undefined);
   const logging = readLogging(reader, get("logging"));
   const dependsOnConditions: Record<string, "service_healthy" | "service_completed_successfully"> = {};
   const dependsOn = readDependsOn(scope, name, get("depends_on"), dependsOnConditions);
@@ -674,18 +674,24 @@ function readHealthcheck(reader: Reader, entry: Entry | undefined): NormalizedHe
   };
 }
 
-function readPullPolicy(reader: Reader, entry: Entry | undefined): NormalizedService["pullPolicy"] {
+function readPullPolicy(
+  reader: Reader,
+  entry: Entry | undefined,
+  built: boolean,
+): NormalizedService["pullPolicy"] {
   if (entry === undefined || entry.value === null) return "missing";
   const policy = text(reader, entry.value, entry.path);
   if (policy === "always" || policy === "never" || policy === "missing") return policy;
   if (policy === "" || policy === "if_not_present") return "missing";
-  // Each policy Ployz cannot follow yet is refused with its reason; builds will add "build" here.
+  // "build": the image comes from the Service's own build, never from a registry; it is built whenever its
+  // context changes (the tag is the content digest), which is what Compose's rebuild asks for.
   if (policy === "build") {
+    if (built) return "never";
     fail(
       reader,
       entry.value,
       entry.path,
-      `pull policy "build" is not supported yet: build and push the image, then use "missing" or "always"`,
+      `pull policy "build" needs a "build:" section to build the image from`,
     );
     return "missing";
   }
