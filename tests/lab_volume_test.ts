@@ -9,7 +9,7 @@ import { IMAGE } from "./support/docker.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { readRows } from "./support/lab_store.ts";
 import { eventually } from "./support/poll.ts";
-import { run } from "./support/spawn.ts";
+import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { connectMachine, type RpcError } from "../lib/rpc/mod.ts";
 import { openConfigStore } from "../lib/store/mod.ts";
@@ -274,9 +274,9 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
           const second = await lab.on("m1", ["volume", "sync", "vol_data"]);
           assert.notEqual(second.code, 0);
           assert.match(second.stderr, /error\[conflict\]: Volume "vol_data" has an open move run \(gen 4/);
-          const reopened = openConfigStore(join(lab.dir, "operator", "config.db"));
-          reopened.closeVolumeRun("vol_data", 4, "cancelled", "test", new Date().toISOString());
-          reopened.close();
+          const cancelled = await lab.on("m1", ["volume", "cancel", "vol_data"]);
+          assert.equal(cancelled.code, 0, cancelled.stderr);
+          assert.match(cancelled.stderr, /move run of "vol_data" \(gen 4\) cancelled/);
 
           const bare = await lab.on("m1", ["volume", "release", "vol_data"]);
           assert.notEqual(bare.code, 0, bare.stderr);
@@ -292,6 +292,87 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
           assert.match(unknown.stderr, /error\[not_found\]: No Machine that answered holds Volume "nosuch"/);
         },
       );
+
+      const running = async (m: string): Promise<string> => {
+        const listed = await lab.docker(m, [
+          "ps",
+          "--filter",
+          "label=ployz.project=vol",
+          "--filter",
+          "status=running",
+          "--format",
+          "{{.Names}}",
+        ]);
+        return listed.stdout.trim();
+      };
+      const livePath = (m: string): string => join(where[m], "volumes", "vol_data");
+
+      await t.step(
+        "volume move to m2 under the write loop: same bytes, the counter goes on, m1 keeps a Mirror",
+        async () => {
+          const blob = await Deno.readFile(join(livePath("m1"), "blob"));
+          const moved = await lab.on("m1", ["volume", "move", "vol_data", "--to", "m2", "--json"]);
+          assert.equal(moved.code, 0, moved.stderr);
+          const result = JSON.parse(moved.stdout) as { state: string; gen: number; "unavailable_ms": number };
+          assert.equal(result.state, "done");
+          console.log(`move of a 16 MiB Volume, write-unavailable window: ${result.unavailable_ms} ms`);
+          const cut = `g${result.gen}-cut`;
+          assert.deepEqual(await inspect(), { m1: `mirror@${cut}`, m2: "writer" });
+          assert.equal(await running("m1"), "", "the source Container is gone");
+          assert.notEqual(await running("m2"), "", "the Service runs on m2");
+          assert.deepEqual(await Deno.readFile(join(livePath("m2"), "blob")), blob);
+          // The counter at the cut is the same on both sides, and the Service on m2 continues from it.
+          const atCut = Number(await sameBytes(cut, "counter"));
+          await eventually(10_000, "the counter grows on m2 past its value at the cut", async () => {
+            const n = Number(await Deno.readTextFile(join(livePath("m2"), "counter")).catch(() => "0"));
+            return n > atCut + 2 ? n : undefined;
+          });
+        },
+      );
+
+      await t.step("a Move back whose operator is killed after the cut: the re-run finishes it", async () => {
+        const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
+          args: ["volume", "move", "vol_data", "--to", "m1"],
+          env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
+          clearEnv: true,
+          stdin: "null",
+          stdout: "null",
+          stderr: "piped",
+        }).spawn();
+        let seen = "";
+        const decoder = new TextDecoder();
+        for await (const chunk of child.stderr) {
+          seen += decoder.decode(chunk);
+          if (/m2: Writer\(epoch \d+\) → Mirror@g\d+-cut/.test(seen)) break;
+        }
+        child.kill("SIGKILL");
+        await child.status;
+        assert.match(seen, /→ Mirror@g\d+-cut/, seen);
+        const gen = Number(/run of "vol_data" \(gen (\d+)\)/.exec(seen)![1]);
+        // Nobody is the Writer now; m2 keeps its stopped Container.
+        const mid = await inspect();
+        assert.equal(mid.m2, `mirror@g${gen}-cut`);
+        assert.notEqual(mid.m1, "writer");
+
+        const again = await lab.on("m1", ["volume", "move", "vol_data", "--to", "m1", "--json"]);
+        assert.equal(again.code, 0, again.stderr);
+        const result = JSON.parse(again.stdout) as { state: string; gen: number; resumed: boolean };
+        assert.deepEqual([result.state, result.gen, result.resumed], ["done", gen, true]);
+        assert.deepEqual(await inspect(), { m1: "writer", m2: `mirror@g${gen}-cut` });
+        assert.notEqual(await running("m1"), "");
+        assert.equal(await running("m2"), "");
+
+        // A late request of the first Move's gen is refused by the floor on either Machine.
+        using m2 = connectMachine({ socketPath: join(lab.dir, "m2", "run", "ployz.sock") });
+        const late = await m2.setVolumeCopy({
+          volume: "vol_data",
+          expected: { role: "mirror", snapshot: `g${gen}-cut` },
+          wanted: { role: "writer" },
+          gen: gen - 1,
+        }).then(() => undefined, (e) => e as RpcError);
+        assert.match(late?.message ?? "", new RegExp(`gen ${gen - 1} is below this Volume's floor ${gen}`));
+        assert.equal((await inspect()).m2, `mirror@g${gen}-cut`);
+      });
     } finally {
       await lab[Symbol.asyncDispose]();
     }

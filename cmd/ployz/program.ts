@@ -40,7 +40,7 @@ export const ployz: Command = {
     lazyCommand("ps", "List containers", () => import("./ps.ts").then((m) => m.psCommand)),
     lazyCommand(
       "volume",
-      "Provisioned Volumes: list, inspect, and Volume Runs (mirror, sync, release, rm-mirror)",
+      "Provisioned Volumes: list, inspect, and Volume Runs (mirror, sync, move, release, rm-mirror)",
       () => import("./volume.ts").then((m) => m.volumeCommand),
     ),
     lazyCommand(

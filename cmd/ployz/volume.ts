@@ -61,6 +61,9 @@ function report(io: Io, result: VolumeRunResult, json: boolean): number {
       resumed: result.resumed,
       copies: result.copies.map((c) => ({ "machine_name": c.machine.name, copy: c.copy })),
       unreachable: result.unreachable,
+      ...(result.figures?.unavailableMs === undefined
+        ? {}
+        : { "unavailable_ms": result.figures.unavailableMs }),
       ...(result.error === undefined ? {} : { error: result.error }),
     }));
   }
@@ -208,19 +211,53 @@ const inspect: Command = {
   },
 };
 
+const cancel: Command = {
+  name: "cancel",
+  summary: "Close VOLUME's open run as cancelled (the operator's lock only; no Machine's copy changes)",
+  usage: "VOLUME",
+  positionals: [1, 1],
+  run({ positionals, io }): Promise<number> {
+    const volume = volumeArg(positionals[0]);
+    using config = configStore();
+    const run = config.volumeRun(volume);
+    if (run?.state !== "open") {
+      throw new CliError("not_found", `Volume "${volume}" has no open run`);
+    }
+    config.closeVolumeRun(
+      volume,
+      run.gen,
+      "cancelled",
+      "cancelled by the operator",
+      new Date().toISOString(),
+    );
+    io.err(
+      `${run.kind} run of "${volume}" (gen ${run.gen}) cancelled; copies stay as they are (ployz volume inspect)\n`,
+    );
+    return Promise.resolve(0);
+  },
+};
+
 /** `ployz volume`. */
 export const volumeCommand: Command = {
   name: "volume",
-  summary: "Provisioned Volumes: list, inspect, and Volume Runs (mirror, sync, release, rm-mirror)",
+  summary: "Provisioned Volumes: list, inspect, and Volume Runs (mirror, sync, move, release, rm-mirror)",
   subcommands: [
     ls,
     inspect,
+    cancel,
     runCommand(
       "mirror",
       "Make a Mirror of VOLUME on Machine M, received from its Writer over the mesh",
       "VOLUME --to M [--json]",
       { to: { type: "string" } },
       (values) => ({ kind: "mirror", to: required(values, "to") }),
+    ),
+    runCommand(
+      "move",
+      "Move VOLUME's Writer (and its Container) to Machine M: mirror, sync, cut, final sync, start there",
+      "VOLUME --to M [--json]",
+      { to: { type: "string" } },
+      (values) => ({ kind: "move", to: required(values, "to") }),
     ),
     runCommand(
       "sync",

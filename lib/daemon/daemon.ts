@@ -206,6 +206,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     engine,
     resolve: (machineId) => meshTarget(machineId),
     stopping: stopping.signal,
+    // Writer{start}: the same ensure a Deploy uses (admission, DNS, shipped files), bound once routes exist.
+    ensureStarted: async (spec) => {
+      await routes.ensureContainer!({ spec, start: true }, {
+        capability: "ployz.volume.set_copy.v1",
+        signal: stopping.signal,
+      });
+    },
   });
   const forwarder = createForwarder({
     self,

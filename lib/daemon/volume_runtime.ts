@@ -69,6 +69,8 @@ export interface VolumeHost {
   resolve?(machineId: string): ForwardTarget | undefined;
   /** Aborts when the daemon stops. */
   stopping?: AbortSignal;
+  /** Finds (by creation key) or creates a Container from `spec` through the container handlers, and starts it. */
+  ensureStarted?(spec: ContainerSpec): Promise<void>;
 }
 
 /** How long a SetVolumeCopy request waits on its task before answering `busy`. */
@@ -87,7 +89,7 @@ interface CopyTask {
 /** The running volume runtime. */
 export interface VolumeRuntime {
   /** The `ployz.machine.pool.v1`, `ployz.volume.set_copy.v1` and `ployz.volume.send.v1` handlers. */
-  readonly handlers: Pick<RpcHandlers, "machinePool" | "setVolumeCopy" | "sendVolume">;
+  readonly handlers: Pick<RpcHandlers, "machinePool" | "setVolumeCopy" | "sendVolume" | "volumeContainers">;
   /**
    * Admits the Provisioned Volumes `spec` mounts and returns each one's host path, creating absent ones in the
    * Pool. Refuses (`unsupported`, `conflict`, `invalid_argument`) naming the Volume and the check that failed.
@@ -311,15 +313,24 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
     for (const old of held?.snapshots.slice(0, -2) ?? []) await requirePool().destroySnapshot(volume, old);
   }
 
-  async function containersOf(volume: string, project: string | undefined): Promise<string[]> {
+  async function mounting(
+    volume: string,
+    project: string | undefined,
+  ): Promise<{ id: string; name: string; state: string; spec: ContainerSpec }[]> {
     if (host.engine === undefined) return [];
     const found = await host.engine.listOwned(project === undefined ? {} : { project });
-    const ids: string[] = [];
+    const out: { id: string; name: string; state: string; spec: ContainerSpec }[] = [];
     for (const c of found) {
       const spec = await host.engine.readSpec(c.id).catch(() => undefined);
-      if (spec?.mounts?.some((m) => m.source === volume && m.provisionedBytes !== undefined)) ids.push(c.id);
+      if (spec?.mounts?.some((m) => m.source === volume && m.provisionedBytes !== undefined)) {
+        out.push({ id: c.id, name: c.name, state: c.state, spec });
+      }
     }
-    return ids;
+    return out;
+  }
+
+  async function containersOf(volume: string, project: string | undefined): Promise<string[]> {
+    return (await mounting(volume, project)).map((c) => c.id);
   }
 
   async function receive(
@@ -404,8 +415,20 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
           throw new RpcError("invalid_argument", `Promoting "${volume}" needs its size (size_bytes)`);
         }
         await p.promote(volume, step.snapshot, size);
-        ledger[volume] = { ...ledger[volume], sizeBytes: size, epoch: step.epoch };
+        const spec = req.start?.spec as ContainerSpec | undefined;
+        ledger[volume] = {
+          ...ledger[volume],
+          sizeBytes: size,
+          epoch: step.epoch,
+          ...(spec?.project === undefined ? {} : { project: spec.project }),
+        };
         await writeLedger(ledger);
+        if (spec !== undefined) {
+          if (host.ensureStarted === undefined) {
+            throw new RpcError("unsupported", `Machine "${host.self().name}" cannot start Containers`);
+          }
+          await host.ensureStarted(spec);
+        }
         return;
       }
       case "destroy": {
@@ -478,7 +501,14 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
         ledger[volume] = { ...ledger[volume], floor: next };
         await writeLedger(ledger);
       }
-      if (decision.kind === "at_want") return await answer("at_want");
+      if (decision.kind === "at_want") {
+        // Writer{start} again on a Writer: its Container is found by creation key and started (Docker runs once).
+        const spec = req.start?.spec as ContainerSpec | undefined;
+        if (req.wanted.role === "writer" && spec !== undefined && host.ensureStarted !== undefined) {
+          await host.ensureStarted(spec);
+        }
+        return await answer("at_want");
+      }
       const step = decision.step;
       host.log(`volume: ${volume}: ${step.kind} toward ${JSON.stringify(copyAfter(step))} (gen ${req.gen})`);
       const task: CopyTask = { key, finished: false, done: Promise.resolve() };
@@ -499,6 +529,18 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
 
   return {
     handlers: {
+      async volumeContainers(req) {
+        const volume = checkVolumeName(req.volume);
+        const found = await mounting(volume, (await readLedger())[volume]?.project);
+        return {
+          containers: found.map((c) => ({
+            id: c.id,
+            name: c.name,
+            state: c.state,
+            spec: c.spec as unknown as Record<string, unknown>,
+          })),
+        };
+      },
       async setVolumeCopy(req) {
         try {
           return await setVolumeCopy(req);

@@ -31,6 +31,7 @@ export { OperatorError } from "./errors.ts";
 export {
   describeWire,
   type LiveCopy,
+  type MoveFigures,
   readCopies,
   runVolume,
   type VolumeRunHost,

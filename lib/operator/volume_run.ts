@@ -43,7 +43,8 @@ export type VolumeRunRequest =
   | { kind: "mirror"; to: string }
   | { kind: "sync" }
   | { kind: "release"; confirm: string }
-  | { kind: "rm-mirror"; on: string };
+  | { kind: "rm-mirror"; on: string }
+  | { kind: "move"; to: string };
 
 /** How a run ended. */
 export interface VolumeRunResult {
@@ -59,6 +60,8 @@ export interface VolumeRunResult {
   unreachable: { name: string; reason: string }[];
   /** Why it failed. */
   error?: { code: string; message: string };
+  /** A Move's figures. */
+  figures?: MoveFigures;
 }
 
 /** What a run needs from its caller. */
@@ -73,6 +76,19 @@ export interface VolumeRunHost {
   now?(): string;
   /** Pause between asks of a busy step; default 1 s. */
   busyPauseMs?: number;
+  /**
+   * Called at each named point of a Move (`before-cut`, `cut`, `before-start`, `started`); throwing stops the run
+   * there with the run left open, as an operator killed at that point would.
+   */
+  checkpoint?(point: string): Promise<void> | void;
+}
+
+/** The figures of a Move. */
+export interface MoveFigures {
+  /** When the cut was asked (performance.now()). */
+  cutAt?: number;
+  /** From the cut's request to the target's Writer{start} answered: the write-unavailable window. */
+  unavailableMs?: number;
 }
 
 /** The copy in words. */
@@ -176,7 +192,7 @@ export async function runVolume(
   const ask = async (
     target: LiveCopy,
     wanted: CopyWire,
-    extra: { source?: LiveCopy; sizeBytes?: number } = {},
+    extra: { source?: LiveCopy; sizeBytes?: number; start?: { spec: Record<string, unknown> } } = {},
   ): Promise<SetVolumeCopyResponse> => {
     const request = {
       volume,
@@ -185,12 +201,18 @@ export async function runVolume(
       gen: run.gen,
       ...(extra.source === undefined ? {} : { "source_machine_id": extra.source.machine.id }),
       ...(extra.sizeBytes === undefined ? {} : { "size_bytes": extra.sizeBytes }),
+      ...(extra.start === undefined ? {} : { start: extra.start }),
     };
     const started = Date.now();
     for (let asked = 0;; asked++) {
-      const answer = await target.machine.client.setVolumeCopy(request, {
-        signal: AbortSignal.timeout(30_000),
-      });
+      let answer: SetVolumeCopyResponse;
+      try {
+        answer = await target.machine.client.setVolumeCopy(request, { signal: AbortSignal.timeout(30_000) });
+      } catch (caught) {
+        // Another transition (a killed run's task) still runs there: wait for it like for our own.
+        if ((caught as { code?: string }).code !== "busy" || Date.now() - started > 30 * 60_000) throw caught;
+        answer = { "machine_id": target.machine.id, volume, outcome: "busy", copy: target.copy, floor: 0 };
+      }
       if (answer.outcome !== "busy") {
         target.copy = answer.copy;
         return answer;
@@ -206,7 +228,7 @@ export async function runVolume(
   const step = async (
     target: LiveCopy,
     wanted: CopyWire,
-    extra: { source?: LiveCopy; sizeBytes?: number } = {},
+    extra: { source?: LiveCopy; sizeBytes?: number; start?: { spec: Record<string, unknown> } } = {},
   ): Promise<void> => {
     const from = describeWire(target.copy);
     const started = performance.now();
@@ -220,7 +242,18 @@ export async function runVolume(
     );
   };
 
+  // A checkpoint that throws stops the run where it is, as if its operator died: the run stays open.
+  let died: unknown;
+  const checkpoint = async (point: string): Promise<void> => {
+    try {
+      await host.checkpoint?.(point);
+    } catch (stop) {
+      died = stop;
+      throw stop;
+    }
+  };
   let error: { code: string; message: string } | undefined;
+  const figures: MoveFigures = {};
   try {
     const copies = before.copies.filter((c) => !(c as { noPool?: boolean }).noPool);
     // The fence: every Machine read takes this run's gen as its floor before any step.
@@ -276,8 +309,12 @@ export async function runVolume(
         await step(only(writers, "Writer", volume), { role: "none" });
         break;
       }
+      case "move":
+        await move(copies, byName(copies, request.to, volume));
+        break;
     }
   } catch (caught) {
+    if (died !== undefined) throw died;
     const coded = caught as { code?: string; message?: string };
     error = {
       code: typeof coded.code === "string" ? coded.code : "internal",
@@ -302,5 +339,137 @@ export async function runVolume(
     copies: after.copies,
     unreachable: [...unlisted, ...after.unreachable],
     ...(error === undefined ? {} : { error }),
+    ...(request.kind === "move" ? { figures } : {}),
   };
+
+  // Move (docs/bets.md, "Volume handover"): mirror if needed, sync, cut, final incremental, Writer{start} on the
+  // target with the source Container's spec read live from the source, then remove the source Container. The cut
+  // Snapshot is named after the run, so a re-run finds the source (the Mirror at it) after the cut.
+  async function move(copies: LiveCopy[], target: LiveCopy): Promise<void> {
+    let cut = `g${run.gen}-cut`;
+    const writers = copies.filter((c) => c.copy.role === "writer");
+    // The source of a Move cut by this run or an earlier one: the other Machine at the newest cut Snapshot.
+    const cutSource = (): LiveCopy | undefined => {
+      const gen = (c: LiveCopy): number => Number(/^g(\d+)-cut$/.exec(c.copy.snapshot ?? "")?.[1] ?? -1);
+      return copies.filter((c) => c !== target && c.copy.role === "mirror" && gen(c) >= 0)
+        .sort((a, b) => gen(b) - gen(a))[0];
+    };
+    let source: LiveCopy;
+    if (writers.length === 1 && writers[0] === target) {
+      const back = cutSource();
+      if (back === undefined) {
+        host.progress(`  ${target.machine.name} is the Writer already`);
+        return;
+      }
+      // A re-run after Writer{start} was asked: the target's Container is started (found by its creation key, or
+      // made if that request failed) and then the source's is removed.
+      const spec = await sourceSpec(back, target);
+      await step(target, { role: "writer" }, {
+        sizeBytes: back.sizeBytes,
+        ...(spec === undefined ? {} : { start: { spec } }),
+      });
+      await removeSourceContainers(back);
+      return;
+    }
+    if (writers.length > 1) {
+      throw new OperatorError("conflict", `Volume "${volume}" has ${writers.length} Writers`);
+    }
+    if (writers.length === 1) {
+      source = writers[0];
+      const size = source.sizeBytes;
+      if (target.copy.role === "none") {
+        await step(target, { role: "mirror", snapshot: snapshotName(run.gen) }, { source, sizeBytes: size });
+      }
+      await step(target, { role: "mirror", snapshot: snapshotName(run.gen) + "s" }, {
+        source,
+        sizeBytes: size,
+      });
+      await checkpoint("before-cut");
+      figures.cutAt = performance.now();
+      await step(source, { role: "mirror", snapshot: cut });
+      await checkpoint("cut");
+    } else {
+      const at = cutSource();
+      if (at === undefined) {
+        throw new OperatorError(
+          "not_found",
+          `Volume "${volume}" has no Writer and no other Machine holds a Move's cut Snapshot: nothing to move`,
+        );
+      }
+      source = at;
+      cut = at.copy.snapshot!;
+      host.progress(`  continuing after the cut: ${source.machine.name} is the source at ${cut}`);
+    }
+    // Between the cut and Writer{start}, any failure undoes: the source becomes the Writer at the cut again.
+    let spec: Record<string, unknown> | undefined;
+    try {
+      if (!(target.copy.role === "mirror" && target.copy.snapshot === cut)) {
+        await step(target, { role: "mirror", snapshot: cut }, { source, sizeBytes: source.sizeBytes });
+      }
+      spec = await sourceSpec(source, target);
+    } catch (caught) {
+      await undo(source, caught);
+    }
+    await checkpoint("before-start");
+    // The point of no return.
+    await step(target, { role: "writer" }, {
+      sizeBytes: source.sizeBytes,
+      ...(spec === undefined ? {} : { start: { spec } }),
+    });
+    if (figures.cutAt !== undefined) {
+      figures.unavailableMs = Math.round(performance.now() - figures.cutAt);
+      host.progress(`  write-unavailable window (cut → target Writer started): ${figures.unavailableMs} ms`);
+    }
+    await checkpoint("started");
+    await removeSourceContainers(source);
+  }
+
+  // The source Container's full spec, read live from the source; its x-machines now names the target, since the
+  // Volume's Writer decides where its Service runs (a Move is how it goes elsewhere).
+  async function sourceSpec(
+    source: LiveCopy,
+    target: LiveCopy,
+  ): Promise<Record<string, unknown> | undefined> {
+    const held = await source.machine.client.volumeContainers({ volume }, {
+      signal: AbortSignal.timeout(15_000),
+    });
+    const spec = held.containers[0]?.spec;
+    if (spec === undefined) return undefined;
+    const placement = spec.placement as { machines?: string[]; constraints?: string[] } | undefined;
+    if (placement?.machines === undefined) return spec;
+    return { ...spec, placement: { ...placement, machines: [target.machine.name] } };
+  }
+
+  async function undo(source: LiveCopy, caught: unknown): Promise<never> {
+    const reason = caught instanceof Error ? caught.message : String(caught);
+    host.progress(`  before the point of no return: ${reason}; undoing on ${source.machine.name}`);
+    try {
+      const held = await source.machine.client.volumeContainers({ volume }, {
+        signal: AbortSignal.timeout(15_000),
+      });
+      const spec = held.containers[0]?.spec;
+      await step(source, { role: "writer" }, {
+        sizeBytes: source.sizeBytes,
+        ...(spec === undefined ? {} : { start: { spec } }),
+      });
+    } catch (failed) {
+      throw new OperatorError(
+        "unavailable",
+        `${reason}; the undo on "${source.machine.name}" failed too (${
+          failed instanceof Error ? failed.message : String(failed)
+        }): the Volume has no Writer; run the Move again once "${source.machine.name}" answers`,
+      );
+    }
+    throw new OperatorError("unavailable", `${reason}; undone: "${source.machine.name}" is the Writer again`);
+  }
+
+  async function removeSourceContainers(source: LiveCopy): Promise<void> {
+    const held = await source.machine.client.volumeContainers({ volume }, {
+      signal: AbortSignal.timeout(15_000),
+    });
+    for (const c of held.containers) {
+      await source.machine.client.removeContainer({ id: c.id }, { signal: AbortSignal.timeout(60_000) });
+      host.progress(`  ${source.machine.name}: removed the source Container ${c.name}`);
+    }
+  }
 }

@@ -7,6 +7,8 @@ import { type Copy, copyAfter, decideCopy, floorAfter } from "../volume/mod.ts";
 import { runVolume, type VolumeRunMachine } from "./volume_run.ts";
 
 // Machines that apply the real transition table to an in-memory copy, answering `busy` once per step.
+let failOn: ((req: SetVolumeCopyRequest) => boolean) | undefined;
+
 function fakeMachine(
   name: string,
   start: Copy,
@@ -21,6 +23,8 @@ function fakeMachine(
       ? { role: "writer", epoch: c.epoch }
       : { role: "none" };
   const client = {
+    volumeContainers: () => Promise.resolve({ containers: [] }),
+    removeContainer: () => Promise.resolve({ id: "x", removed: true }),
     machinePool: () =>
       Promise.resolve({
         "machine_id": name,
@@ -36,6 +40,7 @@ function fakeMachine(
       }),
     setVolumeCopy(req: SetVolumeCopyRequest) {
       asked.push(req);
+      if (failOn?.(req)) return Promise.reject(new RpcError("unavailable", "the link to the source broke"));
       const toCopy = (w: CopyWire): Copy =>
         w.role === "mirror"
           ? { role: "mirror", snapshot: w.snapshot! }
@@ -185,6 +190,80 @@ Deno.test("bad inputs: unknown Volume, release without the exact name, rm-mirror
     assert.equal(released.state, "done");
     assert.equal(m1.state.copy.role, "none");
   } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("move: mirror, sync, cut, final sync, Writer on the target; killed after the cut, the re-run finishes", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    const host = {
+      machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
+      store,
+      progress: () => {},
+      busyPauseMs: 1,
+    };
+    const moved = await runVolume(host, "v", { kind: "move", to: "m2" });
+    assert.equal(moved.state, "done", JSON.stringify(moved.error));
+    assert.deepEqual([m1.state.copy, m2.state.copy.role], [{ role: "mirror", snapshot: "g1-cut" }, "writer"]);
+    assert.equal(typeof moved.figures?.unavailableMs, "number");
+    // Back to m1, the operator dies right after the cut (the checkpoint throws past the run): the run stays open.
+    class Killed extends Error {}
+    await assert.rejects(
+      runVolume(
+        {
+          ...host,
+          checkpoint: (p: string) => {
+            if (p === "cut") throw new Killed();
+          },
+        },
+        "v",
+        { kind: "move", to: "m1" },
+      ),
+      Killed,
+    );
+    assert.equal(store.volumeRun("v")?.state, "open", "a killed run stays open");
+    assert.equal(m2.state.copy.role, "mirror");
+    assert.notEqual(m1.state.copy.role, "writer");
+    const again = await runVolume(host, "v", { kind: "move", to: "m1" });
+    assert.equal(again.state, "done", JSON.stringify(again.error));
+    assert.equal(again.run.gen, 2);
+    assert.equal(again.resumed, true);
+    assert.deepEqual([m1.state.copy.role, m2.state.copy], ["writer", { role: "mirror", snapshot: "g2-cut" }]);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("move: a failure between the cut and Writer{start} undoes: the source is the Writer again", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    failOn = (req) =>
+      req.wanted.role === "mirror" && req.wanted.snapshot === "g1-cut" && req.source_machine_id === "m1";
+    const result = await runVolume(
+      {
+        machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
+        store,
+        progress: () => {},
+        busyPauseMs: 1,
+      },
+      "v",
+      { kind: "move", to: "m2" },
+    );
+    assert.equal(result.state, "failed");
+    assert.match(result.error!.message, /undone: "m1" is the Writer again/);
+    assert.equal(m1.state.copy.role, "writer");
+    assert.equal(m2.state.copy.role, "mirror");
+  } finally {
+    failOn = undefined;
     store.close();
     await Deno.remove(dir, { recursive: true });
   }

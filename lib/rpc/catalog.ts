@@ -104,6 +104,8 @@ import type {
   SendVolumeRequest,
   SetVolumeCopyRequest,
   SetVolumeCopyResponse,
+  VolumeContainersRequest,
+  VolumeContainersResponse,
 } from "./volume_routes.ts";
 
 /** Request and response types of every route, by method name. */
@@ -192,6 +194,8 @@ export interface RouteTypes extends ExecRouteTypes, BuildRouteTypes {
   sendVolume: [SendVolumeRequest, ReadableStream<Uint8Array>];
   /** `ployz.serving.ingress_status.v1`: what this Machine's Ingress Proxy serves, as last loaded. */
   ingressStatus: [IngressStatusRequest, IngressStatusResponse];
+  /** `ployz.volume.containers.v1`: the Containers mounting a Volume here, with their full specs. */
+  volumeContainers: [VolumeContainersRequest, VolumeContainersResponse];
 }
 
 /** A route's method name. */

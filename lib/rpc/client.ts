@@ -27,6 +27,8 @@ import type {
   MachinePoolResponse,
   SetVolumeCopyRequest,
   SetVolumeCopyResponse,
+  VolumeContainersRequest,
+  VolumeContainersResponse,
 } from "./volume_routes.ts";
 import { isRpcErrorCode, RpcError } from "./errors.ts";
 import { CodedError } from "../util/mod.ts";
@@ -218,6 +220,11 @@ export interface MachineClient extends Disposable {
   setVolumeCopy(request: SetVolumeCopyRequest, options?: CallOptions): Promise<SetVolumeCopyResponse>;
   /** What this Machine's Ingress Proxy serves, as its serving loop last loaded it. */
   ingressStatus(request: IngressStatusRequest, options?: CallOptions): Promise<IngressStatusResponse>;
+  /** The Containers mounting a Volume on the Machine, with their full specs. */
+  volumeContainers(
+    request: VolumeContainersRequest,
+    options?: CallOptions,
+  ): Promise<VolumeContainersResponse>;
   /**
    * Throws `unsupported` with `details.capability` unless the Machine's DescribeContract lists `capability`.
    * The contract is read once per client.
@@ -431,6 +438,7 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     machinePool: (req, o) => call("machinePool", req, o?.signal),
     setVolumeCopy: (req, o) => call("setVolumeCopy", req, o?.signal),
     ingressStatus: (req, o) => call("ingressStatus", req, o?.signal),
+    volumeContainers: (req, o) => call("volumeContainers", req, o?.signal),
     async requireCapability(capability, o): Promise<void> {
       const served = await describe(o?.signal);
       if (served.capabilities.includes(capability)) return;

@@ -87,6 +87,9 @@ export type {
   SendVolumeRequest,
   SetVolumeCopyRequest,
   SetVolumeCopyResponse,
+  VolumeContainersRequest,
+  VolumeContainersResponse,
+  VolumeContainerWire,
   VolumeCopyWire,
 } from "./volume_routes.ts";
 export type {

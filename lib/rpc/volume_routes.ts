@@ -144,6 +144,11 @@ export interface SetVolumeCopyRequest {
   "source_machine_id"?: string;
   /** The Volume's size, for a receive or a promote here. */
   "size_bytes"?: number;
+  /**
+   * Writer{start}: with a promote, the Container to find by its creation key (or create) and start on the new
+   * Writer; the spec was read live from the source's stopped Container.
+   */
+  start?: { spec: Record<string, unknown> };
 }
 
 /** Reader of {@link SetVolumeCopyRequest}; fields it does not know are ignored. */
@@ -154,6 +159,46 @@ export const SetVolumeCopyRequestSchema: z.ZodType<SetVolumeCopyRequest> = z.obj
   gen: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
   "source_machine_id": z.string().min(1).max(128).optional(),
   "size_bytes": SIZE.optional(),
+  start: z.object({
+    spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
+  }).optional(),
+});
+
+/** What `ployz.volume.containers.v1` asks: the Containers on this Machine that mount a Volume. */
+export interface VolumeContainersRequest {
+  /** The Volume. */
+  volume: string;
+}
+
+/** Reader of {@link VolumeContainersRequest}. */
+export const VolumeContainersRequestSchema: z.ZodType<VolumeContainersRequest> = z.object({ volume: VOLUME });
+
+/** One Container mounting a Volume, with its full spec (environment values included: it goes to the operator only). */
+export interface VolumeContainerWire {
+  /** Docker's id. */
+  id: string;
+  /** Its name. */
+  name: string;
+  /** `running`, `exited`… */
+  state: string;
+  /** The spec it was created from. */
+  spec: Record<string, unknown>;
+}
+
+/** What `ployz.volume.containers.v1` answers. */
+export interface VolumeContainersResponse {
+  /** The Containers. */
+  containers: VolumeContainerWire[];
+}
+
+/** Tolerant reader of {@link VolumeContainersResponse}. */
+export const VolumeContainersResponseSchema: z.ZodType<VolumeContainersResponse> = z.looseObject({
+  containers: z.array(z.looseObject({
+    id: z.string(),
+    name: z.string(),
+    state: z.string(),
+    spec: z.looseObject({}),
+  })),
 });
 
 /** What `ployz.volume.set_copy.v1` answers (a refusal is a `conflict` error whose details hold `copy`). */
@@ -205,7 +250,13 @@ export const VOLUME_ROUTES: {
   readonly machinePool: Route<MachinePoolRequest, MachinePoolResponse>;
   readonly setVolumeCopy: Route<SetVolumeCopyRequest, SetVolumeCopyResponse>;
   readonly sendVolume: Route<SendVolumeRequest, ReadableStream<Uint8Array>>;
+  readonly volumeContainers: Route<VolumeContainersRequest, VolumeContainersResponse>;
 } = Object.freeze({
+  volumeContainers: {
+    capability: "ployz.volume.containers.v1",
+    request: VolumeContainersRequestSchema,
+    response: VolumeContainersResponseSchema,
+  },
   machinePool: {
     capability: "ployz.machine.pool.v1",
     request: MachinePoolRequestSchema,

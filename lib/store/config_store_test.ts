@@ -222,3 +222,24 @@ Deno.test("contexts are saved, listed, selected and removed; removing the curren
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("volume runs: one open run per Volume, resumed by the same run, the next gen after it ends", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const first = store.openVolumeRun("db", "move", `{"to":"m2"}`, "t0");
+    assert.deepEqual([first.run.gen, first.resumed], [1, false]);
+    assert.deepEqual(store.openVolumeRun("db", "move", `{"to":"m2"}`, "t1").resumed, true);
+    assert.throws(
+      () => store.openVolumeRun("db", "sync", "{}", "t1"),
+      (e: StoreError) => e.code === "conflict" && /open move run \(gen 1/.test(e.message),
+    );
+    store.closeVolumeRun("db", 1, "done", "m2 Writer", "t2");
+    store.closeVolumeRun("db", 1, "failed", "late", "t3");
+    assert.equal(store.volumeRun("db")?.state, "done", "a closed run stays closed");
+    assert.equal(store.openVolumeRun("db", "sync", "{}", "t4").run.gen, 2);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
