@@ -25,12 +25,13 @@ Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Doc
   }
 });
 
-Deno.test("ployzd serve loads neither the Observe Store, the lab nor dockerode", async () => {
+Deno.test("ployzd serve loads neither the Observe Store, the lab, dockerode nor acme-client", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"]);
   const areas = areasOf(loaded.files);
   for (const area of ["observe", "lab"]) ok(!areas.has(area), area);
   // The Engine speaks HTTP to Docker's socket itself; dockerode's gRPC and SSH packages cost ~30 MB of RSS.
-  for (const pkg of ["dockerode", "docker-modem", "ssh2", "@grpc/grpc-js"]) {
+  // acme-client (~36 MB) is imported only when a certificate is first needed.
+  for (const pkg of ["dockerode", "docker-modem", "ssh2", "@grpc/grpc-js", "acme-client"]) {
     ok(!loaded.npm.includes(pkg), pkg);
   }
 });

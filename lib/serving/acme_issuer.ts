@@ -12,10 +12,18 @@
  * @module
  */
 
-import acme from "acme-client";
+import type acmeModule from "acme-client";
 import https from "node:https";
 import { dirname, join } from "node:path";
 import { CodedError, writeFileAtomic } from "../util/mod.ts";
+
+/**
+ * acme-client (with axios and its crypto) adds ~36 MB to a process at import, so it is loaded when a certificate
+ * is first needed, not by every `ployzd serve` (the literal specifier keeps it in a compiled binary).
+ */
+async function loadAcme(): Promise<typeof acmeModule> {
+  return (await import("acme-client")).default;
+}
 
 /** Let's Encrypt's production directory, used unless `PLOYZ_ACME_DIRECTORY` names another CA. */
 export const DEFAULT_ACME_DIRECTORY = "https://acme-v02.api.letsencrypt.org/directory";
@@ -86,6 +94,7 @@ export async function obtainCertificate(
   board: ChallengeBoard,
   timeoutMs = 120_000,
 ): Promise<IssuedCertificate> {
+  const acme = await loadAcme();
   acme.axios.defaults.timeout = REQUEST_TIMEOUT_MS;
   acme.axios.defaults.httpsAgent = settings.caPem === undefined
     ? undefined
@@ -165,6 +174,7 @@ async function loadOrRegister(settings: AcmeSettings): Promise<Account> {
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound) && !(error instanceof SyntaxError)) throw error;
   }
+  const acme = await loadAcme();
   const key = (await acme.crypto.createPrivateEcdsaKey()).toString();
   const client = new acme.Client({ directoryUrl: settings.directoryUrl, accountKey: key });
   await client.createAccount({
