@@ -19,9 +19,9 @@ launch() {
   deno=$(find_deno)
   if [ "${PLOYZ_LAUNCHER_PRINT:-}" = 1 ]; then
     printf '%s\n' "$deno" run --quiet --no-prompt --cached-only --frozen --config "$root/deno.json" \
-      "-P=$set_name" "$entry" "$@"
+      ${launch_v8_flags:+"$launch_v8_flags"} "-P=$set_name" "$entry" "$@"
     exit 0
   fi
   exec "$deno" run --quiet --no-prompt --cached-only --frozen --config "$root/deno.json" \
-    "-P=$set_name" "$entry" "$@"
+    ${launch_v8_flags:+"$launch_v8_flags"} "-P=$set_name" "$entry" "$@"
 }

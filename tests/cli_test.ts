@@ -2,6 +2,7 @@
 // permission set each launcher picks.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
+import { type PermissionSetName, permissionSetNames, runtimeFlags } from "../lib/permissions/mod.ts";
 import { ROOT, run } from "./support/spawn.ts";
 
 const PLOYZD = join(ROOT, "bin", "ployzd");
@@ -80,5 +81,9 @@ Deno.test("the launchers pick each subcommand's permission set from deno.json", 
     );
     ok(argv.includes("--cached-only") && argv.includes("--frozen") && argv.includes("--no-prompt"));
     ok(argv.includes(join(ROOT, "deno.json")), "the launcher must name the config that holds the sets");
+    // The V8 flags a unit and the daemon's supervised children use (lib/permissions/runtime_flags.ts).
+    const named = permissionSetNames().find((name: PermissionSetName) => name === args[0]);
+    const expectedV8 = program === PLOYZD && named !== undefined ? runtimeFlags(named) : [];
+    deepEqual(argv.filter((a) => a.startsWith("--v8-flags")), expectedV8, `${program} ${args.join(" ")}`);
   }
 });

@@ -11,7 +11,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { renderRuntimeUnit, type UnitOptions } from "../installer/mod.ts";
-import { type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import { type Layout, permissionFlags, permissionSet, relocate, runtimeFlags } from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns, systemdUnitRunner } from "../serving/mod.ts";
 import { doorRunner } from "./systemd_door.ts";
 import { socketAnswers, stopChild } from "../util/mod.ts";
@@ -134,6 +134,7 @@ export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunne
       "--no-prompt",
       "--config",
       join(dirname(dirname(entry)), "deno.json"),
+      ...runtimeFlags("observe"),
       ...flags,
       entry,
       "observe",

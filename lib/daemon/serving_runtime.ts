@@ -13,7 +13,14 @@
 import { fileURLToPath } from "node:url";
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
-import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import {
+  DEFAULT_LAYOUT,
+  type Layout,
+  permissionFlags,
+  permissionSet,
+  relocate,
+  runtimeFlags,
+} from "../permissions/mod.ts";
 import {
   acmeSettingsFromEnv,
   CADDY_ADMIN_DIR_IN_CONTAINER,
@@ -103,6 +110,7 @@ export async function defaultDnsRunner(
       "--no-prompt",
       "--unstable-net",
       "--unstable-lazy-dynamic-imports",
+      ...runtimeFlags("dns"),
       ...flags,
       entry,
       "dns",

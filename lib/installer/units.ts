@@ -1,5 +1,12 @@
 import { join } from "node:path";
-import { DEFAULT_LAYOUT, type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import {
+  DEFAULT_LAYOUT,
+  type Layout,
+  permissionFlags,
+  permissionSet,
+  relocate,
+  runtimeFlags,
+} from "../permissions/mod.ts";
 import { environmentLine, quoteExecWord, quotePath } from "./systemd_escape.ts";
 
 /** The `ployzd` subcommands that run as long-lived systemd units. */
@@ -149,6 +156,7 @@ export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): Un
     "--frozen",
     "--config",
     join(options.appDir, "deno.json"),
+    ...runtimeFlags(subcommand),
     ...flags,
     join(options.appDir, "cmd", "ployzd.ts"),
     subcommand,

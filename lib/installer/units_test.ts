@@ -35,6 +35,18 @@ Deno.test("renderUnit() puts exactly the subcommand's permission set into ExecSt
   ok(!/MemoryDenyWriteExecute/.test(units().map((u) => u.text).join("\n")));
 });
 
+Deno.test("renderUnit() runs each subcommand with its measured V8 flags", () => {
+  for (const unit of units()) {
+    const v8 = unit.text.match(/ --v8-flags=(\S+) /)?.[1];
+    const expected = {
+      dns: "--lite-mode,--max-semi-space-size=1",
+      serve: "--max-semi-space-size=1",
+      observe: undefined,
+    };
+    equal(v8, expected[unit.subcommand], unit.subcommand);
+  }
+});
+
 Deno.test("renderUnit() passes a relocated layout as PLOYZ_* variables and relocated grants", () => {
   const unit = renderUnit("observe", {
     deno: "/usr/lib/ployz/deno",

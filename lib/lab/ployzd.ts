@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { netnsPath } from "../mesh/mod.ts";
-import { type Layout, permissionFlags, permissionSet, relocate } from "../permissions/mod.ts";
+import { type Layout, permissionFlags, permissionSet, relocate, runtimeFlags } from "../permissions/mod.ts";
 import { connectMachine, type MachineClient } from "../rpc/mod.ts";
 import { LabError } from "./errors.ts";
 import { pollUntil } from "../util/mod.ts";
@@ -123,6 +123,7 @@ export async function startDaemonProcess(
     "--quiet",
     "--config",
     join(ROOT, "deno.json"),
+    ...runtimeFlags("serve"),
     ...flags,
     ENTRY,
     "serve",
