@@ -218,12 +218,15 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
           filesDir: host.filesDir,
           volumePaths,
           ...(image !== undefined && image !== spec.image ? { image } : {}),
+          // Listed and found above, a moment ago: no need to ask Docker twice.
+          checked: prior === undefined,
         },
       );
     });
     let started = false;
     if (req.start) {
-      const now = await engine.inspectContainer(made.id, ctx.signal);
+      // A container made just now is not running yet; one found may be.
+      const now = made.created ? undefined : await engine.inspectContainer(made.id, ctx.signal);
       if (now?.state !== "running") {
         await engine.startContainer(made.id, ctx.signal);
         started = true;

@@ -36,6 +36,11 @@ export interface CreateOptions {
   image?: string;
   /** The host path of each Provisioned Volume the spec mounts, by volume name (its copy in the Pool). */
   volumePaths?: Readonly<Record<string, string>>;
+  /**
+   * The caller has just listed no container with the spec's creation key and found the image: both lookups are
+   * skipped (two Docker calls). A container made meanwhile under the same name still comes back as `existing`.
+   */
+  checked?: boolean;
 }
 
 /** What `createContainer` found or made. */
@@ -228,14 +233,16 @@ export async function createContainer(
   options: CreateOptions = {},
 ): Promise<CreatedContainer> {
   validateSpec(spec);
-  const [prior] = await listOwnedSummaries(client, { creationKey: spec.creationKey }, signal);
+  const [prior] = options.checked === true
+    ? []
+    : await listOwnedSummaries(client, { creationKey: spec.creationKey }, signal);
   if (prior !== undefined) {
     const inspect = await inspectRaw(client, prior.Id, signal);
     if (inspect !== undefined) return existing(client, spec, inspect);
   }
   const byName = await inspectRaw(client, spec.name, signal);
   if (byName !== undefined) return existing(client, spec, byName);
-  if (!await imageExists(client, options.image ?? spec.image, signal)) {
+  if (options.checked !== true && !await imageExists(client, options.image ?? spec.image, signal)) {
     throw new DockerError(
       "not_found",
       `Cannot create container "${spec.name}": image "${spec.image}" is not on this Machine`,
