@@ -1,7 +1,8 @@
 // Machine Labels, acceptance flags and placement constraints, end to end on a real 3-Machine lab: each Machine
 // writes its own Labels (seen by the others in `machine ls`), a Deploy places by `deploy.placement.constraints`,
 // a constraint holding nowhere is refused naming it, changing a label moves nothing, and each Machine's own
-// admission refuses a create its record does not admit, naming the check.
+// admission refuses a create its record does not admit, naming the check. Last, `stop` keeps a receipt per leg
+// and a re-run under the same request key sends nothing already done.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
@@ -140,5 +141,17 @@ Deno.test(needs(["lab"], {
       m.containers.filter((c) => c.project === "spread").map(() => m.machine_name)
     ).sort();
     assert.deepEqual(spreadOn, ["m1", "m3"]);
+
+    // stop is a bounded command with a receipt per leg: the same request key again sends no leg already done.
+    const stop = await lab.on("m1", ["stop", "geo/web", "--request-key", "stop-geo"]);
+    assert.equal(stop.code, 0, stop.stderr + stop.stdout);
+    const legs = (JSON.parse((await lab.on("m1", ["receipts", "stop-geo", "--json"])).stdout).receipts as {
+      leg: string;
+      receipt: { status: string };
+    }[]).map((r) => `${r.leg.replace(/-\w+@/, "@")}: ${r.receipt.status}`).sort();
+    assert.deepEqual(legs, ["stop geo-web-1@m1: succeeded", "stop geo-web-2@m3: succeeded"]);
+    const again = await lab.on("m1", ["stop", "geo/web", "--request-key", "stop-geo"]);
+    assert.equal(again.code, 0, again.stderr + again.stdout);
+    assert.equal(again.stdout.match(/by an earlier run of this request/g)?.length, 2, again.stdout);
   },
 }));

@@ -4,7 +4,15 @@ import { CliError, type CommandContext } from "../../lib/cli/mod.ts";
 import { errorBody } from "../../lib/deploy/mod.ts";
 import type { ListContainersResponse, MachineClient } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
-import { jsonLine, parseTarget } from "./connect.ts";
+import { jsonLine, openConfig, parseTarget } from "./connect.ts";
+import { receiptBook, requestKey } from "./receipts.ts";
+
+/** A leg's receipt: `sent` until its answer is known. */
+interface LegReceipt {
+  status: "sent" | "succeeded" | "failed";
+  state?: string;
+  error?: string;
+}
 
 /** Starts or stops each container of `PROJECT/SERVICE`; a failure of one does not stop the others. */
 export async function lifecycle(ctx: CommandContext, action: "start" | "stop"): Promise<number> {
@@ -29,45 +37,73 @@ export async function lifecycle(ctx: CommandContext, action: "start" | "stop"): 
   }
   const names = new Map(targets.targets.map((t) => [t.id, t.name]));
   const clients = new Map(targets.targets.flatMap((t) => "client" in t ? [[t.id, t.client] as const] : []));
+  // A receipt per container leg under the request key: a re-run with the same key skips the legs already done and
+  // resends the rest, which is safe because each names the state it wants (running or stopped).
+  const key = requestKey(ctx.values["request-key"], `${action}-${project}-${service}`);
+  const config = openConfig();
+  const receipts = receiptBook<LegReceipt>(config, key);
   let failures = 0;
-  for (const { machine, c } of work) {
-    const client = clients.get(machine.id)!;
-    try {
-      // A stop takes the container out of every Machine's proxies first (bounded patience, then stops anyway).
-      const left = action === "stop" ? await leaveFirst(client, c.id) : undefined;
-      const { container } = action === "start"
-        ? await client.startContainer({ id: c.id })
-        : await client.stopContainer({ id: c.id });
-      if (json) {
-        ctx.io.out(
-          jsonLine({
-            id: c.id,
-            name: c.name,
-            "machine_name": machine.name,
-            ok: true,
-            state: container.state,
-            ...(left === undefined ? {} : { left }),
-          }),
-        );
-      } else {
-        ctx.io.out(
-          `${action === "start" ? "Started" : "Stopped"} ${c.name} on "${machine.name}" (${container.state})${
-            left === undefined ? "" : `; ${leftText(left, names)}`
-          }\n`,
-        );
+  try {
+    for (const { machine, c } of work) {
+      const client = clients.get(machine.id)!;
+      const leg = `${action} ${c.name}@${machine.name}`;
+      if (receipts.load(leg)?.status === "succeeded") {
+        if (json) {
+          ctx.io.out(
+            jsonLine({ id: c.id, name: c.name, "machine_name": machine.name, ok: true, done: "earlier" }),
+          );
+        } else {ctx.io.out(
+            `Already ${
+              action === "start" ? "started" : "stopped"
+            } ${c.name} on "${machine.name}" by an earlier run of this request\n`,
+          );}
+        continue;
       }
-    } catch (error) {
-      failures++;
-      const body = errorBody(error);
-      if (json) {
-        ctx.io.out(
-          jsonLine({ id: c.id, name: c.name, "machine_name": machine.name, ok: false, error: body }),
-        );
-      } else {ctx.io.out(
-          `Failed to ${action} ${c.name} on "${machine.name}": error[${body.code}]: ${body.message}\n`,
-        );}
+      receipts.save(leg, { status: "sent" });
+      try {
+        // A stop takes the container out of every Machine's proxies first (bounded patience, then stops anyway).
+        const left = action === "stop" ? await leaveFirst(client, c.id) : undefined;
+        const { container } = action === "start"
+          ? await client.startContainer({ id: c.id })
+          : await client.stopContainer({ id: c.id });
+        receipts.save(leg, { status: "succeeded", state: container.state });
+        if (json) {
+          ctx.io.out(
+            jsonLine({
+              id: c.id,
+              name: c.name,
+              "machine_name": machine.name,
+              ok: true,
+              state: container.state,
+              ...(left === undefined ? {} : { left }),
+            }),
+          );
+        } else {
+          ctx.io.out(
+            `${
+              action === "start" ? "Started" : "Stopped"
+            } ${c.name} on "${machine.name}" (${container.state})${
+              left === undefined ? "" : `; ${leftText(left, names)}`
+            }\n`,
+          );
+        }
+      } catch (error) {
+        failures++;
+        const body = errorBody(error);
+        receipts.save(leg, { status: "failed", error: `${body.code}: ${body.message}` });
+        if (json) {
+          ctx.io.out(
+            jsonLine({ id: c.id, name: c.name, "machine_name": machine.name, ok: false, error: body }),
+          );
+        } else {ctx.io.out(
+            `Failed to ${action} ${c.name} on "${machine.name}": error[${body.code}]: ${body.message}\n`,
+          );}
+      }
     }
+  } finally {
+    config.close();
   }
+  if (!json) ctx.io.out(`request key: ${key}\n`);
   const partial = partialLines(listed);
   for (const line of partial) ctx.io.err(`${line}\n`);
   return failures === 0 && partial.length === 0 ? 0 : 1;

@@ -5,22 +5,12 @@ import {
   configureMachine,
   type DrainLegReceipt,
   drainMachine,
-  type DrainReceipts,
   type DrainResult,
 } from "../../lib/operator/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
 import { jsonLine, openConfig, withMachine } from "./connect.ts";
 import { deployReport, withDeployMachines } from "./deploy_machines.ts";
 import { settingsLine } from "./machine_label.ts";
-
-/** The receipts of request `key` in the Config Store. */
-export function receiptBook(config: ConfigStore, key: string): DrainReceipts {
-  return {
-    load: (leg) => config.receipts(key).find((r) => r.leg === leg)?.receipt as DrainLegReceipt | undefined,
-    save: (leg, receipt) =>
-      config.saveReceipt({ requestKey: key, leg, receipt, savedAt: new Date().toISOString() }),
-  };
-}
+import { receiptBook, requestKey } from "./receipts.ts";
 
 /** The human form of a Drain's report. */
 export function drainLines(result: DrainResult): string {
@@ -67,17 +57,14 @@ export const machineDrainCommand: Command = {
       if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
       monitorMs = parsed;
     }
-    const given = values["request-key"];
-    const key = typeof given === "string"
-      ? given
-      : `drain-${positionals[0]}-${crypto.randomUUID().slice(0, 8)}`;
+    const key = requestKey(values["request-key"], `drain-${positionals[0]}`);
     const config = openConfig();
     try {
       const result = await withDeployMachines((machines) =>
         drainMachine(machines, config, positionals[0], {
           force: values.force === true,
           monitorMs,
-          receipts: receiptBook(config, key),
+          receipts: receiptBook<DrainLegReceipt>(config, key),
           report: () => deployReport(io, { json, verb: "drain" }),
           drained: (m) => {
             if (!json) io.out(settingsLine(m));

@@ -6,6 +6,7 @@ import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
 import { retireGone } from "../../lib/operator/mod.ts";
 import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
+import { receiptBook, requestKey } from "./receipts.ts";
 import { targetMachine } from "./machine_target.ts";
 
 /** `ployz machine rm`. */
@@ -42,18 +43,11 @@ export const machineRmCommand: Command = {
       const config = openConfig();
       const gone = entryMachine();
       try {
-        const given = values["request-key"];
-        const key = typeof given === "string"
-          ? given
-          : `machine-rm-gone-${wanted}-${crypto.randomUUID().slice(0, 8)}`;
+        const key = requestKey(values["request-key"], `machine-rm-gone-${wanted}`);
         const report = await retireGone(gone, wanted, {
           confirmDataLoss: typeof confirm === "string" ? confirm : undefined,
           book: config,
-          receipts: {
-            load: (leg) => config.receipts(key).find((r) => r.leg === leg)?.receipt,
-            save: (leg, receipt) =>
-              config.saveReceipt({ requestKey: key, leg, receipt, savedAt: new Date().toISOString() }),
-          },
+          receipts: receiptBook<unknown>(config, key),
         });
         if (values.json === true) io.out(jsonLine({ ...report, "request_key": key }));
         else {

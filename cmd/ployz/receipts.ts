@@ -1,5 +1,6 @@
 // `ployz receipts`: the receipts the last bounded commands kept in the operator's Config Store, one line per leg.
 import type { Command } from "../../lib/cli/mod.ts";
+import type { ConfigStore } from "../../lib/store/mod.ts";
 import { jsonLine, openConfig } from "./connect.ts";
 import { columns } from "./machine_target.ts";
 
@@ -32,3 +33,20 @@ export const receiptsCommand: Command = {
     }
   },
 };
+
+/** The receipts of request `key` in the Config Store, one per leg. */
+export function receiptBook<T>(
+  config: ConfigStore,
+  key: string,
+): { load(leg: string): T | undefined; save(leg: string, receipt: T): void } {
+  return {
+    load: (leg) => config.receipts(key).find((r) => r.leg === leg)?.receipt as T | undefined,
+    save: (leg, receipt) =>
+      config.saveReceipt({ requestKey: key, leg, receipt, savedAt: new Date().toISOString() }),
+  };
+}
+
+/** The request key a bounded command runs under: the one given, or a new one naming the command. */
+export function requestKey(given: unknown, command: string): string {
+  return typeof given === "string" && given !== "" ? given : `${command}-${crypto.randomUUID().slice(0, 8)}`;
+}
