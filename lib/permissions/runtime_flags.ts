@@ -1,12 +1,12 @@
 import type { PermissionSetName } from "./sets.ts";
 
 /**
- * V8 flags per `ployzd` subcommand, kept only where measured to help (`tools/bench/lab_footprint_bench.ts` and a
- * standalone `ployzd dns` under dnsperf):
- * - `dns`: lite mode (no optimizing compiler) and a 1 MB young generation. Idle it changes little (the lab shows
- *   45–47 MB either way), but after a dnsperf burst it stays at ~53 MB instead of ~66 MB, at the same throughput
- *   (54k vs 56k queries/s on this host). Lite mode is not used for serve: it made Ed25519 sign+verify, which
- *   every replicated change needs, 8× slower.
+ * V8 flags per `ployzd` subcommand, kept only where measured to help (`tools/bench/dns_footprint_bench.ts`,
+ * `tools/bench/lab_footprint_bench.ts`):
+ * - `dns`: lite mode (no optimizing compiler) and a 1 MB young generation. Idle it changes nothing (~46 MB either
+ *   way), but RSS never shrinks after traffic, and after 200k dnsperf queries it holds 53 MB instead of 64–70 MB;
+ *   throughput 48–51k vs 36–68k queries/s over three runs on this shared host (within its noise). Lite mode is not
+ *   used for serve: it made Ed25519 sign+verify, which every replicated change needs, 8× slower.
  * - `serve`: a 1 MB young generation: its loaded code alone drops from ~82 to ~77 MB, with no difference in
  *   throughput above this host's noise.
  * `observe` runs with V8's defaults: a heap cap changed it by 0–2 MB.
