@@ -5,6 +5,8 @@ import { deployProject } from "./deploy_flow.ts";
 import { pinImages } from "./image_pins.ts";
 
 const REG = "reg.example:5000";
+/** A registry on the Cluster's own network: the plan pulls from it even where a peer holds the digest. */
+const LAN = "registry.lan:5000";
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
 const noAuth = () => Promise.resolve(undefined);
@@ -161,16 +163,16 @@ Deno.test("a digest no observed Machine holds, with the registry down, is refuse
 
 Deno.test("two Machines whose tag points at different digests both run the Entry Machine's", async () => {
   const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
-  const tag = `${REG}/shop/web:1`;
+  const tag = `${LAN}/shop/web:1`;
   for (const [m, d] of [[m1, D1], [m2, D2]] as const) {
     m.images.add(tag);
     m.images.add(`${tag}@${d}`);
-    m.repoDigests.set(tag, [`${REG}/shop/web@${d}`]);
+    m.repoDigests.set(tag, [`${LAN}/shop/web@${d}`]);
   }
   // The tag has moved on in the registry; the older digest is still served by digest.
-  m1.registry = new Map([[tag, D2], [`${REG}/shop/web@${D1}`, D1]]);
+  m1.registry = new Map([[tag, D2], [`${LAN}/shop/web@${D1}`, D1]]);
   const result = await deployProject(cluster([m1, m2]), new FakeBook(), {
-    project: shop(),
+    project: shop("missing", tag),
     warnings: [],
     sourcePath: "c.yaml",
   }, { report: recorder(), yes: true, dryRun: false, confirmDataLoss: [], verb: "deploy" });
@@ -184,15 +186,19 @@ Deno.test("two Machines whose tag points at different digests both run the Entry
 
 Deno.test("a pull that fails mid-way fails its operation as unavailable, and a re-run finishes the Deploy", async () => {
   const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
-  m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  m1.registry = new Map([[`${LAN}/shop/web:1`, D1]]);
   m2.failPull = new CodedError(
     "unavailable",
-    `Cannot pull image: registry "${REG}" could not be reached: EOF`,
+    `Cannot pull image: registry "${LAN}" could not be reached: EOF`,
   );
   const machines = cluster([m1, m2]);
   const book = new FakeBook();
   const run = async () =>
-    await deployProject(machines, book, { project: shop(), warnings: [], sourcePath: "c.yaml" }, {
+    await deployProject(machines, book, {
+      project: shop("missing", `${LAN}/shop/web:1`),
+      warnings: [],
+      sourcePath: "c.yaml",
+    }, {
       report: recorder(),
       yes: true,
       dryRun: false,
