@@ -23,8 +23,6 @@ import {
 } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 
-/** Label on a built image holding its build's content digest. */
-export const BUILD_DIGEST_LABEL = "ployz.build_digest";
 /** Most uploads a Machine holds at once. */
 export const MAX_OPEN_UPLOADS = 8;
 /** An upload untouched this long is removed. */
@@ -115,8 +113,9 @@ export function buildHandlers(host: BuildHost): BuildHandlers {
         dockerfile: req.dockerfile,
         args: req.args,
         target: req.target,
-        // One label of Ployz's own: the classic builder adds a layer step per label.
-        labels: { ...req.labels, [BUILD_DIGEST_LABEL]: req.digest },
+        // No label of Ployz's own: the classic builder runs one more step per label, and the first tag already
+        // carries the content digest.
+        labels: req.labels,
         cacheFrom: req.cache_from,
         noCache: req.no_cache,
         onLine: (text) => send({ type: "log", text }),
@@ -198,11 +197,11 @@ export function buildHandlers(host: BuildHost): BuildHandlers {
               try {
                 // Admission is checked again after the wait; a build admitted before a change may finish.
                 refuseUnlessAccepting(host);
-                const labels = await host.engine.imageLabels(req.tags[0], signal);
-                if (labels?.[BUILD_DIGEST_LABEL] === req.digest && !req.no_cache) {
+                // The first tag is the content digest: present, the build already happened (usually the one waited for).
+                const id = req.no_cache ? undefined : await host.engine.imageId(req.tags[0], signal);
+                if (id !== undefined) {
                   await Deno.remove(uploadPath(req.upload)).catch(() => {});
-                  const id = await host.engine.imageId(req.tags[0], signal);
-                  send({ type: "done", "image_id": id ?? "", "duration_ms": 0, built: false });
+                  send({ type: "done", "image_id": id, "duration_ms": 0, built: false });
                   return;
                 }
                 await build(req, signal, send);

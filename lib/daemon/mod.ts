@@ -37,4 +37,4 @@ export {
 export { type MeshSettings, meshSettingsFromEnv } from "./mesh_settings.ts";
 export { materializeFiles, pruneFiles } from "./shipped_files.ts";
 export { type ObserveRunner, systemdObserveRunner } from "./observe_runtime.ts";
-export { BUILD_DIGEST_LABEL, type BuildHandlers, buildHandlers, type BuildHost } from "./build_handlers.ts";
+export { type BuildHandlers, buildHandlers, type BuildHost } from "./build_handlers.ts";

@@ -177,8 +177,6 @@ export interface Engine {
   ): Promise<{ imageId: string; project?: string; service?: string; machine?: string }[]>;
   /** Builds a context tar with Docker's engine build API; throws `BuildError` with the output's tail. */
   buildImage(context: ReadableStream<Uint8Array>, options: BuildOptions): Promise<BuiltImage>;
-  /** An image's labels, or `undefined` when it is not on this Machine. */
-  imageLabels(ref: string, signal?: AbortSignal): Promise<Record<string, string> | undefined>;
 }
 
 /** Where the `local` log driver keeps a container's current log file. */
@@ -267,10 +265,5 @@ export function openEngine(options: EngineOptions): Engine {
     removeImage: (id, signal) => removeImage(client, id, signal),
     containerImages: (signal) => containerImages(client, signal),
     buildImage: (context, opts) => buildImage(client, context, opts),
-    async imageLabels(ref: string, signal?: AbortSignal): Promise<Record<string, string> | undefined> {
-      const image = await inspectImage(client, ref, signal);
-      if (image === undefined) return undefined;
-      return (image as { Config?: { Labels?: Record<string, string> | null } }).Config?.Labels ?? {};
-    },
   };
 }
