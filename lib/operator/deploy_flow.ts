@@ -256,7 +256,10 @@ export async function deployProject(
   request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
   options: FlowOptions,
 ): Promise<FlowResult> {
-  if (!Object.values(request.project.services).some((s) => s.build !== undefined)) {
+  // A Service read from a Compose file runs `<project>-<service>` until its build tags it; one from Saved State
+  // (scale, drain) already runs its built tag, which is copied like any image and never rebuilt from a context
+  // that may not be on this side any more.
+  if (!Object.values(request.project.services).some((s) => s.build !== undefined && !s.image.includes(":"))) {
     return await deployPrepared(machines, book, request, options, []);
   }
   const builder = pickBuilder(machines, options.builder);

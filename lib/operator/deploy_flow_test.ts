@@ -140,3 +140,23 @@ Deno.test("a killed run of the same intent is resumed under its Deployment id", 
   ok(second.plan.warnings[0].startsWith("Resuming Deployment"));
   equal(second.status === "ran" ? second.outcome.status : undefined, "succeeded");
 });
+
+Deno.test("a Deploy from Saved State runs a built Service's tag and reads no build context", async () => {
+  const one = new FakeMachine("m1", "one");
+  one.images.add("shop-web:0123456789abcdef");
+  const saved = compose(`name: shop
+services:
+  web:
+    build: /nonexistent/context
+    deploy: { replicas: 1 }
+`);
+  saved.services.web = { ...saved.services.web, image: "shop-web:0123456789abcdef" };
+  const report = recorder();
+  const result = await deployProject(cluster([one]), new FakeBook(), request(saved), options(report));
+  equal(result.status, "ran");
+  ok(
+    report.previews[0].ops.some((op) =>
+      op.kind === "create" && op.spec.image === "shop-web:0123456789abcdef"
+    ),
+  );
+});
