@@ -1,8 +1,8 @@
 // Machine Labels, acceptance flags and placement constraints, end to end on a real 3-Machine lab: each Machine
 // writes its own Labels (seen by the others in `machine ls`), a Deploy places by `deploy.placement.constraints`,
 // a constraint holding nowhere is refused naming it, changing a label moves nothing, and each Machine's own
-// admission refuses a create its record does not admit, naming the check. Last, `stop` keeps a receipt per leg
-// and a re-run under the same request key sends nothing already done.
+// admission refuses a create its record does not admit, naming the check. Last, `restart` and `stop` keep a
+// receipt per leg and a re-run under the same request key sends nothing already done.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
@@ -141,6 +141,21 @@ Deno.test(needs(["lab"], {
       m.containers.filter((c) => c.project === "spread").map(() => m.machine_name)
     ).sort();
     assert.deepEqual(spreadOn, ["m1", "m3"]);
+
+    // restart keeps a receipt per slot too: the same request key again restarts no slot already restarted.
+    const restart = await lab.on("m1", [
+      "restart",
+      "geo/web",
+      "--monitor",
+      "1s",
+      "--request-key",
+      "restart-geo",
+    ]);
+    assert.equal(restart.code, 0, restart.stderr + restart.stdout);
+    assert.equal(restart.stdout.match(/^Restarted geo-web-/gm)?.length, 2, restart.stdout);
+    const restartAgain = await lab.on("m1", ["restart", "geo/web", "--request-key", "restart-geo"]);
+    assert.equal(restartAgain.code, 0, restartAgain.stderr + restartAgain.stdout);
+    assert.equal(restartAgain.stdout.match(/^Already restarted geo-web-/gm)?.length, 2, restartAgain.stdout);
 
     // stop is a bounded command with a receipt per leg: the same request key again sends no leg already done.
     const stop = await lab.on("m1", ["stop", "geo/web", "--request-key", "stop-geo"]);

@@ -2,10 +2,17 @@
 // Serving Pointer is not moved. The flow is lib/operator's restartSlots; this file parses and prints.
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { parseDurationMs } from "../../lib/deploy/mod.ts";
-import { restartOrder, type RestartSlot, restartSlots, type RestartStep } from "../../lib/operator/mod.ts";
+import {
+  restartOrder,
+  type RestartReceipt,
+  type RestartSlot,
+  restartSlots,
+  type RestartStep,
+} from "../../lib/operator/mod.ts";
 import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
-import { jsonLine, parseTarget } from "./connect.ts";
+import { jsonLine, openConfig, parseTarget } from "./connect.ts";
+import { receiptBook, requestKey } from "./receipts.ts";
 
 function duration(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback;
@@ -22,6 +29,7 @@ function stepJson(step: RestartStep): Record<string, unknown> {
     slot: step.slot.container.slot,
     status: step.status,
     ...(step.via === undefined ? {} : { via: step.via }),
+    ...(step.earlier === true ? { done: "earlier" } : {}),
     ...(step.error === undefined ? {} : { error: step.error }),
     ...(step.elapsedMs === undefined ? {} : { "elapsed_ms": step.elapsedMs }),
     ...(step.left === undefined ? {} : { left: step.left }),
@@ -41,11 +49,13 @@ function leftText(step: RestartStep): string {
 export const restartCommand: Command = {
   name: "restart",
   summary: "Restart a Service's containers one slot at a time, each health-gated",
-  usage: "PROJECT/SERVICE [--machine M] [--timeout 2m] [--monitor 5s] [--json]",
+  usage: "PROJECT/SERVICE [--machine M] [--timeout 2m] [--monitor 5s] [--request-key KEY] [--json]",
   description: [
     "Stops and starts each container of the Service in slot order and waits for the Machine's health gate",
     "(its healthcheck, or --monitor of staying up) before the next; the Serving Pointer is not moved.",
     "The first slot that does not come back healthy stops the run: the rest is reported as not attempted.",
+    "Each slot keeps a receipt under the request key (printed); a re-run with --request-key KEY skips the slots",
+    "already restarted and restarts the others.",
   ].join("\n"),
   positionals: [1, 1],
   options: {
@@ -53,6 +63,7 @@ export const restartCommand: Command = {
     machine: { type: "string" },
     timeout: { type: "string" },
     monitor: { type: "string" },
+    "request-key": { type: "string" },
   },
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
@@ -83,32 +94,45 @@ export const restartCommand: Command = {
         `Service "${project}/${service}" has no containers on the Machines that answered`,
       );
     }
-    const steps = await restartSlots(slots, {
-      deadlineMs,
-      monitorMs,
-      onStep(step) {
-        if (json) io.out(jsonLine({ type: "step", ...stepJson(step as RestartStep) }));
-        else if (step.status === "running") {
-          io.err(`Restarting ${step.slot.container.name} on "${step.slot.machine.name}"…\n`);
-        } else if (step.status === "restarted") {
-          io.out(
-            `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
-              (step as RestartStep).via ?? "gate"
-            })${leftText(step as RestartStep)}\n`,
-          );
-        } else if (step.status === "failed") {
-          const error = (step as RestartStep).error!;
-          io.out(
-            `Failed ${step.slot.container.name} on "${step.slot.machine.name}": error[${error.code}]: ${error.message}\n`,
-          );
-        }
-      },
-    });
+    const key = requestKey(values["request-key"], `restart-${project}-${service}`);
+    const config = openConfig();
+    let steps: RestartStep[];
+    try {
+      steps = await restartSlots(slots, {
+        deadlineMs,
+        monitorMs,
+        receipts: receiptBook<RestartReceipt>(config, key),
+        onStep(step) {
+          if (json) io.out(jsonLine({ type: "step", ...stepJson(step as RestartStep) }));
+          else if ((step as RestartStep).earlier === true) {
+            io.out(
+              `Already restarted ${step.slot.container.name} on "${step.slot.machine.name}" by an earlier run of this request\n`,
+            );
+          } else if (step.status === "running") {
+            io.err(`Restarting ${step.slot.container.name} on "${step.slot.machine.name}"…\n`);
+          } else if (step.status === "restarted") {
+            io.out(
+              `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
+                (step as RestartStep).via ?? "gate"
+              })${leftText(step as RestartStep)}\n`,
+            );
+          } else if (step.status === "failed") {
+            const error = (step as RestartStep).error!;
+            io.out(
+              `Failed ${step.slot.container.name} on "${step.slot.machine.name}": error[${error.code}]: ${error.message}\n`,
+            );
+          }
+        },
+      });
+    } finally {
+      config.close();
+    }
     const skipped = steps.filter((s) => s.status === "not_attempted");
     const partial = partialLines(listed);
     if (json) {
       io.out(jsonLine({
         type: "outcome",
+        "request_key": key,
         status: steps.every((s) => s.status === "restarted") && partial.length === 0
           ? "succeeded"
           : "partial",
@@ -118,6 +142,7 @@ export const restartCommand: Command = {
       for (const s of skipped) {
         io.out(`Not attempted: ${s.slot.container.name} on "${s.slot.machine.name}"\n`);
       }
+      io.out(`request key: ${key}\n`);
       for (const line of partial) io.err(`${line}\n`);
     }
     return steps.every((s) => s.status === "restarted") && partial.length === 0 ? 0 : 1;

@@ -63,8 +63,10 @@ export {
 } from "./build_context.ts";
 export {
   type RestartApi,
+  restartLeg,
   type RestartOptions,
   restartOrder,
+  type RestartReceipt,
   type RestartSlot,
   restartSlots,
   type RestartStep,

@@ -48,8 +48,25 @@ export interface RestartStep {
   error?: { code: string; message: string };
   /** Milliseconds the slot took. */
   elapsedMs?: number;
+  /** True when a receipt under the same request key already said this slot was restarted: nothing was sent. */
+  earlier?: boolean;
   /** How the container left every proxy before its stop: Machines that acked, those missing, the wait. */
   left?: { acked: number; missing: string[]; waitedMs: number } | { skipped: string };
+}
+
+/** A slot's receipt: `sent` until its outcome is known. */
+export interface RestartReceipt {
+  /** Where the slot's restart stands. */
+  status: "sent" | "succeeded" | "failed";
+  /** How the health gate passed. */
+  via?: string;
+  /** Why it failed, `code: message`. */
+  error?: string;
+}
+
+/** The receipt leg of a slot: the container and its Machine. */
+export function restartLeg(slot: Omit<RestartSlot, "api">): string {
+  return `restart ${slot.container.name}@${slot.machine.name}`;
 }
 
 /** Options of {@link restartSlots}. */
@@ -60,6 +77,14 @@ export interface RestartOptions {
   monitorMs: number;
   /** How long a stop waits for every Machine not Down to ack that the container left its proxies; default 10 s. */
   leavePatienceMs?: number;
+  /**
+   * Where a receipt per slot is kept under the command's request key: a slot whose receipt says `succeeded` is not
+   * touched again; any other is restarted again, which ends in the same state (running, health-gated).
+   */
+  receipts?: {
+    load(leg: string): RestartReceipt | undefined;
+    save(leg: string, receipt: RestartReceipt): void;
+  };
   /** Told as each slot starts (`running`) and ends. */
   onStep?(step: RestartStep | { slot: Omit<RestartSlot, "api">; status: "running" }): void;
 }
@@ -98,7 +123,21 @@ export async function restartSlots(slots: RestartSlot[], options: RestartOptions
       steps.push({ slot, status: "not_attempted" });
       continue;
     }
+    const leg = restartLeg(slot);
+    const prior = options.receipts?.load(leg);
+    if (prior?.status === "succeeded") {
+      const step: RestartStep = {
+        slot,
+        status: "restarted",
+        earlier: true,
+        ...(prior.via ? { via: prior.via } : {}),
+      };
+      steps.push(step);
+      options.onStep?.(step);
+      continue;
+    }
     options.onStep?.({ slot, status: "running" });
+    options.receipts?.save(leg, { status: "sent" });
     const started = performance.now();
     let step: RestartStep;
     let left: RestartStep["left"];
@@ -127,6 +166,12 @@ export async function restartSlots(slots: RestartSlot[], options: RestartOptions
     step.elapsedMs = Math.round(performance.now() - started);
     if (left !== undefined) step.left = left;
     failed = step.status === "failed";
+    options.receipts?.save(
+      leg,
+      step.status === "restarted"
+        ? { status: "succeeded", ...(step.via ? { via: step.via } : {}) }
+        : { status: "failed", error: `${step.error?.code}: ${step.error?.message}` },
+    );
     steps.push(step);
     options.onStep?.(step);
   }

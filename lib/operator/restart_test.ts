@@ -1,6 +1,12 @@
 import { deepEqual, equal } from "node:assert/strict";
 import { RpcError } from "../rpc/mod.ts";
-import { type RestartApi, restartOrder, type RestartSlot, restartSlots } from "./restart.ts";
+import {
+  type RestartApi,
+  restartOrder,
+  type RestartReceipt,
+  type RestartSlot,
+  restartSlots,
+} from "./restart.ts";
 
 /** A Machine that records calls and answers the health gate from a script. */
 function fakeMachine(name: string, log: string[], health: (id: string) => boolean | Error): RestartApi {
@@ -102,4 +108,35 @@ Deno.test("restart: each slot leaves every proxy before its stop, and the step s
   deepEqual(log, ["m1 leave c1 within 2000", "m1 stop c1", "m1 start c1", "m1 gate c1"]);
   deepEqual(steps[0].left, { acked: 2, missing: ["c"], waitedMs: 7 });
   equal(steps[0].status, "restarted");
+});
+
+Deno.test("restart: a re-run under the same receipts touches only the slots not known restarted", async () => {
+  const book = new Map<string, RestartReceipt>();
+  const receipts = {
+    load: (leg: string) => book.get(leg),
+    save: (leg: string, r: RestartReceipt) => book.set(leg, r),
+  };
+  const first: string[] = [];
+  const failing = await restartSlots(slots(first, (id) => id !== "c3"), {
+    deadlineMs: 1000,
+    monitorMs: 0,
+    receipts,
+  });
+  deepEqual(failing.map((s) => s.status), ["restarted", "failed", "not_attempted"]);
+  deepEqual([...book].map(([leg, r]) => `${leg}: ${r.status}`), [
+    "restart web-1@m1: succeeded",
+    "restart web-3@m3: failed",
+  ]);
+  // A leg whose answer never came (sent) is resent too: a restart ends in the same state however often it runs.
+  book.set("restart web-10@m2", { status: "sent" });
+  const again: string[] = [];
+  const steps = await restartSlots(slots(again, () => true), { deadlineMs: 1000, monitorMs: 0, receipts });
+  deepEqual(steps.map((s) => `${s.slot.container.name}:${s.status}${s.earlier ? " (earlier)" : ""}`), [
+    "web-1:restarted (earlier)",
+    "web-3:restarted",
+    "web-10:restarted",
+  ]);
+  // The slot done earlier (c1) is not sent again.
+  deepEqual(again, ["m3 stop c3", "m3 start c3", "m3 gate c3", "m2 stop c10", "m2 start c10", "m2 gate c10"]);
+  deepEqual([...book.values()].map((r) => r.status), ["succeeded", "succeeded", "succeeded"]);
 });
