@@ -2,7 +2,8 @@
 // writes its own Labels (seen by the others in `machine ls`), a Deploy places by `deploy.placement.constraints`,
 // a constraint holding nowhere is refused naming it, changing a label moves nothing, and each Machine's own
 // admission refuses a create its record does not admit, naming the check. Last, `restart` and `stop` keep a
-// receipt per leg and a re-run under the same request key sends nothing already done.
+// receipt per leg and a re-run under the same request key sends nothing already done; `cleanup` removes the
+// stopped container a failed replacement left and keeps the ones `stop` stopped.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
@@ -168,5 +169,45 @@ Deno.test(needs(["lab"], {
     const again = await lab.on("m1", ["stop", "geo/web", "--request-key", "stop-geo"]);
     assert.equal(again.code, 0, again.stderr + again.stdout);
     assert.equal(again.stdout.match(/by an earlier run of this request/g)?.length, 2, again.stdout);
+
+    // cleanup: a failed replacement leaves its new container stopped as evidence, of a Deployment that is not the
+    // Serving Pointer's; cleanup removes it and keeps geo's containers that `stop` stopped (the current Deployment).
+    await Deno.writeTextFile(
+      path,
+      compose("node.hostname != m9").replace("geo", "spread").replace('["sleep", "3600"]', '["false"]'),
+    );
+    const broken = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
+    assert.notEqual(broken.code, 0, broken.stdout);
+    const stopped = async (project: string): Promise<number> => {
+      const listed = JSON.parse((await lab.on("m1", ["ps", "--all-machines", "--json"])).stdout) as {
+        machines: { containers: { project: string; state: string }[] }[];
+      };
+      return listed.machines.flatMap((m) => m.containers).filter((c) =>
+        c.project === project && c.state !== "running"
+      )
+        .length;
+    };
+    const evidence = await stopped("spread");
+    assert.ok(evidence >= 1, "the failed replacement left a stopped container");
+    const preview = await lab.on("m1", ["cleanup", "--dry-run"]);
+    assert.equal(preview.code, 0, preview.stderr + preview.stdout);
+    assert.equal(preview.stdout.match(/spread-web-\d+-/g)?.length, evidence, preview.stdout);
+    assert.doesNotMatch(preview.stdout, /geo-web-/);
+    const cleaned = await lab.on("m1", ["cleanup", "-y", "--request-key", "cleanup-1"]);
+    assert.equal(cleaned.code, 0, cleaned.stderr + cleaned.stdout);
+    const removed = [...cleaned.stdout.matchAll(/removed (\d+) container/g)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
+    assert.equal(removed, evidence, cleaned.stdout);
+    assert.equal(await stopped("spread"), 0);
+    assert.equal(await stopped("geo"), 2, "stopped containers of the current Deployment are kept");
+    const cleanupLegs = JSON.parse((await lab.on("m1", ["receipts", "cleanup-1", "--json"])).stdout)
+      .receipts as {
+        leg: string;
+        receipt: { status: string };
+      }[];
+    assert.equal(cleanupLegs.filter((r) => r.leg.startsWith("prune images@")).length, 3);
+    assert.ok(cleanupLegs.every((r) => r.receipt.status === "succeeded"), JSON.stringify(cleanupLegs));
   },
 }));

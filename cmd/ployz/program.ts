@@ -99,6 +99,11 @@ export const ployz: Command = {
       () => import("./exec.ts").then((m) => m.execCommand),
     ),
     lazyCommand(
+      "cleanup",
+      "Remove stopped old containers and unused Ployz images on every Machine",
+      () => import("./cleanup.ts").then((m) => m.cleanupCommand),
+    ),
+    lazyCommand(
       "restart",
       "Restart a Service's containers one slot at a time, each health-gated",
       () => import("./restart.ts").then((m) => m.restartCommand),

@@ -133,3 +133,15 @@ export {
   removeWithMark,
 } from "./removal_flow.ts";
 export { catchUpGlobal, type CatchUpOptions, type CatchUpResult, type Joined } from "./global_catch_up.ts";
+export {
+  type CleanupApi,
+  type CleanupPreview,
+  type CleanupReceipt,
+  type CleanupReceipts,
+  type CleanupReport,
+  type CleanupTarget,
+  type OldContainer,
+  oldContainers,
+  previewCleanup,
+  runCleanup,
+} from "./cleanup.ts";
