@@ -115,7 +115,7 @@ export const ployz: Command = {
     ),
     lazyCommand(
       "receipts",
-      "Show the receipts of the last bounded commands (drain, machine rm --gone, machine upgrade)",
+      "Show the receipts of the last bounded commands (start, stop, restart, cleanup, drain…)",
       () => import("./receipts.ts").then((m) => m.receiptsCommand),
     ),
     lazyCommand(

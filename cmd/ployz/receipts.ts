@@ -7,7 +7,7 @@ import { columns } from "./machine_target.ts";
 /** `ployz receipts`. */
 export const receiptsCommand: Command = {
   name: "receipts",
-  summary: "Show the receipts of the last bounded commands (drain, machine rm --gone, machine upgrade)",
+  summary: "Show the receipts of the last bounded commands (start, stop, restart, cleanup, drain…)",
   usage: "[REQUEST_KEY] [--last N] [--json]",
   positionals: [0, 1],
   options: { last: { type: "string" }, json: { type: "boolean" } },
