@@ -23,6 +23,7 @@ import {
   text,
   textList,
 } from "./reader.ts";
+import { readLabels } from "./service_fields.ts";
 import type { NormalizedBuild } from "./types.ts";
 
 /** Most bytes an inline Dockerfile may hold. */
@@ -119,20 +120,7 @@ export function readBuild(
       const resolved = item.value ?? (Object.hasOwn(options.env, key) ? options.env[key] : undefined);
       if (resolved !== undefined) args[key] = resolved;
     }
-    const labelMap: Record<string, string> = {};
-    for (const [key, item] of keyValues(reader, value("labels"), at("labels")) ?? []) {
-      if (key.startsWith("ployz.")) {
-        fail(
-          reader,
-          item.node,
-          item.path,
-          `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,
-        );
-        continue;
-      }
-      labelMap[key] = item.value ?? "";
-    }
-    labels = sorted(labelMap);
+    labels = readLabels(reader, value("labels"), at("labels"));
     cacheFrom = textList(reader, value("cache_from"), at("cache_from")) ?? [];
     if (dockerfile !== null) relativeInside(reader, value("dockerfile"), at("dockerfile"), dockerfile);
     if (dockerfile !== null && dockerfileInline !== null) {

@@ -48,7 +48,7 @@ import {
   warn,
 } from "./reader.ts";
 import { readService, type ServiceScope } from "./service.ts";
-import { fileErrorReason, readBytes } from "./service_fields.ts";
+import { fileErrorReason, readBytes, readLabels } from "./service_fields.ts";
 import type { NormalizedProject, NormalizedService, NormalizedVolume } from "./types.ts";
 
 /** Input to {@linkcode loadCompose}. */
@@ -618,22 +618,7 @@ function readVolumes(
     ) {
       driverOptions[key] = item.value ?? "";
     }
-    const labels: Record<string, string> = {};
-    for (
-      const [key, item] of keyValues(reader, labelsEntry?.value ?? null, labelsEntry?.path ?? volume.path) ??
-        []
-    ) {
-      if (key.startsWith("ployz.")) {
-        fail(
-          reader,
-          item.node,
-          item.path,
-          `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,
-        );
-      } else {
-        labels[key] = item.value ?? "";
-      }
-    }
+    const labels = readLabels(reader, labelsEntry?.value ?? null, labelsEntry?.path ?? volume.path);
     if (external && (driver !== null || Object.keys(driverOptions).length > 0)) {
       fail(reader, volume.keyNode, volume.path, `an external volume cannot set "driver" or "driver_opts"`);
     }
@@ -643,7 +628,7 @@ function readVolumes(
       dockerName: external ? externalName ?? volume.key : `${project}_${volume.key}`,
       driver,
       driverOptions: sorted(driverOptions),
-      labels: sorted(labels),
+      labels,
       sizeBytes: null,
     };
   }

@@ -49,7 +49,7 @@ import {
   textList,
   warn,
 } from "./reader.ts";
-import { fileErrorReason, readBytes, readCommand, readDuration } from "./service_fields.ts";
+import { fileErrorReason, readBytes, readCommand, readDuration, readLabels } from "./service_fields.ts";
 import { readBuild } from "./build.ts";
 import type {
   NormalizedBuild,
@@ -589,23 +589,6 @@ function readEnvironment(
     }
   }
   return sorted(merged);
-}
-
-function readLabels(reader: Reader, node: Node | null, path: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, item] of keyValues(reader, node, path) ?? []) {
-    if (key.startsWith("ployz.")) {
-      fail(
-        reader,
-        item.node,
-        item.path,
-        `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,
-      );
-      continue;
-    }
-    out[key] = item.value ?? "";
-  }
-  return sorted(out);
 }
 
 function readExtraHosts(reader: Reader, node: Node | null, path: string): string[] {

@@ -1,11 +1,11 @@
 /**
- * Field readers shared by services and extensions: commands, durations, byte sizes.
+ * Field readers shared by services, builds, volumes and extensions: commands, durations, byte sizes, labels.
  *
  * @module
  */
 
 import { isScalar, type Node } from "yaml";
-import { child, describe, fail, items, type Reader, text } from "./reader.ts";
+import { child, describe, fail, items, keyValues, type Reader, sorted, text } from "./reader.ts";
 import { parseBytes, parseDurationMs } from "./units.ts";
 
 /**
@@ -109,4 +109,22 @@ export function fileErrorReason(error: unknown): string {
   if (error instanceof Error && "code" in error && error.code === "ENOENT") return "no such file";
   if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
   return error instanceof Error ? error.message : String(error);
+}
+
+/** `labels:` as a map or a `KEY=VALUE` list, sorted; the `ployz.` prefix is refused, as Ployz owns it. */
+export function readLabels(reader: Reader, node: Node | null, path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, item] of keyValues(reader, node, path) ?? []) {
+    if (key.startsWith("ployz.")) {
+      fail(
+        reader,
+        item.node,
+        item.path,
+        `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,
+      );
+      continue;
+    }
+    out[key] = item.value ?? "";
+  }
+  return sorted(out);
 }
