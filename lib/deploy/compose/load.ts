@@ -47,7 +47,8 @@ import {
   TooComplex,
   warn,
 } from "./reader.ts";
-import { readService, type ServiceScope } from "./service.ts";
+import { readService } from "./service.ts";
+import type { ServiceScope } from "./service_scope.ts";
 import { fileErrorReason, readBytes, readLabels } from "./service_fields.ts";
 import type { NormalizedProject, NormalizedService, NormalizedVolume } from "./types.ts";
 

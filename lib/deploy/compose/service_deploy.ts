@@ -1,0 +1,261 @@
+/**
+ * A service's `deploy:` section and the short keys that stand for parts of it (`scale`, `cpus`, `mem_limit`,
+ * `ulimits`, …): mode, replicas, update order, resources and placement constraints.
+ *
+ * @module
+ */
+
+import { isScalar } from "yaml";
+import {
+  checkKeys,
+  DEPLOY_KEYS,
+  LIMITS_KEYS,
+  PLACEMENT_KEYS,
+  RESERVATIONS_KEYS,
+  RESOURCES_KEYS,
+  UPDATE_CONFIG_KEYS,
+} from "./keys.ts";
+import { MAX_REPLICAS } from "./limits.ts";
+import { parseConstraint } from "./placement.ts";
+import {
+  child,
+  decimal,
+  describe,
+  entries,
+  type Entry,
+  fail,
+  integer,
+  isMapping,
+  items,
+  type Reader,
+  sorted,
+  text,
+} from "./reader.ts";
+import { readBytes, readDuration } from "./service_fields.ts";
+import type { NormalizedDeviceRequest, NormalizedResources, NormalizedService } from "./types.ts";
+import { readDeviceRequests } from "./service_devices.ts";
+
+interface ResourceKeys {
+  cpus: Entry | undefined;
+  memLimit: Entry | undefined;
+  memReservation: Entry | undefined;
+  shmSize: Entry | undefined;
+  ulimits: Entry | undefined;
+  pidsLimit: Entry | undefined;
+}
+
+interface DeployFields {
+  mode: NormalizedService["mode"];
+  replicas: number | null;
+  update: NormalizedService["update"];
+  resources: NormalizedResources;
+  pidsLimit: number | null;
+  deviceRequests: NormalizedDeviceRequest[];
+  constraints: string[];
+}
+
+/** `deploy.placement.constraints`: each parsed now, so a bad one is refused at its position. */
+function readPlacement(reader: Reader, placement: Entry | undefined): string[] {
+  if (placement === undefined || placement.value === null) return [];
+  const keys = checkKeys(reader, entries(reader, placement.value, placement.path) ?? [], PLACEMENT_KEYS, {
+    where: "placement",
+  });
+  const entry = keys.get("constraints");
+  if (entry === undefined || entry.value === null) return [];
+  const out: string[] = [];
+  const nodes = items(reader, entry.value, entry.path) ?? [];
+  nodes.forEach((node, i) => {
+    const path = child(entry.path, i);
+    const raw = text(reader, node, path);
+    if (raw === undefined) return;
+    const parsed = parseConstraint(raw);
+    if (typeof parsed === "string") fail(reader, node, path, parsed);
+    else if (!out.includes(parsed.text)) out.push(parsed.text);
+  });
+  return out;
+}
+
+export function readDeploy(
+  reader: Reader,
+  deploy: Entry | undefined,
+  scale: Entry | undefined,
+  resourceKeys: ResourceKeys,
+): DeployFields {
+  const keys = deploy === undefined
+    ? new Map<string, Entry>()
+    : checkKeys(reader, entries(reader, deploy.value, deploy.path) ?? [], DEPLOY_KEYS, { where: "deploy" });
+  const constraints = readPlacement(reader, keys.get("placement"));
+  const modeEntry = keys.get("mode");
+  const modeText = modeEntry === undefined || modeEntry.value === null
+    ? "replicated"
+    : text(reader, modeEntry.value, modeEntry.path) ?? "replicated";
+  let mode: NormalizedService["mode"] = "replicated";
+  if (modeText === "global") mode = "global";
+  else if (modeText !== "replicated" && modeText !== "") {
+    fail(
+      reader,
+      modeEntry?.value,
+      modeEntry?.path ?? "",
+      `unsupported deploy mode "${modeText}": expected "replicated" or "global"`,
+    );
+  }
+  const replicasEntry = keys.get("replicas");
+  let replicas: number | null = replicasEntry === undefined || replicasEntry.value === null
+    ? null
+    : integer(reader, replicasEntry.value, replicasEntry.path, 1, MAX_REPLICAS) ?? null;
+  if (scale !== undefined && scale.value !== null) {
+    const scaled = integer(reader, scale.value, scale.path, 1, MAX_REPLICAS) ?? null;
+    if (replicas !== null && scaled !== null && scaled !== replicas) {
+      fail(
+        reader,
+        scale.value,
+        scale.path,
+        `"scale" is ${scaled} but "deploy.replicas" is ${replicas}: set only one`,
+      );
+    }
+    replicas ??= scaled;
+  }
+  if (mode === "global") {
+    if (replicas !== null) {
+      // A contradiction, not a preference: Compose refuses it too.
+      fail(
+        reader,
+        replicasEntry?.keyNode ?? scale?.keyNode,
+        replicasEntry?.path ?? scale?.path ?? "",
+        `"${
+          replicasEntry !== undefined ? "deploy.replicas" : "scale"
+        }" cannot be set with "deploy.mode: global": a global Service runs one container per Machine`,
+      );
+    }
+    replicas = null;
+  } else {
+    replicas ??= 1;
+  }
+
+  const update: NormalizedService["update"] = { order: null, monitorMs: null };
+  const updateEntry = keys.get("update_config");
+  if (updateEntry !== undefined && updateEntry.value !== null) {
+    const updateKeys = checkKeys(
+      reader,
+      entries(reader, updateEntry.value, updateEntry.path) ?? [],
+      UPDATE_CONFIG_KEYS,
+      {
+        where: "update_config",
+      },
+    );
+    const order = updateKeys.get("order");
+    if (order !== undefined && order.value !== null) {
+      const value = text(reader, order.value, order.path);
+      if (value === "start-first" || value === "stop-first") update.order = value;
+      else if (value !== undefined && value !== "") {
+        fail(
+          reader,
+          order.value,
+          order.path,
+          `invalid update order "${value}": expected "start-first" or "stop-first"`,
+        );
+      }
+    }
+    const monitor = updateKeys.get("monitor");
+    update.monitorMs = readDuration(reader, monitor?.value, monitor?.path ?? "");
+  }
+
+  const resources: NormalizedResources = {
+    nanoCpus: null,
+    memoryBytes: readBytes(reader, resourceKeys.memLimit?.value, resourceKeys.memLimit?.path ?? ""),
+    memoryReservationBytes: readBytes(
+      reader,
+      resourceKeys.memReservation?.value,
+      resourceKeys.memReservation?.path ?? "",
+    ),
+    shmSizeBytes: readBytes(reader, resourceKeys.shmSize?.value, resourceKeys.shmSize?.path ?? ""),
+    ulimits: readUlimits(reader, resourceKeys.ulimits),
+  };
+  const cpus = (entry: Entry | undefined): number | null => {
+    if (entry === undefined || entry.value === null) return null;
+    const value = decimal(reader, entry.value, entry.path);
+    return value === undefined ? null : Math.round(value * 1e9);
+  };
+  resources.nanoCpus = cpus(resourceKeys.cpus);
+  const pids = (entry: Entry | undefined): number | null =>
+    entry === undefined || entry.value === null ? null : integer(reader, entry.value, entry.path, -1) ?? null;
+  let pidsLimit = pids(resourceKeys.pidsLimit);
+  let deviceRequests: NormalizedDeviceRequest[] = [];
+  const resourcesEntry = keys.get("resources");
+  if (resourcesEntry !== undefined && resourcesEntry.value !== null) {
+    const resourceEntries = checkKeys(
+      reader,
+      entries(reader, resourcesEntry.value, resourcesEntry.path) ?? [],
+      RESOURCES_KEYS,
+      { where: "resources" },
+    );
+    const limits = resourceEntries.get("limits");
+    if (limits !== undefined && limits.value !== null) {
+      const limitKeys = checkKeys(reader, entries(reader, limits.value, limits.path) ?? [], LIMITS_KEYS, {
+        where: "limits",
+      });
+      resources.nanoCpus = cpus(limitKeys.get("cpus")) ?? resources.nanoCpus;
+      const memory = limitKeys.get("memory");
+      resources.memoryBytes = readBytes(reader, memory?.value, memory?.path ?? "") ?? resources.memoryBytes;
+      pidsLimit = pids(limitKeys.get("pids")) ?? pidsLimit;
+    }
+    const reservations = resourceEntries.get("reservations");
+    if (reservations !== undefined && reservations.value !== null) {
+      const reservationKeys = checkKeys(
+        reader,
+        entries(reader, reservations.value, reservations.path) ?? [],
+        RESERVATIONS_KEYS,
+        { where: "reservations" },
+      );
+      const memory = reservationKeys.get("memory");
+      resources.memoryReservationBytes = readBytes(reader, memory?.value, memory?.path ?? "") ??
+        resources.memoryReservationBytes;
+      const devices = reservationKeys.get("devices");
+      if (devices !== undefined) deviceRequests = readDeviceRequests(reader, devices.value, devices.path);
+    }
+  }
+  return { mode, replicas, update, resources, pidsLimit, deviceRequests, constraints };
+}
+
+function readUlimits(reader: Reader, entry: Entry | undefined): NormalizedResources["ulimits"] {
+  const out: NormalizedResources["ulimits"] = {};
+  if (entry === undefined || entry.value === null) return out;
+  for (const limit of entries(reader, entry.value, entry.path) ?? []) {
+    if (isMapping(limit.value)) {
+      const parts = new Map((entries(reader, limit.value, limit.path) ?? []).map((part) => [part.key, part]));
+      const soft = parts.get("soft");
+      const hard = parts.get("hard");
+      for (const key of parts.keys()) {
+        if (key !== "soft" && key !== "hard") {
+          const part = parts.get(key);
+          fail(
+            reader,
+            part?.keyNode,
+            part?.path ?? limit.path,
+            `unknown key "${key}" in ulimit: expected "soft" and "hard"`,
+          );
+        }
+      }
+      if (soft === undefined || hard === undefined) {
+        fail(reader, limit.value, limit.path, `ulimit "${limit.key}" needs both "soft" and "hard"`);
+        continue;
+      }
+      const softValue = integer(reader, soft.value, soft.path, -1);
+      const hardValue = integer(reader, hard.value, hard.path, -1);
+      if (softValue !== undefined && hardValue !== undefined) {
+        out[limit.key] = { soft: softValue, hard: hardValue };
+      }
+    } else if (limit.value !== null && isScalar(limit.value)) {
+      const value = integer(reader, limit.value, limit.path, -1);
+      if (value !== undefined) out[limit.key] = { soft: value, hard: value };
+    } else {
+      fail(
+        reader,
+        limit.value,
+        limit.path,
+        `expected a number or {soft, hard}, got ${describe(limit.value)}`,
+      );
+    }
+  }
+  return sorted(out);
+}
