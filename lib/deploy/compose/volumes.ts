@@ -1,0 +1,158 @@
+/**
+ * The top-level `volumes:` of a Project and the Provisioned Volumes of `x-volumes:`, read into
+ * {@linkcode NormalizedVolume}s.
+ *
+ * @module
+ */
+
+import { checkKeys, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
+import { dockerNameProblem, volumeNameProblem } from "./names.ts";
+import {
+  boolean,
+  entries,
+  type Entry,
+  fail,
+  isMapping,
+  keyValues,
+  type Reader,
+  sorted,
+  text,
+  warn,
+} from "./reader.ts";
+import { readBytes, readLabels } from "./service_fields.ts";
+import type { NormalizedVolume } from "./types.ts";
+
+/** Top-level `volumes:` (named `<project>_<key>` unless external) and `x-volumes:` Provisioned Volumes. */
+export function readVolumes(
+  reader: Reader,
+  entry: Entry | undefined,
+  extension: Entry | undefined,
+  project: string,
+): Record<string, NormalizedVolume> {
+  const out: Record<string, NormalizedVolume> = {};
+  for (const volume of entry === undefined ? [] : entries(reader, entry.value, entry.path) ?? []) {
+    const problem = volumeNameProblem(volume.key);
+    if (problem !== undefined) {
+      fail(reader, volume.keyNode, volume.path, problem);
+      continue;
+    }
+    const keys = checkKeys(reader, entries(reader, volume.value, volume.path) ?? [], VOLUME_KEYS, {
+      where: "a volume",
+    });
+    const externalEntry = keys.get("external");
+    let external = false;
+    let externalName: string | undefined;
+    if (externalEntry !== undefined && externalEntry.value !== null) {
+      if (isMapping(externalEntry.value)) {
+        external = true;
+        const legacy = (entries(reader, externalEntry.value, externalEntry.path) ?? []).find((item) =>
+          item.key === "name"
+        );
+        if (legacy !== undefined) externalName = text(reader, legacy.value, legacy.path);
+      } else {
+        external = boolean(reader, externalEntry.value, externalEntry.path) ?? false;
+      }
+    }
+    const nameEntry = keys.get("name");
+    const declaredName = nameEntry === undefined || nameEntry.value === null
+      ? undefined
+      : text(reader, nameEntry.value, nameEntry.path);
+    if (external) {
+      externalName = declaredName ?? externalName ?? volume.key;
+      const nameProblem = dockerNameProblem("external volume", externalName);
+      if (nameProblem !== undefined) {
+        fail(reader, nameEntry?.value ?? volume.keyNode, nameEntry?.path ?? volume.path, nameProblem);
+      }
+    } else if (declaredName !== undefined && declaredName !== "") {
+      warn(
+        reader,
+        nameEntry?.keyNode,
+        nameEntry?.path ?? volume.path,
+        `key "name" is ignored for a Project volume: Ployz names it "${project}_${volume.key}"`,
+      );
+    }
+    const driverEntry = keys.get("driver");
+    const driver = driverEntry === undefined || driverEntry.value === null
+      ? null
+      : text(reader, driverEntry.value, driverEntry.path) ?? null;
+    const optionsEntry = keys.get("driver_opts");
+    const labelsEntry = keys.get("labels");
+    const driverOptions: Record<string, string> = {};
+    for (
+      const [key, item]
+        of keyValues(reader, optionsEntry?.value ?? null, optionsEntry?.path ?? volume.path) ?? []
+    ) {
+      driverOptions[key] = item.value ?? "";
+    }
+    const labels = readLabels(reader, labelsEntry?.value ?? null, labelsEntry?.path ?? volume.path);
+    if (external && (driver !== null || Object.keys(driverOptions).length > 0)) {
+      fail(reader, volume.keyNode, volume.path, `an external volume cannot set "driver" or "driver_opts"`);
+    }
+    out[volume.key] = {
+      name: volume.key,
+      external,
+      dockerName: external ? externalName ?? volume.key : `${project}_${volume.key}`,
+      driver,
+      driverOptions: sorted(driverOptions),
+      labels,
+      sizeBytes: null,
+    };
+  }
+  for (
+    const provisioned of extension === undefined ? [] : entries(reader, extension.value, extension.path) ?? []
+  ) {
+    const problem = volumeNameProblem(provisioned.key);
+    if (problem !== undefined) {
+      fail(reader, provisioned.keyNode, provisioned.path, problem);
+      continue;
+    }
+    let sizeNode = provisioned.value;
+    let sizePath = provisioned.path;
+    if (isMapping(provisioned.value)) {
+      const keys = checkKeys(
+        reader,
+        entries(reader, provisioned.value, provisioned.path) ?? [],
+        X_VOLUME_KEYS,
+        {
+          strictExtensions: true,
+          where: "x-volumes",
+        },
+      );
+      sizeNode = keys.get("size")?.value ?? null;
+      sizePath = keys.get("size")?.path ?? provisioned.path;
+    }
+    if (sizeNode === null) {
+      fail(
+        reader,
+        provisioned.keyNode,
+        provisioned.path,
+        `missing required key "size": a Provisioned Volume needs a maximum size`,
+      );
+      continue;
+    }
+    const sizeBytes = readBytes(reader, sizeNode, sizePath);
+    if (sizeBytes === null) continue;
+    const existing = out[provisioned.key];
+    if (existing?.external) {
+      fail(
+        reader,
+        provisioned.keyNode,
+        provisioned.path,
+        `volume "${provisioned.key}" is external: it cannot be a Provisioned Volume`,
+      );
+      continue;
+    }
+    out[provisioned.key] = existing === undefined
+      ? {
+        name: provisioned.key,
+        external: false,
+        dockerName: `${project}_${provisioned.key}`,
+        driver: null,
+        driverOptions: {},
+        labels: {},
+        sizeBytes,
+      }
+      : { ...existing, sizeBytes };
+  }
+  return sorted(out);
+}
