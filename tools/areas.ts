@@ -70,7 +70,7 @@ export const AREAS: Readonly<Record<string, Area>> = {
   serving: {
     about:
       "Serving: DNS and Ingress Proxy projections of the rows, Serving Pointers and acks, the retire loop.",
-    uses: ["deploy", "dns", "installer", "store", "util"],
+    uses: ["deploy", "dns", "installer", "rpc", "store", "util"],
   },
   operator: {
     about:

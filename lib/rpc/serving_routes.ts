@@ -206,15 +206,15 @@ export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.loo
   })),
 });
 
-/** One certificate on the wire: everything but the key. */
+/** One certificate as `ployz cert ls` shows it, on the wire: everything but the key. */
 export interface CertificateWire {
-  /** The hostname. */
+  /** The hostname, the row's key. */
   hostname: string;
-  /** `acme` or `operator`. */
+  /** `acme` (obtained and renewed by ployz) or `operator` (added with `ployz cert add`). */
   source: string;
-  /** Every Machine can serve it. */
+  /** True when every Machine can serve it (it parses, covers the name, matches its key, has not expired). */
   servable: boolean;
-  /** Why not, when not servable. */
+  /** Why it cannot be served, when not servable. */
   problem?: string;
   /** Issuer's distinguished name. */
   issuer?: string;
@@ -222,7 +222,7 @@ export interface CertificateWire {
   serial?: string;
   /** Expiry, ISO 8601. */
   "not_after"?: string;
-  /** Last obtained or renewed. */
+  /** When it was last obtained or renewed. */
   "renewed_at"?: string;
   /** The Machine that last obtained or renewed it. */
   "renewed_by"?: string;

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { CertificateWire } from "../rpc/mod.ts";
 import type { Certificate, Store } from "../store/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { hostnameProblem, usableCertificate } from "./certificates.ts";
@@ -16,43 +17,15 @@ export class CertificateError extends CodedError {
   override name = "CertificateError";
 }
 
-/** One certificate as `ployz cert ls` shows it: everything but the key. */
-export interface CertificateView {
-  /** The hostname, the row's key. */
-  hostname: string;
-  /** `acme` (obtained and renewed by ployz) or `operator` (added with `ployz cert add`). */
-  source: string;
-  /** True when every Machine can serve it (it parses, covers the name, matches its key, has not expired). */
-  servable: boolean;
-  /** Why it cannot be served, when not servable. */
-  problem?: string;
-  /** Issuer's distinguished name. */
-  issuer?: string;
-  /** Leaf serial, hex. */
-  serial?: string;
-  /** Expiry, ISO 8601. */
-  "not_after"?: string;
-  /** When it was last obtained or renewed. */
-  "renewed_at"?: string;
-  /** The Machine that last obtained or renewed it. */
-  "renewed_by"?: string;
-  /** A renewal asked for and not yet done. */
-  "renew_requested_at"?: string;
-  /** The last failure, with the CA's text. */
-  "last_error"?: string;
-  /** When it failed. */
-  "last_error_at"?: string;
-}
-
 /** Every certificate row, sorted by hostname, without keys. */
-export function listCertificates(store: Store, now: Date = new Date()): CertificateView[] {
+export function listCertificates(store: Store, now: Date = new Date()): CertificateWire[] {
   return store.certificates.list().map((row) => viewOf(store, row, now)).sort((a, b) =>
     a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0
   );
 }
 
 /** Asks for a renewal of an ACME certificate; the asking Machine renews it on its next pass. */
-export function requestRenewal(store: Store, hostname: string, now: Date = new Date()): CertificateView {
+export function requestRenewal(store: Store, hostname: string, now: Date = new Date()): CertificateWire {
   const row = store.certificates.get(hostname);
   if (row === undefined) {
     throw new CertificateError("not_found", `No certificate for "${hostname}": see "ployz cert ls"`);
@@ -73,7 +46,7 @@ export function addCertificate(
   store: Store,
   input: { hostname: string; pem: string; key: string },
   now: Date = new Date(),
-): CertificateView {
+): CertificateWire {
   const problem = hostnameProblem(input.hostname);
   if (problem !== null) throw new CertificateError("invalid_argument", `Invalid hostname: ${problem}`);
   const read = usableCertificate({ name: input.hostname, pem: input.pem, key: input.key }, now);
@@ -107,11 +80,11 @@ export function removeCertificate(store: Store, hostname: string): boolean {
   return true;
 }
 
-function viewOf(store: Store, row: Certificate, now: Date): CertificateView {
+function viewOf(store: Store, row: Certificate, now: Date): CertificateWire {
   const read = usableCertificate(row, now);
   const text = (key: string): string | undefined =>
     typeof row[key] === "string" ? row[key] as string : undefined;
-  const view: CertificateView = {
+  const view: CertificateWire = {
     hostname: row.name,
     source: text("source") ?? "acme",
     servable: read.ok,

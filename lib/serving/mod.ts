@@ -48,7 +48,6 @@ export { type UsableCertificate } from "./certificates.ts";
 export {
   addCertificate,
   CertificateError,
-  type CertificateView,
   listCertificates,
   removeCertificate,
   requestRenewal,
