@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { CopyWire, MachineClient, SetVolumeCopyRequest } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import { openConfigStore } from "../store/mod.ts";
+import { type ConfigStore, openConfigStore } from "../store/mod.ts";
 import { type Copy, copyAfter, decideCopy, floorAfter } from "../volume/mod.ts";
-import { runVolume, type VolumeRunMachine } from "./volume_run.ts";
+import { runVolume, type VolumeRunHost, type VolumeRunMachine } from "./volume_run.ts";
 
 // Machines that apply the real transition table to an in-memory copy, answering `busy` once per step.
 let failOn: ((req: SetVolumeCopyRequest) => boolean) | undefined;
@@ -83,20 +83,37 @@ function fakeMachine(
   return { id: name, name, client, state, asked };
 }
 
-Deno.test("mirror then sync: each run fences every Machine at its gen, asks again while busy, ends done", async () => {
+/** Runs `body` with a host of `machines` over a fresh Config Store, which is closed and removed afterwards. */
+async function withHost(
+  machines: VolumeRunMachine[],
+  body: (host: VolumeRunHost, store: ConfigStore, lines: string[]) => Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir();
   const store = openConfigStore(join(dir, "config.db"));
+  const lines: string[] = [];
   try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    const m3 = fakeMachine("m3", { role: "none" });
-    const lines: string[] = [];
-    const host = {
-      machines: () => Promise.resolve({ machines: [m1, m2, m3], unreachable: [] }),
+    await body(
+      {
+        machines: () => Promise.resolve({ machines, unreachable: [] }),
+        store,
+        progress: (l: string) => lines.push(l),
+        busyPauseMs: 1,
+      },
       store,
-      progress: (l: string) => lines.push(l),
-      busyPauseMs: 1,
-    };
+      lines,
+    );
+  } finally {
+    failOn = undefined;
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("mirror then sync: each run fences every Machine at its gen, asks again while busy, ends done", async () => {
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  const m3 = fakeMachine("m3", { role: "none" });
+  await withHost([m1, m2, m3], async (host, store, lines) => {
     const mirrored = await runVolume(host, "v", { kind: "mirror", to: "m2" });
     assert.equal(mirrored.state, "done", JSON.stringify(mirrored.error));
     assert.equal(mirrored.run.gen, 1);
@@ -113,24 +130,13 @@ Deno.test("mirror then sync: each run fences every Machine at its gen, asks agai
     assert.equal(store.volumeRun("v")?.state, "done");
     assert.match(store.volumeRun("v")!.evidence, /m2 Mirror@g2-/);
     assert.match(lines.join("\n"), /m2: none → Mirror@g1-/);
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("one open run per Volume: another is refused naming it, the same resumes with its gen", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    const host = {
-      machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
-      store,
-      progress: () => {},
-      busyPauseMs: 1,
-    };
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  await withHost([m1, m2], async (host, store) => {
     // An operator died during a mirror run of gen 1: the run stays open.
     store.openVolumeRun("v", "mirror", JSON.stringify({ to: "m2" }), "t0");
     assert.throws(
@@ -156,23 +162,12 @@ Deno.test("one open run per Volume: another is refused naming it, the same resum
       }),
       (e: RpcError) => /below this Volume's floor 2/.test(e.message),
     );
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("bad inputs: unknown Volume, release without the exact name, rm-mirror of the Writer", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const host = {
-      machines: () => Promise.resolve({ machines: [m1], unreachable: [] }),
-      store,
-      progress: () => {},
-      busyPauseMs: 1,
-    };
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  await withHost([m1], async (host, store) => {
     await assert.rejects(
       runVolume(host, "nosuch", { kind: "sync" }),
       (e: Error & { code: string }) => e.code === "not_found",
@@ -189,24 +184,13 @@ Deno.test("bad inputs: unknown Volume, release without the exact name, rm-mirror
     const released = await runVolume(host, "v", { kind: "release", confirm: "v" });
     assert.equal(released.state, "done");
     assert.equal(m1.state.copy.role, "none");
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("move: mirror, sync, cut, final sync, Writer on the target; killed after the cut, the re-run finishes", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    const host = {
-      machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
-      store,
-      progress: () => {},
-      busyPauseMs: 1,
-    };
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  await withHost([m1, m2], async (host, store) => {
     const moved = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(moved.state, "done", JSON.stringify(moved.error));
     assert.deepEqual([m1.state.copy, m2.state.copy.role], [{ role: "mirror", snapshot: "g1-cut" }, "writer"]);
@@ -234,37 +218,19 @@ Deno.test("move: mirror, sync, cut, final sync, Writer on the target; killed aft
     assert.equal(again.run.gen, 2);
     assert.equal(again.resumed, true);
     assert.deepEqual([m1.state.copy.role, m2.state.copy], ["writer", { role: "mirror", snapshot: "g2-cut" }]);
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("move: a failure between the cut and Writer{start} undoes: the source is the Writer again", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    failOn = (req) =>
-      req.wanted.role === "mirror" && req.wanted.snapshot === "g1-cut" && req.source_machine_id === "m1";
-    const result = await runVolume(
-      {
-        machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
-        store,
-        progress: () => {},
-        busyPauseMs: 1,
-      },
-      "v",
-      { kind: "move", to: "m2" },
-    );
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  failOn = (req) =>
+    req.wanted.role === "mirror" && req.wanted.snapshot === "g1-cut" && req.source_machine_id === "m1";
+  await withHost([m1, m2], async (host) => {
+    const result = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(result.state, "failed");
     assert.match(result.error!.message, /undone: "m1" is the Writer again/);
     assert.equal(m1.state.copy.role, "writer");
     assert.equal(m2.state.copy.role, "mirror");
-  } finally {
-    failOn = undefined;
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
