@@ -164,8 +164,9 @@ export function foldPullLine(
  * `not_found` (no such repository, tag or digest), else `unavailable` (unreachable, TLS, timeouts).
  */
 export function registryFailureCode(message: string): "unauthenticated" | "not_found" | "unavailable" {
+  // A bare 401 is a status only when it is no part of an address or port (a registry may listen on :25401).
   if (
-    /unauthorized|authentication required|no basic auth credentials|incorrect username or password|denied: requested access|401/i
+    /unauthorized|authentication required|no basic auth credentials|incorrect username or password|denied: requested access|(?<![\d:.])401(?![\d.:])/i
       .test(message)
   ) {
     return "unauthenticated";

@@ -86,4 +86,13 @@ Deno.test("foldPullLine() counts layers and bytes; registryFailureCode() reads t
     "unavailable",
   );
   assert.equal(registryFailureCode("x509: certificate signed by unknown authority"), "unavailable");
+  assert.equal(registryFailureCode("unexpected status code 401"), "unauthenticated");
+  // A port that contains 401 is an address, not a status.
+  assert.equal(
+    registryFailureCode(
+      'Get "http://192.0.2.1:25401/v2/x/blobs/sha256:f4": dial tcp 192.0.2.1:25401: connect: connection refused',
+    ),
+    "unavailable",
+  );
+  assert.equal(registryFailureCode('Get "http://10.0.0.1:401/v2/": connection refused'), "unavailable");
 });
