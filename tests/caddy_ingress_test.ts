@@ -2,7 +2,14 @@
 // address, a bad x-caddy fragment skipped, a stopping backend dropped before it stops, a pointer switch under a
 // request loop with zero failures, and bet 10's start of an Ingress Proxy whose first start failed.
 import assert from "node:assert/strict";
-import { backendSpec, buildCaddyImage, get, publishAll } from "./support/caddy.ts";
+import {
+  backendSpec,
+  buildCaddyImage,
+  get,
+  MAX_RELOAD_RESETS,
+  publishAll,
+  splitReloadResets,
+} from "./support/caddy.ts";
 import { DOCKER_SOCKET, dockerTest, freePort, testSubnet } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import {
@@ -166,17 +173,18 @@ dockerTest(
         running = false;
         await Promise.all(clients);
       }
-      // Every request counts, none is retried. Debian's Caddy 2.6.2 now and then resets a connection it accepted while
-      // a /load swaps its servers (measured: 1 in ~2,100 requests of two back-to-back clients across a pointer
-      // switch); those are counted and reported apart, bounded, never hidden. Any other failure fails the test.
-      const resets = failures.filter((f) => /reset by peer|closed before any byte/.test(f));
-      const other = failures.filter((f) => !resets.includes(f));
+      // Every request counts, none is retried. A connection reset during a /load is counted and reported apart,
+      // bounded (see MAX_RELOAD_RESETS), never hidden. Any other failure fails the test.
+      const { resets, other } = splitReloadResets(failures);
       console.log(
         `pointer switch: ${failures.length} failed of ${ok + failures.length} requests (no retry): ` +
           `${resets.length} connection resets during a Caddy reload, ${other.length} other`,
       );
       assert.deepEqual(other, []);
-      assert.ok(resets.length <= 3, `${resets.length} connection resets: ${resets.join("; ")}`);
+      assert.ok(
+        resets.length <= MAX_RELOAD_RESETS,
+        `${resets.length} connection resets: ${resets.join("; ")}`,
+      );
       assert.ok(ok > 20, `only ${ok} requests completed`);
       assert.ok(bodies.has("b1") && bodies.has("b2"));
       assert.equal((await s.engine.inspectContainer(backends.a1))?.state, "exited");

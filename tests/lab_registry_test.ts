@@ -395,10 +395,17 @@ services:
         /copy image "[^"]+" from "m\d" to "m\d" over the mesh: registry "[^"]+" did not answer/,
       );
       assert.match(fallback.stdout, /Registry "[^"]+" did not answer for/);
-      const after = (await ps()).machines.flatMap((m) =>
-        m.containers.filter((c) => c.service === "api").map((c) => c.image)
-      );
-      assert.deepEqual(after, [1, 2, 3].map(() => `${api}@${movedDigest}`));
+      // The api container the moved tag replaced is left to its Machine's retire loop, which removes it once
+      // every Machine acked the new pointer: asynchronous by design, so wait for it, bounded.
+      const want = [1, 2, 3].map(() => `${api}@${movedDigest}`);
+      let after: string[] = [];
+      await eventually(60_000, "the replaced api container retired", async () => {
+        after = (await ps()).machines.flatMap((m) =>
+          m.containers.filter((c) => c.service === "api").map((c) => c.image)
+        );
+        return JSON.stringify(after) === JSON.stringify(want) ? true : undefined;
+      }).catch(() => undefined);
+      assert.deepEqual(after, want);
 
       // image ls names digests and users; prune removes only the old api image, on the Machine that ran it.
       const listed = JSON.parse((await lab.on("m1", ["image", "ls", "--json"])).stdout) as {
