@@ -5,7 +5,7 @@ import { configHistory, enrollMachine, type EnrollResult } from "../../lib/mesh/
 import type { MachineClient, MachineRecord } from "../../lib/rpc/mod.ts";
 import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { rememberContext } from "./context.ts";
-import { catchUpGlobal, type CatchUpResult, type Joined } from "../../lib/operator/mod.ts";
+import { catchUpGlobal, type CatchUpResult, credentialCache, type Joined } from "../../lib/operator/mod.ts";
 import { deployMachines, deployReport } from "./deploy_machines.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { collisionLines } from "./machine_ls.ts";
@@ -24,6 +24,7 @@ async function catchUp(config: ConfigStore, joined: Joined, io: Io, json: boolea
   const results = await catchUpGlobal(config, joined, {
     open: () => deployMachines(),
     report: deployReport(io, { json, verb: "catch up" }),
+    registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
     placing: (project, operations) => {
       if (!json) io.out(`Global catch-up of "${project}" on "${joined.name}": ${operations} operation(s)\n`);
     },

@@ -185,6 +185,13 @@ export class FakeMachine implements DeployMachineApi {
       "duration_ms": 1,
     });
   }
+  pullImageFromPeer(
+    r: { ref: string; "from_machine_id": string },
+  ): Promise<{ transferred: boolean; bytes: number; "duration_ms": number }> {
+    this.calls.push(`copy ${r.ref} from ${r.from_machine_id}`);
+    this.images.add(r.ref);
+    return Promise.resolve({ transferred: true, bytes: 10, "duration_ms": 1 });
+  }
   setPointer(
     r: { project: string; service: string; deployment: string },
   ): ReturnType<NonNullable<DeployMachineApi["setPointer"]>> {

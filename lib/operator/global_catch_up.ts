@@ -1,6 +1,7 @@
 // Global catch-up after `ployz machine add`: one bounded pass over this operator's Saved States that places each
 // Global Service (and the Ingress Proxy, itself Global) on the Machine that just joined. It only creates on that
-// Machine (copying images from peers first), never replaces, moves or removes anything, never retries, and says per
+// Machine (its images are the digests the last Deploy pinned, pulled or copied from a peer by the Deploy's rules; no
+// tag is resolved again), never replaces, moves or removes anything, never retries, and says per
 // Project what it placed, what failed and where it could not tell whether the Machine is eligible (DESIGN.md, bet 3:
 // no background reconciler; the operator's next Deploy finishes whatever this pass left).
 import {
@@ -16,6 +17,7 @@ import {
 import { INGRESS_PROJECT, INGRESS_SERVICE, ingressImage } from "../serving/mod.ts";
 import type { DeployMachines } from "./deploy_machines.ts";
 import { type DeployBook, type DeployReport, executeAndRecord, observe } from "./deploy_flow.ts";
+import { type AuthLookup, pinnedSources } from "./image_pins.ts";
 
 /** What the pass did for one Project. */
 export interface CatchUpResult {
@@ -43,6 +45,8 @@ export interface CatchUpOptions {
   report: DeployReport;
   /** Called before a Project's operations run, with how many there are. */
   placing?: (project: string, operations: number) => void;
+  /** Registry credentials by host, from the operator's side; sent only with the pulls that need them. */
+  registryAuth?: AuthLookup;
 }
 
 function eligible(service: NormalizedService, joined: Joined): boolean {
@@ -50,7 +54,10 @@ function eligible(service: NormalizedService, joined: Joined): boolean {
     service.machines.includes(joined.id);
 }
 
-/** The plan's creations on the joined Machine for Global Services, with the image copies and pointer moves they need. */
+/**
+ * The plan's creations on the joined Machine for Global Services, with the image pulls and copies and the pointer
+ * moves they need.
+ */
 export function catchUpOps(plan: Plan, project: NormalizedProject, joined: Joined): Op[] {
   const global = (op: Op): boolean => project.services[op.service]?.mode === "global";
   const creates = plan.ops.filter((op) =>
@@ -61,7 +68,7 @@ export function catchUpOps(plan: Plan, project: NormalizedProject, joined: Joine
   const services = new Set(creates.map((op) => op.service));
   return plan.ops.filter((op) =>
     creates.includes(op) ||
-    (op.kind === "image" && op.machineId === joined.id &&
+    ((op.kind === "image" || op.kind === "pull") && op.machineId === joined.id &&
       (needed.has(op.ref) || op.project === INGRESS_PROJECT)) ||
     // A Service that never had a Serving Pointer gets one; an existing pointer already names the joined Deployment.
     (op.kind === "point" && services.has(op.service) && op.deployment === plan.deploymentId)
@@ -93,12 +100,17 @@ async function catchUpProject(
     return { project: name, status: "unknown", detail: `Machine "${joined.name}" was not observed (${why})` };
   }
   const deploymentId = newDeploymentId();
+  // The Saved State names the digests its Deploy pinned: the joined Machine runs those, pulled from their registry
+  // or copied from a peer, and no tag is resolved again (it may point elsewhere by now).
+  const auth = options.registryAuth ?? (() => Promise.resolve(undefined));
+  const sources = await pinnedSources(project, machines, auth);
   let plan: Plan;
   try {
     plan = planDeploy({
       intent: deployIntent(project, deploymentId),
       snapshot,
       previous: project,
+      images: sources,
       serving: options.ingress
         ? { ingress: { project: INGRESS_PROJECT, service: INGRESS_SERVICE, image } }
         : {},
@@ -113,6 +125,7 @@ async function catchUpProject(
   options.placing?.(name, ops.length);
   const outcome = await executeAndRecord({ ...plan, ops, warnings: [], dataLoss: [] }, machines, book, {
     report: options.report,
+    registryAuth: options.registryAuth,
     record: { "catch_up": joined.id },
   });
   const created = ops.filter((op) => op.kind === "create" || op.kind === "ingress").length;

@@ -211,3 +211,80 @@ Deno.test("catch-up says it cannot tell when the joined Machine is not observed,
     [`Machine "three" was not observed (the Entry Machine does not list it)`],
   );
 });
+
+const PINNED = `sha256:${"a".repeat(64)}`;
+const MOVED = `sha256:${"b".repeat(64)}`;
+
+/** A Saved State whose Global Service runs the digest its Deploy pinned, from registry `host`. */
+function pinnedFleet(host: string, fakes: FakeMachine[]) {
+  const book = new FakeBook();
+  const image = `${host}/agent:1@${PINNED}`;
+  book.saveState({
+    project: "fleet",
+    compose: compose(`name: fleet\nservices:\n  agent:\n    image: ${image}\n    deploy: { mode: global }\n`),
+    sourcePath: "fleet.yaml",
+    savedAt: "t",
+  });
+  const opened = cluster(fakes);
+  return { book, image, open: () => Promise.resolve(opened) };
+}
+
+Deno.test("catch-up pulls the digest the Deploy pinned, asking the registry for that digest and never the tag", async () => {
+  const one = new FakeMachine("m1", "one");
+  const joined = new FakeMachine("m3", "three");
+  // The tag moved since the Deploy: resolving it again would run another image on the joined Machine.
+  one.registry = new Map([
+    ["registry.example.com/agent:1", MOVED],
+    [`registry.example.com/agent@${PINNED}`, PINNED],
+  ]);
+  const { book, image, open } = pinnedFleet("registry.example.com", [one, joined]);
+  const results = await catchUpGlobal(book, { id: "m3", name: "three" }, {
+    open,
+    report: recorder(),
+    registryAuth: (host) => Promise.resolve({ username: "u", password: "pw", serveraddress: host }),
+  });
+  deepEqual(results.map((r) => r.status), ["placed"]);
+  deepEqual(one.calls.filter((c) => c.startsWith("resolve")), [
+    `resolve registry.example.com/agent@${PINNED}`,
+  ]);
+  // The executor starts the pull task when the plan starts and the pull operation joins it: one image, asked twice.
+  deepEqual([...new Set(joined.calls.filter((c) => c.startsWith("pull")))], [`pull ${image}`]);
+  ok(joined.auths.includes("pw"), "the pull carried the operator's credentials");
+  const created = [...joined.containers.values()].map((c) => c.image);
+  deepEqual(created, [image]);
+});
+
+Deno.test("catch-up copies the pinned digest from a peer when its registry does not answer", async () => {
+  const one = new FakeMachine("m1", "one");
+  const joined = new FakeMachine("m3", "three");
+  const { book, image, open } = pinnedFleet("registry.example.com", [one, joined]);
+  one.images.add(image);
+  one.registry = new CodedError("unavailable", "connection refused");
+  const report = recorder();
+  const results = await catchUpGlobal(book, { id: "m3", name: "three" }, { open, report });
+  deepEqual(results.map((r) => r.status), ["placed"]);
+  deepEqual(one.calls.filter((c) => c.startsWith("resolve")), [
+    `resolve registry.example.com/agent@${PINNED}`,
+  ]);
+  deepEqual(joined.calls.filter((c) => c.startsWith("pull") || c.startsWith("copy")), [
+    `copy ${image} from m1`,
+  ]);
+  const plan = report.events.find((e) => e.type === "plan");
+  deepEqual(
+    plan?.type === "plan"
+      ? plan.ops.map((op) => `${op.kind} ${op.kind === "image" ? op.fromMachineName : ""}`)
+      : [],
+    ["image one", "create ", "point "],
+  );
+});
+
+Deno.test("catch-up names the registry when neither it nor a peer can give the pinned digest", async () => {
+  const one = new FakeMachine("m1", "one");
+  const joined = new FakeMachine("m3", "three");
+  const { book, open } = pinnedFleet("registry.example.com", [one, joined]);
+  one.registry = new CodedError("unavailable", "connection refused");
+  const results = await catchUpGlobal(book, { id: "m3", name: "three" }, { open, report: recorder() });
+  deepEqual(results.map((r) => r.status), ["failed"]);
+  ok(results[0].detail.includes(`registry "registry.example.com" did not answer`), results[0].detail);
+  deepEqual(joined.calls, []);
+});

@@ -71,6 +71,55 @@ async function holders(machines: DeployMachines, ref: string): Promise<Held[]> {
   return answers.flatMap((a) => a.status === "fulfilled" && a.value !== undefined ? [a.value] : []);
 }
 
+/** Asks a registry for the digest of a reference, through the first Machine that can ask registries. */
+function registryAsker(
+  machines: DeployMachines,
+  auth: AuthLookup,
+): (ref: string, host: string) => Promise<string> {
+  let asker: Promise<DeployMachineApi | undefined> | undefined;
+  return async (ref, host) => {
+    asker ??= resolver(machines);
+    const api = await asker;
+    if (api === undefined || api.resolveImage === undefined) {
+      throw new OperatorError(
+        "unsupported",
+        `No reachable Machine can ask registry "${host}" (upgrade ployzd)`,
+      );
+    }
+    const credentials = await auth(host);
+    return (await api.resolveImage({ ref, ...(credentials === undefined ? {} : { auth: credentials }) }))
+      .digest;
+  };
+}
+
+/**
+ * Where each image a Deploy already pinned comes from, for a plan made from Saved State (the Global catch-up): the
+ * digest stays the one the Deploy pinned, and a registry is asked only whether it serves that digest, never what a
+ * tag points to now. Images saved without a digest (built or loaded on a Machine) get no source: peers copy them.
+ */
+export async function pinnedSources(
+  project: NormalizedProject,
+  machines: DeployMachines,
+  auth: AuthLookup,
+): Promise<ImageSource[]> {
+  const byImage = new Map<string, { parsed: ImageRef; services: string[] }>();
+  for (const service of Object.values(project.services)) {
+    if (service.build !== undefined) continue;
+    const parsed = parseImageRef(service.image);
+    if (typeof parsed === "string" || parsed.digest === undefined) continue;
+    const entry = byImage.get(service.image) ?? { parsed, services: [] };
+    entry.services.push(service.name);
+    byImage.set(service.image, entry);
+  }
+  const ask = registryAsker(machines, auth);
+  return await Promise.all(
+    [...byImage].map(([written, { parsed, services }]) =>
+      // With a digest, pinOne asks the registry for `repository@digest` only; it refuses nothing.
+      pinOne(written, parsed, "missing", services, machines, ask, [], "the Deploy that saved it")
+    ),
+  );
+}
+
 /** Pins every Service's image; throws `unauthenticated`, `not_found` or `unavailable` naming image and registry. */
 export async function pinImages(
   project: NormalizedProject,
@@ -87,20 +136,7 @@ export async function pinImages(
     entry.services.push(service.name);
     byImage.set(service.image, entry);
   }
-  let asker: Promise<DeployMachineApi | undefined> | undefined;
-  const ask = async (ref: string, host: string): Promise<string> => {
-    asker ??= resolver(machines);
-    const api = await asker;
-    if (api === undefined || api.resolveImage === undefined) {
-      throw new OperatorError(
-        "unsupported",
-        `No reachable Machine can ask registry "${host}" (upgrade ployzd)`,
-      );
-    }
-    const credentials = await auth(host);
-    return (await api.resolveImage({ ref, ...(credentials === undefined ? {} : { auth: credentials }) }))
-      .digest;
-  };
+  const ask = registryAsker(machines, auth);
   const sources: ImageSource[] = [];
   const pinned = new Map<string, string>();
   for (const [written, { policy, services }] of byImage) {
@@ -133,6 +169,7 @@ async function pinOne(
   machines: DeployMachines,
   ask: (ref: string, host: string) => Promise<string>,
   warnings: string[],
+  pinnedBy = "the Compose file",
 ): Promise<ImageSource> {
   const registry = parsed.domain;
   const base = { written, registry, services };
@@ -150,7 +187,7 @@ async function pinOne(
     );
   };
   let digest = parsed.digest;
-  let from = digest === undefined ? "" : "the Compose file";
+  let from = digest === undefined ? "" : pinnedBy;
   let registryState: ImageSource["registryState"] | undefined;
   let registryMessage: string | undefined;
   if (digest === undefined) {
