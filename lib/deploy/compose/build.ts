@@ -9,11 +9,10 @@
 
 import { isAbsolute, join, normalize } from "node:path";
 import type { Node } from "yaml";
-import { checkKeys, type KeyRule } from "./keys.ts";
+import { checkMapping, type KeyRule } from "./keys.ts";
 import {
   boolean,
   child,
-  entries,
   type Entry,
   fail,
   isMapping,
@@ -103,7 +102,7 @@ export function readBuild(
   let labels: Record<string, string> = {};
   let cacheFrom: string[] = [];
   if (isMapping(node)) {
-    const keys = checkKeys(reader, entries(reader, node, entry.path) ?? [], BUILD_KEYS, { where: "build" });
+    const keys = checkMapping(reader, node, entry.path, BUILD_KEYS, { where: "build" });
     const value = (key: string): Node | null => keys.get(key)?.value ?? null;
     const at = (key: string): string => child(entry.path, key);
     const optional = (key: string): string | null =>

@@ -7,7 +7,7 @@
 
 import { isAbsolute, join, normalize } from "node:path";
 import { isScalar, type Node } from "yaml";
-import { CADDY_KEYS, checkKeys, PRE_DEPLOY_KEYS } from "./keys.ts";
+import { CADDY_KEYS, checkKeys, checkMapping, PRE_DEPLOY_KEYS } from "./keys.ts";
 import { boolean, entries, fail, keyValues, type Reader, sorted, text, textList } from "./reader.ts";
 import { MAX_FILE_BYTES, oversize } from "./limits.ts";
 import type { PreDeployHook } from "./types.ts";
@@ -45,7 +45,7 @@ export function readCaddy(
   if (isScalar(node)) {
     config = text(reader, node, path);
   } else {
-    const keys = checkKeys(reader, entries(reader, node, path) ?? [], CADDY_KEYS, {
+    const keys = checkMapping(reader, node, path, CADDY_KEYS, {
       strictExtensions: true,
       where: "x-caddy",
     });

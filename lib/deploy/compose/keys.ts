@@ -6,7 +6,8 @@
  * @module
  */
 
-import { type Entry, fail, type Reader, warn } from "./reader.ts";
+import type { Node } from "yaml";
+import { entries, type Entry, fail, type Reader, warn } from "./reader.ts";
 
 /** How a key is treated: read by the loader, warned about and ignored, or refused with a reason. */
 export type KeyRule = "read" | "ignore" | { warn: string } | { refuse: string };
@@ -325,4 +326,15 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length];
+}
+
+/** {@linkcode checkKeys} over the entries of the mapping `node` at `path`; a node that is not a mapping is reported. */
+export function checkMapping(
+  reader: Reader,
+  node: Node | null,
+  path: string,
+  rules: Record<string, KeyRule>,
+  options: { strictExtensions?: boolean; where?: string } = {},
+): Map<string, Entry> {
+  return checkKeys(reader, entries(reader, node, path) ?? [], rules, options);
 }

@@ -10,7 +10,7 @@ import { type Node } from "yaml";
 import { type FileContents, readFileSources } from "./files.ts";
 import { mergeNodes } from "./merge.ts";
 import { ComposeError, type ComposeIssue } from "./issue.ts";
-import { checkKeys, TOP_LEVEL_KEYS } from "./keys.ts";
+import { checkMapping, TOP_LEVEL_KEYS } from "./keys.ts";
 import { MAX_SERVICES } from "./limits.ts";
 import { dnsLabelProblem, projectNameFromDirectory } from "./names.ts";
 import {
@@ -158,7 +158,7 @@ function readProject(
     fail(reader, root, "", 'expected a mapping with a "services" key at the top level');
     return undefined;
   }
-  const keys = checkKeys(reader, entries(reader, root, "") ?? [], TOP_LEVEL_KEYS, { where: "the top level" });
+  const keys = checkMapping(reader, root, "", TOP_LEVEL_KEYS, { where: "the top level" });
   const name = projectName(reader, options, keys.get("name"), baseDir);
   const volumes = readVolumes(
     reader,

@@ -7,20 +7,9 @@
  */
 
 import type { Node } from "yaml";
-import { BIND_KEYS, checkKeys, MOUNT_KEYS, TMPFS_KEYS, VOLUME_OPTION_KEYS } from "./keys.ts";
+import { BIND_KEYS, checkMapping, MOUNT_KEYS, TMPFS_KEYS, VOLUME_OPTION_KEYS } from "./keys.ts";
 import { absolutePathProblem, volumeNameProblem } from "./names.ts";
-import {
-  boolean,
-  child,
-  entries,
-  fail,
-  integer,
-  isMapping,
-  items,
-  type Reader,
-  text,
-  warn,
-} from "./reader.ts";
+import { boolean, child, fail, integer, isMapping, items, type Reader, text, warn } from "./reader.ts";
 import type { NormalizedMount } from "./types.ts";
 import { parseBytes } from "./units.ts";
 
@@ -160,7 +149,7 @@ function longMount(
   path: string,
   declared: ReadonlySet<string>,
 ): NormalizedMount | undefined {
-  const keys = checkKeys(reader, entries(reader, node, path) ?? [], MOUNT_KEYS, { where: "volume" });
+  const keys = checkMapping(reader, node, path, MOUNT_KEYS, { where: "volume" });
   const errorsBefore = reader.errors.length;
   const typeEntry = keys.get("type");
   const type = typeEntry === undefined ? undefined : text(reader, typeEntry.value, typeEntry.path);
@@ -187,7 +176,7 @@ function longMount(
   ): Map<string, { value: Node | null; path: string }> => {
     const entry = keys.get(section);
     if (entry === undefined) return new Map();
-    return checkKeys(reader, entries(reader, entry.value, entry.path) ?? [], rules, { where: section });
+    return checkMapping(reader, entry.value, entry.path, rules, { where: section });
   };
   if (type === "bind") {
     const bind = options("bind", BIND_KEYS);

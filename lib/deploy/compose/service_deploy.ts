@@ -7,7 +7,7 @@
 
 import { isScalar } from "yaml";
 import {
-  checkKeys,
+  checkMapping,
   DEPLOY_KEYS,
   LIMITS_KEYS,
   PLACEMENT_KEYS,
@@ -57,7 +57,7 @@ interface DeployFields {
 /** `deploy.placement.constraints`: each parsed now, so a bad one is refused at its position. */
 function readPlacement(reader: Reader, placement: Entry | undefined): string[] {
   if (placement === undefined || placement.value === null) return [];
-  const keys = checkKeys(reader, entries(reader, placement.value, placement.path) ?? [], PLACEMENT_KEYS, {
+  const keys = checkMapping(reader, placement.value, placement.path, PLACEMENT_KEYS, {
     where: "placement",
   });
   const entry = keys.get("constraints");
@@ -83,7 +83,7 @@ export function readDeploy(
 ): DeployFields {
   const keys = deploy === undefined
     ? new Map<string, Entry>()
-    : checkKeys(reader, entries(reader, deploy.value, deploy.path) ?? [], DEPLOY_KEYS, { where: "deploy" });
+    : checkMapping(reader, deploy.value, deploy.path, DEPLOY_KEYS, { where: "deploy" });
   const constraints = readPlacement(reader, keys.get("placement"));
   const modeEntry = keys.get("mode");
   const modeText = modeEntry === undefined || modeEntry.value === null
@@ -135,14 +135,9 @@ export function readDeploy(
   const update: NormalizedService["update"] = { order: null, monitorMs: null };
   const updateEntry = keys.get("update_config");
   if (updateEntry !== undefined && updateEntry.value !== null) {
-    const updateKeys = checkKeys(
-      reader,
-      entries(reader, updateEntry.value, updateEntry.path) ?? [],
-      UPDATE_CONFIG_KEYS,
-      {
-        where: "update_config",
-      },
-    );
+    const updateKeys = checkMapping(reader, updateEntry.value, updateEntry.path, UPDATE_CONFIG_KEYS, {
+      where: "update_config",
+    });
     const order = updateKeys.get("order");
     if (order !== undefined && order.value !== null) {
       const value = text(reader, order.value, order.path);
@@ -183,15 +178,12 @@ export function readDeploy(
   let deviceRequests: NormalizedDeviceRequest[] = [];
   const resourcesEntry = keys.get("resources");
   if (resourcesEntry !== undefined && resourcesEntry.value !== null) {
-    const resourceEntries = checkKeys(
-      reader,
-      entries(reader, resourcesEntry.value, resourcesEntry.path) ?? [],
-      RESOURCES_KEYS,
-      { where: "resources" },
-    );
+    const resourceEntries = checkMapping(reader, resourcesEntry.value, resourcesEntry.path, RESOURCES_KEYS, {
+      where: "resources",
+    });
     const limits = resourceEntries.get("limits");
     if (limits !== undefined && limits.value !== null) {
-      const limitKeys = checkKeys(reader, entries(reader, limits.value, limits.path) ?? [], LIMITS_KEYS, {
+      const limitKeys = checkMapping(reader, limits.value, limits.path, LIMITS_KEYS, {
         where: "limits",
       });
       resources.nanoCpus = cpus(limitKeys.get("cpus")) ?? resources.nanoCpus;
@@ -201,12 +193,9 @@ export function readDeploy(
     }
     const reservations = resourceEntries.get("reservations");
     if (reservations !== undefined && reservations.value !== null) {
-      const reservationKeys = checkKeys(
-        reader,
-        entries(reader, reservations.value, reservations.path) ?? [],
-        RESERVATIONS_KEYS,
-        { where: "reservations" },
-      );
+      const reservationKeys = checkMapping(reader, reservations.value, reservations.path, RESERVATIONS_KEYS, {
+        where: "reservations",
+      });
       const memory = reservationKeys.get("memory");
       resources.memoryReservationBytes = readBytes(reader, memory?.value, memory?.path ?? "") ??
         resources.memoryReservationBytes;

@@ -6,7 +6,7 @@
  */
 
 import { isScalar, type Node } from "yaml";
-import { checkKeys, DEVICE_REQUEST_KEYS } from "./keys.ts";
+import { checkMapping, DEVICE_REQUEST_KEYS } from "./keys.ts";
 import { absolutePathProblem } from "./names.ts";
 import {
   child,
@@ -124,7 +124,7 @@ export function readDeviceRequests(
   const out: NormalizedDeviceRequest[] = [];
   (items(reader, node, path) ?? []).forEach((item, index) => {
     const itemPath = child(path, index);
-    const keys = checkKeys(reader, entries(reader, item, itemPath) ?? [], DEVICE_REQUEST_KEYS, {
+    const keys = checkMapping(reader, item, itemPath, DEVICE_REQUEST_KEYS, {
       where: "a device request",
     });
     const request: NormalizedDeviceRequest = { capabilities: defaultCapabilities ?? [] };

@@ -6,7 +6,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { isScalar, type Node } from "yaml";
-import { checkKeys, ENV_FILE_KEYS } from "./keys.ts";
+import { checkMapping, ENV_FILE_KEYS } from "./keys.ts";
 import { MAX_FILE_BYTES, oversize } from "./limits.ts";
 import { parseEnvFile } from "./env_file.ts";
 import {
@@ -48,7 +48,7 @@ export function readEnvironment(
       let file: string | undefined;
       let required = true;
       if (isMapping(item.node)) {
-        const keys = checkKeys(reader, entries(reader, item.node, item.path) ?? [], ENV_FILE_KEYS, {
+        const keys = checkMapping(reader, item.node, item.path, ENV_FILE_KEYS, {
           where: "env_file",
         });
         const pathEntry = keys.get("path");

@@ -6,7 +6,7 @@
  */
 
 import { isScalar, type Node } from "yaml";
-import { checkKeys, DEPENDS_ON_KEYS, HEALTHCHECK_KEYS, LOGGING_KEYS } from "./keys.ts";
+import { checkMapping, DEPENDS_ON_KEYS, HEALTHCHECK_KEYS, LOGGING_KEYS } from "./keys.ts";
 import {
   boolean,
   child,
@@ -28,7 +28,7 @@ import type { ServiceScope } from "./service_scope.ts";
 
 export function readHealthcheck(reader: Reader, entry: Entry | undefined): NormalizedHealthcheck {
   if (entry === undefined || entry.value === null) return { kind: "image" };
-  const keys = checkKeys(reader, entries(reader, entry.value, entry.path) ?? [], HEALTHCHECK_KEYS, {
+  const keys = checkMapping(reader, entry.value, entry.path, HEALTHCHECK_KEYS, {
     where: "healthcheck",
   });
   const disable = keys.get("disable");
@@ -114,7 +114,7 @@ export function readPullPolicy(
 export function readLogging(reader: Reader, entry: Entry | undefined): NormalizedService["logging"] {
   const fallback = { driver: "local", options: {} };
   if (entry === undefined || entry.value === null) return fallback;
-  const keys = checkKeys(reader, entries(reader, entry.value, entry.path) ?? [], LOGGING_KEYS, {
+  const keys = checkMapping(reader, entry.value, entry.path, LOGGING_KEYS, {
     where: "logging",
   });
   const driverEntry = keys.get("driver");
@@ -144,14 +144,9 @@ export function readDependsOn(
   if (isMapping(entry.value)) {
     for (const dependency of entries(reader, entry.value, entry.path) ?? []) {
       found.push({ name: dependency.key, node: dependency.keyNode, path: dependency.path });
-      const keys = checkKeys(
-        reader,
-        entries(reader, dependency.value, dependency.path) ?? [],
-        DEPENDS_ON_KEYS,
-        {
-          where: "depends_on",
-        },
-      );
+      const keys = checkMapping(reader, dependency.value, dependency.path, DEPENDS_ON_KEYS, {
+        where: "depends_on",
+      });
       const condition = keys.get("condition");
       if (condition === undefined || condition.value === null) continue;
       const value = text(reader, condition.value, condition.path);

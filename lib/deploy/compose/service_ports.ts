@@ -5,9 +5,9 @@
  */
 
 import { isScalar } from "yaml";
-import { checkKeys, PORT_KEYS } from "./keys.ts";
+import { checkMapping, PORT_KEYS } from "./keys.ts";
 import { parseExtensionPort, parseHostIp, parsePortNumber, parseShortPort, standardPort } from "./ports.ts";
-import { child, entries, type Entry, fail, isMapping, items, type Reader, text } from "./reader.ts";
+import { child, type Entry, fail, isMapping, items, type Reader, text } from "./reader.ts";
 import type { NormalizedPort } from "./types.ts";
 
 /** Reads `ports` or `x-ports` (never both). */
@@ -73,7 +73,7 @@ function longPort(
   node: NonNullable<Entry["value"]>,
   path: string,
 ): NormalizedPort | undefined {
-  const keys = checkKeys(reader, entries(reader, node, path) ?? [], PORT_KEYS, { where: "port" });
+  const keys = checkMapping(reader, node, path, PORT_KEYS, { where: "port" });
   const field = (key: string): string | undefined => {
     const entry = keys.get(key);
     if (entry === undefined || entry.value === null) return undefined;

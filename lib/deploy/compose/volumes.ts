@@ -5,7 +5,7 @@
  * @module
  */
 
-import { checkKeys, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
+import { checkMapping, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
 import { dockerNameProblem, volumeNameProblem } from "./names.ts";
 import {
   boolean,
@@ -36,7 +36,7 @@ export function readVolumes(
       fail(reader, volume.keyNode, volume.path, problem);
       continue;
     }
-    const keys = checkKeys(reader, entries(reader, volume.value, volume.path) ?? [], VOLUME_KEYS, {
+    const keys = checkMapping(reader, volume.value, volume.path, VOLUME_KEYS, {
       where: "a volume",
     });
     const externalEntry = keys.get("external");
@@ -109,15 +109,10 @@ export function readVolumes(
     let sizeNode = provisioned.value;
     let sizePath = provisioned.path;
     if (isMapping(provisioned.value)) {
-      const keys = checkKeys(
-        reader,
-        entries(reader, provisioned.value, provisioned.path) ?? [],
-        X_VOLUME_KEYS,
-        {
-          strictExtensions: true,
-          where: "x-volumes",
-        },
-      );
+      const keys = checkMapping(reader, provisioned.value, provisioned.path, X_VOLUME_KEYS, {
+        strictExtensions: true,
+        where: "x-volumes",
+      });
       sizeNode = keys.get("size")?.value ?? null;
       sizePath = keys.get("size")?.path ?? provisioned.path;
     }
