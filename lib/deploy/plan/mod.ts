@@ -27,7 +27,8 @@ export {
   type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";
-export { planDeploy, type PlanOptions, registryIsNearby, type ServingPlanOptions } from "./plan.ts";
+export { planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
+export { registryIsNearby } from "./image_sources.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";
 export { renderPreview } from "./preview.ts";
 export type {
