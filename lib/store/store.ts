@@ -26,217 +26,41 @@ import { changeMessage, ChangeSigner, SignatureVerifier, SIGNING_KEY_PATTERN } f
 import { TABLES, type TableSpec } from "./tables.ts";
 import { writeFileAtomic } from "../util/mod.ts";
 import { holds, type SiteVersions, type VersionVector } from "./vector.ts";
+import {
+  type ChangeRow,
+  FIELD_PATTERN,
+  filterColumn,
+  filterValue,
+  parseStoredBody,
+  rejection,
+  ROW_COLUMNS,
+  type RowWriters,
+  type Screened,
+  toChange,
+  type Verdict,
+} from "./change_rows.ts";
+import type {
+  ApplyResult,
+  ChangedKey,
+  ChangePage,
+  CommitEvent,
+  CompactResult,
+  StoreChanges,
+  StoreOptions,
+} from "./store_types.ts";
+import { Table } from "./table.ts";
 
-/** How to open a store. */
-export interface StoreOptions {
-  /** SQLite file, or ":memory:". */
-  path: string;
-  /** This Machine's id; every local change carries it. */
-  siteId: string;
-  /** The Cluster this store belongs to; a file from another Cluster is refused. */
-  clusterId: string;
-  /** How long a writer waits on a locked database. Defaults to 5000. */
-  busyTimeoutMs?: number;
-  /** Wall clock in milliseconds, for simulations. Defaults to `Date.now`. */
-  now?: () => number;
-  /**
-   * This Machine's Ed25519 secret (32 bytes). With it the store is authenticated: its changes are signed before
-   * they leave, and a remote change is merged (and so relayed) only when signed by its site's admitted key. The
-   * daemon always passes one; without it (simulations, benchmarks) signatures are neither made nor checked.
-   */
-  signingSecret?: Uint8Array;
-}
-
-/** What one {@linkcode Store.compact} removed. */
-export interface CompactResult {
-  /** Changes a newer change of the same row had superseded. */
-  superseded: number;
-  /** Tombstones removed with their rows. */
-  tombstones: number;
-}
-
-/** Why one change of a batch was refused. */
-export interface Rejection {
-  /** Position in the batch. */
-  index: number;
-  /** Site the change claims, when readable. */
-  site?: string;
-  /** Version the change claims, when readable. */
-  version?: number;
-  /** Why it was refused. */
-  reason: string;
-}
-
-/** Outcome of applying a batch of remote changes. */
-export interface ApplyResult {
-  /** Changes new to this replica. */
-  applied: number;
-  /** Changes already held. */
-  duplicates: number;
-  /** Changes refused. */
-  rejected: Rejection[];
-}
-
-/** Told after every commit that changed the store. */
-export interface CommitEvent {
-  /** Local sequence number after the commit. */
-  seq: number;
-  /** Changes new to this replica, in commit order. */
-  /** Changes, in per-site version order. */
-  changes: Change[];
-  /** Whether the changes were written here or arrived from a peer. */
-  origin: "local" | "remote";
-  /** True when this Machine pulled them itself (anti-entropy): they are not relayed. */
-  pulled?: boolean;
-}
-
-/** A changed key since some local sequence number; tombstones included. */
-export interface ChangedKey {
-  /** Row key. */
-  key: string;
-  /** True when the row is now a tombstone. */
-  deleted: boolean;
-}
-
-/** Keys changed since a local sequence number, per table. */
-export interface StoreChanges {
-  /** Pass this to the next call to see only later changes. */
-  seq: number;
-  /** Changed keys per table name. */
-  tables: Record<string, ChangedKey[]>;
-}
-
-/** A page of changes another replica lacks. */
-export interface ChangePage {
-  /** Changes, in per-site version order. */
-  changes: Change[];
-  /** True when more remain beyond this page. */
-  more: boolean;
-}
-
-// One table's row writes, prepared once: `local` refuses to overwrite a row owned by another site, `merge` keeps
-// whichever of the row and the change has the greater (hlc, site). Both report whether the row changed.
-interface RowWriters {
-  local: StatementSync;
-  merge: StatementSync;
-}
-
-interface ChangeRow {
-  site: string;
-  version: number;
-  tbl: string;
-  key: string;
-  hlc: string;
-  owner: string;
-  deleted: number;
-  body: string | null;
-  sig?: string | null;
-}
-
-// A signature verdict reached before a batch is committed, with the key it was checked against.
-interface Verdict {
-  key: string;
-  ok: boolean;
-}
-
-// A change that passed the shape and table rules, with its position in the batch.
-interface Screened {
-  index: number;
-  change: Change;
-  body?: Record<string, unknown>;
-}
-
-// A row names the change that won it by (site, version); its body is read from the log, so each body is stored
-// once. The log is never pruned of a change a row still names. `seq` is the rowid: a write moves the row to the
-// end, so changesSince and the filter index append instead of inserting in the middle.
-const ROW_COLUMNS: [string, string][] = [
-  ["deleted", "INTEGER NOT NULL DEFAULT 0"],
-  ["hlc", "TEXT NOT NULL DEFAULT ''"],
-  ["site", "TEXT NOT NULL DEFAULT ''"],
-  ["version", "INTEGER NOT NULL DEFAULT 0"],
-  ["owner", "TEXT NOT NULL DEFAULT ''"],
-];
-
-const FIELD_PATTERN = /^[a-z][a-z0-9_]{0,62}$/;
-
-// Filter columns carry a prefix so a body field can never collide with a bookkeeping column.
-function filterColumn(field: string): string {
-  return `f_${field}`;
-}
-
-// Only JSON strings are copied, matching what a filter on a string value can equal.
-function filterValue(body: Record<string, unknown> | undefined, field: string): string | null {
-  const value = body?.[field];
-  return typeof value === "string" ? value : null;
-}
-
-function parseStoredBody(text: string | null): Record<string, unknown> | undefined {
-  if (text === null) return undefined;
-  const body = parseBodyText(text);
-  return typeof body === "string" ? undefined : body;
-}
-
-function toChange(row: ChangeRow): Change {
-  const change: Change = {
-    site: row.site,
-    version: row.version,
-    table: row.tbl,
-    key: row.key,
-    hlc: row.hlc,
-    owner: row.owner,
-    deleted: row.deleted === 1,
-    body: row.body,
-  };
-  if (typeof row.sig === "string") change.sig = row.sig;
-  return change;
-}
-
-function rejection(index: number, change: Change, reason: string): Rejection {
-  return { index, site: change.site, version: change.version, reason };
-}
-
-/** Typed access to one replicated table. Reads are local; writes become changes. */
-export class Table<T extends Record<string, unknown>> {
-  readonly #store: Store;
-  readonly #spec: TableSpec;
-
-  /** Use the accessors on {@linkcode Store} instead. */
-  constructor(store: Store, spec: TableSpec) {
-    this.#store = store;
-    this.#spec = spec;
-  }
-
-  /** The table name. */
-  get name(): string {
-    return this.#spec.name;
-  }
-
-  /** The key a body is stored under. */
-  keyOf(body: T): string {
-    return this.#spec.keyOf(body);
-  }
-
-  /** The live body stored under `key`, with any fields this release does not know kept. */
-  get(key: string): T | undefined {
-    const text = this.#store.readBody(this.#spec.name, key);
-    return text === undefined ? undefined : JSON.parse(text) as T;
-  }
-
-  /** Live bodies, optionally only those whose top-level string fields equal `where`. */
-  list(where: Partial<Record<string, string>> = {}): T[] {
-    return this.#store.listBodies(this.#spec.name, where).map((text) => JSON.parse(text) as T);
-  }
-
-  /** Writes a body under its key and returns the change it produced. */
-  put(body: T): Change {
-    return this.#store.writeLocal(this.#spec, this.#spec.keyOf(body), body);
-  }
-
-  /** Writes a tombstone for `key` and returns the change it produced. */
-  delete(key: string): Change {
-    return this.#store.writeLocal(this.#spec, key, null);
-  }
-}
+export type {
+  ApplyResult,
+  ChangedKey,
+  ChangePage,
+  CommitEvent,
+  CompactResult,
+  Rejection,
+  StoreChanges,
+  StoreOptions,
+} from "./store_types.ts";
+export { Table } from "./table.ts";
 
 /** One Machine's copy of the Cluster store. Open with {@linkcode openStore}. */
 export class Store {
