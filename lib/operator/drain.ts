@@ -7,7 +7,7 @@ import type { ConfigureMachineResponse, MachineRecord } from "../rpc/mod.ts";
 import { INGRESS_PROJECT } from "../serving/mod.ts";
 import { type DeployBook, deployProject, type DeployReport, type FlowResult } from "./deploy_flow.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
-import { OperatorError } from "./errors.ts";
+import { ambiguousMachine, OperatorError } from "./errors.ts";
 
 /** A Machine a Drain reaches: a Deploy's API plus the route that changes the Machine's own flags. */
 export type DrainApi = DeployMachineApi & {
@@ -56,13 +56,7 @@ export function pickDrained<H extends { id: string; name: string }>(
     h.name === wanted || h.id === wanted || (wanted.length >= 4 && h.id.startsWith(wanted))
   );
   if (found.length > 1) {
-    throw new OperatorError(
-      "ambiguous",
-      `Machine name "${wanted}" is held by ${found.length} Machines (${
-        found.map((h) => h.id).join(", ")
-      }): give the id`,
-      { machine: wanted },
-    );
+    throw ambiguousMachine(wanted, found.map((h) => h.id));
   }
   if (found.length === 0) {
     const omitted = omissions.find((o) => o.machineName === wanted);

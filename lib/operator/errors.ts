@@ -8,3 +8,12 @@ export class OperatorError extends CodedError {
     this.name = "OperatorError";
   }
 }
+
+/** The refusal of a Machine name that several Machines hold, naming their ids: the operator gives an id instead. */
+export function ambiguousMachine(wanted: string, ids: readonly string[]): OperatorError {
+  return new OperatorError(
+    "ambiguous",
+    `Machine name "${wanted}" is held by ${ids.length} Machines (${ids.join(", ")}): give the id`,
+    { machine: wanted },
+  );
+}

@@ -8,7 +8,7 @@ import {
   viaEntry,
 } from "../rpc/mod.ts";
 import type { Allocation } from "../store/mod.ts";
-import { OperatorError } from "./errors.ts";
+import { ambiguousMachine, OperatorError } from "./errors.ts";
 import { listTargets } from "./targets.ts";
 
 /** Reads `key=value` words and `--rm key` values into a request; a bad word is refused by name. */
@@ -63,13 +63,7 @@ export async function configureMachine(
   const { targets, opened } = await listTargets(entry, { machine: wanted });
   try {
     if (targets.length > 1) {
-      throw new OperatorError(
-        "ambiguous",
-        `Machine name "${wanted}" is held by ${targets.length} Machines (${
-          targets.map((t) => t.id).join(", ")
-        }): give the id`,
-        { machine: wanted },
-      );
+      throw ambiguousMachine(wanted, targets.map((t) => t.id));
     }
     const target = targets[0];
     if (!("client" in target)) {
@@ -130,13 +124,7 @@ export async function retireGone(
     );
   }
   if (found.length > 1) {
-    throw new OperatorError(
-      "ambiguous",
-      `Machine name "${wanted}" is held by ${found.length} Machines (${
-        found.map((m) => m.id).join(", ")
-      }): give the id`,
-      { machine: wanted },
-    );
+    throw ambiguousMachine(wanted, found.map((m) => m.id));
   }
   const row = found[0];
   if (row.id === list.observer.machine_id) {
