@@ -56,6 +56,8 @@ const certRenewCommand: Command = {
   name: "renew",
   summary: "Ask for a renewal of an ACME certificate now; the old one is served until the new one arrives",
   usage: "HOSTNAME [--json]",
+  description:
+    "For a name whose first issuance failed, asks for the next attempt now instead of after its pause.",
   positionals: [1, 1],
   options: { json: { type: "boolean" } },
   async run({ values, positionals, io }): Promise<number> {

@@ -24,10 +24,23 @@ export function listCertificates(store: Store, now: Date = new Date()): Certific
   );
 }
 
-/** Asks for a renewal of an ACME certificate; the asking Machine renews it on its next pass. */
+/**
+ * Asks for a renewal of an ACME certificate; the asking Machine renews it on its next pass. For a name whose first
+ * issuance failed (it has an error row but no certificate yet), it asks for the next attempt now instead of after
+ * the failure's pause, through a certificate row that holds only the request.
+ */
 export function requestRenewal(store: Store, hostname: string, now: Date = new Date()): CertificateWire {
   const row = store.certificates.get(hostname);
   if (row === undefined) {
+    if (store.certificateErrors.get(hostname) !== undefined && hostnameProblem(hostname) === null) {
+      const request: Certificate = {
+        name: hostname,
+        source: "acme",
+        "renew_requested_at": now.toISOString(),
+      };
+      store.certificates.put(request);
+      return viewOf(store, request, now);
+    }
     throw new CertificateError("not_found", `No certificate for "${hostname}": see "ployz cert ls"`);
   }
   if (row.source === "operator") {

@@ -2,8 +2,9 @@
  * The certificate keeper the serving loop drives: on each pass it is told the https hostnames the Cluster routes,
  * and when this Machine is the asker ({@link certificateAsker}) it starts one bounded task per hostname that needs a
  * certificate obtained or renewed ({@link certificateTasks}), at most two at a time. A task publishes each HTTP-01
- * answer as an `acme_challenges` row (so every Machine's Ingress Proxy serves it), waits until this Machine's proxy
- * serves it and the others had time to load it, lets the CA validate, withdraws the row, and writes the
+ * answer as an `acme_challenges` row (so every Machine's Ingress Proxy serves it), waits until every Machine not Down
+ * that runs an Ingress Proxy confirmed loading it (challenge acks, bounded: see `challenge_acks.ts`), lets the CA
+ * validate, withdraws the row, and writes the
  * certificate row (hostname-keyed, last writer wins). A failure keeps the old certificate, is written as a
  * `certificate_errors` row with the CA's text, and is retried after a jittered, doubling pause per hostname.
  *
@@ -18,6 +19,7 @@ import {
   type IssuedCertificate,
   obtainCertificate,
 } from "./acme_issuer.ts";
+import { type ChallengeConfirmation, confirmStep, DEFAULT_CONFIRM_MS } from "./challenge_acks.ts";
 import { certificateAsker, certificateTasks, retryPauseMs, usableCertificate } from "./certificates.ts";
 
 /** How long a published answer stays servable. */
@@ -33,12 +35,12 @@ export interface CertificateKeeperOptions {
   settings: () => Promise<AcmeSettings>;
   /** Machines observed Down. */
   down: () => ReadonlySet<string>;
-  /** Whether this Machine's Ingress Proxy serves the answer for `token` now. */
-  serves: (token: string) => boolean;
+  /** Which Machines confirmed serving the answer for `token` now, and which are awaited. */
+  confirmation: (token: string) => ChallengeConfirmation;
   /** Asks the serving loop for a pass (after a challenge row is written). */
   kick: () => void;
-  /** Pause after the local proxy serves an answer, for the other Machines to load it; default 2 s. */
-  settleMs?: number;
+  /** Bound on the wait for every Machine to confirm an answer; default {@link DEFAULT_CONFIRM_MS}. */
+  confirmMs?: number;
   /** Bound on one task; default 120 s. */
   taskTimeoutMs?: number;
   /** The ACME client (tests replace it). */
@@ -81,35 +83,58 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
   const running = new Set<Promise<void>>();
   let stopped = false;
 
-  const board: ChallengeBoard = {
-    async publish(hostname, token, keyAuthorization): Promise<void> {
-      store.acmeChallenges.put({
-        token,
-        "key_authorization": keyAuthorization,
-        hostname,
-        "expires_at": new Date(Date.now() + ANSWER_LIFETIME_MS).toISOString(),
-      });
-      options.kick();
-      const deadline = Date.now() + 30_000;
-      while (!options.serves(token)) {
-        if (Date.now() > deadline || stopped) {
-          throw new Error(`this Machine's Ingress Proxy did not serve the answer for "${hostname}" in 30 s`);
+  // One board per task: what it saw of the confirmations is told with the task's outcome.
+  function boardFor(notes: string[]): ChallengeBoard {
+    return {
+      async publish(hostname, token, keyAuthorization): Promise<void> {
+        store.acmeChallenges.put({
+          token,
+          "key_authorization": keyAuthorization,
+          hostname,
+          "expires_at": new Date(Date.now() + ANSWER_LIFETIME_MS).toISOString(),
+        });
+        options.kick();
+        const started = Date.now();
+        const bound = options.confirmMs ?? DEFAULT_CONFIRM_MS;
+        for (;;) {
+          if (stopped) throw new Error("the daemon is stopping");
+          const step = confirmStep(hostname, options.confirmation(token), Date.now() - started, bound);
+          if (step.kind === "fail") throw new Error(step.message);
+          if (step.kind === "validate") {
+            const took = Date.now() - started;
+            if (step.missing.length === 0) {
+              log(
+                `certificates: the answer for "${hostname}" is served by ${step.confirmed.join(", ")} ` +
+                  `(confirmed in ${took} ms); asking the CA to validate`,
+              );
+            } else {
+              const note = `${step.missing.join(", ")} did not confirm serving the answer within ${
+                bound / 1000
+              } s`;
+              notes.push(note);
+              log(
+                `certificates: asking the CA to validate "${hostname}" though ${note}; ` +
+                  `served by ${step.confirmed.join(", ")}`,
+              );
+            }
+            return;
+          }
+          await sleep(100);
         }
-        await sleep(100);
-      }
-      await sleep(options.settleMs ?? 2_000);
-    },
-    withdraw(token): Promise<void> {
-      if (store.acmeChallenges.get(token) !== undefined) store.acmeChallenges.delete(token);
-      options.kick();
-      return Promise.resolve();
-    },
-  };
+      },
+      withdraw(token): Promise<void> {
+        if (store.acmeChallenges.get(token) !== undefined) store.acmeChallenges.delete(token);
+        options.kick();
+        return Promise.resolve();
+      },
+    };
+  }
 
   async function run(hostname: string, kind: string, state: KeeperState): Promise<void> {
     const started = Date.now();
+    const notes: string[] = [];
     try {
-      const issued = await obtain(await options.settings(), hostname, board);
+      const issued = await obtain(await options.settings(), hostname, boardFor(notes));
       const read = usableCertificate({ name: hostname, pem: issued.pem, key: issued.key }, new Date());
       if (!read.ok) throw new Error(`the CA's certificate cannot be served: ${read.reason}`);
       const current = store.certificates.get(hostname);
@@ -136,13 +161,15 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
         `certificates: ${
           kind === "issue" ? "obtained" : "renewed"
         } "${hostname}" serial ${read.cert.serial} ` +
-          `until ${read.cert.notAfter.toISOString()} in ${Date.now() - started} ms`,
+          `until ${read.cert.notAfter.toISOString()} in ${Date.now() - started} ms` +
+          (notes.length > 0 ? ` (${notes.join("; ")})` : ""),
       );
     } catch (error) {
       state.failures += 1;
       const pause = retryPauseMs(state.failures, random());
       state.retryAtMs = Date.now() + pause;
-      const message = oneLine((error as Error).message);
+      const message = oneLine((error as Error).message) +
+        (notes.length > 0 ? ` (validation was asked although ${notes.join("; ")})` : "");
       log(
         `certificates: cannot ${kind} "${hostname}": ${message}; next attempt in ${
           Math.round(pause / 1000)

@@ -112,7 +112,7 @@ export interface CertificateTask {
   kind: "issue" | "renew";
   /** Why. */
   reason: string;
-  /** When an operator asked for this renewal (ms since epoch); such a request skips a failure's pause once. */
+  /** When an operator asked for this renewal or retry (ms since epoch); it skips a failure's pause once. */
   askedAtMs?: number;
 }
 
@@ -135,11 +135,14 @@ export function certificateTasks(input: CertificateTaskInput): CertificateTask[]
     const row = byName.get(hostname);
     if (row?.source === "operator") continue;
     const read = usableCertificate(row, input.now);
+    const asked = typeof row?.renew_requested_at === "string" ? Date.parse(row.renew_requested_at) : NaN;
     if (!read.ok) {
-      out.push({ hostname, kind: "issue", reason: read.reason });
+      const task: CertificateTask = { hostname, kind: "issue", reason: read.reason };
+      // An operator's retry of a failing first issuance skips the failure's pause, as a renewal request does.
+      if (Number.isFinite(asked)) task.askedAtMs = asked;
+      out.push(task);
       continue;
     }
-    const asked = typeof row?.renew_requested_at === "string" ? Date.parse(row.renew_requested_at) : NaN;
     const renewed = typeof row?.renewed_at === "string" ? Date.parse(row.renewed_at) : 0;
     if (Number.isFinite(asked) && asked > renewed) {
       out.push({ hostname, kind: "renew", reason: "renewal asked for", askedAtMs: asked });

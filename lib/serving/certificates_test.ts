@@ -3,7 +3,7 @@ import { X509Certificate } from "node:crypto";
 import { openStore } from "../store/mod.ts";
 import type { Certificate, Container } from "../store/mod.ts";
 import { canonical } from "./caddy_loader.ts";
-import { listCertificates } from "./certificate_admin.ts";
+import { listCertificates, requestRenewal } from "./certificate_admin.ts";
 import { projectCaddy } from "./caddy_projection.ts";
 import { startCertificateKeeper } from "./certificate_keeper.ts";
 import {
@@ -172,9 +172,11 @@ Deno.test("the keeper on the asker obtains, publishes answers as rows, withdraws
     store,
     settings: () => Promise.resolve({ directoryUrl: "https://ca.test/dir", accountPath: "/nonexistent" }),
     down: () => new Set(),
-    serves: (token) => store.acmeChallenges.get(token) !== undefined,
+    confirmation: (token) => ({
+      confirmed: store.acmeChallenges.get(token) !== undefined ? ["m1"] : [],
+      missing: [],
+    }),
     kick: () => {},
-    settleMs: 0,
     random: () => 0.5,
     log: (line) => lines.push(line),
     async obtain(_settings, hostname, board) {
@@ -239,7 +241,7 @@ Deno.test("a Machine that is not the asker starts nothing", async () => {
     settings: () => Promise.reject(new Error("unused")),
     // Its own view counts it Down (it is cut off), so another Machine asks.
     down: () => new Set(["m1"]),
-    serves: () => true,
+    confirmation: () => ({ confirmed: ["m1"], missing: [] }),
     kick: () => {},
     obtain: () => {
       asked++;
@@ -289,5 +291,33 @@ Deno.test("two Machines that both obtained a name converge on one winner and bot
   } finally {
     a.close();
     b.close();
+  }
+});
+
+Deno.test("a renewal request for a name whose first issuance failed asks for the next attempt now", () => {
+  const store = openStore({ path: ":memory:", siteId: "m1", clusterId: "c" });
+  try {
+    assert.throws(() => requestRenewal(store, "new.example.test"), /No certificate for "new\.example\.test"/);
+    store.certificateErrors.put({
+      hostname: "new.example.test",
+      error: "DNS problem",
+      at: NOW.toISOString(),
+    });
+    const view = requestRenewal(store, "new.example.test", NOW);
+    assert.equal(view.servable, false);
+    assert.equal(view.last_error, "DNS problem");
+    const tasks = certificateTasks({
+      hostnames: ["new.example.test"],
+      rows: store.certificates.list(),
+      now: NOW,
+    });
+    assert.deepEqual(tasks, [{
+      hostname: "new.example.test",
+      kind: "issue",
+      reason: "no certificate",
+      askedAtMs: NOW.getTime(),
+    }]);
+  } finally {
+    store.close();
   }
 });

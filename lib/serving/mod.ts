@@ -23,7 +23,8 @@
  * - **Certificates.** https routes are served with certificates kept as `certificates` rows (name-keyed by
  *   hostname, LWW); the serving loop's certificate keeper obtains and renews them from an ACME CA with HTTP-01 on
  *   the asking Machine (smallest id not Down) through `acme-client`, publishing each answer as an `acme_challenges`
- *   row every Machine's Caddy serves; `ployz cert` reads and writes the rows ({@link listCertificates}).
+ *   row every Machine's Caddy serves, and asking the CA to validate once every Machine not Down that runs an
+ *   Ingress Proxy acked loading it (bounded; past the bound it names those that did not); `ployz cert` reads and writes the rows ({@link listCertificates}).
  * - **Ingress Proxy.** Caddy in a container, `ployz-system/caddy` ({@link ingressContainerSpec}); a Deploy fills
  *   missing or stopped slots ({@link fillIngressSlot}); the daemon starts the newest local proxy whose last start
  *   failed exactly under bet 10's conditions ({@link ingressStartDecision}, {@link startIngressDriver}).
@@ -45,6 +46,7 @@ export {
   type KeeperState,
 } from "./certificate_keeper.ts";
 export { type UsableCertificate } from "./certificates.ts";
+export { type ChallengeConfirmation } from "./challenge_acks.ts";
 export {
   addCertificate,
   CertificateError,

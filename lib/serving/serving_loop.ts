@@ -15,6 +15,12 @@
 import type { Engine } from "../deploy/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
 import { writeAcks } from "./acks.ts";
+import {
+  challengeAckPointer,
+  challengeAcksToWrite,
+  challengeConfirmation,
+  staleChallengeAcks,
+} from "./challenge_acks.ts";
 import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
 import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
@@ -68,8 +74,8 @@ export interface ServingLoopOptions {
   log?: (line: string) => void;
   /** ACME settings for https routes; without them no certificate is obtained here (certificates still load). */
   acme?: () => Promise<AcmeSettings>;
-  /** Keeper overrides (tests): the ACME client, the settle pause. */
-  keeper?: Pick<CertificateKeeperOptions, "obtain" | "settleMs" | "random">;
+  /** Keeper overrides (tests): the ACME client, the bound on answer confirmations. */
+  keeper?: Pick<CertificateKeeperOptions, "obtain" | "confirmMs" | "random">;
 }
 
 /** What one pass did. */
@@ -141,7 +147,14 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     store,
     settings: options.acme,
     down: () => options.down?.() ?? new Set(),
-    serves: (token) => answered.has(token),
+    confirmation: (token) =>
+      challengeConfirmation({
+        token,
+        machines: store.liveMachines(),
+        down: options.down?.() ?? new Set(),
+        containers: store.liveContainers(),
+        acks: store.acks.list({ pointer: challengeAckPointer(token) }),
+      }),
     kick: () => schedule(),
     log,
     ...options.keeper,
@@ -278,6 +291,18 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         for (const key of staleLeaveAcks(machineId, containers, store.acks.list())) store.acks.delete(key);
       } catch (error) {
         errors.push(`cannot write acks: ${(error as Error).message}`);
+      }
+    }
+
+    // Challenge acks follow what the local proxy confirmed loaded; without a proxy this Machine answers none.
+    if (caddy !== "failed") {
+      try {
+        const tokens = [...answered];
+        const current = store.acks.list();
+        for (const row of challengeAcksToWrite(machineId, tokens, current, new Date())) store.acks.put(row);
+        for (const key of staleChallengeAcks(machineId, tokens, current)) store.acks.delete(key);
+      } catch (error) {
+        errors.push(`cannot write challenge acks: ${(error as Error).message}`);
       }
     }
 
