@@ -25,6 +25,7 @@ import { healthToWire, toWire } from "./observed.ts";
 import type { ServingHooks } from "./serving_runtime.ts";
 import { sleep } from "../util/mod.ts";
 import { materializeFiles, projectLock, projectOf, pruneFiles } from "./shipped_files.ts";
+import { findPortHolder, hostProcRoot, portConflictMessage, portConflictOf } from "./port_holder.ts";
 
 /** What the container handlers need from the running daemon. */
 export interface ContainerHost {
@@ -228,12 +229,35 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       // A container made just now is not running yet; one found may be.
       const now = made.created ? undefined : await engine.inspectContainer(made.id, ctx.signal);
       if (now?.state !== "running") {
-        await engine.startContainer(made.id, ctx.signal);
+        await startExplained(made.id, ctx.signal);
         started = true;
       }
     }
     const { container } = await observe(made.id, ctx.signal);
     return { container, created: made.created, started };
+  }
+
+  // A start refused over a taken host port names the Machine, the port and, where this daemon can see it, the holder.
+  async function startExplained(id: string, signal: AbortSignal): Promise<void> {
+    try {
+      await engine.startContainer(id, signal);
+    } catch (error) {
+      const conflict = portConflictOf((error as Error).message ?? "");
+      if (conflict === null) throw error;
+      const holder = conflict.by === "process"
+        ? await findPortHolder(conflict.port, hostProcRoot())
+        : undefined;
+      const machine = host.record().name;
+      throw new RpcError("conflict", portConflictMessage(conflict, machine, holder), {
+        details: {
+          machine,
+          port: conflict.port,
+          address: conflict.address,
+          ...(holder === undefined ? {} : { holder: holder.command, pid: holder.pid }),
+        },
+        cause: error,
+      });
+    }
   }
 
   return {
@@ -289,7 +313,7 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       // A requested start releases an Ingress Proxy a requested stop held down (docs/bets.md, bet 10).
       const proxy = await ingressProxy(req.id, ctx.signal);
       proxy?.hooks.holds.requestStart(proxy.id);
-      await engine.startContainer(req.id, ctx.signal);
+      await startExplained(req.id, ctx.signal);
       return await observe(req.id, ctx.signal);
     },
     async stopContainer(req, ctx) {
