@@ -80,6 +80,14 @@ dockerTest("a retried create with the same creation key returns the first contai
     s.engine.createContainer({ ...spec, creationKey: `${spec.creationKey}-other` }),
     (e) => e instanceof DockerError && e.code === "conflict" && /creation key/.test(e.message),
   );
+  // A caller that checked the key and the image just before skips the look-up by name: Docker's conflict on
+  // create gives the same answers.
+  const checked = { checked: true };
+  assert.equal((await s.engine.createContainer(spec, undefined, checked)).id, first.id);
+  await assert.rejects(
+    s.engine.createContainer({ ...spec, creationKey: `${spec.creationKey}-other` }, undefined, checked),
+    (e) => e instanceof DockerError && e.code === "conflict" && /creation key/.test(e.message),
+  );
 });
 
 dockerTest("a hand-made container with the same name is never touched", async (s) => {
@@ -112,15 +120,17 @@ dockerTest("a hand-made container with the same name is never touched", async (s
       return true;
     });
   }
-  await assert.rejects(s.engine.createContainer(spec), (e) => {
-    assert.ok(e instanceof DockerError);
-    assert.equal(e.code, "conflict");
-    assert.equal(
-      e.message,
-      `Cannot create container "${spec.name}": the name is taken by a container Ployz does not own (label "ployz.managed" is missing)`,
-    );
-    return true;
-  });
+  for (const options of [{}, { checked: true }]) {
+    await assert.rejects(s.engine.createContainer(spec, undefined, options), (e) => {
+      assert.ok(e instanceof DockerError);
+      assert.equal(e.code, "conflict");
+      assert.equal(
+        e.message,
+        `Cannot create container "${spec.name}": the name is taken by a container Ployz does not own (label "ployz.managed" is missing)`,
+      );
+      return true;
+    });
+  }
   const still = await hand.inspect();
   assert.equal(still.State.Running, true);
   assert.equal(still.Name, `/${spec.name}`);

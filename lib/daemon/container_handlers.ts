@@ -186,14 +186,18 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
     const record = host.record();
     requireParticipating(record, "create a container");
     const spec = asSpec(req.spec);
-    const [prior] = await engine.listOwned({ creationKey: spec.creationKey }, ctx.signal);
+    // Both are reads, asked together: the image answer is used only when no container holds the creation key yet.
+    const [[prior], local] = await Promise.all([
+      engine.listOwned({ creationKey: spec.creationKey }, ctx.signal),
+      host.imageFor === undefined
+        ? engine.imageExists(spec.image, ctx.signal).then((found) => found ? spec.image : undefined)
+        : host.imageFor(spec.image, ctx.signal),
+    ]);
     let image: string | undefined = spec.image;
     if (prior === undefined) {
       // Machine-local admission, against this Machine's own record and Docker, before anything is created.
       admit(record, spec);
-      image = host.imageFor === undefined
-        ? (await engine.imageExists(spec.image, ctx.signal) ? spec.image : undefined)
-        : await host.imageFor(spec.image, ctx.signal);
+      image = local;
       if (image === undefined) {
         throw new RpcError(
           "not_found",

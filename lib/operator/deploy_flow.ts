@@ -131,7 +131,7 @@ const INGRESS = { project: INGRESS_PROJECT, service: INGRESS_SERVICE };
 export async function observe(
   machines: DeployMachines,
   project: string,
-  images: string[],
+  images: string[] | Promise<string[]>,
   options: { ingress?: boolean } = {},
 ): Promise<Snapshot> {
   return await takeSnapshot(machines.handles, {
@@ -288,17 +288,27 @@ async function deployPrepared(
   builder?: Builder,
 ): Promise<FlowResult> {
   // Every Machine runs the digest resolved here, once: a moved tag is a changed spec, never a mix.
-  const pins = await pinImages(
+  const pinning = pinImages(
     request.project,
     machines,
     options.registryAuth ?? (() => Promise.resolve(undefined)),
   );
+  const ingress = { ...INGRESS, image: ingressImage() };
+  // The Snapshot starts while the registry is asked; only its image checks wait for the pinned references.
+  const observing = observe(
+    machines,
+    request.project.name,
+    pinning.then((p) => [...Object.values(p.project.services).map((s) => s.image), ingress.image]),
+    { ingress: true },
+  );
+  const [pinned, observed] = await Promise.allSettled([pinning, observing]);
+  if (pinned.status === "rejected") throw pinned.reason;
+  if (observed.status === "rejected") throw observed.reason;
+  const pins = pinned.value;
+  const snapshot = observed.value;
   const project = pins.project;
   const previous = book.savedState(project.name)?.compose as NormalizedProject | undefined;
   const deployment = deploymentFor(book, project);
-  const ingress = { ...INGRESS, image: ingressImage() };
-  const images = [...Object.values(project.services).map((s) => s.image), ingress.image];
-  const snapshot = await observe(machines, project.name, images, { ingress: true });
   // An image still to be built will be on the builder once built: the plan copies it from there.
   const building = snapshot.machines.find((m) => m.machineId === builder?.id);
   for (const job of jobs) if (!job.upToDate && building !== undefined) building.images[job.ref] = true;

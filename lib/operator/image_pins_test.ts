@@ -216,3 +216,56 @@ Deno.test("a pull that fails mid-way fails its operation as unavailable, and a r
   assert.ok(second.status === "ran" && second.outcome.status === "succeeded");
   assert.deepEqual(second.plan.ops.filter((op) => op.kind === "pull").map((op) => op.machineName), ["m2"]);
 });
+
+/** A Machine whose registry answers only once every Machine was asked for its containers (or after 2 s). */
+class SlowRegistry extends FakeMachine {
+  #listed: () => void = () => {};
+  listedBeforeAnswer = false;
+  readonly others: FakeMachine[] = [];
+  override resolveImage(r: { ref: string }): Promise<{ ref: string; digest: string }> {
+    const everyoneListed = (): boolean => [this, ...this.others].every((m) => m.calls.includes("list shop"));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#listed = () => {};
+        super.resolveImage(r).then(resolve, reject);
+      }, 2_000);
+      this.#listed = () => {
+        if (!everyoneListed()) return;
+        clearTimeout(timer);
+        this.#listed = () => {};
+        this.listedBeforeAnswer = true;
+        super.resolveImage(r).then(resolve, reject);
+      };
+      this.#listed();
+    });
+  }
+  notifyListed(): void {
+    this.#listed();
+  }
+}
+
+Deno.test("a Deploy observes the Machines while the registry resolves the tag, then checks the pinned image", async () => {
+  const m1 = new SlowRegistry("id1", "m1");
+  const m2 = new FakeMachine("id2", "m2");
+  m1.others.push(m2);
+  for (const m of [m1, m2]) {
+    const list = m.listContainers.bind(m);
+    m.listContainers = (r) => {
+      if (r.project === "shop") m.calls.push("list shop");
+      m1.notifyListed();
+      return list(r);
+    };
+  }
+  m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  const result = await deployProject(
+    cluster([m1, m2]),
+    new FakeBook(),
+    { project: shop(), warnings: [], sourcePath: "c.yaml" },
+    { report: recorder(), yes: true, dryRun: true, confirmDataLoss: [], verb: "deploy" },
+  );
+  assert.ok(m1.listedBeforeAnswer, "every Machine was listed before the registry answered");
+  assert.deepEqual(
+    result.plan.ops.filter((op) => op.kind === "pull").map((op) => op.kind === "pull" ? op.ref : ""),
+    [`${REG}/shop/web:1@${D1}`, `${REG}/shop/web:1@${D1}`],
+  );
+});

@@ -7,7 +7,10 @@
 // - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
 // - by hand, parallel: the same three pull+run sequences at once (a script would);
 // - warm: the same `ployz deploy` again (nothing pulled, nothing to do), and with a changed environment variable
-//   (three replacements, nothing pulled).
+//   (three replacements, nothing pulled);
+// - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
+//   own transfer, which a pull operation runs) and by m3 from m1 over the mesh (`ployz image copy`, which an image
+//   operation runs: the time the target Machine reports for save, transfer and load, without the CLI's start).
 // Run: sudo deno run --allow-all tools/bench/registry_pull_bench.ts (PLOYZ_BENCH_ROUNDS, default 3).
 import { join } from "node:path";
 import { startLab } from "../../tests/support/lab.ts";
@@ -164,6 +167,18 @@ if (!LAB_READY) {
       samples.record("docker pull + run by hand, three Machines at once", performance.now() - started);
 
       samples.record("ployz deploy, warm, nothing changed", await deploy());
+      const shared = await fresh(`c${round}`);
+      await must("docker", [...sock("m1"), "pull", shared], dockerEnv);
+      started = performance.now();
+      await must("docker", [...sock("m2"), "pull", shared], dockerEnv);
+      samples.record("image to a Machine: registry pull (docker pull)", performance.now() - started);
+      const copied = JSON.parse(
+        (await lab.on("m1", ["image", "copy", shared, "--from", "m1", "--to", "m3", "--json"])).stdout,
+      ) as { transferred: boolean; "duration_ms": number };
+      if (!copied.transferred) {
+        throw new Error(`image copy to m3 transferred nothing: ${JSON.stringify(copied)}`);
+      }
+      samples.record("image to a Machine: peer copy over the mesh (ployz image copy)", copied.duration_ms);
       await Deno.writeTextFile(compose, text("b"));
       samples.record("ployz deploy, warm, 3 replaced (nothing pulled)", await deploy());
       await lab.on("m1", ["rm", `bench${round}`, "-y"]);
@@ -184,6 +199,12 @@ if (!LAB_READY) {
         (cold / median("docker pull + run by hand, three Machines at once")).toFixed(2)
       }x ` +
         `(${LAYER_MB} MB layer, ${ROUNDS} rounds, --parallel ${PARALLEL}, medians)`,
+    );
+    console.log(
+      `peer copy over the mesh / registry pull: ${
+        (median("image to a Machine: peer copy over the mesh (ployz image copy)") /
+          median("image to a Machine: registry pull (docker pull)")).toFixed(2)
+      }x (${LAYER_MB} MB layer, medians)`,
     );
   } finally {
     await Deno.remove(certs, { recursive: true }).catch(() => {});

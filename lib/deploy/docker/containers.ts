@@ -37,8 +37,9 @@ export interface CreateOptions {
   /** The host path of each Provisioned Volume the spec mounts, by volume name (its copy in the Pool). */
   volumePaths?: Readonly<Record<string, string>>;
   /**
-   * The caller has just listed no container with the spec's creation key and found the image: both lookups are
-   * skipped (two Docker calls). A container made meanwhile under the same name still comes back as `existing`.
+   * The caller has just listed no container with the spec's creation key and found the image: both lookups, and
+   * the look-up by name, are skipped (three Docker calls). A container holding the name anyway is Docker's
+   * conflict on create, and still comes back as `existing` (or refused, when another spec or owner holds it).
    */
   checked?: boolean;
 }
@@ -240,8 +241,11 @@ export async function createContainer(
     const inspect = await inspectRaw(client, prior.Id, signal);
     if (inspect !== undefined) return existing(client, spec, inspect);
   }
-  const byName = await inspectRaw(client, spec.name, signal);
-  if (byName !== undefined) return existing(client, spec, byName);
+  if (options.checked !== true) {
+    // Checked just before: a name taken since is Docker's conflict on create, answered below the same way.
+    const byName = await inspectRaw(client, spec.name, signal);
+    if (byName !== undefined) return existing(client, spec, byName);
+  }
   if (options.checked !== true && !await imageExists(client, options.image ?? spec.image, signal)) {
     throw new DockerError(
       "not_found",

@@ -70,8 +70,11 @@ export interface Snapshot {
 export interface SnapshotRequest {
   /** The Project whose containers are listed. */
   project: string;
-  /** Images whose presence is checked on each Machine. */
-  images: string[];
+  /**
+   * Images whose presence is checked on each Machine. A promise lets the rest of the observation start while the
+   * caller still resolves them (digest pinning); a rejected one makes every Machine a failure.
+   */
+  images: string[] | Promise<string[]>;
   /** The Ingress Proxy's Project and Service, to list its containers too. */
   ingress?: { project: string; service: string };
   /** Machines known to exist and not asked, with the reason; kept in the Snapshot as omissions. */
@@ -80,15 +83,25 @@ export interface SnapshotRequest {
   precheck?: (machine: MachineHandle) => Promise<void>;
 }
 
-/** Observes `project` and the presence of `images` on every Machine, each independently. */
+/**
+ * Observes `project` and the presence of `images` on every Machine, each independently. A Machine's questions go
+ * out together (one round trip, not one per question): none depends on another's answer.
+ */
 export async function takeSnapshot(machines: MachineHandle[], request: SnapshotRequest): Promise<Snapshot> {
   const ingress = request.ingress;
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
     await request.precheck?.(m);
-    const status = await m.api.status();
-    const list = await m.api.listContainers({ project: request.project });
-    const images: Record<string, boolean> = {};
-    for (const ref of [...new Set(request.images)]) images[ref] = (await m.api.inspectImage({ ref })).present;
+    const presence = async (): Promise<Record<string, boolean>> => {
+      const refs = [...new Set(await request.images)];
+      const answers = await Promise.all(refs.map((ref) => m.api.inspectImage({ ref })));
+      return Object.fromEntries(refs.map((ref, i) => [ref, answers[i].present]));
+    };
+    const [status, list, images, proxies] = await Promise.all([
+      m.api.status(),
+      m.api.listContainers({ project: request.project }),
+      presence(),
+      ingress === undefined ? undefined : m.api.listContainers(ingress),
+    ]);
     const observation: MachineObservation = {
       machineId: status.machine.id,
       machineName: status.machine.name,
@@ -103,8 +116,7 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
     if (typeof status.machine.docker_network === "string") {
       observation.network = status.machine.docker_network;
     }
-    if (ingress !== undefined) {
-      const proxies = await m.api.listContainers(ingress);
+    if (ingress !== undefined && proxies !== undefined) {
       observation.ingress = proxies.containers.filter((c) =>
         c.project === ingress.project && c.service === ingress.service
       );
