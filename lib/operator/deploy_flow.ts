@@ -18,6 +18,7 @@ import {
   type Plan,
   planDeploy,
   type Snapshot,
+  startPulls,
   takeSnapshot,
   toWire,
 } from "../deploy/mod.ts";
@@ -193,6 +194,8 @@ export async function executeAndRecord(
   book: DeployBook,
   options: Pick<FlowOptions, "report" | "parallel" | "callTimeoutMs" | "files" | "registryAuth"> & {
     record: Record<string, unknown>;
+    /** The pull tasks already started for this plan ({@linkcode startPulls}). */
+    pullsStarted?: Promise<void>;
     /** `project/service` of the Services with ingress routes: a fill waits until its proxy routes them. */
     routed?: string[];
   },
@@ -219,6 +222,7 @@ export async function executeAndRecord(
     callTimeoutMs: options.callTimeoutMs,
     onEvent: (event) => options.report.event(event),
     registryAuth: options.registryAuth,
+    pullsStarted: options.pullsStarted,
     fillIngress: async (machine, request) => {
       const filled = await fillIngressSlot(machine, {
         ...request,
@@ -328,6 +332,11 @@ async function deployPrepared(
   }
   // Refuse before asking: the operator should not confirm a plan this Machine cannot run.
   if (!options.dryRun) await requirePlanCapabilities(plan, machines);
+  // Confirmed already (-y, nothing to build, no Data Loss to confirm): the pulls start while the Preview prints and
+  // the records are written.
+  const pullsStarted = options.yes && !options.dryRun && jobs.length === 0 && plan.dataLoss.length === 0
+    ? startPulls(plan, new Map(machines.handles.map((h) => [h.id, h.api])), options)
+    : undefined;
   const go = await confirmPlan(plan, options);
   const save = (): void =>
     book.saveState({
@@ -360,6 +369,7 @@ async function deployPrepared(
   const outcome = await executeAndRecord(plan, machines, book, {
     ...options,
     record: { "intent_digest": intentDigest(project) },
+    pullsStarted,
     routed: Object.entries(project.services).filter(([, s]) => s.ports.some((p) => p.kind === "ingress"))
       .map(([name]) => `${project.name}/${name}`),
   });

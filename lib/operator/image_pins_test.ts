@@ -269,3 +269,37 @@ Deno.test("a Deploy observes the Machines while the registry resolves the tag, t
     [`${REG}/shop/web:1@${D1}`, `${REG}/shop/web:1@${D1}`],
   );
 });
+
+Deno.test("with -y the pulls start before the Deployment record is written; a dry run or a question starts none", async () => {
+  const run = async (yes: boolean, dryRun: boolean) => {
+    const [m1, m2] = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+    m1.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+    const book = new FakeBook();
+    const save = book.saveDeployment.bind(book);
+    let atFirstRecord: string[] | undefined;
+    book.saveDeployment = (record) => {
+      atFirstRecord ??= [...m1.calls, ...m2.calls].filter((c) => c.startsWith("pull"));
+      save(record);
+    };
+    const report = recorder(false);
+    let atPreview: string[] = [];
+    const preview = report.preview;
+    report.preview = (plan) => {
+      preview(plan);
+      // Asked after the Preview printed: the pulls have had every chance to start by now.
+      queueMicrotask(() => atPreview = [...m1.calls, ...m2.calls].filter((c) => c.startsWith("pull")));
+    };
+    await deployProject(cluster([m1, m2]), book, { project: shop(), warnings: [], sourcePath: "c.yaml" }, {
+      report,
+      yes,
+      dryRun,
+      confirmDataLoss: [],
+      verb: "deploy",
+    });
+    return { atFirstRecord, atPreview };
+  };
+  const confirmed = await run(true, false);
+  assert.deepEqual(confirmed.atFirstRecord, [`pull ${REG}/shop/web:1@${D1}`, `pull ${REG}/shop/web:1@${D1}`]);
+  assert.deepEqual((await run(false, true)).atPreview, [], "a dry run pulls nothing");
+  assert.deepEqual((await run(false, false)).atPreview, [], "nothing is pulled before the operator answers");
+});

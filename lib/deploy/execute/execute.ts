@@ -53,6 +53,8 @@ export interface ExecuteOptions {
   fillIngress?: IngressFiller;
   /** Credentials for `pull` operations, asked once per operation and sent only with its requests. */
   registryAuth?: RegistryAuthSource;
+  /** The pull tasks {@linkcode startPulls} already started for this plan: joined instead of started again. */
+  pullsStarted?: Promise<void>;
   /** How many operations run at once, across Machines; default 1 (strictly in order). */
   parallel?: number;
   /** How many operations run at once on one Machine; default 2. */
@@ -536,6 +538,28 @@ function outcomeUnknown(error: unknown): boolean {
   return code === "unavailable" && details["no_answer"] === true;
 }
 
+/**
+ * Starts every pull task of `plan` on its Machine at once, whatever order the plan runs in: each pull operation later
+ * joins its Machine's task (a pull changes no container, so starting it early changes nothing the plan orders).
+ * Resolves once every Machine took its requests; never rejects (a pull operation reports its own failure).
+ */
+export async function startPulls(
+  plan: Plan,
+  machines: ReadonlyMap<string, MachineApi>,
+  options: Pick<ExecuteOptions, "registryAuth" | "callTimeoutMs"> = {},
+): Promise<void> {
+  await Promise.allSettled(plan.ops.map(async (op) => {
+    const api = machines.get(op.machineId);
+    if (op.kind !== "pull" || api?.pullImage === undefined) return;
+    const auth = await options.registryAuth?.(op.registry);
+    await bounded(api, options.callTimeoutMs ?? 120_000).pullImage!({
+      ref: op.ref,
+      ...(auth === undefined ? {} : { auth }),
+      "wait_ms": 0,
+    });
+  }));
+}
+
 /** Runs `plan` against the Machines by id, and reports the Outcome. Never throws for a failed step. */
 export async function executePlan(
   plan: Plan,
@@ -555,18 +579,7 @@ export async function executePlan(
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
   const onMachine = new Map<string, number>();
-  // Every Machine starts its pulls now, whatever order the plan runs in: each pull operation later joins its task
-  // (a pull changes no container, so starting it early changes nothing the plan orders).
-  const prefetched = Promise.allSettled(plan.ops.map(async (op) => {
-    const api = machines.get(op.machineId);
-    if (op.kind !== "pull" || api?.pullImage === undefined) return;
-    const auth = await options.registryAuth?.(op.registry);
-    await bounded(api, options.callTimeoutMs ?? 120_000).pullImage!({
-      ref: op.ref,
-      ...(auth === undefined ? {} : { auth }),
-      "wait_ms": 0,
-    });
-  }));
+  const prefetched = options.pullsStarted ?? startPulls(plan, machines, options);
 
   async function run(op: Op): Promise<void> {
     const found = machines.get(op.machineId);

@@ -5,7 +5,13 @@
  * @module
  */
 
-export { type ExecuteOptions, executePlan, type IngressFiller, type RegistryAuthSource } from "./execute.ts";
+export {
+  type ExecuteOptions,
+  executePlan,
+  type IngressFiller,
+  type RegistryAuthSource,
+  startPulls,
+} from "./execute.ts";
 export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,
