@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CAPABILITIES } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
 import { deployProject } from "./deploy_flow.ts";
@@ -302,4 +303,17 @@ Deno.test("with -y the pulls start before the Deployment record is written; a dr
   assert.deepEqual(confirmed.atFirstRecord, [`pull ${REG}/shop/web:1@${D1}`, `pull ${REG}/shop/web:1@${D1}`]);
   assert.deepEqual((await run(false, true)).atPreview, [], "a dry run pulls nothing");
   assert.deepEqual((await run(false, false)).atPreview, [], "nothing is pulled before the operator answers");
+});
+
+Deno.test("a refused image and a Machine that cannot be observed end in the refusal, not a crash", async () => {
+  const m1 = new FakeMachine("id1", "m1");
+  m1.missing.add(CAPABILITIES.listContainers);
+  const refused = await deployProject(
+    cluster([m1]),
+    new FakeBook(),
+    { project: shop(), warnings: [], sourcePath: "c.yaml" },
+    { report: recorder(), yes: true, dryRun: false, confirmDataLoss: [], verb: "deploy" },
+  ).catch((e) => e);
+  assert.equal(refused?.code, "not_found", String(refused));
+  assert.match(refused.message, /reg\.example:5000\/shop\/web:1/);
 });

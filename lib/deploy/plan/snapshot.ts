@@ -89,10 +89,13 @@ export interface SnapshotRequest {
  */
 export async function takeSnapshot(machines: MachineHandle[], request: SnapshotRequest): Promise<Snapshot> {
   const ingress = request.ingress;
+  const wanted = Promise.resolve(request.images);
+  // Each Machine awaits it; when every Machine failed first, nothing does, and the caller owns the rejection.
+  wanted.catch(() => {});
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
     await request.precheck?.(m);
     const presence = async (): Promise<Record<string, boolean>> => {
-      const refs = [...new Set(await request.images)];
+      const refs = [...new Set(await wanted)];
       const answers = await Promise.all(refs.map((ref) => m.api.inspectImage({ ref })));
       return Object.fromEntries(refs.map((ref, i) => [ref, answers[i].present]));
     };
