@@ -27,7 +27,7 @@ Deno.test("a store behind the compaction horizon rejoins by full sync and conver
     const urls = running.map((n) => n.url);
     await Promise.all(
       running.map((n) =>
-        n.call("/test/start", { peers: urls.filter((u) => u !== n.url), antiEntropyMs: 200 })
+        n.call("/test/start", { peers: urls.filter((u) => u !== n.url), antiEntropyMs: 200, horizonMs: 0 })
       ),
     );
   };
@@ -48,19 +48,70 @@ Deno.test("a store behind the compaction horizon rejoins by full sync and conver
         n.call<{ superseded: number; tombstones: number }>("/test/compact", { horizonMs: 0 })
       ),
     );
-    for (const c of compacted) assert.ok(c.superseded >= 540 && c.tombstones >= 20, JSON.stringify(c));
+    // m1's last delete is its latest change, which compaction keeps: 19 of the 20 tombstones go.
+    for (const c of compacted) assert.ok(c.superseded >= 540 && c.tombstones >= 19, JSON.stringify(c));
 
     await m3.start(dir);
     await startAll(nodes);
     const line = await m3.waitFor("full_sync ", 60_000);
     const removed = Number(line.split(" ")[2]);
-    assert.ok(removed >= 20, `m3 removed ${removed} rows deleted while it was away`);
+    // The 20th deleted row arrives as its (kept) tombstone, not as a row removed by the full sync.
+    assert.ok(removed >= 19, `m3 removed ${removed} rows deleted while it was away`);
     const live = await waitConverged(nodes, 60_000, { live: true });
     // 60 + 60 churned - 20 deleted, 30 by m2, 10 by m3.
     assert.equal(live.count, 60 + 60 - 20 + 30 + 10);
     assert.equal(live.integrity, "ok");
     await Promise.all(nodes.map((n) => n.call("/test/compact", { horizonMs: 0 })));
     await waitConverged(nodes, 60_000);
+  } finally {
+    await Promise.all(nodes.map((n) => n.kill()));
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// Three signed store processes on real SQLite files; m3 is cut off past the others' compaction. m2 turns liar: its
+// sync replies claim 1000 versions of m1 it never had, all "compacted" (a floor that high). m3, back with only m2 as
+// a peer, refuses that claim (reported once per attempt) instead of adopting it, so it does not skip m1's next
+// 1000 versions: once it can reach m1 it takes a true full copy, and m1's later writes reach it as new changes.
+Deno.test("a store refuses a peer's forged vector and floors and skips no version for it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "store_forged_" });
+  const sites = ["m1", "m2", "m3"];
+  const keys = await keyFiles(dir, sites);
+  const nodes = sites.map((site, i) => new StoreNode(dir, site, "cluster-forged", keys[i]));
+  const [m1, m2, m3] = nodes;
+  const start = (n: StoreNode, peers: StoreNode[]): Promise<unknown> =>
+    n.call("/test/start", { peers: peers.map((p) => p.url), antiEntropyMs: 200, horizonMs: 0 });
+  try {
+    await Promise.all(nodes.map((n) => n.start(dir)));
+    await Promise.all(nodes.map((n) => start(n, nodes.filter((p) => p !== n))));
+    await m1.call("/test/write", { count: 30, prefix: "a" });
+    await m3.call("/test/write", { count: 5, prefix: "c" });
+    await waitConverged(nodes, 60_000);
+
+    await m3.kill("SIGTERM");
+    await m1.call("/test/churn", { rounds: 4, count: 30 });
+    await m1.call("/test/delete", { ids: Array.from({ length: 10 }, (_, i) => `m1-a${i}`) });
+    await waitConverged([m1, m2], 60_000);
+    for (const n of [m1, m2]) await n.call("/test/compact", { horizonMs: 0 });
+    await m2.call("/test/lie", { site: "m1", extra: 1000 });
+    const real = (await m1.call<Record<string, { c: number }>>("/test/vector")).m1.c;
+
+    await m3.start(dir);
+    await start(m3, [m2]);
+    const line = await m3.waitFor("refused_claim ", 30_000);
+    assert.match(line, /its floor \d+ for Machine "m1" is followed by no change of it/);
+    const held = (await m3.call<Record<string, { c: number }>>("/test/vector")).m1.c;
+    assert.ok(held <= real, `m3 adopted the liar's watermark: ${held} > ${real}`);
+
+    // With m1 reachable, m3 takes a true full copy; m1's next writes (versions the liar claimed) arrive as new.
+    await Promise.all(nodes.map((n) => start(n, nodes.filter((p) => p !== n))));
+    await m3.waitFor("full_sync ", 60_000);
+    await m1.call("/test/write", { count: 10, prefix: "z", pointer: false });
+    const live = await waitConverged(nodes, 60_000, { live: true });
+    // 30 written - 10 deleted + 30 churned + 5 by m3 + 10 written after the lie.
+    assert.equal(live.count, 30 - 10 + 30 + 5 + 10);
+    const after = (await m3.call<Record<string, { c: number }>>("/test/vector")).m1.c;
+    assert.equal(after, (await m1.call<Record<string, { c: number }>>("/test/vector")).m1.c);
   } finally {
     await Promise.all(nodes.map((n) => n.kill()));
     await Deno.remove(dir, { recursive: true });

@@ -37,26 +37,27 @@ function logSize(store: Store): number {
   return JSON.parse(store.dump()).log;
 }
 
-Deno.test("compaction keeps every live row and removes superseded changes and old tombstones", () => {
+Deno.test("compaction keeps every live row and each site's latest change, and removes superseded changes and old tombstones", () => {
   const store = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
   try {
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 10; i++) store.cluster.put({ name: `k${i}`, value: round });
     }
     store.cluster.delete("k9");
+    store.cluster.put({ name: "last", value: 0 });
     const before = liveRows(store);
-    assert.equal(logSize(store), 51);
+    assert.equal(logSize(store), 52);
     // Nothing is older than a long horizon.
     assert.deepEqual(store.compact({ horizonMs: 60_000 }), { superseded: 0, tombstones: 0 });
     const removed = store.compact({ horizonMs: 0 });
     assert.deepEqual(removed, { superseded: 41, tombstones: 1 });
-    assert.equal(logSize(store), 9);
+    assert.equal(logSize(store), 10);
     assert.equal(liveRows(store), before);
     assert.equal(store.cluster.get("k3")?.value, 4);
     assert.equal(store.cluster.get("k9"), undefined);
     assert.deepEqual(store.floors(), { m1: 51 });
     // Numbering goes on after the compacted tail, also after a reopen.
-    assert.equal(store.cluster.put({ name: "k0", value: 9 }).version, 52);
+    assert.equal(store.cluster.put({ name: "k0", value: 9 }).version, 53);
   } finally {
     store.close();
   }
@@ -68,9 +69,9 @@ Deno.test("a compacted version pushed again is a duplicate and brings no row bac
   try {
     const put = a.cluster.put({ name: "gone", value: 1 });
     const tomb = a.cluster.delete("gone");
-    b.applyChanges([put, tomb]);
+    b.applyChanges([put, tomb, a.cluster.put({ name: "after", value: 1 })]);
     b.compact({ horizonMs: 0 });
-    assert.equal(logSize(b), 0);
+    assert.equal(logSize(b), 1);
     const again = b.applyChanges([put]);
     assert.deepEqual(again, { applied: 0, duplicates: 1, rejected: [] });
     assert.equal(b.cluster.get("gone"), undefined);
@@ -103,7 +104,12 @@ Deno.test("a replica behind a peer's compaction rejoins by a full sync and conve
     c.store.machines.put({ id: "m3", name: "three-renamed" });
 
     const events: string[] = [];
-    const agent = new SyncAgent(c.store, { peers: () => [], onEvent: (e) => events.push(e.type) });
+    // The Cluster's horizon, which its peers compacted with: 0 here.
+    const agent = new SyncAgent(c.store, {
+      peers: () => [],
+      horizonMs: 0,
+      onEvent: (e) => events.push(e.type),
+    });
     await agent.syncOnce(a.url);
     assert.ok(events.includes("full_sync"), `no full sync: ${events.join(", ")}`);
     for (let i = 0; i < 5; i++) assert.equal(c.store.cluster.get(`k${i}`), undefined, `k${i} came back`);
@@ -137,15 +143,36 @@ Deno.test("a stale name-keyed write from a Machine cut off past the horizon lose
     now += 1000;
     b.applyChanges([a.cluster.put({ name: "shared", value: "from m1" })]);
     now += 1000;
-    b.applyChanges([a.cluster.delete("shared")]);
+    b.applyChanges([a.cluster.delete("shared"), a.cluster.put({ name: "after", value: 1 })]);
     now += 8 * 24 * 3600_000;
     assert.deepEqual(b.compact({ horizonMs: 7 * 24 * 3600_000 }), { superseded: 1, tombstones: 1 });
-    assert.equal(logSize(b), 0);
+    assert.equal(logSize(b), 1);
     assert.deepEqual(b.applyChanges([stale]), { applied: 1, duplicates: 0, rejected: [] });
     assert.equal(b.cluster.get("shared"), undefined, "the stale write brought the deleted row back");
   } finally {
     a.close();
     b.close();
     c.close();
+  }
+});
+
+Deno.test("compaction keeps each site's latest change even when superseded or a tombstone", () => {
+  let now = Date.parse("2026-01-01T00:00:00Z");
+  const clock = (): number => now;
+  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
+  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
+  try {
+    b.applyChanges([a.cluster.put({ name: "k", value: 1 }), a.cluster.delete("k")]);
+    b.cluster.put({ name: "j", value: 1 });
+    now += 1000;
+    b.applyChanges([a.cluster.put({ name: "j", value: 2 })]);
+    now += 1000;
+    // m1's latest is a live write; m2's only change is superseded by it, m1's tombstone is old: m2's stays.
+    assert.deepEqual(b.compact({ horizonMs: 0 }), { superseded: 1, tombstones: 1 });
+    assert.deepEqual(b.floors(), { m1: 2 });
+    assert.equal(logSize(b), 2);
+  } finally {
+    a.close();
+    b.close();
   }
 });

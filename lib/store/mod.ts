@@ -29,8 +29,16 @@
  * site's floor rises past them. A replica whose vector is below a peer's floor (cut off longer than the horizon)
  * cannot be brought level change by change: it takes a full copy of the peer's log, turns the rows the peer's
  * vector covers but the peer no longer holds into tombstones, and adopts the peer's watermarks and floors; its own
- * changes the peer lacked stay and travel as usual. A version at or below a floor is never applied again. The
- * floors and vector a peer reports are trusted as any admitted Machine's word is.
+ * changes the peer lacked stay and travel as usual. A version at or below a floor is never applied again. Each
+ * site's latest change survives compaction, so a floor is always followed by a change its site signed.
+ *
+ * A peer's word about what it holds is checked, not trusted. Its vector is bounded (1024 sites, 10,000 ranges)
+ * and its floors must lie under its watermarks. A full copy is adopted only when every version the peer claims
+ * above its floors is held here afterwards, every Machine it names is admitted, each floor is followed by a change
+ * of its site and covers none newer than the horizon (all Machines compact with the same horizon), and every row
+ * it buries lies at or below the floors. Otherwise the claim is refused and counted (a `refused` event, shown per
+ * Machine by `ployz machine ls`), nothing is adopted or buried, and that peer is not asked for a full copy for 10
+ * minutes. What is left to its word: that a row older than the horizon was deleted.
  *
  * Bodies are JSON kept verbatim; readers tolerate unknown fields and rewrites keep them. Tables and columns are
  * only added, with defaults; changes for a table this release does not know are stored and relayed unread.
@@ -76,7 +84,13 @@ export { generateSigningSecret, signingPublicKey } from "./signing.ts";
 export { MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
 export type { PushResponse } from "./protocol.ts";
-export { COMPACTION_HORIZON_MS, SyncAgent, type SyncResult, type SyncStats } from "./sync_agent.ts";
+export {
+  COMPACTION_HORIZON_MS,
+  SyncAgent,
+  type SyncEvent,
+  type SyncResult,
+  type SyncStats,
+} from "./sync_agent.ts";
 export {
   type Allocation,
   ConfigStore,

@@ -25,7 +25,7 @@ import type {
 import { changeMessage, ChangeSigner, SignatureVerifier, SIGNING_KEY_PATTERN } from "./signing.ts";
 import { TABLES, type TableSpec } from "./tables.ts";
 import { writeFileAtomic } from "../util/mod.ts";
-import { holds, type SiteVersions, type VersionVector } from "./vector.ts";
+import { holds, impossibleClaim, type SiteVersions, type VersionVector } from "./vector.ts";
 import {
   type ChangeRow,
   FIELD_PATTERN,
@@ -1011,8 +1011,11 @@ export class Store {
       const note = (site: unknown, version: unknown): void => {
         floors.set(String(site), Math.max(floors.get(String(site)) ?? 0, Number(version)));
       };
+      // Each site's latest change held stays, even superseded or a tombstone: a floor is then always followed by
+      // a change its site signed, which is how a replica taking a full copy tells a true floor from an invented one.
       const below = (alias: string): string =>
-        `${alias}.version <= coalesce((SELECT contiguous FROM sites s WHERE s.site = ${alias}.site), 0)`;
+        `${alias}.version <= coalesce((SELECT contiguous FROM sites s WHERE s.site = ${alias}.site), 0)
+         AND ${alias}.version < (SELECT max(l.version) FROM changes l WHERE l.site = ${alias}.site)`;
       for (const spec of Object.values(TABLES)) {
         if (spec.name === "members") continue;
         const table = spec.name;
@@ -1085,16 +1088,79 @@ export class Store {
    * A row here that the peer's vector covers but the peer sent nothing for was deleted there and its tombstone
    * compacted: it becomes a tombstone here too, its changes leave the log. Then this replica holds what the peer
    * held, so it adopts the peer's watermarks and floors. Returns how many rows it deleted.
+   *
+   * The peer's word is checked against what arrived before anything is adopted, so a peer that lies about what it
+   * holds can neither make this replica skip versions nor delete a row newer than the horizon: every version the peer claims above its
+   * floor must be held here now; a row is buried only when all its covered changes lie at or below the floors; a
+   * floor must be followed by a change its site signed (compaction keeps each site's latest) and must not cover
+   * a change newer than the compaction horizon (`horizonMs`, the Cluster's, default 7 days:
+   * compaction takes nothing newer, on a clock at most {@linkcode MAX_CLOCK_SKEW_MS} ahead); every Machine it names
+   * must be admitted here; and a floor must lie under the peer's own watermark. A claim failing any of these is
+   * refused whole with `conflict` and nothing changes; the changes pulled stay, each verified alone.
    */
   completeFullSync(
     peer: { vector: VersionVector; floors: Record<string, number> },
     seen: ReadonlySet<string>,
+    options: { horizonMs?: number } = {},
   ): number {
     this.#assertOpen();
+    const lie = (reason: string): StoreError =>
+      new StoreError("conflict", `Refused the peer's full copy: ${reason}`);
+    const impossible = impossibleClaim(peer.vector, peer.floors);
+    if (impossible !== undefined) throw lie(impossible);
+    const floorOf = (site: string): number =>
+      Math.min(Math.max(0, Math.floor(peer.floors[site] ?? 0)), peer.vector[site]?.c ?? 0);
+    const horizonMs = options.horizonMs ?? 7 * 24 * 60 * 60 * 1000;
+    const recentMs = Math.floor(this.#now()) - horizonMs + MAX_CLOCK_SKEW_MS;
+    const recent = recentMs <= 0
+      ? undefined
+      : encodeHlc({ ms: Math.min(recentMs, 0xffffffffffff), counter: 0 });
     let removed = 0;
     const seqBefore = this.#seq;
     try {
       this.#transaction(() => {
+        const count = this.#statement(
+          `SELECT count(*) AS n FROM changes WHERE site = ? AND version BETWEEN ? AND ?`,
+        );
+        const ownFloor = this.#statement(`SELECT floor FROM sites WHERE site = ?`);
+        const latest = this.#statement(`SELECT max(version) AS v FROM changes WHERE site = ?`);
+        const firstRecent = this.#statement(
+          `SELECT min(version) AS v FROM changes WHERE site = ? AND hlc >= ?`,
+        );
+        for (const [site, held] of Object.entries(peer.vector)) {
+          if (site !== this.siteId && this.#signer !== undefined && this.trustedKey(site) === undefined) {
+            throw lie(`it names Machine "${site}", which is not admitted here`);
+          }
+          const floor = floorOf(site);
+          // Versions at or below either floor were compacted (there or here); every other one must be held now.
+          const below = Math.max(floor, Number(ownFloor.get(site)?.floor ?? 0));
+          for (const [from, to] of [[below + 1, held.c], ...(held.r ?? [])]) {
+            const lo = Math.max(from, below + 1);
+            if (to < lo) continue;
+            const missing = to - lo + 1 - Number(count.get(site, lo, to)?.n ?? 0);
+            if (missing > 0) {
+              throw lie(
+                `it claims versions ${lo}..${to} of Machine "${site}" and ${missing} of them are not held here (never sent, or refused)`,
+              );
+            }
+          }
+          // Compaction keeps each site's latest change, so a true floor is followed by a change of its site, signed
+          // by it, that the peer sent (or this replica held): a floor past every such change was invented.
+          if (floor > 0 && Number(latest.get(site)?.v ?? 0) <= floor) {
+            throw lie(`its floor ${floor} for Machine "${site}" is followed by no change of it`);
+          }
+          // A site's clock only moves forward with its versions, so a version at or below a floor is no newer
+          // than the compacted change the floor names.
+          const first = recent === undefined || floor === 0 ? null : firstRecent.get(site, recent)?.v;
+          if (typeof first === "number" && first <= floor) {
+            throw lie(
+              `its floor ${floor} for Machine "${site}" covers version ${first}, newer than the compaction horizon`,
+            );
+          }
+        }
+        const raised = new Map<string, number>();
+        const changesOf = this.#statement(`SELECT site, version FROM changes WHERE tbl = ? AND key = ?`);
+        const forget = this.#statement(`DELETE FROM changes WHERE site = ? AND version = ?`);
         for (const spec of Object.values(TABLES)) {
           const stale = this.#db.prepare(`SELECT key, site, version FROM ${spec.name} WHERE deleted = 0`)
             .all()
@@ -1102,11 +1168,26 @@ export class Store {
               !seen.has(`${spec.name}\0${r.key}`) && holds(peer.vector[String(r.site)], Number(r.version))
             );
           const bury = this.#statement(`UPDATE ${spec.name} SET deleted = 1, seq = ? WHERE key = ?`);
-          const forget = this.#statement(`DELETE FROM changes WHERE tbl = ? AND key = ?`);
           for (const row of stale) {
+            const key = String(row.key);
+            // The peer sends every change it holds above its floors: one it covers above them it would have sent.
+            const covered = changesOf.all(spec.name, key)
+              .map((c) => ({ site: String(c.site), version: Number(c.version) }))
+              .filter((c) => holds(peer.vector[c.site], c.version));
+            const kept = covered.find((c) => c.version > floorOf(c.site));
+            if (kept !== undefined) {
+              throw lie(
+                `it holds ${spec.name} row "${
+                  key.slice(0, 128)
+                }" (Machine "${kept.site}" version ${kept.version}) above its floor but did not send it`,
+              );
+            }
             this.#seq += 1;
-            bury.run(this.#seq, row.key as string);
-            forget.run(spec.name, row.key as string);
+            bury.run(this.#seq, key);
+            for (const c of covered) {
+              forget.run(c.site, c.version);
+              raised.set(c.site, Math.max(raised.get(c.site) ?? 0, c.version));
+            }
             removed += 1;
           }
         }
@@ -1117,10 +1198,13 @@ export class Store {
         );
         for (const [site, held] of Object.entries(peer.vector)) {
           if (site === this.siteId || !SITE_ID_PATTERN.test(site)) continue;
-          const floor = Math.min(Math.max(0, Math.floor(peer.floors[site] ?? 0)), held.c);
-          adopt.run(site, held.c, held.c, floor);
+          adopt.run(site, held.c, held.c, floorOf(site));
           this.#advance(site, held.c);
         }
+        // This Machine's own changes the peer compacted left the log here too: its floor says so, so a replica
+        // taking a full copy from this one finds no gap above it.
+        const own = raised.get(this.siteId);
+        if (own !== undefined) adopt.run(this.siteId, this.#ownContiguous, this.#ownVersion, own);
       });
     } catch (error) {
       this.#seq = seqBefore;

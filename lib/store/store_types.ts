@@ -37,7 +37,7 @@ export interface CompactResult {
 
 /** Why one change of a batch was refused. */
 export interface Rejection {
-  /** Position in the batch. */
+  /** Position in the batch; -1 when what was refused is the reply itself (a peer's claim of what it holds). */
   index: number;
   /** Site the change claims, when readable. */
   site?: string;

@@ -19,7 +19,7 @@ import {
   type VectorResponse,
 } from "./protocol.ts";
 import type { Rejection, Store } from "./store.ts";
-import { type VersionVector, VersionVectorSchema } from "./vector.ts";
+import { impossibleClaim, type VersionVector, VersionVectorSchema } from "./vector.ts";
 import { readBodyCapped } from "../util/mod.ts";
 
 /** Something the agent did, for logs and tests. */
@@ -64,12 +64,11 @@ export const COMPACTION_HORIZON_MS = 7 * 24 * 60 * 60 * 1000;
 /** Most pages one full sync takes before giving up (it is retried whole on a later round). */
 const FULL_SYNC_PAGES = 1000;
 
-// True when a peer's floors say it compacted versions this replica never received.
-function behindFloors(mine: VersionVector, floors: unknown): boolean {
-  if (floors === null || typeof floors !== "object") return false;
-  return Object.entries(floors as Record<string, unknown>).some(([site, floor]) =>
-    typeof floor === "number" && floor > (mine[site]?.c ?? 0)
-  );
+// True when a peer's floors say it compacted versions of another Machine this replica never received. This
+// Machine's own site is left out: a full copy never adopts it (its own changes come back by the ordinary pull), so
+// a floor there, honest (a restored file) or not, would ask for a full copy every round.
+function behindFloors(mine: VersionVector, floors: Record<string, number>, self: string): boolean {
+  return Object.entries(floors).some(([site, floor]) => site !== self && floor > (mine[site]?.c ?? 0));
 }
 
 // Floors from a reply, keeping only well-formed entries: the reply is another Machine's word.
@@ -82,6 +81,15 @@ function readFloors(floors: unknown): Record<string, number> {
     }
   }
   return out;
+}
+
+/** How long a peer whose vector or floors were refused is not asked for a full copy again. */
+const DISTRUST_MS = 10 * 60 * 1000;
+
+// What a peer says it holds: its vector and its floors.
+interface Claim {
+  vector: VersionVector;
+  floors: Record<string, number>;
 }
 
 /** Outcome of one anti-entropy exchange. */
@@ -129,6 +137,8 @@ export class SyncAgent {
   #roundTimer: ReturnType<typeof setTimeout> | undefined;
   #unsubscribe: (() => void) | undefined;
   #running = false;
+  // Peers whose word about their vector was refused, until when: they are not asked for a full copy meanwhile.
+  readonly #distrusted = new Map<string, number>();
 
   /** Creates a stopped agent for `store`. */
   constructor(store: Store, options: SyncAgentOptions) {
@@ -313,13 +323,48 @@ export class SyncAgent {
 
   /** The peer's version vector, e.g. for a joiner to wait on with `Store.caughtUpWith`. */
   async peerVector(peer: string): Promise<VersionVector> {
-    return (await this.#request<VectorResponse>(peer, "/vector")).vector;
+    return this.#readClaim(peer, await this.#request<VectorResponse>(peer, "/vector")).vector;
+  }
+
+  // The vector and floors a reply claims, refused (counted, and the peer not asked for a full copy for a while)
+  // when malformed, oversized or impossible on their face.
+  #readClaim(peer: string, reply: { vector?: unknown; floors?: unknown }): Claim {
+    const vector = VersionVectorSchema.safeParse(reply?.vector);
+    if (!vector.success) {
+      const issue = vector.error.issues[0];
+      throw this.#refuseClaim(
+        peer,
+        `its version vector is malformed: ${issue.path.join(".").slice(0, 80) || "vector"}: ${issue.message}`,
+      );
+    }
+    const floors = readFloors(reply.floors);
+    const impossible = impossibleClaim(vector.data, floors);
+    if (impossible !== undefined) throw this.#refuseClaim(peer, impossible);
+    return { vector: vector.data, floors };
+  }
+
+  #refuseClaim(peer: string, reason: string): StoreError {
+    if (this.#distrusted.size >= 1024) this.#distrusted.clear();
+    this.#distrusted.set(peer, Date.now() + DISTRUST_MS);
+    const message = `Refused what peer "${peer}" says it holds: ${reason}`;
+    this.#options.onEvent?.({ type: "refused", peer, rejected: [{ index: -1, reason: message }] });
+    return new StoreError("conflict", message);
+  }
+
+  #distrusts(peer: string): boolean {
+    const until = this.#distrusted.get(peer);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.#distrusted.delete(peer);
+    return false;
   }
 
   /**
    * Takes a whole copy of the peer's log (every change it holds, verified and merged as usual, page by page),
    * then lets the store drop what the peer deleted and compacted meanwhile and adopt its watermarks. Run when the
-   * peer's floors show this replica was cut off longer than the compaction horizon.
+   * peer's floors show this replica was cut off longer than the compaction horizon. What the peer says it holds
+   * is checked against what arrived (see `Store.completeFullSync`); a lie is refused and counted as a `refused`
+   * event, and nothing but the verified changes is kept.
    */
   async fullSync(peer: string): Promise<SyncResult> {
     const result: SyncResult = { received: 0, sent: 0, rejected: [] };
@@ -327,7 +372,7 @@ export class SyncAgent {
     // admissions first, so a site's watermark is the last non-admission version it sent.
     const cursor: VersionVector = {};
     const seen = new Set<string>();
-    let start: { vector: VersionVector; floors: Record<string, number> } | undefined;
+    let start: Claim | undefined;
     for (let page = 0; page < FULL_SYNC_PAGES; page++) {
       const reply = await this.#request<SyncResponse>(peer, "/sync", {
         site: this.#store.siteId,
@@ -337,11 +382,7 @@ export class SyncAgent {
       if (!Array.isArray(reply.changes)) {
         throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
       }
-      if (start === undefined) {
-        const vector = VersionVectorSchema.safeParse(reply.vector);
-        if (!vector.success) throw new StoreError("unavailable", `Peer "${peer}" sent a malformed vector`);
-        start = { vector: vector.data, floors: readFloors(reply.floors) };
-      }
+      start ??= this.#readClaim(peer, reply);
       for (const change of reply.changes as unknown[]) {
         const c = change as Partial<Change> | null;
         if (typeof c?.site !== "string" || !Number.isSafeInteger(c.version)) continue;
@@ -357,7 +398,15 @@ export class SyncAgent {
       result.received += applied.applied;
       result.rejected.push(...applied.rejected);
       if (!reply.more) {
-        const removed = this.#store.completeFullSync(start, seen);
+        let removed: number;
+        try {
+          removed = this.#store.completeFullSync(start, seen, { horizonMs: this.#options.horizonMs });
+        } catch (error) {
+          if (error instanceof StoreError && error.code === "conflict") {
+            throw this.#refuseClaim(peer, error.message.replace(/^Refused the peer's full copy: /, ""));
+          }
+          throw error;
+        }
         this.#options.onEvent?.({ type: "full_sync", peer, received: result.received, removed });
         return result;
       }
@@ -377,14 +426,18 @@ export class SyncAgent {
         vector: mine,
         limit: this.#options.pageLimit,
       });
-      // The peer compacted changes this replica never received: only a whole copy brings it level.
-      if (page === 0 && behindFloors(mine, reply.floors)) return await this.fullSync(peer);
-      theirs = reply.vector;
-      if (reply.changes.length === 0) break;
-      this.#options.onEvent?.({ type: "apply_start", peer, changes: reply.changes.length });
       if (!Array.isArray(reply.changes)) {
         throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
       }
+      const claim = this.#readClaim(peer, reply);
+      // The peer compacted changes this replica never received: only a whole copy brings it level. A peer whose
+      // word was refused lately is not asked for one; another peer will be.
+      if (page === 0 && behindFloors(mine, claim.floors, this.#store.siteId) && !this.#distrusts(peer)) {
+        return await this.fullSync(peer);
+      }
+      theirs = claim.vector;
+      if (reply.changes.length === 0) break;
+      this.#options.onEvent?.({ type: "apply_start", peer, changes: reply.changes.length });
       const applied = await this.#store.receive(reply.changes, { pulled: true });
       this.#options.onEvent?.({
         type: "apply_done",
