@@ -28,12 +28,6 @@ export interface ChangeRow {
   sig?: string | null;
 }
 
-// A signature verdict reached before a batch is committed, with the key it was checked against.
-export interface Verdict {
-  key: string;
-  ok: boolean;
-}
-
 // A change that passed the shape and table rules, with its position in the batch.
 export interface Screened {
   index: number;

@@ -3,9 +3,11 @@
  * against the key admitted for its site before merging or relaying it.
  *
  * Keys are minted and their public halves derived with `@noble/curves` (synchronous, no key material leaves
- * memory as anything but the 32-byte seed). Signing and verifying run on the platform's WebCrypto Ed25519, which
- * measured ten times faster than the pure-JavaScript path here (about 50 µs against 500 µs a verification), and
- * verification sits on every replica's receive path. Both produce and accept the same RFC 8032 signatures.
+ * memory as anything but the 32-byte seed). Signing runs on the platform's WebCrypto Ed25519. Verification, on
+ * every replica's receive path, runs on the runtime's native `node:crypto` Ed25519, synchronously, with each
+ * public key decoded once: measured about 30 µs of CPU a verification against 45 µs for WebCrypto's (whose
+ * asynchronous round trip also let a change arriving twice at once be verified twice) and 500 µs for the
+ * pure-JavaScript path. All produce and accept the same RFC 8032 signatures.
  *
  * The signed message is the change's fields in a fixed order plus the Cluster id, so a change cannot be replayed
  * into another Cluster or have any field altered.
@@ -13,6 +15,8 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
+import { createPublicKey, type KeyObject, verify as verifySignature } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import type { Change } from "./change.ts";
 
@@ -115,36 +119,42 @@ export class ChangeSigner {
   }
 }
 
-/** Verifies signatures, caching each public key's import. */
+// SubjectPublicKeyInfo wrapping of a raw Ed25519 public key (RFC 8410), the form node:crypto imports it in.
+const SPKI_PREFIX = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+
+/** Verifies signatures, decoding each public key once. */
 export class SignatureVerifier {
-  readonly #keys = new Map<string, Promise<CryptoKey | undefined>>();
+  readonly #keys = new Map<string, KeyObject | null>();
 
   /** True when `signature` (base64) is `publicKey`'s (base64) signature of `message`. Never throws. */
-  async verify(publicKey: string, signature: string, message: Uint8Array<ArrayBuffer>): Promise<boolean> {
+  verify(publicKey: string, signature: string, message: Uint8Array<ArrayBuffer>): Promise<boolean> {
+    return Promise.resolve(this.verifySync(publicKey, signature, message));
+  }
+
+  /** {@linkcode SignatureVerifier.verify}, synchronously. */
+  verifySync(publicKey: string, signature: string, message: Uint8Array): boolean {
     if (!SIGNING_KEY_PATTERN.test(publicKey) || !SIGNATURE_PATTERN.test(signature)) return false;
-    let key = this.#keys.get(publicKey);
-    if (key === undefined) {
-      key = crypto.subtle.importKey("raw", fromBase64(publicKey), { name: "Ed25519" }, false, ["verify"])
-        .catch(() => undefined);
-      if (this.#keys.size > 4096) this.#keys.clear();
-      this.#keys.set(publicKey, key);
-    }
-    const imported = await key;
-    if (imported === undefined) return false;
+    const key = this.#key(publicKey);
+    if (key === null) return false;
     try {
-      return await crypto.subtle.verify({ name: "Ed25519" }, imported, fromBase64(signature), message);
+      return verifySignature(null, message, key, fromBase64(signature));
     } catch {
       return false;
     }
   }
 
-  /** {@linkcode SignatureVerifier.verify}, synchronously (slower). */
-  verifySync(publicKey: string, signature: string, message: Uint8Array): boolean {
-    if (!SIGNING_KEY_PATTERN.test(publicKey) || !SIGNATURE_PATTERN.test(signature)) return false;
-    try {
-      return ed25519.verify(fromBase64(signature), message, fromBase64(publicKey));
-    } catch {
-      return false;
+  #key(publicKey: string): KeyObject | null {
+    let key = this.#keys.get(publicKey);
+    if (key === undefined) {
+      try {
+        const der = Buffer.from([...SPKI_PREFIX, ...fromBase64(publicKey)]);
+        key = createPublicKey({ key: der, format: "der", type: "spki" });
+      } catch {
+        key = null;
+      }
+      if (this.#keys.size > 4096) this.#keys.clear();
+      this.#keys.set(publicKey, key);
     }
+    return key;
   }
 }

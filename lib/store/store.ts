@@ -37,7 +37,6 @@ import {
   type RowWriters,
   type Screened,
   toChange,
-  type Verdict,
 } from "./change_rows.ts";
 import type {
   ApplyResult,
@@ -102,8 +101,6 @@ export class Store {
   readonly #verifier = new SignatureVerifier();
   // Admitted keys read from `members`: a Machine's key never changes and admissions are never withdrawn.
   readonly #admittedKeys = new Map<string, string>();
-  // Verifications under way, so a change arriving twice at once (a push and a relay) is checked once.
-  readonly #verifying = new Map<string, Promise<boolean>>();
   readonly #hwmPath: string | undefined;
   readonly #now: () => number;
   #anchors: Record<string, string> = {};
@@ -665,39 +662,25 @@ export class Store {
 
   /**
    * Applies remote changes in one transaction. Re-applying a change is a no-op; a malformed or refused change
-   * is listed in `rejected` and the rest still apply. An authenticated store verifies signatures here
-   * synchronously; {@linkcode Store.receive} does the same faster and is what the sync protocol uses.
+   * is listed in `rejected` and the rest still apply. An authenticated store verifies each signature here, once.
    */
   applyChanges(inputs: readonly unknown[]): ApplyResult {
     const { result, valid } = this.#screen(inputs);
-    return this.#commitRemote(result, valid, new Map(), false);
+    return this.#commitRemote(result, valid, false);
   }
 
-  /** {@linkcode Store.applyChanges}, verifying signatures off the event loop's critical path first. */
-  async receive(inputs: readonly unknown[], options: { pulled?: boolean } = {}): Promise<ApplyResult> {
-    const { result, valid } = this.#screen(inputs);
-    const verified = new Map<number, Verdict>();
-    if (this.#signer !== undefined) {
-      await Promise.all(valid.map(async ({ index, change }) => {
-        const key = this.trustedKey(change.site);
-        if (key === undefined || change.sig === undefined) return;
-        verified.set(index, { key, ok: await this.#verify(key, change) });
-      }));
-      this.#assertOpen();
+  /**
+   * {@linkcode Store.applyChanges} for the sync protocol. Verification is synchronous and the batch commits in the
+   * same turn, so a change arriving twice at once (a push and a relay) is verified once and found a duplicate the
+   * second time.
+   */
+  receive(inputs: readonly unknown[], options: { pulled?: boolean } = {}): Promise<ApplyResult> {
+    try {
+      const { result, valid } = this.#screen(inputs);
+      return Promise.resolve(this.#commitRemote(result, valid, options.pulled === true));
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return this.#commitRemote(result, valid, verified, options.pulled === true);
-  }
-
-  // One signature check, shared by every receive that asks for it while it runs (a push and a relay at once).
-  #verify(key: string, change: Change): Promise<boolean> {
-    const id = `${change.site}:${change.version}:${key}:${change.sig}`;
-    let pending = this.#verifying.get(id);
-    if (pending === undefined) {
-      pending = this.#verifier.verify(key, change.sig!, changeMessage(this.clusterId, change));
-      this.#verifying.set(id, pending);
-      pending.finally(() => this.#verifying.delete(id));
-    }
-    return pending;
   }
 
   // Shape, table rules, clock bound and duplicates: everything decided without a signature.
@@ -747,7 +730,7 @@ export class Store {
 
   // Keeps the changes signed by their site's admitted key. An admission in the batch admits its Machine for the
   // rest of the batch, so a joiner's first changes may travel with the admission that vouches for them.
-  #authenticate(result: ApplyResult, valid: Screened[], verified: Map<number, Verdict>): Screened[] {
+  #authenticate(result: ApplyResult, valid: Screened[]): Screened[] {
     if (this.#signer === undefined) return valid;
     const admitted = new Map<string, string>();
     const keyOf = (site: string): string | undefined => admitted.get(site) ?? this.trustedKey(site);
@@ -762,13 +745,8 @@ export class Store {
           waiting.push(item);
           continue;
         }
-        // Checked once: a verdict reached before the batch with the same key stands, so a batch of bad signatures
-        // costs one fast verification each, never a second slow one.
-        const before = verified.get(index);
         const good = change.sig !== undefined &&
-          (before?.key === key
-            ? before.ok
-            : this.#verifier.verifySync(key, change.sig, changeMessage(this.clusterId, change)));
+          this.#verifier.verifySync(key, change.sig, changeMessage(this.clusterId, change));
         if (!good) {
           const what = change.sig === undefined ? "it is not signed" : "its signature does not match";
           result.rejected.push(
@@ -826,10 +804,9 @@ export class Store {
   #commitRemote(
     result: ApplyResult,
     screened: Screened[],
-    verified: Map<number, Verdict>,
     pulled: boolean,
   ): ApplyResult {
-    const valid = this.#authenticate(result, screened, verified);
+    const valid = this.#authenticate(result, screened);
     result.rejected.sort((a, b) => a.index - b.index);
     if (valid.length === 0) return result;
     const fresh: Change[] = [];

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Change } from "./change.ts";
 import { encodeHlc } from "./hlc.ts";
 import { CLUSTER_HEADER } from "./protocol.ts";
-import { changeMessage, ChangeSigner, generateSigningSecret } from "./signing.ts";
+import { changeMessage, ChangeSigner, generateSigningSecret, SignatureVerifier } from "./signing.ts";
 import { openStore, type Store } from "./store.ts";
 import { SyncAgent } from "./sync_agent.ts";
 import { createSyncApp } from "./sync_app.ts";
@@ -428,4 +428,18 @@ Deno.test("an anti-entropy round whose peer list throws is reported and the agen
     globalThis.removeEventListener("unhandledrejection", onUnhandled);
     store.close();
   }
+});
+
+Deno.test("the verifier accepts exactly the signer's signature of the exact message, and never throws", () => {
+  const signer = new ChangeSigner(generateSigningSecret());
+  const verifier = new SignatureVerifier();
+  const message = new TextEncoder().encode("ployz");
+  const sig = signer.signSync(message);
+  assert.equal(verifier.verifySync(signer.publicKey, sig, message), true);
+  assert.equal(verifier.verifySync(signer.publicKey, sig, new TextEncoder().encode("ployZ")), false);
+  assert.equal(verifier.verifySync(new ChangeSigner(generateSigningSecret()).publicKey, sig, message), false);
+  // Well-formed base64 that is no curve point, and a signature of the right length that is no signature.
+  assert.equal(verifier.verifySync("A".repeat(42) + "E=", sig, message), false);
+  assert.equal(verifier.verifySync(signer.publicKey, "A".repeat(86) + "==", message), false);
+  assert.equal(verifier.verifySync("not a key", sig, message), false);
 });
