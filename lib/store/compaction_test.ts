@@ -176,3 +176,16 @@ Deno.test("compaction keeps each site's latest change even when superseded or a 
     b.close();
   }
 });
+
+Deno.test("a Machine that never wrote does not name itself in its vector after compacting", () => {
+  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
+  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
+  try {
+    b.applyChanges([a.cluster.put({ name: "k", value: 1 })]);
+    b.compact({ horizonMs: 0 });
+    assert.deepEqual(Object.keys(b.vector()), ["m1"]);
+  } finally {
+    a.close();
+    b.close();
+  }
+});

@@ -979,11 +979,14 @@ export class Store {
     const horizon = encodeHlc({ ms: Math.max(0, Math.floor(this.#now()) - options.horizonMs), counter: 0 });
     const result: CompactResult = { superseded: 0, tombstones: 0 };
     this.#transaction(() => {
-      // The own site's entry is refreshed here: its floor must be readable, and its count survive a reopen.
-      this.#statement(
-        `INSERT INTO sites (site, contiguous, max) VALUES (?, ?, ?) ON CONFLICT (site) DO UPDATE SET
-         contiguous = MAX(contiguous, excluded.contiguous), max = MAX(max, excluded.max)`,
-      ).run(this.siteId, this.#ownContiguous, this.#ownVersion);
+      // The own site's entry is refreshed here: its floor must be readable, and its count survive a reopen. A
+      // Machine that never wrote gets none, so its vector does not name itself at 0.
+      if (this.#ownVersion > 0) {
+        this.#statement(
+          `INSERT INTO sites (site, contiguous, max) VALUES (?, ?, ?) ON CONFLICT (site) DO UPDATE SET
+           contiguous = MAX(contiguous, excluded.contiguous), max = MAX(max, excluded.max)`,
+        ).run(this.siteId, this.#ownContiguous, this.#ownVersion);
+      }
       const floors = new Map<string, number>();
       const note = (site: unknown, version: unknown): void => {
         floors.set(String(site), Math.max(floors.get(String(site)) ?? 0, Number(version)));
