@@ -3,7 +3,7 @@
  * against the key admitted for its site before merging or relaying it.
  *
  * Keys are minted and their public halves derived with `@noble/curves` (synchronous, no key material leaves
- * memory as anything but the 32-byte seed). Signing runs on the platform's WebCrypto Ed25519. Verification, on
+ * memory as anything but the 32-byte seed). Signing runs on the runtime's native `node:crypto` Ed25519. Verification, on
  * every replica's receive path, runs on the runtime's native `node:crypto` Ed25519, synchronously, with each
  * public key decoded once: measured about 30 µs of CPU a verification against 45 µs for WebCrypto's (whose
  * asynchronous round trip also let a change arriving twice at once be verified twice) and 500 µs for the
@@ -16,7 +16,13 @@
  */
 
 import { Buffer } from "node:buffer";
-import { createPublicKey, type KeyObject, verify as verifySignature } from "node:crypto";
+import {
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  sign as signNative,
+  verify as verifySignature,
+} from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import type { Change } from "./change.ts";
 
@@ -28,7 +34,7 @@ export const SIGNATURE_PATTERN: RegExp = /^[A-Za-z0-9+/]{86}==$/;
 
 const encoder = new TextEncoder();
 
-// PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410), the form WebCrypto imports private keys in.
+// PKCS#8 wrapping of a raw Ed25519 seed (RFC 8410), the form node:crypto imports private keys in.
 const PKCS8_PREFIX = [
   0x30,
   0x2e,
@@ -92,7 +98,7 @@ export class ChangeSigner {
   /** The base64 public key. */
   readonly publicKey: string;
   readonly #secret: Uint8Array;
-  #key: Promise<CryptoKey> | undefined;
+  #key: KeyObject | undefined;
 
   /** A signer for `secret` (32-byte Ed25519 seed). */
   constructor(secret: Uint8Array) {
@@ -101,19 +107,24 @@ export class ChangeSigner {
     this.publicKey = signingPublicKey(secret);
   }
 
-  /** The base64 signature of `message`. */
-  async sign(message: Uint8Array<ArrayBuffer>): Promise<string> {
-    this.#key ??= crypto.subtle.importKey(
-      "pkcs8",
-      new Uint8Array([...PKCS8_PREFIX, ...this.#secret]),
-      { name: "Ed25519" },
-      false,
-      ["sign"],
-    );
-    return toBase64(new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, await this.#key, message)));
+  /**
+   * The base64 signature of `message`, on the runtime's native Ed25519 (about 15 µs of CPU against 35 µs for
+   * WebCrypto's asynchronous one); Ed25519 is deterministic, so both give the same signature.
+   */
+  sign(message: Uint8Array<ArrayBuffer>): Promise<string> {
+    try {
+      this.#key ??= createPrivateKey({
+        key: Buffer.from([...PKCS8_PREFIX, ...this.#secret]),
+        format: "der",
+        type: "pkcs8",
+      });
+      return Promise.resolve(toBase64(new Uint8Array(signNative(null, message, this.#key))));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
-  /** The base64 signature of `message`, computed synchronously (slower; for paths that cannot wait). */
+  /** The base64 signature of `message`, computed by the pure-JavaScript path (slower; for tests and tools). */
   signSync(message: Uint8Array): string {
     return toBase64(ed25519.sign(message, this.#secret));
   }

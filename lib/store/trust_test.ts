@@ -430,11 +430,13 @@ Deno.test("an anti-entropy round whose peer list throws is reported and the agen
   }
 });
 
-Deno.test("the verifier accepts exactly the signer's signature of the exact message, and never throws", () => {
+Deno.test("the verifier accepts exactly the signer's signature of the exact message, and never throws", async () => {
   const signer = new ChangeSigner(generateSigningSecret());
   const verifier = new SignatureVerifier();
   const message = new TextEncoder().encode("ployz");
   const sig = signer.signSync(message);
+  // The native signer and the pure-JavaScript one give the same (deterministic) RFC 8032 signature.
+  assert.equal(await signer.sign(message), sig);
   assert.equal(verifier.verifySync(signer.publicKey, sig, message), true);
   assert.equal(verifier.verifySync(signer.publicKey, sig, new TextEncoder().encode("ployZ")), false);
   assert.equal(verifier.verifySync(new ChangeSigner(generateSigningSecret()).publicKey, sig, message), false);
