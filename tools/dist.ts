@@ -98,7 +98,7 @@ async function buildTree(target: Target, deno: string, kind: "full" | "cli" = "f
     }
   }
   // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
-  await run("cp", ["-a", join(ROOT, "node_modules"), join(tree, "node_modules")], ROOT);
+  await copyVendored(join(ROOT, "node_modules"), join(tree, "node_modules"));
   const tarball = join(OUT, `${name}.tar.gz`);
   await run("tar", [
     "--sort=name",
@@ -125,6 +125,27 @@ async function copySource(from: string, to: string): Promise<void> {
       await Deno.copyFile(src, join(to, entry.name));
       const mode = (await Deno.stat(src)).mode;
       if (mode !== null) await Deno.chmod(join(to, entry.name), mode & 0o777);
+    }
+  }
+}
+
+/**
+ * Copies deno's `node_modules` layout (directories, files with their mode, symlinks as links), without the
+ * `.deno.lock.poll` heartbeat a running deno writes and deletes: a `cp -a` or `tar` taken while another deno
+ * starts fails on it (gone, or its directory changed), and a release has no use for it.
+ */
+async function copyVendored(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    if (entry.name === ".deno.lock.poll") continue;
+    const src = join(from, entry.name);
+    const dest = join(to, entry.name);
+    if (entry.isSymlink) await Deno.symlink(await Deno.readLink(src), dest);
+    else if (entry.isDirectory) await copyVendored(src, dest);
+    else if (entry.isFile) {
+      await Deno.copyFile(src, dest);
+      const mode = (await Deno.stat(src)).mode;
+      if (mode !== null) await Deno.chmod(dest, mode & 0o777);
     }
   }
 }
