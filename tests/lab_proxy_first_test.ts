@@ -85,7 +85,7 @@ Deno.test(needs(["lab"], {
       await deploy("v1", 3);
       const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
       await sleep(3_000);
-      assertNoFailure("first Deploy, loop from its return", await loads.stop());
+      assertNoFailure("first Deploy, loop from its return", await loads.stop({ served: 10 }));
       for (const m of ["m1", "m2", "m3"]) assert.equal((await running(m)).length, 1, `one replica on ${m}`);
     });
 
@@ -106,7 +106,7 @@ Deno.test(needs(["lab"], {
         assert.equal(started.code, 0, started.stderr + started.stdout);
         await sleep(3_000);
       } finally {
-        figures = await loads.stop();
+        figures = await loads.stop({ served: 10 });
       }
       assertNoFailure("stop and start of one replica", figures);
     });
@@ -122,7 +122,7 @@ Deno.test(needs(["lab"], {
           outcome = await deploy("v2", 3);
           await sleep(2_000);
         } finally {
-          figures = await loads.stop();
+          figures = await loads.stop({ served: 10 });
         }
         assertNoFailure("stop-first redeploy", figures);
         const left = outcome.left as { acked: string[]; missing: string[] }[];
@@ -141,7 +141,7 @@ Deno.test(needs(["lab"], {
         r = await lab.on("m1", ["restart", "pf/api", "--monitor", "1s"]);
         await sleep(1_000);
       } finally {
-        figures = await loads.stop();
+        figures = await loads.stop({ served: 10 });
       }
       assert.equal(r.code, 0, r.stderr + r.stdout);
       assert.equal(
@@ -161,7 +161,7 @@ Deno.test(needs(["lab"], {
         r = await lab.on("m1", ["scale", "pf/api=1", "-y", "--json"]);
         await sleep(2_000);
       } finally {
-        figures = await loads.stop();
+        figures = await loads.stop({ served: 10 });
       }
       assert.equal(r.code, 0, r.stderr + r.stdout);
       assertNoFailure("scale 3→1", figures);

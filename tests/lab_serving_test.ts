@@ -171,7 +171,7 @@ Deno.test(needs(["lab"], {
     }
 
     /** A no-retry request loop through each named Machine's Ingress Proxy; `stop` ends them and returns figures. */
-    const load = (machines: string[], host: string): { stop(): Promise<LoadFigures[]> } =>
+    const load = (machines: string[], host: string): ReturnType<typeof labLoad> =>
       labLoad(dir, machines, host);
 
     function report(what: string, figures: LoadFigures[]): string {
@@ -344,7 +344,7 @@ Deno.test(needs(["lab"], {
             }, 250);
             await sleep(1_000);
           } finally {
-            figures = await loads.stop();
+            figures = await loads.stop({ served: 20 });
           }
           console.log(report("redeploy with every Machine up", figures));
           for (const f of figures) {

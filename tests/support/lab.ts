@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./docker.ts";
 import { DOCKER_SOCKET } from "./needs.ts";
-import { eventually } from "./poll.ts";
+import { eventually, sleep } from "./poll.ts";
 import { ROOT, run, type RunResult } from "./spawn.ts";
 
 /** The real `ployz` CLI (bin/ployz) run with `env`. */
@@ -150,37 +150,57 @@ while [ ! -e "$stop" ]; do
 done
 `;
 
+/** Counts one line of the load script's output into `figures`. */
+function countLoadLine(figures: LoadFigures, line: string): void {
+  if (line === "") return;
+  const [rc, body, code] = line.split("|");
+  if (rc === "0" && code?.trim() === "200") {
+    figures.served++;
+    figures.marks.add(body.trim().split("-")[0]);
+  } else figures.failures.push(line);
+}
+
 /**
  * Starts a no-retry request loop for `host` through each named Machine's Ingress Proxy (`ployz lab exec`); `stop`
- * ends the loops and returns what each saw. Bodies are expected as `<mark>-<hostname>`.
+ * ends the loops and returns what each saw. Bodies are expected as `<mark>-<hostname>`. `stop({ served: n })` first
+ * lets the loops run on (up to `boundMs`, default 30 s) until each has served `n` requests, so a loaded host that
+ * answers slowly still yields the sample a test judges; failures keep counting meanwhile.
  */
-export function labLoad(dir: string, machines: string[], host: string): { stop(): Promise<LoadFigures[]> } {
+export function labLoad(
+  dir: string,
+  machines: string[],
+  host: string,
+): { stop(until?: { served: number; boundMs?: number }): Promise<LoadFigures[]> } {
   const stopFile = join(dir, `load-${crypto.randomUUID()}`);
   const loops = machines.map((m) => {
     const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
       args: ["lab", "exec", m, "--dir", dir, "--", "sh", "-c", LOAD_SCRIPT, "sh", host, stopFile],
       stdin: "null",
       stdout: "piped",
-      stderr: "piped",
+      stderr: "null",
     }).spawn();
-    return { m, output: child.output() };
+    const figures: LoadFigures = { machine: m, served: 0, failures: [], marks: new Set() };
+    const done = (async (): Promise<void> => {
+      let rest = "";
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+        const lines = (rest + chunk).split("\n");
+        rest = lines.pop() ?? "";
+        for (const line of lines) countLoadLine(figures, line);
+      }
+      countLoadLine(figures, rest);
+      await child.status;
+    })();
+    return { figures, done };
   });
   return {
-    async stop(): Promise<LoadFigures[]> {
+    async stop(until?: { served: number; boundMs?: number }): Promise<LoadFigures[]> {
+      if (until !== undefined) {
+        const deadline = Date.now() + (until.boundMs ?? 30_000);
+        while (Date.now() < deadline && loops.some((l) => l.figures.served < until.served)) await sleep(100);
+      }
       await Deno.writeTextFile(stopFile, "");
-      return await Promise.all(loops.map(async ({ m, output }) => {
-        const out = await output;
-        const figures: LoadFigures = { machine: m, served: 0, failures: [], marks: new Set() };
-        for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
-          if (line === "") continue;
-          const [rc, body, code] = line.split("|");
-          if (rc === "0" && code?.trim() === "200") {
-            figures.served++;
-            figures.marks.add(body.trim().split("-")[0]);
-          } else figures.failures.push(line);
-        }
-        return figures;
-      }));
+      await Promise.all(loops.map((l) => l.done));
+      return loops.map((l) => l.figures);
     },
   };
 }
