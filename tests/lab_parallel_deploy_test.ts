@@ -31,14 +31,21 @@ interface OutcomeJson {
   "not_attempted": OpJson[];
 }
 
-/** Three Services of three replicas each, a depends on nothing, b on a, c on b; each gated on its healthcheck. */
-function threeByThree(name: string): string {
+/**
+ * Three Services of three replicas each, a depends on nothing, b on a, c on b; each gated on its healthcheck, whose
+ * first run takes `healthySeconds` (0: passes at once; else one try, so the wait for health stays short).
+ */
+function threeByThree(name: string, healthySeconds = 0): string {
+  const slow = `test: ["CMD", "sleep", "${healthySeconds}"], interval: 1s, timeout: ${healthySeconds + 2}s`;
+  const check = healthySeconds === 0
+    ? `test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 3`
+    : `${slow}, retries: 1`;
   const svc = (s: string, dependsOn: string | undefined) =>
     `  ${s}:
     image: ${IMAGE}
     command: ["sleep", "3600"]
     deploy: {replicas: 3}
-    healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 3}
+    healthcheck: {${check}}
     stop_signal: SIGKILL
 ${dependsOn === undefined ? "" : `    depends_on: [${dependsOn}]\n`}`;
   return `name: ${name}\nservices:\n${svc("a", undefined)}${svc("b", "a")}${svc("c", "b")}`;
@@ -106,7 +113,9 @@ Deno.test(needs(["lab"], {
 
     await t.step("a Machine cut mid-Deploy under --parallel 8", async () => {
       const path = join(lab.dir, "cutp.yaml");
-      await Deno.writeTextFile(path, threeByThree("cutp"));
+      // a's health takes 8 s, so the partition (a `ployz lab` process of its own) lands while m3's replica waits
+      // for it, however loaded the host.
+      await Deno.writeTextFile(path, threeByThree("cutp", 8));
       let plan: OpJson[] = [];
       let cut = false;
       const run = await followDeploy(
