@@ -71,6 +71,11 @@ export interface ContextLimits {
   maxEntries: number;
 }
 
+/** `n` bytes in MiB, as limits are stated; exact below 1 MiB. */
+function mib(n: number): string {
+  return n < 1024 * 1024 ? `${n} bytes` : `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
 /** The tag a build's content digest gives its image. */
 export function buildTag(digest: string): string {
   return digest.slice(0, 16);
@@ -159,16 +164,20 @@ export async function packContext(
   const digest = createHash("sha256");
   let bytes = 0;
   let overLimit: OperatorError | undefined;
+  let current = "";
+  // Names the limit, the size reached and the entry that passed it.
+  const tooBig = (name: string, fileSize: number | undefined, size: number): OperatorError =>
+    new OperatorError(
+      "invalid_argument",
+      `build context "${context}" is over the limit of ${mib(limits.maxBytes)}: with "${name}"${
+        fileSize === undefined ? "" : ` (${mib(fileSize)})`
+      } it holds at least ${mib(size)}; list what the image does not need in its .dockerignore`,
+      { context, limit: limits.maxBytes, size, file: name, "file_size": fileSize },
+    );
   pack.on("data", (chunk: Buffer) => {
     bytes += chunk.length;
     tarHash.update(chunk);
-    if (bytes > limits.maxBytes && overLimit === undefined) {
-      overLimit = new OperatorError(
-        "invalid_argument",
-        `build context "${context}" is more than the limit of ${limits.maxBytes} bytes: list what the image does not need in its .dockerignore`,
-        { context, limit: limits.maxBytes },
-      );
-    }
+    if (bytes > limits.maxBytes) overLimit ??= tooBig(current, undefined, bytes);
   });
   pack.pipe(out);
   const written = new Promise<void>((resolve, reject) => {
@@ -207,6 +216,7 @@ export async function packContext(
       }
       const full = join(context, name);
       const stat = await Deno.lstat(full);
+      current = name;
       const mode = (stat.mode ?? 0o644) & 0o7777;
       const mtime = stat.mtime ?? new Date(0);
       if (stat.isSymlink) {
@@ -228,12 +238,9 @@ export async function packContext(
           continue;
         }
         count();
+        // Refused from the sizes on disk, before the file is read: nothing of it is packed or sent.
         if (bytes + stat.size > limits.maxBytes) {
-          overLimit ??= new OperatorError(
-            "invalid_argument",
-            `build context "${context}" is more than the limit of ${limits.maxBytes} bytes: list what the image does not need in its .dockerignore`,
-            { context, limit: limits.maxBytes },
-          );
+          overLimit ??= tooBig(name, stat.size, bytes + stat.size);
           throw overLimit;
         }
         const content = Buffer.from(await Deno.readFile(full));
