@@ -85,24 +85,12 @@ export const buildCommand: Command = {
   async run({ values, positionals, io }): Promise<number> {
     const { loaded } = loadComposeInput(values);
     const json = values.json === true;
-    const noCache = values["no-cache"] === true;
-    const project = noCache
-      ? {
-        ...loaded.project,
-        services: Object.fromEntries(
-          Object.entries(loaded.project.services).map(([name, s]) => [
-            name,
-            s.build === undefined ? s : { ...s, build: { ...s.build, noCache: true } },
-          ]),
-        ),
-      }
-      : loaded.project;
     const print = buildPrinter(io, json);
     await withDeployMachines(async (machines) => {
       const builder = pickBuilder(machines, values.builder as string | undefined);
-      const prepared = await prepareBuilds(project, builder, print, {
+      const prepared = await prepareBuilds(loaded.project, builder, print, {
         services: positionals.length > 0 ? positionals : undefined,
-        force: noCache,
+        noCache: values["no-cache"] === true,
       });
       try {
         await runBuilds(prepared.jobs, builder, print);

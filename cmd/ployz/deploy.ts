@@ -31,7 +31,7 @@ export const deployCommand: Command = {
   summary: "Deploy a Compose file to the Cluster",
   usage:
     `${COMPOSE_USAGE} [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] [--parallel N] ` +
-    "[--call-timeout 2m]",
+    "[--call-timeout 2m] [--builder MACHINE] [--no-cache]",
   description:
     "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
@@ -39,7 +39,10 @@ export const deployCommand: Command = {
     "Services still in dependency order, a Service's replacements still one at a time. After a failure nothing\n" +
     "new starts; what was running finishes and is reported. Default 1: one operation at a time.\n" +
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +
-    "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.",
+    "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.\n" +
+    "build: Services are built first on --builder (default: the Entry Machine), then their images are distributed\n" +
+    "to the Machines that lack them, then deployed. --no-cache builds them again without Docker's layer cache\n" +
+    "(the image keeps its content tag, so containers already running it are not replaced).",
   options: {
     ...COMPOSE_OPTIONS,
     yes: { type: "boolean", short: "y" },
@@ -49,6 +52,8 @@ export const deployCommand: Command = {
     "confirm-data-loss": { type: "string", multiple: true },
     parallel: { type: "string" },
     "call-timeout": { type: "string" },
+    builder: { type: "string" },
+    "no-cache": { type: "boolean" },
   },
   async run({ values, io }): Promise<number> {
     let monitorMs: number | undefined;
@@ -89,6 +94,7 @@ export const deployCommand: Command = {
           files: loaded.files,
           registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
           builder: values.builder as string | undefined,
+          noCache: values["no-cache"] === true,
         }), { composeContext: loaded.project.context ?? undefined });
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
       return flowExitCode(result);

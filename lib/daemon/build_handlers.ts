@@ -8,6 +8,10 @@
  * the second finds the image already built and answers at once. After the wait the acceptance flag is checked
  * again; a build already admitted finishes even if the flag changes meanwhile.
  *
+ * An upload no piece or build has touched for {@link UPLOAD_IDLE_MS} is removed: its sender went away (killed
+ * mid-upload, or cut off), and a re-run sends under a new id. A built image's id joins the record of images Ployz
+ * brought here, so `ployz image prune` and `ployz cleanup` remove it once no container uses it.
+ *
  * @module
  */
 
@@ -29,6 +33,8 @@ export const MAX_OPEN_UPLOADS = 8;
 const STALE_UPLOAD_MS = 60 * 60 * 1000;
 /** The longest a build may run. */
 export const BUILD_MAX_MS = 30 * 60 * 1000;
+/** An upload whose next piece or build has not come this long after its last piece is abandoned and removed. */
+export const UPLOAD_IDLE_MS = 30 * 1000;
 
 /** What the build handlers need from the daemon. */
 export interface BuildHost {
@@ -42,6 +48,10 @@ export interface BuildHost {
   readonly stopping: AbortSignal;
   /** One line per notable event. */
   log(line: string): void;
+  /** The record of images Ployz brought here; a built image is added. */
+  readonly pulled: { add(id: string): Promise<void> };
+  /** {@link UPLOAD_IDLE_MS}, lowered by tests. */
+  readonly uploadIdleMs?: number;
 }
 
 /** The handlers of the build routes. */
@@ -73,6 +83,27 @@ function messageOf(error: unknown): string {
 export function buildHandlers(host: BuildHost): BuildHandlers {
   const running = new Map<string, Promise<void>>();
   const uploadPath = (upload: string): string => join(host.buildsDir, `${upload}.tar`);
+  const idle = new Map<string, ReturnType<typeof setTimeout>>();
+  const settle = (upload: string): void => {
+    clearTimeout(idle.get(upload));
+    idle.delete(upload);
+  };
+  // Removes the upload unless another piece or its build comes first.
+  const watch = (upload: string): void => {
+    settle(upload);
+    const timer = setTimeout(() => {
+      idle.delete(upload);
+      Deno.remove(uploadPath(upload)).then(
+        () => host.log(`removed build upload "${upload}": nothing came for it`),
+        () => {},
+      );
+    }, host.uploadIdleMs ?? UPLOAD_IDLE_MS);
+    Deno.unrefTimer(timer);
+    idle.set(upload, timer);
+  };
+  host.stopping.addEventListener("abort", () => {
+    for (const upload of [...idle.keys()]) settle(upload);
+  }, { once: true });
 
   async function prepareDir(): Promise<number> {
     await Deno.mkdir(host.buildsDir, { recursive: true, mode: 0o700 });
@@ -121,6 +152,7 @@ export function buildHandlers(host: BuildHost): BuildHandlers {
         onLine: (text) => send({ type: "log", text }),
         signal,
       });
+      await host.pulled.add(built.imageId);
       const durationMs = Math.round(performance.now() - started);
       host.log(`built image "${req.tags[0]}" for ${req.project}/${req.service} in ${durationMs} ms`);
       send({ type: "done", "image_id": built.imageId, "duration_ms": durationMs, built: true });
@@ -165,68 +197,82 @@ export function buildHandlers(host: BuildHost): BuildHandlers {
       await file.seek(req.offset, Deno.SeekMode.Start);
       let written = 0;
       while (written < bytes.length) written += await file.write(bytes.subarray(written));
+      watch(req.upload);
       return { received: req.offset + bytes.length };
     },
-    buildImage(req, ctx) {
-      refuseUnlessAccepting(host);
+    async buildImage(req, ctx) {
+      settle(req.upload);
+      try {
+        refuseUnlessAccepting(host);
+      } catch (error) {
+        await Deno.remove(uploadPath(req.upload)).catch(() => {});
+        throw error;
+      }
       const signal = AbortSignal.any([ctx.signal, host.stopping, AbortSignal.timeout(BUILD_MAX_MS)]);
       const encoder = new TextEncoder();
-      return Promise.resolve(
-        new ReadableStream<Uint8Array>({
-          start(controller): void {
-            const send = (frame: BuildFrame): void => {
-              try {
-                controller.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-              } catch {
-                // The caller went away; the build is cancelled through `signal`.
+      return new ReadableStream<Uint8Array>({
+        start(controller): void {
+          const send = (frame: BuildFrame): void => {
+            try {
+              controller.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
+            } catch {
+              // The caller went away; the build is cancelled through `signal`.
+            }
+          };
+          // A caller that asks hears from this Machine at least this often, building or waiting.
+          const beat = req.heartbeat_ms === undefined ? undefined : setInterval(
+            () => send({ type: "alive" }),
+            req.heartbeat_ms,
+          );
+          if (beat !== undefined) send({ type: "alive" });
+          const key = req.project;
+          const run = async (): Promise<void> => {
+            const ahead = running.get(key);
+            if (ahead !== undefined) {
+              send({
+                type: "waiting",
+                text:
+                  `another build of Project "${req.project}" runs on Machine "${host.record().name}"; this one waits for it`,
+              });
+              while (running.has(key)) await running.get(key)?.catch(() => {});
+            }
+            let release!: () => void;
+            running.set(key, new Promise<void>((resolve) => release = resolve));
+            try {
+              // Admission is checked again after the wait; a build admitted before a change may finish.
+              refuseUnlessAccepting(host);
+              // The first tag is the content digest: present, the build already happened (usually the one waited for).
+              const id = req.no_cache ? undefined : await host.engine.imageId(req.tags[0], signal);
+              if (id !== undefined) {
+                await Deno.remove(uploadPath(req.upload)).catch(() => {});
+                send({ type: "done", "image_id": id, "duration_ms": 0, built: false });
+                return;
               }
-            };
-            const key = req.project;
-            const run = async (): Promise<void> => {
-              const ahead = running.get(key);
-              if (ahead !== undefined) {
-                send({
-                  type: "waiting",
-                  text:
-                    `another build of Project "${req.project}" runs on Machine "${host.record().name}"; this one waits for it`,
-                });
-                while (running.has(key)) await running.get(key)?.catch(() => {});
-              }
-              let release!: () => void;
-              running.set(key, new Promise<void>((resolve) => release = resolve));
-              try {
-                // Admission is checked again after the wait; a build admitted before a change may finish.
-                refuseUnlessAccepting(host);
-                // The first tag is the content digest: present, the build already happened (usually the one waited for).
-                const id = req.no_cache ? undefined : await host.engine.imageId(req.tags[0], signal);
-                if (id !== undefined) {
-                  await Deno.remove(uploadPath(req.upload)).catch(() => {});
-                  send({ type: "done", "image_id": id, "duration_ms": 0, built: false });
-                  return;
-                }
-                await build(req, signal, send);
-              } finally {
-                running.delete(key);
-                release();
-              }
-            };
-            run().catch((error) => {
-              const tail = error instanceof BuildError ? error.tail : [];
-              const code = error instanceof CodedError ? error.code : "internal";
-              if (!(error instanceof CodedError)) {
-                host.log(`build of ${req.project}/${req.service}: ${messageOf(error)}`);
-              }
-              send({ type: "failed", code, message: messageOf(error), tail });
-            }).finally(() => {
-              try {
-                controller.close();
-              } catch {
-                // Already cancelled by the caller.
-              }
-            });
-          },
-        }),
-      );
+              await build(req, signal, send);
+            } finally {
+              running.delete(key);
+              release();
+            }
+          };
+          run().catch((error) => {
+            const tail = error instanceof BuildError ? error.tail : [];
+            const code = error instanceof CodedError ? error.code : "internal";
+            if (!(error instanceof CodedError)) {
+              host.log(`build of ${req.project}/${req.service}: ${messageOf(error)}`);
+            }
+            send({ type: "failed", code, message: messageOf(error), tail });
+          }).finally(async () => {
+            clearInterval(beat);
+            // Refused after the wait, or failed before building: the upload is of no further use.
+            await Deno.remove(uploadPath(req.upload)).catch(() => {});
+            try {
+              controller.close();
+            } catch {
+              // Already cancelled by the caller.
+            }
+          });
+        },
+      });
     },
   };
 }

@@ -268,6 +268,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       buildsDir: join(layout.dataDir, "builds"),
       stopping: stopping.signal,
       log,
+      pulled,
     }),
     ...servingHandlers(lifecycle),
     ...volumes.handlers,

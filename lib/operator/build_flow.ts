@@ -103,8 +103,11 @@ export type BuildReport = (event: BuildEvent) => void;
 export interface PrepareOptions {
   /** Only these Services (`ployz build web api`); default every Service with `build:`. */
   services?: string[];
-  /** Build even when the builder holds the image (`--no-cache` builds again). */
-  force?: boolean;
+  /**
+   * `--no-cache`: build again even when the builder holds the image, without Docker's layer cache. The image keeps
+   * its content tag, so containers already running that tag are not replaced.
+   */
+  noCache?: boolean;
   /** Context limits; tests lower them. */
   limits?: ContextLimits;
 }
@@ -199,7 +202,7 @@ export async function prepareBuilds(
   const services = { ...project.services };
   try {
     for (const service of built) {
-      const build = service.build!;
+      const build = options.noCache ? { ...service.build!, noCache: true } : service.build!;
       let packed: PackedContext;
       try {
         packed = await packContext(build, options.limits);
@@ -229,7 +232,7 @@ export async function prepareBuilds(
       if (wanted !== undefined && !wanted.includes(service.name)) {
         // Not asked for: the Service keeps the tag of its current context, nothing is built.
         job.upToDate = true;
-      } else if (!options.force) {
+      } else if (!options.noCache) {
         try {
           job.upToDate = (await builder.api.inspectImage({ ref })).present;
         } catch (error) {
@@ -314,9 +317,60 @@ async function sendContext(
   });
 }
 
+/** How often a builder is asked to say it is alive while it builds or waits. */
+export const BUILD_HEARTBEAT_MS = 3000;
+/** A builder that has said it is alive and then sends nothing this long is taken as cut off. */
+export const BUILD_SILENCE_MS = 15_000;
+/** Before its first frame, a builder (perhaps an older one that sends no heartbeat) is given this long. */
+const BUILD_FIRST_FRAME_MS = 60_000;
+
 async function runBuild(job: BuildJob, builder: Builder, upload: string, report: BuildReport): Promise<void> {
   const packed = job.packed!;
   const build = job.build;
+  // A Machine cut from the mesh mid-build answers nothing and closes nothing: its silence is the only sign.
+  const silence = new AbortController();
+  let silent = 0;
+  let heartbeats = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = (ms: number): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      silent = ms;
+      silence.abort();
+    }, ms);
+  };
+  arm(BUILD_FIRST_FRAME_MS);
+  try {
+    await readBuild(job, builder, upload, report, packed, build, silence.signal, (frame) => {
+      if (frame.type === "alive") heartbeats = true;
+      if (heartbeats) arm(BUILD_SILENCE_MS);
+    });
+  } catch (error) {
+    if (silent === 0) throw error;
+    const message = `Machine "${builder.name}" sent nothing for ${
+      Math.round(silent / 1000)
+    } s: it may be cut off from this side (a build it had started may still finish there; run again once it is reachable)`;
+    report({ type: "failed", service: job.service, stage: "build", message, tail: [] });
+    throw new OperatorError(
+      "unavailable",
+      `Build of service "${job.service}" failed at stage "build" on Machine "${builder.name}": ${message}`,
+      { service: job.service, stage: "build", machine: builder.name },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readBuild(
+  job: BuildJob,
+  builder: Builder,
+  upload: string,
+  report: BuildReport,
+  packed: PackedContext,
+  build: NormalizedBuild,
+  signal: AbortSignal,
+  heard: (frame: BuildFrame) => void,
+): Promise<void> {
   const stream = await builder.api.buildImage({
     upload,
     bytes: packed.bytes,
@@ -331,13 +385,16 @@ async function runBuild(job: BuildJob, builder: Builder, upload: string, report:
     labels: build.labels,
     "cache_from": build.cacheFrom,
     "no_cache": build.noCache,
-  });
+    "heartbeat_ms": BUILD_HEARTBEAT_MS,
+  }, { signal });
   let last: BuildFrame | undefined;
   let buffer = "";
   const decoder = new TextDecoder();
   const take = (line: string): void => {
     if (line.trim() === "") return;
     const frame = parseBuildFrame(line);
+    heard(frame);
+    if (frame.type === "alive") return;
     last = frame;
     if (frame.type === "log") report({ type: "log", service: job.service, text: frame.text });
     if (frame.type === "waiting") report({ type: "waiting", service: job.service, text: frame.text });

@@ -89,6 +89,8 @@ export interface FlowOptions {
   registryAuth?: AuthLookup;
   /** The Machine that builds `build:` Services (`--builder`); default the Entry Machine. */
   builder?: string;
+  /** Build every `build:` Service again without Docker's layer cache (`--no-cache`). */
+  noCache?: boolean;
 }
 
 /**
@@ -267,7 +269,9 @@ export async function deployProject(
     return await deployPrepared(machines, book, request, options, []);
   }
   const builder = pickBuilder(machines, options.builder);
-  const prepared = await prepareBuilds(request.project, builder, (event) => options.report.build?.(event));
+  const prepared = await prepareBuilds(request.project, builder, (event) => options.report.build?.(event), {
+    noCache: options.noCache,
+  });
   try {
     return await deployPrepared(
       machines,
@@ -279,6 +283,20 @@ export async function deployProject(
     );
   } finally {
     await discardBuilds(prepared.jobs);
+  }
+}
+
+/** Runs the Deploy's build stage; a failure says the later stages were not attempted and nothing changed. */
+async function runStages(jobs: BuildJob[], builder: Builder, options: FlowOptions): Promise<void> {
+  try {
+    await runBuilds(jobs, builder, (event) => options.report.build?.(event));
+  } catch (error) {
+    if (!(error instanceof OperatorError)) throw error;
+    throw new OperatorError(
+      error.code,
+      `${error.message}; stages "distribute" and "deploy" not attempted, nothing changed`,
+      { ...error.details, "not_attempted": ["distribute", "deploy"] },
+    );
   }
 }
 
@@ -346,6 +364,8 @@ async function deployPrepared(
       savedAt: new Date().toISOString(),
     });
   if (plan.ops.length === 0 && !options.dryRun) {
+    // Only `--no-cache` leaves a build pending with nothing to run: the image is rebuilt under its content tag.
+    if (builder !== undefined) await runStages(jobs, builder, options);
     save();
     options.report.event({
       type: "outcome",
@@ -364,7 +384,7 @@ async function deployPrepared(
   }
   if (!go) return { status: options.dryRun ? "previewed" : "declined", plan };
   // Built before anything is saved or replaced: a failed build ends the Deploy here.
-  if (builder !== undefined) await runBuilds(jobs, builder, (event) => options.report.build?.(event));
+  if (builder !== undefined) await runStages(jobs, builder, options);
   save();
   const outcome = await executeAndRecord(plan, machines, book, {
     ...options,

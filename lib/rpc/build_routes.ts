@@ -4,7 +4,7 @@
  * `ployz.image.build_upload.v1` (each piece an ordinary JSON call, so uploads cross the SSH bridge and the Entry
  * Machine's forwarding like every other call, and a re-sent piece lands at its offset), then starts the build with
  * `ployz.image.build.v1`, whose answer is an NDJSON stream of {@link BuildFrame}s: waiting, build output, then one
- * `done` or `failed` with the output's tail.
+ * `done` or `failed` with the output's tail; `alive` frames every `heartbeat_ms` when the caller asks for them.
  *
  * @module
  */
@@ -81,6 +81,11 @@ export interface BuildRequest {
   "cache_from": string[];
   /** Build without the layer cache. */
   "no_cache": boolean;
+  /**
+   * Send an `alive` frame this often, so the caller can tell a silent build from a Machine it cannot reach; absent
+   * (older callers), none is sent.
+   */
+  "heartbeat_ms"?: number;
 }
 
 /** Strict reader of {@link BuildRequest}. */
@@ -98,12 +103,14 @@ export const BuildRequestSchema: z.ZodType<BuildRequest> = z.object({
   labels: z.record(z.string().max(256), small).refine((r) => Object.keys(r).length <= 256),
   "cache_from": z.array(imageRef).max(16),
   "no_cache": z.boolean(),
+  "heartbeat_ms": z.number().int().min(500).max(60_000).optional(),
 });
 
 /** One frame of the build stream. */
 export type BuildFrame =
   | { type: "waiting"; text: string }
   | { type: "log"; text: string }
+  | { type: "alive" }
   | { type: "done"; "image_id": string; "duration_ms": number; built: boolean }
   | { type: "failed"; code: string; message: string; tail: string[] };
 
@@ -112,6 +119,7 @@ export function parseBuildFrame(line: string): BuildFrame {
   const value = JSON.parse(line) as Record<string, unknown>;
   const text = typeof value.text === "string" ? value.text : "";
   if (value.type === "log" || value.type === "waiting") return { type: value.type, text };
+  if (value.type === "alive") return { type: "alive" };
   if (value.type === "done" && typeof value.image_id === "string") {
     return {
       type: "done",
