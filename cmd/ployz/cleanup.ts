@@ -48,7 +48,7 @@ export const cleanupCommand: Command = {
   usage: "[--machine M] [-y] [--dry-run] [--request-key KEY] [--json]",
   description: [
     "Shows per Machine the stopped containers Ployz owns that are not of their Service's current Deployment (its",
-    "Serving Pointer) and the images Ployz pulled that no container uses, then removes them once confirmed (-y",
+    "Serving Pointer) and the images Ployz pulled or built that no container uses, then removes them once confirmed (-y",
     "skips asking): containers first, so images only they used go too. Containers and images Ployz does not own",
     "are never touched. Each leg keeps a receipt under the request key (printed); a re-run with",
     "--request-key KEY skips the legs already done.",

@@ -81,12 +81,13 @@ async function prune(
 /** `ployz image prune`. */
 export const imagePruneCommand: Command = {
   name: "prune",
-  summary: "Remove images Ployz pulled that no container uses, on every Machine",
+  summary: "Remove images Ployz pulled or built that no container uses, on every Machine",
   usage: "[--machine M] [--all] [-y] [--dry-run] [--json]",
   description: [
     "Shows what each Machine would remove, then removes it once confirmed (-y skips asking). Only images Ployz",
-    "pulled or copied are removed; --all also removes other images no container uses. Docker refuses to remove an",
-    "image any container uses, Ployz's or not.",
+    "pulled, copied or built are removed (a built image superseded by a newer build of its Service, once no",
+    "container runs it); --all also removes other images no container uses. Docker refuses to remove an image",
+    "any container uses, Ployz's or not.",
   ].join("\n"),
   options: {
     json: { type: "boolean" },

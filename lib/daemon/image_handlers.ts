@@ -57,7 +57,7 @@ export interface ImageHost {
   readonly stopping: AbortSignal;
   /** One line per notable event. */
   log(line: string): void;
-  /** The record of images Ployz pulled or copied here. */
+  /** The record of images Ployz pulled, copied or built here. */
   readonly pulled: PulledImages;
 }
 

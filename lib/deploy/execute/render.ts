@@ -111,7 +111,9 @@ export function renderOutcome(outcome: Outcome): string {
     lines.push(
       f.outcomeUnknown
         ? `Outcome unknown (the request was sent and no answer came; it may have acted): ${describeOp(f.op)}`
-        : `Failed: ${describeOp(f.op)}`,
+        : `Failed${f.op.kind === "image" || f.op.kind === "pull" ? ' at stage "distribute"' : ""}: ${
+          describeOp(f.op)
+        }`,
     );
     lines.push(`  error[${f.error.code}]: ${f.error.message}`);
     const logs = f.evidence?.logs;
