@@ -14,6 +14,7 @@ import {
 } from "../lib/operator/mod.ts";
 import { connectMachine, createRpcApp } from "../lib/rpc/mod.ts";
 import { dockerTest, IMAGE, type Scope } from "./support/docker.ts";
+import { eventually } from "./support/poll.ts";
 
 function serviceOf(
   name: string,
@@ -48,15 +49,22 @@ function projectOf(name: string, services: NormalizedService[]): NormalizedProje
 }
 
 /** A builder Machine served in-process: the daemon's build handlers behind a real RPC app, on the real dockerd. */
-async function builderOf(s: Scope, record: { name: string; accepts_builds?: boolean } = { name: "m1" }) {
+async function builderOf(
+  s: Scope,
+  record: { name: string; accepts_builds?: boolean } = { name: "m1" },
+  uploadIdleMs?: number,
+) {
   const dir = await Deno.makeTempDir({ prefix: "ployz-builds-" });
   const stopping = new AbortController();
+  const built = new Set<string>();
   const handlers = buildHandlers({
     engine: s.engine,
     record: () => record,
     buildsDir: join(dir, "builds"),
     stopping: stopping.signal,
     log: () => {},
+    pulled: { add: (id) => Promise.resolve(void built.add(id)) },
+    uploadIdleMs,
   });
   const app = createRpcApp({
     ...handlers,
@@ -75,6 +83,7 @@ async function builderOf(s: Scope, record: { name: string; accepts_builds?: bool
   return {
     builder,
     dir,
+    built,
     async [Symbol.asyncDispose]() {
       stopping.abort();
       client.close();
@@ -126,6 +135,7 @@ dockerTest(
       );
       const image = await s.raw.getImage(ref).inspect();
       assert.equal(image.Config.Labels.team, "core");
+      assert.deepEqual([...m.built], [image.Id], "the built image is recorded as Ployz's, for image prune");
       // What the image holds: the file sent, the argument applied, the ignored file absent.
       const out = await run(s, ref, ["sh", "-c", "cat /app.txt /greeting; ls /secret.txt 2>&1 || true"]);
       assert.match(out, /^one\nhello\n/);
@@ -137,6 +147,25 @@ dockerTest(
       assert.equal(second.jobs[0].upToDate, true);
       await runBuilds(second.jobs, m.builder, (e) => again.push(e));
       assert.deepEqual(again.map((e) => e.type), ["planned"], "nothing sent or built");
+
+      // --no-cache: built again although up to date, and Docker runs the cached RUN step again.
+      const fresh: BuildEvent[] = [];
+      const forced = await prepareBuilds(project, m.builder, (e) => fresh.push(e), { noCache: true });
+      assert.equal(forced.project.services.web.image, ref, "the content tag stays");
+      assert.equal(forced.jobs[0].upToDate, false);
+      await runBuilds(forced.jobs, m.builder, (e) => fresh.push(e));
+      const logs = (list: BuildEvent[]): string[] => list.flatMap((e) => e.type === "log" ? [e.text] : []);
+      assert.ok(logs(fresh).some((l) => /Running in/.test(l)), logs(fresh).join("\n"));
+      assert.ok(!logs(fresh).some((l) => /Using cache/.test(l)), logs(fresh).join("\n"));
+      // Without it, a build of the same steps (another label: another tag) takes them from the cache.
+      const cached: BuildEvent[] = [];
+      const relabelled = projectOf(project.name, [
+        serviceOf("web", ctx, { args: { GREETING: "hello" }, labels: { team: "edge" }, image: null }),
+      ]);
+      const other = await prepareBuilds(relabelled, m.builder, (e) => cached.push(e));
+      refs.push(other.project.services.web.image);
+      await runBuilds(other.jobs, m.builder, (e) => cached.push(e));
+      assert.ok(logs(cached).some((l) => /Using cache/.test(l)), logs(cached).join("\n"));
 
       await Deno.writeTextFile(join(ctx, "app.txt"), "two\n");
       const edited = await prepareBuilds(project, m.builder, () => {});
@@ -260,5 +289,25 @@ dockerTest(
       await removeImages(s, refs);
       await Deno.remove(ctx, { recursive: true });
     }
+  },
+);
+
+dockerTest(
+  "an upload its sender abandoned (killed mid-upload) is removed from the builder",
+  async (s) => {
+    await using m = await builderOf(s, { name: "m1" }, 300);
+    const upload = crypto.randomUUID();
+    const answer = await m.builder.api.buildUpload({ upload, offset: 0, data: btoa("partial tar") });
+    assert.equal(answer.received, 11);
+    const path = join(m.dir, "builds", `${upload}.tar`);
+    assert.equal((await Deno.stat(path)).size, 11, "the piece is held");
+    await eventually(10_000, "the abandoned upload is removed", async () => {
+      return await Deno.stat(path).then(() => undefined, () => true);
+    });
+    assert.deepEqual(
+      await Array.fromAsync(Deno.readDir(join(m.dir, "builds"))),
+      [],
+      "nothing left in the builds directory",
+    );
   },
 );

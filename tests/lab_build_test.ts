@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { lastOutcome } from "./support/daemon.ts";
 import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
+import { eventually } from "./support/poll.ts";
+import { ROOT } from "./support/spawn.ts";
 
 const IMAGE = "ployz-test/busybox:1";
 
@@ -24,6 +26,7 @@ interface OutcomeJson {
 interface BuildJson {
   type: string;
   service: string;
+  text?: string;
   "up_to_date"?: boolean;
   upToDate?: boolean;
   ref?: string;
@@ -92,12 +95,72 @@ async function readIn(lab: Lab, m: string, service: string, path: string): Promi
   return r.stdout;
 }
 
+/** Built images Machine `m` holds for Project "bld", by reference. */
+async function builtOn(lab: Lab, m: string): Promise<string[]> {
+  const r = await lab.docker(m, [
+    "images",
+    "--format",
+    "{{.Repository}}:{{.Tag}}",
+    "--filter",
+    "reference=bld-*",
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.trim().split("\n").filter((l) => l !== "").sort();
+}
+
+/** Files in Machine `m`'s build upload directory. */
+function uploadsOn(lab: Lab, m: string): string[] {
+  try {
+    return [...Deno.readDirSync(join(lab.dir, m, "ployz", "builds"))].map((e) => e.name);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+}
+
+/** `ployz` on Machine `m`'s socket, running: its stdout lines as they come, and the process to kill. */
+function started(lab: Lab, m: string, args: string[]) {
+  const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
+    args,
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn(m) },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const stderr = new Response(child.stderr).text();
+  const reading = (async () => {
+    let buffer = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        lines.push(buffer.slice(0, at));
+        buffer = buffer.slice(at + 1);
+      }
+    }
+    if (buffer !== "") lines.push(buffer);
+  })();
+  return {
+    child,
+    lines,
+    async done(): Promise<{ code: number; stdout: string; stderr: string }> {
+      const status = await child.status;
+      await reading;
+      return { code: status.code, stdout: lines.join("\n"), stderr: await stderr };
+    },
+  };
+}
+
 Deno.test(needs(["lab"], {
   name: "builds on a 3-Machine lab: built once on the builder, copied to peers, rebuilt only when changed",
   async fn(t) {
     await using lab = await startLab("bd", 3);
     await machinesUp(lab, "m1", 3);
     const compose = await writeProject(join(lab.dir, "project"));
+    const project = join(lab.dir, "project");
+    let firstWeb = "";
     const deploy = (...extra: string[]) =>
       lab.on("m1", ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", ...extra]);
 
@@ -110,6 +173,7 @@ Deno.test(needs(["lab"], {
       const planned = events.filter((e) => e.type === "planned");
       assert.deepEqual(planned.map((e) => [e.service, e.up_to_date]), [["api", false], ["web", false]]);
       const web = planned.find((e) => e.service === "web")!;
+      firstWeb = web.ref!;
       assert.ok(web.bytes! < 64 * 1024, `.dockerignore kept the 1 MiB file out: ${web.bytes} bytes sent`);
       assert.deepEqual(events.filter((e) => e.type === "built").map((e) => [e.service, e.built]), [
         ["api", true],
@@ -217,6 +281,157 @@ Deno.test(needs(["lab"], {
         await lab.on("m1", ["machine", "accept", "m2", "--builds", "on"]);
         const builder = await lab.on("m1", ["build", "-f", compose, "--builder", "m9"]);
         assert.match(builder.stderr, /error\[not_found\]: No Machine "m9" for "--builder"/);
+      },
+    );
+    await t.step("ployz image prune removes superseded built images, keeps the running ones", async () => {
+      const running =
+        (await lab.docker("m1", ["ps", "--format", "{{.Image}}", "--filter", "label=ployz.project=bld"]))
+          .stdout.trim().split("\n").filter((i) => i.startsWith("bld-"));
+      const current = [...new Set(running)].sort();
+      assert.equal(current.length, 2, running.join(","));
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.ok((await builtOn(lab, m)).includes(firstWeb), `${firstWeb} on ${m}`);
+      }
+      const r = await lab.on("m1", ["image", "prune", "-y", "--json"]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.deepEqual(await builtOn(lab, m), current, `only the running built images stay on ${m}`);
+      }
+    });
+
+    await t.step("deploy --no-cache builds again without Docker's cache and replaces nothing", async () => {
+      await Deno.writeTextFile(join(project, "web/msg.txt"), "v2\n");
+      const r = await deploy("--no-cache");
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const events = builds(r.stdout);
+      assert.deepEqual(events.filter((e) => e.type === "planned").map((e) => [e.service, e.up_to_date]), [
+        ["api", false],
+        ["web", false],
+      ]);
+      const logs = events.filter((e) => e.type === "log" && e.service === "api").map((e) => e.text!);
+      assert.ok(logs.some((l) => /Running in/.test(l)), `api's RUN step ran again: ${logs.join("\n")}`);
+      assert.ok(!logs.some((l) => /Using cache/.test(l)), logs.join("\n"));
+      assert.deepEqual(lastOutcome<OutcomeJson>(r.stdout).completed, [], "the content tags did not change");
+    });
+
+    await t.step(
+      "a context over the limit fails before anything is sent, naming the limit, size and file",
+      async () => {
+        const huge = join(project, "web/huge.bin");
+        // Sparse: the size on disk is what is judged, before the file is read.
+        await Deno.writeFile(huge, new Uint8Array());
+        await Deno.truncate(huge, 513 * 1024 * 1024);
+        try {
+          const r = await deploy();
+          assert.notEqual(r.code, 0);
+          const error = JSON.parse(r.stdout.trim().split("\n").at(-1)!).error;
+          assert.equal(error.code, "invalid_argument");
+          assert.match(
+            error.message,
+            /^Build of service "web" failed at stage "read context": build context ".*\/web" is over the limit of 512\.0 MiB: with "huge\.bin" \(513\.0 MiB\) it holds at least 513\.\d MiB; list what the image does not need in its \.dockerignore$/,
+          );
+          assert.deepEqual(builds(r.stdout).filter((e) => e.type !== "planned"), [], "nothing sent");
+          assert.deepEqual(uploadsOn(lab, "m1"), []);
+        } finally {
+          await Deno.remove(huge);
+        }
+      },
+    );
+
+    await t.step(
+      "the CLI killed mid-upload leaves no image or upload on the builder; a re-run succeeds",
+      async () => {
+        const zeros = join(project, "web/zeros.bin");
+        await Deno.writeFile(zeros, new Uint8Array());
+        await Deno.truncate(zeros, 128 * 1024 * 1024);
+        await Deno.writeTextFile(join(project, "web/msg.txt"), "v4\n");
+        const args = ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", "--builder", "m2"];
+        try {
+          const cli = started(lab, "m1", args);
+          await eventually(60_000, "a piece of the upload reaches m2", () => {
+            const held = uploadsOn(lab, "m2").map((n) =>
+              Deno.statSync(join(lab.dir, "m2/ployz/builds", n)).size
+            );
+            return held.some((size) => size > 0) ? true : undefined;
+          }, 50);
+          cli.child.kill("SIGKILL");
+          const killed = await cli.done();
+          assert.notEqual(killed.code, 0);
+          const ref = builds(killed.stdout).find((e) => e.type === "planned" && e.service === "web")?.ref;
+          assert.ok(
+            ref !== undefined && !builds(killed.stdout).some((e) => e.type === "sent"),
+            killed.stdout,
+          );
+          assert.notEqual((await lab.docker("m2", ["image", "inspect", ref])).code, 0, "no image on m2");
+          const r = await lab.on("m1", args);
+          assert.equal(r.code, 0, r.stderr + r.stdout);
+          assert.equal(lastOutcome<OutcomeJson>(r.stdout).status, "succeeded");
+          for (const m of ["m1", "m2", "m3"]) assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v4\n");
+          await eventually(
+            90_000,
+            "m2 removes the abandoned upload",
+            () => uploadsOn(lab, "m2").length === 0 || undefined,
+          );
+        } finally {
+          await Deno.remove(zeros);
+        }
+      },
+    );
+
+    await t.step(
+      "the builder cut off mid-build: the build stage fails naming it, nothing else is tried",
+      async () => {
+        const dockerfile = join(project, "web/Dockerfile");
+        const good = await Deno.readTextFile(dockerfile);
+        await Deno.writeTextFile(dockerfile, `${good}RUN sleep 6 && echo slow step\n`);
+        await Deno.writeTextFile(join(project, "web/msg.txt"), "v5\n");
+        const args = ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", "--builder", "m2"];
+        let healed = false;
+        try {
+          const cli = started(lab, "m1", args);
+          await eventually(
+            60_000,
+            "m2 runs the slow step",
+            () =>
+              builds(cli.lines.join("\n")).some((e) => e.type === "log" && /RUN sleep 6/.test(e.text!)) ||
+              undefined,
+            100,
+          );
+          await lab.lab(["partition", "m1,m3", "/", "m2"]);
+          const r = await cli.done();
+          assert.notEqual(r.code, 0);
+          const error = JSON.parse(r.stdout.trim().split("\n").at(-1)!).error;
+          assert.equal(error.code, "unavailable");
+          assert.match(
+            error.message,
+            /^Build of service "web" failed at stage "build" on Machine "m2": Machine "m2" sent nothing for 15 s: .*; stages "distribute" and "deploy" not attempted, nothing changed$/,
+          );
+          assert.deepEqual(error.details.not_attempted, ["distribute", "deploy"]);
+          assert.doesNotMatch(r.stdout, /"type":"outcome"/, "nothing ran");
+          for (const m of ["m1", "m2", "m3"]) {
+            assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v4\n");
+          }
+          await lab.lab(["heal"]);
+          healed = true;
+          await eventually(
+            120_000,
+            "m1 reaches m2 again",
+            async () =>
+              (await lab.on("m1", ["image", "ls", "--machine", "m2", "--json"])).code === 0 || undefined,
+            1000,
+          );
+          const again = await lab.on("m1", args);
+          assert.equal(again.code, 0, again.stderr + again.stdout);
+          assert.equal(lastOutcome<OutcomeJson>(again.stdout).status, "succeeded");
+          for (const m of ["m1", "m2", "m3"]) {
+            assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v5\n");
+          }
+        } finally {
+          if (!healed) {
+            await lab.lab(["heal"]);
+          }
+          await Deno.writeTextFile(dockerfile, good);
+        }
       },
     );
   },
