@@ -4,7 +4,7 @@
 // relocated `dial-stdio` permission set). It saves a context, is refused clearly for every bad connection (unknown
 // context, malformed URL, unknown host key, unreachable port, refused key, wrong user, no ployzd on the host, a
 // Machine not in a Cluster), deploys a Project across three Machines (the context from the Compose file's
-// `x-context`), reads ls/ps/inspect/top/logs -f for all three over one SSH connection per command, and has the SSH
+// `x-context`) and one with a `build:` Service (its context read here, built on m1, with no Docker here), reads ls/ps/inspect/top/logs -f for all three over one SSH connection per command, and has the SSH
 // connection cut mid-Deploy: the Outcome keeps the completed prefix, names the failed operation and the operations
 // never attempted, and the re-run finishes what was left.
 //
@@ -339,6 +339,41 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
                 (opSeconds / localSeconds).toFixed(2)
               })`,
           );
+        },
+      );
+
+      await t.step(
+        "a build: Service deployed from the operator namespace, which runs no Docker: built on m1, copied to m2, m3",
+        async () => {
+          const project = join(dir, "built");
+          await Deno.mkdir(join(project, "web"), { recursive: true });
+          await Deno.writeTextFile(
+            join(project, "web", "Dockerfile"),
+            `FROM ${IMAGE}\nCOPY note.txt /note.txt\n`,
+          );
+          await Deno.writeTextFile(join(project, "web", "note.txt"), "built over ssh\n");
+          const path = join(project, "compose.yaml");
+          await Deno.writeTextFile(
+            path,
+            `name: built\nx-context: lab\nservices:\n  web:\n    build: ./web\n` +
+              `    command: ["sleep", "3600"]\n    deploy:\n      replicas: 3\n    stop_signal: SIGKILL\n`,
+          );
+          const deployed = await opOk(["deploy", "-f", path, "-y", "--monitor", "1s", "--json"]);
+          assert.equal(lastOutcome<OutcomeJson>(deployed.stdout).status, "succeeded", deployed.stdout);
+          const built = deployed.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+            .filter((l) => l.type === "build" && l.build.type === "built");
+          assert.deepEqual(
+            built.map((l) => [l.build.service, l.build.built]),
+            [["web", true]],
+            deployed.stdout,
+          );
+          for (const m of ["m1", "m2", "m3"]) {
+            const id = (await lab.docker(m, ["ps", "-q", "--filter", "label=ployz.project=built"])).stdout
+              .trim();
+            assert.ok(id !== "", `a built container runs on ${m}`);
+            const note = await lab.docker(m, ["exec", id.split("\n")[0], "cat", "/note.txt"]);
+            assert.equal(note.stdout, "built over ssh\n", note.stderr);
+          }
         },
       );
 

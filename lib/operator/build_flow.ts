@@ -343,7 +343,9 @@ async function runBuild(job: BuildJob, builder: Builder, upload: string, report:
   try {
     await readBuild(job, builder, upload, report, packed, build, silence.signal, (frame) => {
       if (frame.type === "alive") heartbeats = true;
+      // An older builder sends no heartbeat: its silence proves nothing, so it is not bounded.
       if (heartbeats) arm(BUILD_SILENCE_MS);
+      else clearTimeout(timer);
     });
   } catch (error) {
     if (silent === 0) throw error;
