@@ -413,6 +413,7 @@ Deno.test(needs(["lab"], {
           }
           await lab.lab(["heal"]);
           healed = true;
+          await machinesUp(lab, "m1", 3);
           await eventually(
             120_000,
             "m1 reaches m2 again",
