@@ -2,6 +2,9 @@
 // m1 with replicas on every Machine. The builder (m1, the Entry Machine) builds with its own dockerd's build API,
 // m2 and m3 get the images by peer copy; a second Deploy builds nothing; an edited file rebuilds and replaces only
 // its Service; a failing RUN ends the Deploy before anything is replaced; `ployz build --builder m2` builds there.
+// Then: `ployz cleanup` removes superseded built images; `deploy --no-cache` re-runs cached steps; a context over
+// the limit is refused before anything is sent; the CLI killed mid-upload leaves nothing on the builder and a
+// re-run succeeds; the builder cut off mid-build fails the build stage naming it, and a re-run after healing succeeds.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { lastOutcome } from "./support/daemon.ts";
@@ -243,7 +246,7 @@ Deno.test(needs(["lab"], {
         assert.equal(error.code, "invalid_argument");
         assert.match(
           error.message,
-          /^Build of service "web" failed at stage "build" on Machine "m1": .*non-zero code: 7$/,
+          /^Build of service "web" failed at stage "build" on Machine "m1": .*non-zero code: 7; stages "distribute" and "deploy" not attempted, nothing changed$/,
         );
         assert.deepEqual([error.details.service, error.details.stage], ["web", "build"]);
         const failed = builds(r.stdout).find((e) => e.type === "failed") as { tail?: string[] } | undefined;
@@ -283,7 +286,7 @@ Deno.test(needs(["lab"], {
         assert.match(builder.stderr, /error\[not_found\]: No Machine "m9" for "--builder"/);
       },
     );
-    await t.step("ployz image prune removes superseded built images, keeps the running ones", async () => {
+    await t.step("ployz cleanup removes superseded built images with their stopped containers", async () => {
       const running =
         (await lab.docker("m1", ["ps", "--format", "{{.Image}}", "--filter", "label=ployz.project=bld"]))
           .stdout.trim().split("\n").filter((i) => i.startsWith("bld-"));
@@ -292,7 +295,8 @@ Deno.test(needs(["lab"], {
       for (const m of ["m1", "m2", "m3"]) {
         assert.ok((await builtOn(lab, m)).includes(firstWeb), `${firstWeb} on ${m}`);
       }
-      const r = await lab.on("m1", ["image", "prune", "-y", "--json"]);
+      // The replaced containers still hold the old image: `cleanup` removes them, then the images (prune's route).
+      const r = await lab.on("m1", ["cleanup", "-y", "--json"]);
       assert.equal(r.code, 0, r.stderr + r.stdout);
       for (const m of ["m1", "m2", "m3"]) {
         assert.deepEqual(await builtOn(lab, m), current, `only the running built images stay on ${m}`);
