@@ -123,10 +123,10 @@ function uploadsOn(lab: Lab, m: string): string[] {
 }
 
 /** `ployz` on Machine `m`'s socket, running: its stdout lines as they come, and the process to kill. */
-function started(lab: Lab, m: string, args: string[]) {
+function started(lab: Lab, m: string, args: string[], extra: Record<string, string> = {}) {
   const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
     args,
-    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn(m) },
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn(m), ...extra },
     clearEnv: true,
     stdin: "null",
     stdout: "piped",
@@ -356,7 +356,10 @@ Deno.test(needs(["lab"], {
         await Deno.writeTextFile(join(project, "web/msg.txt"), "v4\n");
         const args = ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", "--builder", "m2"];
         try {
-          const cli = started(lab, "m1", args);
+          // A killed CLI cannot remove its own temporary tar: it is kept inside the lab's directory, not /tmp.
+          const tmp = join(lab.dir, "killed-tmp");
+          await Deno.mkdir(tmp);
+          const cli = started(lab, "m1", args, { TMPDIR: tmp });
           await eventually(60_000, "a piece of the upload reaches m2", () => {
             const held = uploadsOn(lab, "m2").map((n) =>
               Deno.statSync(join(lab.dir, "m2/ployz/builds", n)).size
