@@ -17,6 +17,8 @@ const MACHINES = ["m1", "m2", "m3"];
 const UNDERLAY = "192.0.2.1";
 const ADDRESS: Record<string, string> = { m1: "192.0.2.11", m2: "192.0.2.12", m3: "192.0.2.13" };
 const HOSTS = ["app.example.test", "www.example.test"];
+// First obtained while a Machine is cut off: until then the CA's DNS sends it nowhere, so every attempt fails.
+const LATE = "late.example.test";
 
 // The second name is written without a protocol: an ingress route is https unless it says otherwise.
 function compose(project: string, mark = "a"): string {
@@ -29,7 +31,7 @@ function compose(project: string, mark = "a"): string {
     `    environment: {MARK: "${mark}"}`,
     "    deploy: {replicas: 2}",
     "    stop_grace_period: 1s",
-    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80"]`,
+    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80", "${LATE}:80/https"]`,
     "    healthcheck:",
     `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
     "      interval: 1s",
@@ -317,6 +319,18 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             obtained += text.split("\n").filter((l) => /certificates: obtained "/.test(l)).length;
           }
           assert.equal(obtained, HOSTS.length, "one certificate obtained per name, by one Machine");
+          // The CA was asked to validate only once every Machine awaited confirmed serving the answer: each
+          // Machine whose Ingress Proxy ran or was starting then (a proxy the Deploy had not filled yet is not
+          // awaited, as it cannot answer), and never after the bound named one that did not.
+          const told = (await Deno.readTextFile(join(lab.dir, asker, "ployzd.log"))).split("\n");
+          for (const host of HOSTS) {
+            const line = told.find((l) => l.includes(`the answer for "${host}" is served by`)) ?? "";
+            const confirmed = /served by ((?:m\d, )*m\d) \(confirmed in (\d+) ms\); asking the CA/.exec(line);
+            assert.ok(confirmed, `${asker} confirmed the answer for ${host} before validation: ${line}`);
+            assert.ok(confirmed[1].includes(asker), `${asker}'s own proxy confirmed ${host}`);
+            console.log(`figure: answer for ${host} confirmed by ${confirmed[1]} in ${confirmed[2]} ms`);
+          }
+          assert.equal(told.filter((l) => /did not confirm/.test(l)).length, 0);
         },
       );
 
@@ -480,7 +494,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       );
 
       await t.step(
-        "a Machine partitioned during a renewal keeps serving the old certificate, then converges",
+        "a Machine partitioned during a renewal and a first issuance: both succeed, it converges after heal",
         async () => {
           await pointDns(HOSTS[0], ADDRESS[others[0]]);
           const cut = others[1];
@@ -490,6 +504,13 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             PLOYZ_RUN_DIR: join(lab.dir, asker, "run"),
           });
           assert.equal(renew.code, 0, renew.stderr);
+          // LATE has never had a certificate (its attempts so far failed); now the CA can reach a Machine for it,
+          // and the operator asks for the next attempt now rather than after its pause.
+          await pointDns(LATE, ADDRESS[others[0]]);
+          const retry = await lab.ployz(["cert", "renew", LATE], {
+            PLOYZ_RUN_DIR: join(lab.dir, asker, "run"),
+          });
+          assert.equal(retry.code, 0, retry.stderr);
           let fresh: string | undefined;
           for (const m of [asker, others[0]]) {
             fresh = await eventually(60_000, `new serial on ${m} during the partition`, async () => {
@@ -502,6 +523,34 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             old,
             `${cut}, cut off, still serves the old certificate`,
           );
+          // The cut-off Machine is not Down yet: the asker waited its bound, then asked the CA naming it.
+          assert.match(
+            await Deno.readTextFile(join(lab.dir, asker, "ployzd.log")),
+            new RegExp(
+              `asking the CA to validate "${
+                HOSTS[0].replaceAll(".", "\\.")
+              }" though ${cut} did not confirm ` +
+                "serving the answer within 10 s; served by ",
+            ),
+          );
+          let first: string | undefined;
+          for (const m of [asker, others[0]]) {
+            first = await eventually(60_000, `${LATE} first obtained, served by ${m}`, async () => {
+              const serial = await servedSerial(LATE, m);
+              return serial !== undefined && (first === undefined || serial === first) ? serial : undefined;
+            }, 250);
+          }
+          assert.equal(
+            await servedSerial(LATE, cut, false),
+            undefined,
+            `${cut}, cut off, has no ${LATE} yet`,
+          );
+          assert.match(
+            await Deno.readTextFile(join(lab.dir, asker, "ployzd.log")),
+            new RegExp(
+              `certificates: obtained "${LATE.replaceAll(".", "\\.")}" serial .*\\(${cut} did not confirm`,
+            ),
+          );
           const healed = Date.now();
           await lab.ok(["lab", "heal", "--dir", lab.dir]);
           await eventually(
@@ -510,12 +559,76 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             async () => await servedSerial(HOSTS[0], cut) === fresh ? true : undefined,
             250,
           );
+          await eventually(
+            90_000,
+            `${cut} serves ${LATE} after heal`,
+            async () => await servedSerial(LATE, cut) === first ? true : undefined,
+            250,
+          );
           console.log(
             `figure: after heal, ${cut} served the renewed certificate in ${
               ((Date.now() - healed) / 1000).toFixed(1)
             } s`,
           );
           serials.set(HOSTS[0], fresh!);
+        },
+      );
+
+      await t.step(
+        "port 443 taken on one Machine: its proxy's start names Machine, port and holder; the others serve",
+        async () => {
+          const m = others[1];
+          const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
+          const stop = await lab.ployz(["stop", "ployz-system/caddy", "--machine", m], viaAsker);
+          assert.equal(stop.code, 0, `${stop.stdout}${stop.stderr}`);
+          // Another web server on that Machine takes the port before its Ingress Proxy starts again.
+          const holder = new Deno.Command("nsenter", {
+            args: [
+              `--net=/run/netns/${name}-${m.slice(1)}`,
+              "--",
+              "openssl",
+              "s_server",
+              "-accept",
+              "443",
+              "-cert",
+              join(pki, "cert.pem"),
+              "-key",
+              join(pki, "key.pem"),
+              "-www",
+            ],
+            stdin: "null",
+            stdout: "null",
+            stderr: "null",
+          }).spawn();
+          children.push(holder);
+          await eventually(10_000, `port 443 taken on ${m}`, async () => {
+            const r = await underlay(["sh", "-c", `echo | openssl s_client -connect ${ADDRESS[m]}:443 2>&1`]);
+            return /CN ?= ?pebble/.test(r.stdout) ? true : undefined;
+          });
+          const start = await lab.ployz(["start", "ployz-system/caddy", "--machine", m], viaAsker);
+          console.log((start.stdout + start.stderr).trim());
+          assert.equal(start.code, 1);
+          assert.match(
+            start.stdout + start.stderr,
+            new RegExp(
+              `error\\[conflict\\]: Port 443 on Machine "${m}" is already in use: openssl \\(pid ${holder.pid}\\) ` +
+                "holds it; free the port",
+            ),
+          );
+          assert.doesNotMatch(start.stdout + start.stderr, / {4}at /, "no stack trace");
+          for (const o of [asker, others[0]]) {
+            assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
+          }
+          holder.kill("SIGTERM");
+          await holder.status;
+          const again = await lab.ployz(["start", "ployz-system/caddy", "--machine", m], viaAsker);
+          assert.equal(again.code, 0, `${again.stdout}${again.stderr}`);
+          await eventually(
+            60_000,
+            `${m} serves again once the port is free`,
+            async () => await servedSerial(HOSTS[0], m) === serials.get(HOSTS[0]) ? true : undefined,
+            250,
+          );
         },
       );
 
