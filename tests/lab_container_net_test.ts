@@ -229,11 +229,13 @@ for (const forwarding of ["off", "on"] as const) {
             const [r1] = await replicas(lab);
             const gateway = `${subnetOf(r1.address)}.1`;
             // What a reload from a saved rules file does to ployz's and Docker's jumps.
-            const flushed = Date.now();
             for (const args of [["-F", "INPUT"], ["-F", "DOCKER-USER"], ["-t", "nat", "-F", "POSTROUTING"]]) {
               assert.equal((await inNs("m1", ["iptables", "-w", ...args])).code, 0);
             }
             assert.equal((await inNs("m1", ["ip6tables", "-w", "-F", "INPUT"])).code, 0);
+            // Timed from the last flush: on a loaded host the four flushes may span two passes, each of which
+            // puts back what was gone when it ran.
+            const flushed = Date.now();
             const back = await eventually(TICK_MS * 3, "the INPUT jumps back", async () => {
               const v4 = await inNs("m1", ["iptables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
               const v6 = await inNs("m1", ["ip6tables", "-w", "-C", "INPUT", "-j", "PLOYZ-INPUT"]);
@@ -245,7 +247,8 @@ for (const forwarding of ["off", "on"] as const) {
               `put back after ${back} ms, more than one tick (${TICK_MS} ms)`,
             );
             const log = await Deno.readTextFile(join(lab.dir, "m1", "ployzd.log"));
-            assert.match(log, /mesh: firewall: put back INPUT jump \(IPv4\), INPUT jump \(IPv6\)/);
+            assert.match(log, /mesh: firewall: put back INPUT jump \(IPv4\)/);
+            assert.match(log, /mesh: firewall: put back (INPUT jump \(IPv4\), )?INPUT jump \(IPv6\)/);
             // A container on the Machine's own bridge is not on the mesh: the sync port drops it.
             // Dropped, not refused: the connection hangs until the outer timeout kills it.
             const probe = await execIn(lab, "m1", r1.container, [
