@@ -53,7 +53,9 @@ export const machineRmCommand: Command = {
         else {
           io.out(
             `Machine "${report.machine.name}" (${report.machine.id}) removed as gone: its peers stop peering with it ` +
-              `and its rows leave every view; lost with it: ${report.containers.length} container(s), ` +
+              `and its rows leave every view${
+                report.observed === undefined ? "" : ` (${report.observed})`
+              }; lost with it: ${report.containers.length} container(s), ` +
               `${report.volumes.length} volume(s)${
                 report.machine.subnet === undefined
                   ? ""

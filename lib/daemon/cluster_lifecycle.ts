@@ -33,6 +33,7 @@ import { sleep } from "../util/mod.ts";
 import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
+import { goneVerdict, type ProbeResult } from "./gone_evidence.ts";
 import { listMachines } from "./membership.ts";
 import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
 
@@ -87,7 +88,15 @@ export interface LifecycleDeps<S extends Stoppable = Stoppable> {
   startServing(store: Store, subnet: MachineSubnet): Promise<S>;
   /** Pause between catch-up rounds; default 500 ms. */
   catchUpPauseMs?: number;
+  /**
+   * Probes another Machine's RPC over the mesh, bounded by `signal`: any answer at all (even a refusal) proves
+   * its daemon alive. Absent: every probe counts as unanswered.
+   */
+  probePeer?(machineId: string, signal: AbortSignal): Promise<boolean>;
 }
+
+/** How long a probe of a Machine about to be retired as gone may take. */
+const GONE_PROBE_MS = 3_000;
 
 /** What `found` asks for; every field has a default. */
 export interface FoundRequest {
@@ -191,7 +200,8 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
 
   /**
    * Marks a gone Machine retired (`machine rm --gone`): a name-keyed row every Machine's readers honour. Refused
-   * for this Machine itself, for one this Machine observes up (it can leave by itself), and, when its rows show
+   * for this Machine itself, for one this Machine heard from within the quiet window or that answers a probe now
+   * (it can leave by itself; see gone_evidence.ts), and, when its rows show
    * containers or volumes, unless the request confirms the Data Loss with its name.
    */
   async retire(req: RetireMachineRequest): Promise<RetireMachineResponse> {
@@ -210,14 +220,19 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
         { details: { "machine_id": row.id } },
       );
     }
-    const listed = await this.membership();
-    const seen = listed.machines.find((m) => m.id === row.id);
-    if (seen?.membership === "up") {
+    const verdict = await this.#goneVerdict(row.id);
+    if (!verdict.gone) {
       throw new RpcError(
         "conflict",
-        `Refusing to retire Machine "${row.name}": "${self.name}" observes it up, so it is not gone; use ` +
-          `"ployz machine rm ${row.name}" (it tombstones its own row)`,
-        { details: { "machine_id": row.id, membership: "up" } },
+        `Refusing to retire Machine "${row.name}" as gone: ${verdict.observed}; a Machine that answers leaves ` +
+          `by itself: "ployz machine rm ${row.name}" (nothing was changed)`,
+        {
+          details: {
+            "machine_id": row.id,
+            observed: verdict.observed,
+            ...(verdict.acceptAfter === undefined ? {} : { "accept_after": verdict.acceptAfter }),
+          },
+        },
       );
     }
     const containers = store.containers.list({ "machine_id": row.id }).map((c) => c.name).sort();
@@ -239,15 +254,49 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
       "retired_by": self.id,
       "retired_at": new Date().toISOString(),
     });
-    this.#deps.log(`retired Machine "${row.name}" (${row.id}), gone: its rows leave every view`);
+    this.#deps.log(
+      `retired Machine "${row.name}" (${row.id}), gone (${verdict.observed}): its rows leave every view`,
+    );
     return {
       "machine_id": row.id,
       name: row.name,
+      observed: verdict.observed,
       ...(row.subnet === undefined ? {} : { subnet: row.subnet }),
       containers,
       volumes,
       "retired_by": self.id,
     };
+  }
+
+  // What this Machine sees of a Machine about to be retired: a bounded probe over the mesh, and how long it has
+  // been quiet. See gone_evidence.ts.
+  async #goneVerdict(machineId: string): Promise<{ gone: boolean; observed: string; acceptAfter?: string }> {
+    const started = performance.now();
+    const deadline = AbortSignal.timeout(GONE_PROBE_MS);
+    let probe: ProbeResult;
+    try {
+      const answered = await (this.#deps.probePeer?.(machineId, deadline) ?? Promise.resolve(false));
+      const ms = Math.round(performance.now() - started);
+      probe = answered
+        ? { answered: true, ms }
+        : { answered: false, ms, reason: `no address to probe it at` };
+    } catch (error) {
+      const ms = Math.round(performance.now() - started);
+      const why = deadline.aborted
+        ? `no answer within ${GONE_PROBE_MS / 1_000} s`
+        : `${(error instanceof Error ? error.message : String(error)).slice(0, 200)} after ${ms} ms`;
+      probe = { answered: false, ms, reason: why };
+    }
+    // Read after the probe, so a packet that arrived meanwhile counts.
+    const seen = (await this.membership()).machines.find((m) => m.id === machineId);
+    const heard = [seen?.last_received_at, seen?.last_store_traffic_at]
+      .map((t) => t === undefined ? NaN : Date.parse(t))
+      .filter((t) => Number.isFinite(t));
+    return goneVerdict(this.#record.name, {
+      now: Date.now(),
+      ...(heard.length === 0 ? {} : { lastHeard: Math.max(...heard) }),
+      quietMs: this.#deps.thresholds.storeUpMs,
+    }, probe);
   }
 
   /** The store, or a `conflict` naming the phase when the Machine does not participate. */

@@ -258,6 +258,18 @@ Deno.test("retire: a gone Machine's rows leave the membership once confirmed; it
 
     const self = await refusal(f.lifecycle.retire({ "machine_id": founded.id }));
     assert.match(self.message, /cannot retire itself/);
+    // A Machine that answers a probe is alive, whatever its membership says.
+    const probed: string[] = [];
+    f.deps.probePeer = (machineId) => Promise.resolve(void probed.push(machineId)).then(() => true);
+    const alive = await refusal(f.lifecycle.retire({ "machine_id": goneId, "confirm_data_loss": "m3" }));
+    assert.equal(alive.code, "conflict");
+    assert.match(
+      alive.message,
+      /^Refusing to retire Machine "m3" as gone: it answered a probe from "m1" over the mesh/,
+    );
+    assert.deepEqual(probed, [goneId]);
+    assert.equal(store.retiredIds().size, 0, "a refused retire writes nothing");
+    f.deps.probePeer = () => Promise.reject(new Error("connection refused"));
     const unconfirmed = await refusal(f.lifecycle.retire({ "machine_id": goneId }));
     assert.equal(unconfirmed.code, "conflict");
     assert.match(
@@ -268,6 +280,10 @@ Deno.test("retire: a gone Machine's rows leave the membership once confirmed; it
 
     const retired = await f.lifecycle.retire({ "machine_id": goneId, "confirm_data_loss": "m3" });
     assert.deepEqual(retired.containers, ["p-web-1"]);
+    assert.match(
+      retired.observed!,
+      /^"m1" never heard from it, and it did not answer a probe over the mesh \(connection refused after \d+ ms\)$/,
+    );
     assert.equal(retired.subnet, "10.210.3.0/24");
     assert.deepEqual((await f.lifecycle.membership()).machines.map((m) => m.name), ["m1"]);
     assert.deepEqual(store.liveContainers(), []);

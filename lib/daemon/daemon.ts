@@ -18,6 +18,7 @@ import {
   advertisedCapabilities,
   createRpcApp,
   listenUnix,
+  PROTOCOL_MAJOR,
   type RpcApp,
   RpcError,
   type RpcHandlers,
@@ -149,6 +150,19 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     engine,
     thresholds: mesh?.thresholds ?? DEFAULT_MEMBERSHIP_THRESHOLDS,
     log,
+    // Any HTTP answer from its Machine RPC listener on the mesh proves the daemon alive; a refusal included.
+    probePeer: async (machineId, signal) => {
+      const target = meshTarget(machineId);
+      if (target === undefined) return false;
+      const response = await fetch(`http://${target.hostname}:${target.port}/rpc/ployz.machine.status.v1`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ "protocol_major": PROTOCOL_MAJOR }),
+        signal,
+      });
+      await response.body?.cancel();
+      return true;
+    },
     openStore: (path, siteId, clusterId) => openStore({ path, siteId, clusterId, signingSecret }),
     machineRow: (r) => ({ ...machineToWire(r), endpoints, capabilities, "daemon_version": daemonVersion }),
     openLink: (store, r, hints) =>

@@ -5,7 +5,6 @@ import {
   type ConfigureMachineRequest,
   type ConfigureMachineResponse,
   type MachineClient,
-  viaEntry,
 } from "../rpc/mod.ts";
 import type { Allocation } from "../store/mod.ts";
 import { ambiguousMachine, OperatorError } from "./errors.ts";
@@ -89,12 +88,14 @@ export interface RetiredReport {
   volumes: string[];
   /** The Machine that wrote the mark. */
   retiredBy: string;
+  /** What that Machine observed of it when it judged it gone. */
+  observed?: string;
 }
 
 /**
- * `machine rm M --gone`: has the Entry Machine mark M retired, after checking that M does not answer (a Machine
- * that answers leaves by itself, `machine rm`). The subnet stays in `book`'s allocation history as retired, so it
- * is never handed out again by this operator.
+ * `machine rm M --gone`: has the Entry Machine mark M retired; the Entry Machine refuses while M answers a probe
+ * or was heard from lately (a Machine that answers leaves by itself, `machine rm`). The subnet stays in `book`'s
+ * allocation history as retired, so it is never handed out again by this operator.
  */
 export async function retireGone(
   entry: MachineClient,
@@ -102,7 +103,6 @@ export async function retireGone(
   options: {
     confirmDataLoss?: string;
     book: { recordAllocation(a: Allocation): void };
-    probeMs?: number;
     /**
      * The receipt of this request's one leg: a re-run of a request whose retire is known done answers its report
      * again without sending anything. Retiring is idempotent (it names the state it wants), so a `sent` leg is
@@ -134,23 +134,8 @@ export async function retireGone(
       { machine: row.name },
     );
   }
-  let answered = false;
-  try {
-    await viaEntry(entry, row.id, { name: row.name }).status({
-      signal: AbortSignal.timeout(options.probeMs ?? 5_000),
-    });
-    answered = true;
-  } catch {
-    // No answer is what --gone expects.
-  }
-  if (answered) {
-    throw new OperatorError(
-      "conflict",
-      `Refusing to remove Machine "${row.name}" as gone: it answered through "${list.observer.machine_name}"; ` +
-        `use "ployz machine rm ${row.name}" (it tombstones its own row; nothing was changed)`,
-      { machine: row.name },
-    );
-  }
+  // The Entry Machine decides whether the Machine is gone, from what it observes now (quiet for a while, no answer
+  // to a bounded probe over the mesh), and its refusal says what it saw and when it will accept.
   options.receipts?.save("retire", { status: "sent", machine: row.id });
   const retired = await entry.retireMachine({
     "machine_id": row.id,
@@ -174,6 +159,7 @@ export async function retireGone(
     containers: retired.containers,
     volumes: retired.volumes,
     retiredBy: retired.retired_by,
+    ...(retired.observed === undefined ? {} : { observed: retired.observed }),
   };
   options.receipts?.save("retire", { status: "succeeded", report });
   return report;

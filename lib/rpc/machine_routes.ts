@@ -421,7 +421,8 @@ export const ConfigureMachineResponseSchema: z.ZodType<ConfigureMachineResponse>
 
 /**
  * What `ployz.machine.retire.v1` asks the Entry Machine: mark a gone Machine retired in the Cluster's store (it
- * cannot tombstone its own rows). Refused for itself, for a Machine it observes up, and, when the gone Machine
+ * cannot tombstone its own rows). Refused for itself, for a Machine it heard from lately or that answers a probe
+ * over the mesh now (the refusal says what it observed and, when quiet is missing, when it will accept), and, when the gone Machine
  * held containers or volumes, unless `confirm_data_loss` names it.
  */
 export interface RetireMachineRequest {
@@ -451,6 +452,8 @@ export interface RetireMachineResponse {
   volumes: string[];
   /** The Machine that wrote the mark. */
   "retired_by": string;
+  /** What the Machine that wrote the mark observed of it (quiet since, probe result); absent from older daemons. */
+  observed?: string;
 }
 
 /** Tolerant reader of {@link RetireMachineResponse}. */
@@ -461,6 +464,7 @@ export const RetireMachineResponseSchema: z.ZodType<RetireMachineResponse> = z.l
   containers: z.array(text).max(65536).default([]),
   volumes: z.array(text).max(65536).default([]),
   "retired_by": id,
+  observed: z.string().max(2048).optional(),
 });
 
 /** The Machine routes, by method name. */
