@@ -62,6 +62,7 @@ Deno.test(needs(["lab"], {
       /^error\[conflict\]: Refusing to retire Machine "m3" as gone: "m1" last heard from it \d+ m?s ago \(at [^)]+\) and it did not answer a probe over the mesh; .*: try again after (\S+) \(in \d+ m?s\) \([^\n]+\)$/m
         .exec(early.stderr);
     assert.ok(promised !== null, early.stderr);
+    console.log(`right after the cut: ${early.stderr.trim()}`);
     const acceptAfter = Date.parse(promised[1]);
     assert.ok(acceptAfter > cutAt - 30_000 && acceptAfter <= Date.now() + 30_000, promised[1]);
     await labStopMachine({ dir: lab.dir, machine: "m3" });
@@ -94,6 +95,7 @@ Deno.test(needs(["lab"], {
       /Machine "m3" \(\w+\) removed as gone: .*\("m1" last heard from it \d+ s ago \(at [^)]+\), and it did not answer a probe over the mesh \([^)]+\)\); lost with it: 2 container\(s\), 0 volume\(s\); subnet 10\.210\.\d+\.0\/24 kept retired in the allocation history/,
     );
 
+    console.log(`accepted: ${removed.stdout.trim()}`);
     const receipts = await lab.on("m1", ["receipts", "--json"]);
     assert.match(receipts.stdout, /"leg":"retire","receipt":\{"status":"succeeded"/, receipts.stdout);
 
