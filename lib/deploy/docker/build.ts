@@ -7,7 +7,7 @@
  */
 
 import { Readable } from "node:stream";
-import { type Client, requestStream } from "./client.ts";
+import { type Client, requestStream, textLines } from "./client.ts";
 import { DockerError, sanitizeMessage } from "./errors.ts";
 
 /** Lines of build output a failure keeps as evidence. */
@@ -106,8 +106,6 @@ export async function buildImage(
     }, async (response) => {
       let imageId: string | undefined;
       let failure: string | undefined;
-      let buffer = "";
-      const decoder = new TextDecoder();
       const take = (raw: string): void => {
         const trimmed = raw.trim();
         if (trimmed === "") return;
@@ -130,15 +128,7 @@ export async function buildImage(
           if (built !== null && imageId === undefined) imageId = built[1];
         }
       };
-      for await (const chunk of response) {
-        buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-        let at: number;
-        while ((at = buffer.indexOf("\n")) >= 0) {
-          take(buffer.slice(0, at));
-          buffer = buffer.slice(at + 1);
-        }
-      }
-      take(buffer);
+      for await (const line of textLines(response)) take(line);
       if (failure !== undefined) {
         throw new BuildError("invalid_argument", `Cannot build image "${options.tags[0]}": ${failure}`, [
           ...tail,

@@ -297,28 +297,39 @@ export function webStream(
   });
 }
 
-/** Reads a newline-delimited JSON response to its end. */
-export async function readJsonLines(response: Readable): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
+/** The lines of a streamed response as they arrive (without their newline); the last one even without one. */
+export async function* textLines(response: AsyncIterable<unknown>): AsyncGenerator<string> {
   let buffer = "";
   const decoder = new TextDecoder();
-  const take = (line: string): void => {
-    const trimmed = line.trim();
-    if (trimmed === "") return;
-    try {
-      out.push(JSON.parse(trimmed));
-    } catch {
-      out.push({ stream: trimmed });
-    }
-  };
   for await (const chunk of response) {
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
     let at: number;
     while ((at = buffer.indexOf("\n")) >= 0) {
-      take(buffer.slice(0, at));
+      yield buffer.slice(0, at);
       buffer = buffer.slice(at + 1);
     }
   }
-  take(buffer);
+  yield buffer;
+}
+
+/** Newline-delimited JSON as it arrives; blank lines are skipped, a line that is not JSON comes as `{stream}`. */
+export async function* jsonLines(response: AsyncIterable<unknown>): AsyncGenerator<Record<string, unknown>> {
+  for await (const text of textLines(response)) {
+    const trimmed = text.trim();
+    if (trimmed === "") continue;
+    let line: Record<string, unknown>;
+    try {
+      line = JSON.parse(trimmed);
+    } catch {
+      line = { stream: trimmed };
+    }
+    yield line;
+  }
+}
+
+/** Reads a newline-delimited JSON response to its end. */
+export async function readJsonLines(response: Readable): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for await (const line of jsonLines(response)) out.push(line);
   return out;
 }

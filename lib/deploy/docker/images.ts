@@ -8,6 +8,7 @@
 import { Readable } from "node:stream";
 import {
   type Client,
+  jsonLines,
   readJsonLines,
   type RegistryAuth,
   request,
@@ -362,32 +363,6 @@ export async function containerImages(
     service: c.Labels?.[LABELS.service],
     machine: c.Labels?.[LABELS.machine],
   }));
-}
-
-/** Reads newline-delimited JSON as it arrives. */
-async function* jsonLines(response: AsyncIterable<unknown>): AsyncGenerator<Record<string, unknown>> {
-  let buffer = "";
-  const decoder = new TextDecoder();
-  const parse = (text: string): Record<string, unknown> | undefined => {
-    const trimmed = text.trim();
-    if (trimmed === "") return undefined;
-    try {
-      return JSON.parse(trimmed);
-    } catch {
-      return { stream: trimmed };
-    }
-  };
-  for await (const chunk of response) {
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
-    let at: number;
-    while ((at = buffer.indexOf("\n")) >= 0) {
-      const line = parse(buffer.slice(0, at));
-      buffer = buffer.slice(at + 1);
-      if (line !== undefined) yield line;
-    }
-  }
-  const last = parse(buffer);
-  if (last !== undefined) yield last;
 }
 
 function pullQuery(ref: string): Record<string, string> {
