@@ -17,6 +17,7 @@ import {
   outcomeJson,
   type Plan,
   planDeploy,
+  projectProvisionedVolumes,
   type Snapshot,
   startPulls,
   takeSnapshot,
@@ -135,12 +136,13 @@ export async function observe(
   machines: DeployMachines,
   project: string,
   images: string[] | Promise<string[]>,
-  options: { ingress?: boolean } = {},
+  options: { ingress?: boolean; volumes?: string[] } = {},
 ): Promise<Snapshot> {
   return await takeSnapshot(machines.handles, {
     project,
     images,
     ingress: options.ingress === true ? INGRESS : undefined,
+    volumes: options.volumes,
     omissions: machines.omissions,
     precheck: (m) => requireCapabilities(clientOf(machines, m.id)!, SNAPSHOT_CAPABILITIES),
   });
@@ -321,7 +323,8 @@ async function deployPrepared(
     machines,
     request.project.name,
     pinning.then((p) => [...Object.values(p.project.services).map((s) => s.image), ingress.image]),
-    { ingress: true },
+    // Each Machine's copies of the Project's Provisioned Volumes: their Writers decide where those Services run.
+    { ingress: true, volumes: projectProvisionedVolumes(request.project) },
   );
   const [pinned, observed] = await Promise.allSettled([pinning, observing]);
   if (pinned.status === "rejected") throw pinned.reason;

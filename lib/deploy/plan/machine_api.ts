@@ -177,6 +177,10 @@ export interface MachineApi {
   pullImageFromPeer?(
     request: { ref: string; "from_machine_id": string; "timeout_ms"?: number },
   ): Promise<{ transferred: boolean; bytes: number; "duration_ms": number }>;
+  /** `ployz.machine.pool.v1`: the Machine's Pool and its Volume copies; absent on a client that cannot ask it. */
+  machinePool?(
+    request: Record<string, never>,
+  ): Promise<{ volumes: { name: string; role: string; snapshot?: string; epoch?: number }[] }>;
   /** `ployz.serving.set_pointer.v1`; absent on a client that cannot ask it. */
   setPointer?(
     request: { project: string; service: string; deployment: string },

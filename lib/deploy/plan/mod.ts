@@ -31,6 +31,14 @@ export { planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts
 export { registryIsNearby } from "./image_sources.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";
 export { renderPreview } from "./preview.ts";
+export {
+  describePlacement,
+  type ObservedVolumeCopy,
+  projectProvisionedVolumes,
+  provisionedVolumes,
+  type VolumePlacement,
+  volumePlacement,
+} from "./volume_locality.ts";
 export type {
   ContainerRef,
   CreateOp,

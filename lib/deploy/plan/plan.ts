@@ -14,7 +14,8 @@
  * slot goes to the eligible Machine with the fewest of the Service's slots (spread); a Global Service gets one slot
  * on every eligible Machine; `x-machines` limits the eligible Machines. A Machine that lacks an image pulls it from
  * its registry first (a `pull` operation), or gets it from a peer over the mesh (an `image` operation) when the
- * registry did not answer or the image has no registry.
+ * registry did not answer or the image has no registry. A Service mounting a Provisioned Volume runs on the Machine
+ * holding the Volume's Writer, whatever `x-machines` names (only a Volume Run moves it).
  *
  * Whether a container is UpToDate is decided from evidence: its `spec_digest` against the digest of the desired
  * container spec. The Saved State of the previous Deploy only explains what changed.
@@ -36,6 +37,7 @@ import type { DataLoss, HealthGate, ImageSource, Op, Plan, ReplaceOp, ServiceSum
 import { type Draft, isRunning } from "./draft.ts";
 import { placeImages } from "./image_sources.ts";
 import { ingressOps, pointOf } from "./serving_ops.ts";
+import { type VolumePlacement, volumePlacement } from "./volume_locality.ts";
 
 /** Input of {@linkcode planDeploy}. */
 export interface PlanOptions {
@@ -118,10 +120,13 @@ function placeable(
   project: NormalizedProject,
   service: NormalizedService,
   machines: MachineObservation[],
+  pinned?: VolumePlacement,
 ): { eligible: MachineObservation[]; held: MachineObservation[] } {
-  const participating = machines.filter((m) => m.phase === "participating");
+  const participating = machines.filter((m) =>
+    m.phase === "participating" && (pinned === undefined || m.machineId === pinned.machineId)
+  );
   const where = `Service "${project.name}/${service.name}"`;
-  const named = service.machines.length === 0
+  const named = service.machines.length === 0 || pinned !== undefined
     ? participating
     : participating.filter((m) =>
       service.machines.includes(m.machineName) || service.machines.includes(m.machineId)
@@ -207,12 +212,19 @@ interface ServicePlan {
 
 function planService(
   options: PlanOptions,
-  service: NormalizedService,
+  written: NormalizedService,
   placed: Placed[],
   warnings: string[],
+  pinned: VolumePlacement[],
 ): ServicePlan {
   const { project, deploymentId } = options.intent;
-  const { eligible, held } = placeable(project, service, options.snapshot.machines);
+  const locality = volumePlacement(project, written, options.snapshot, warnings);
+  if (locality !== undefined) pinned.push(locality);
+  // The Machine re-checks x-machines before it creates: it names the Writer's Machine, as a Move leaves it.
+  const service = locality?.overrides === undefined
+    ? written
+    : { ...written, machines: [locality.machineName] };
+  const { eligible, held } = placeable(project, service, options.snapshot.machines, locality);
   const monitorMs = service.update.monitorMs ?? options.monitorMs ?? DEFAULT_MONITOR_MS;
   const gate: HealthGate | null = options.skipHealth ? null : healthGate(service.healthcheck, monitorMs);
   const { order, reason } = updateOrder(service);
@@ -505,6 +517,7 @@ export function planDeploy(options: PlanOptions): Plan {
   }
   const drafts: Draft[] = [];
   const services: ServiceSummary[] = [];
+  const pinned: VolumePlacement[] = [];
   // Services some dependant waits to complete (`service_completed_successfully`) run once, to exit 0, first.
   const completes = new Set(
     Object.values(project.services).flatMap((s) =>
@@ -516,7 +529,7 @@ export function planDeploy(options: PlanOptions): Plan {
     const placedHere = byService.get(name) ?? [];
     const planned = completes.has(name)
       ? planCompletion(options, project.services[name], placedHere)
-      : planService(options, project.services[name], placedHere, warnings);
+      : planService(options, project.services[name], placedHere, warnings, pinned);
     drafts.push(...planned.ops);
     services.push(planned.summary);
   }
@@ -587,5 +600,6 @@ export function planDeploy(options: PlanOptions): Plan {
     services,
     observedContainers,
     observedAt: snapshot.observedAt,
+    ...(pinned.length === 0 ? {} : { volumePlacements: pinned }),
   };
 }

@@ -6,6 +6,7 @@
  */
 
 import type { Op, Plan } from "./types.ts";
+import { describePlacement } from "./volume_locality.ts";
 
 /** The Service and slot an operation acts on, `web/2`. */
 export function opTarget(op: Op): string {
@@ -91,6 +92,10 @@ export function renderPreview(plan: Plan): string {
     for (const image of pinned) {
       lines.push(`  - ${image.written} → ${image.digest} (from ${image.from}; ${image.services.join(", ")})`);
     }
+  }
+  if ((plan.volumePlacements ?? []).length > 0) {
+    lines.push("Placed by Volume:");
+    for (const p of plan.volumePlacements!) lines.push(`  - ${describePlacement(plan.project, p)}`);
   }
   if (plan.warnings.length > 0) {
     lines.push("Warnings:");

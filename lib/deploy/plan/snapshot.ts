@@ -7,6 +7,7 @@
 
 import { errorBody } from "./errors.ts";
 import type { MachineHandle, ObservedContainerView } from "./machine_api.ts";
+import type { ObservedVolumeCopy } from "./volume_locality.ts";
 
 /** What one Machine answered. */
 export interface MachineObservation {
@@ -32,6 +33,13 @@ export interface MachineObservation {
   network?: string;
   /** Its Ingress Proxy containers, when the Snapshot asked for them. */
   ingress?: ObservedContainerView[];
+  /**
+   * Its copies of the Volumes the Snapshot asked about (none held: an empty list); absent when it was not asked
+   * or did not answer (then `volumesError` says why).
+   */
+  volumes?: ObservedVolumeCopy[];
+  /** Why `volumes` is absent although asked. */
+  volumesError?: string;
 }
 
 /** A Machine that did not answer, and why. */
@@ -77,10 +85,36 @@ export interface SnapshotRequest {
   images: string[] | Promise<string[]>;
   /** The Ingress Proxy's Project and Service, to list its containers too. */
   ingress?: { project: string; service: string };
+  /** Provisioned Volumes (Docker names) whose copy each Machine reports, for Volume locality. */
+  volumes?: string[];
   /** Machines known to exist and not asked, with the reason; kept in the Snapshot as omissions. */
   omissions?: ObservationOmission[];
   /** Runs first on each Machine (e.g. a capability check); a throw makes the Machine a failure. */
   precheck?: (machine: MachineHandle) => Promise<void>;
+}
+
+/** The Machine's own report of its copies of `volumes`; a daemon without Pools holds none. */
+async function volumeCopies(
+  m: MachineHandle,
+  volumes: string[],
+): Promise<Pick<MachineObservation, "volumes" | "volumesError">> {
+  if (m.api.machinePool === undefined) return { volumesError: "this client cannot ask it" };
+  try {
+    const shown = await m.api.machinePool({});
+    return {
+      volumes: shown.volumes.filter((v) => volumes.includes(v.name)).map((v) => ({
+        name: v.name,
+        role: v.role,
+        ...(v.snapshot === undefined ? {} : { snapshot: v.snapshot }),
+        ...(v.epoch === undefined ? {} : { epoch: v.epoch }),
+      })),
+    };
+  } catch (error) {
+    const { code, message } = errorBody(error);
+    // A daemon that predates Pools cannot hold a Provisioned Volume.
+    if (code === "unsupported") return { volumes: [] };
+    return { volumesError: `${code}: ${message}` };
+  }
 }
 
 /**
@@ -99,11 +133,13 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
       const answers = await Promise.all(refs.map((ref) => m.api.inspectImage({ ref })));
       return Object.fromEntries(refs.map((ref, i) => [ref, answers[i].present]));
     };
-    const [status, list, images, proxies] = await Promise.all([
+    const volumes = request.volumes ?? [];
+    const [status, list, images, proxies, copies] = await Promise.all([
       m.api.status(),
       m.api.listContainers({ project: request.project }),
       presence(),
       ingress === undefined ? undefined : m.api.listContainers(ingress),
+      volumes.length === 0 ? undefined : volumeCopies(m, volumes),
     ]);
     const observation: MachineObservation = {
       machineId: status.machine.id,
@@ -124,6 +160,7 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
         c.project === ingress.project && c.service === ingress.service
       );
     }
+    if (copies !== undefined) Object.assign(observation, copies);
     return observation;
   }));
   const snapshot: Snapshot = {

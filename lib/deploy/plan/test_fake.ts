@@ -34,8 +34,16 @@ export class FakeMachine implements MachineApi {
   acceptsWorkloads = true;
   /** Its Machine Labels. */
   labels: Record<string, string> = {};
+  /** The Volume copies its Pool holds, or the error `machinePool` answers. */
+  pool: { name: string; role: string; snapshot?: string; epoch?: number }[] | Error = [];
 
   constructor(readonly id = "m1", readonly name = "one") {}
+
+  /** `ployz.machine.pool.v1`: the copies in {@linkcode pool}. */
+  machinePool(_request: Record<string, never>): Promise<{ volumes: { name: string; role: string }[] }> {
+    this.calls.push("machinePool");
+    return this.pool instanceof Error ? Promise.reject(this.pool) : Promise.resolve({ volumes: this.pool });
+  }
 
   /** Adds an observed container built from `spec`. */
   add(spec: ContainerSpec, state = "running"): ObservedContainerView {

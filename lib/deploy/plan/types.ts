@@ -7,6 +7,7 @@
 
 import type { ContainerSpec } from "../docker/spec.ts";
 import type { SpecChange } from "../compose/spec.ts";
+import type { VolumePlacement } from "./volume_locality.ts";
 
 /** A container an operation acts on, as observed. */
 export interface ContainerRef {
@@ -247,4 +248,6 @@ export interface Plan {
   observedContainers: number;
   /** When the Snapshot was taken, ISO 8601. */
   observedAt: string;
+  /** Services placed on the Machine holding their Provisioned Volumes' Writer. */
+  volumePlacements?: VolumePlacement[];
 }
