@@ -46,7 +46,7 @@ import { startPublisher } from "./publisher.ts";
 import { leaveStatus } from "../serving/mod.ts";
 import { servingHandlers } from "./serving_handlers.ts";
 import { type ServingRuntime, startServingRuntime } from "./serving_runtime.ts";
-import { startVolumeRuntime } from "./volume_runtime.ts";
+import { startVolumeRuntime, type VolumeRuntime } from "./volume_runtime.ts";
 import { hostExec } from "../volume/mod.ts";
 import { guardMutations, MUTATING_ROUTES, upgradeHandlers, type UpgradeHost } from "./upgrade_handlers.ts";
 
@@ -136,6 +136,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           status: 503,
         }),
   });
+  // Set once the volume runtime started (below); the serving runtime asks it to destroy removed Volumes.
+  const volumeRuntime: { current?: VolumeRuntime } = {};
   const lifecycle: ClusterLifecycle<ServingRuntime> = new ClusterLifecycle(record, {
     dataDir: layout.dataDir,
     // Off the mesh Docker masquerades the network as usual; on it, the mesh firewall masquerades only what leaves
@@ -191,6 +193,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         }),
         down: () => lifecycle.downSet(),
         log,
+        // The volume runtime starts after the lifecycle; a removal before it exists has no Pool copy to destroy.
+        removeProvisioned: (volume) => volumeRuntime.current?.remove(volume) ?? Promise.resolve(false),
       }),
   });
 
@@ -210,7 +214,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }
   }
 
-  const volumes = await startVolumeRuntime({
+  const volumes: VolumeRuntime = await startVolumeRuntime({
     dataDir: layout.dataDir,
     exec: hostExec(),
     self,
@@ -228,6 +232,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       });
     },
   });
+  volumeRuntime.current = volumes;
   const forwarder = createForwarder({
     self,
     resolve: meshTarget,

@@ -66,6 +66,8 @@ export interface ServingRuntimeOptions {
   retireAfterMs?: number;
   /** One line per notable event. */
   log?: (line: string) => void;
+  /** Destroys this Machine's copy of a Provisioned Volume a confirmed removal names. */
+  removeProvisioned?: (volume: string) => Promise<boolean>;
 }
 
 /** What the container handlers apply while the Machine serves. */
@@ -303,6 +305,7 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
     retireAfterMs: options.retireAfterMs ?? retireAfterMsFromEnv(),
     acme: () => acmeSettingsFromEnv(options.layout.dataDir),
     log,
+    ...(options.removeProvisioned === undefined ? {} : { removeProvisioned: options.removeProvisioned }),
   }).catch((error) => {
     clearInterval(downTimer);
     throw error;

@@ -97,6 +97,12 @@ export interface VolumeRuntime {
   prepare(spec: ContainerSpec): Promise<Record<string, string>>;
   /** Writes this Machine's `volumes` rows from the Pool as it is now. */
   publish(): Promise<void>;
+  /**
+   * Destroys this Machine's copy of `volume` (Writer or Mirror, with its Snapshots): a removal the operator
+   * confirmed as Data Loss (`ployz rm --volumes`). False when the Pool holds none; refuses while a Container here
+   * mounts it. Its floor is kept, so a late request of an older Volume Run is still refused.
+   */
+  remove(volume: string): Promise<boolean>;
   /** Stops the periodic rewrite; resolves once the last write finished. */
   stop(): Promise<void>;
 }
@@ -651,6 +657,37 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       }
     },
     publish: () => serial(publish),
+    async remove(volume) {
+      checkVolumeName(volume);
+      if (pool === undefined) return false;
+      const p = pool;
+      if (tasks.get(volume)?.finished === false) {
+        throw new RpcError(
+          "busy",
+          `A transition of Volume "${volume}" runs on Machine "${host.self().name}"`,
+        );
+      }
+      const removed = await serial(async () => {
+        if (await p.inspect(volume) === undefined) return false;
+        const ledger = await readLedger();
+        await runStep(volume, { kind: "destroy" }, {
+          volume,
+          expected: { role: "none" },
+          wanted: { role: "none" },
+          gen: 0,
+        });
+        const floor = ledger[volume]?.floor;
+        if (floor === undefined) delete ledger[volume];
+        else ledger[volume] = { floor };
+        await writeLedger(ledger);
+        host.log(`volume: destroyed this Machine's copy of "${volume}" (a removal confirmed as Data Loss)`);
+        return true;
+      });
+      if (removed) {
+        await serial(publish).catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
+      }
+      return removed;
+    },
     async stop() {
       clearInterval(timer);
       await tail;

@@ -43,6 +43,9 @@ Deno.test("a Machine without a Pool refuses a Provisioned Volume, naming it and 
     const shown = await runtime.handlers.machinePool!({}, { signal: AbortSignal.timeout(1000) } as never);
     assert.equal(shown.pool, null);
     assert.deepEqual(shown.volumes, []);
+    // A confirmed removal on a Machine without a Pool has no copy to destroy.
+    assert.equal(await runtime.remove("shop_data"), false);
+    await assert.rejects(runtime.remove("../etc"), /name|Volume/);
   } finally {
     await runtime.stop();
     await Deno.remove(dataDir, { recursive: true });

@@ -72,6 +72,11 @@ export interface ServingLoopOptions {
   admin?: () => CaddyAdmin;
   /** One line per notable event. */
   log?: (line: string) => void;
+  /**
+   * Destroys this Machine's copy of a Provisioned Volume a removal mark names (true when there was one); absent on
+   * a Machine without Pools, where only Docker volumes are removed.
+   */
+  removeProvisioned?: (volume: string) => Promise<boolean>;
   /** ACME settings for https routes; without them no certificate is obtained here (certificates still load). */
   acme?: () => Promise<AcmeSettings>;
   /** Keeper overrides (tests): the ACME client, the bound on answer confirmations. */
@@ -352,6 +357,12 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         try {
           if (await engine.removeVolume(volume, controller.signal)) {
             log(`serving: removed volume "${volume}" (removal of ${mark.project}/${mark.service})`);
+          }
+          // A Provisioned Volume lives in the Pool, not in Docker: its copy here goes too (Writer or Mirror).
+          if (await options.removeProvisioned?.(volume)) {
+            log(
+              `serving: destroyed Provisioned Volume "${volume}" (removal of ${mark.project}/${mark.service})`,
+            );
           }
         } catch (error) {
           errors.push(`cannot remove volume "${volume}": ${(error as Error).message}`);
