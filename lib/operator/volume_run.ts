@@ -36,6 +36,8 @@ export interface LiveCopy {
   sizeBytes?: number;
   /** Bytes used. */
   usedBytes?: number;
+  /** Bytes free in the Machine's Pool, as it reported them. */
+  freeBytes?: number;
 }
 
 /** What a user asked. */
@@ -130,6 +132,7 @@ export async function readCopies(
       ...(shown.pool === null ? { noPool: true } : {}),
       sizeBytes: held?.size_bytes,
       usedBytes: held?.used_bytes,
+      ...(shown.pool?.free_bytes === undefined ? {} : { freeBytes: shown.pool.free_bytes }),
     } as LiveCopy);
   }));
   copies.sort((a, b) => a.machine.name.localeCompare(b.machine.name));
@@ -148,6 +151,21 @@ function only<T>(list: T[], what: string, volume: string): T {
     list.length === 0
       ? `Volume "${volume}" has no ${what}`
       : `Volume "${volume}" has ${list.length} ${what}s`,
+  );
+}
+
+/**
+ * Refuses a full send into a Pool with less free space than the source's copy uses, before any step: the run
+ * changes nothing, and the report names both Machines and both sizes. An incremental send (the target holds a
+ * Mirror) is not estimated here; a receive that runs out of space fails before the cut just the same.
+ */
+export function checkSpace(source: LiveCopy, target: LiveCopy, volume: string): void {
+  if (target.copy.role !== "none" || source.usedBytes === undefined || target.freeBytes === undefined) return;
+  if (target.freeBytes >= source.usedBytes) return;
+  throw new OperatorError(
+    "unavailable",
+    `Machine "${target.machine.name}" has ${target.freeBytes} bytes free in its Pool and "${volume}" uses ${source.usedBytes} bytes on "${source.machine.name}": too little to receive it (nothing changed; "${source.machine.name}" still holds the Writer)`,
+    { volume, machine: target.machine.name, "free_bytes": target.freeBytes, "used_bytes": source.usedBytes },
   );
 }
 
@@ -271,6 +289,7 @@ export async function runVolume(
           );
         }
         if (target.copy.role === "none") {
+          checkSpace(writer, target, volume);
           await step(target, { role: "mirror", snapshot: snapshotName(run.gen) }, {
             source: writer,
             sizeBytes: writer.sizeBytes,
@@ -310,7 +329,7 @@ export async function runVolume(
         break;
       }
       case "move":
-        await move(copies, byName(copies, request.to, volume));
+        await move(copies, byName(copies, request.to, volume), [...unlisted, ...before.unreachable]);
         break;
     }
   } catch (caught) {
@@ -345,7 +364,11 @@ export async function runVolume(
   // Move (docs/bets.md, "Volume handover"): mirror if needed, sync, cut, final incremental, Writer{start} on the
   // target with the source Container's spec read live from the source, then remove the source Container. The cut
   // Snapshot is named after the run, so a re-run finds the source (the Mirror at it) after the cut.
-  async function move(copies: LiveCopy[], target: LiveCopy): Promise<void> {
+  async function move(
+    copies: LiveCopy[],
+    target: LiveCopy,
+    silent: { name: string; reason: string }[],
+  ): Promise<void> {
     let cut = `g${run.gen}-cut`;
     const writers = copies.filter((c) => c.copy.role === "writer");
     // The source of a Move cut by this run or an earlier one: the other Machine at the newest cut Snapshot.
@@ -377,6 +400,7 @@ export async function runVolume(
     if (writers.length === 1) {
       source = writers[0];
       const size = source.sizeBytes;
+      checkSpace(source, target, volume);
       if (target.copy.role === "none") {
         await step(target, { role: "mirror", snapshot: snapshotName(run.gen) }, { source, sizeBytes: size });
       }
@@ -390,6 +414,16 @@ export async function runVolume(
       await checkpoint("cut");
     } else {
       const at = cutSource();
+      if (at === undefined && silent.length > 0) {
+        // The source of a cut Move may be the Machine that does not answer: its cut Snapshot holds the data.
+        throw new OperatorError(
+          "unavailable",
+          `Volume "${volume}" has no Writer among the Machines that answered, and none of them holds a Move's cut Snapshot; ${
+            silent.map((u) => `"${u.name}" did not answer (${u.reason})`).join(", ")
+          }. If a Move was cut there, its data is safe in that Machine's cut Snapshot and "${target.machine.name}" stays a Mirror: run "ployz volume move ${volume} --to ${target.machine.name}" again once it answers`,
+          { volume, unreachable: silent.map((u) => u.name) },
+        );
+      }
       if (at === undefined) {
         throw new OperatorError(
           "not_found",
@@ -408,7 +442,7 @@ export async function runVolume(
       }
       spec = await sourceSpec(source, target);
     } catch (caught) {
-      await undo(source, caught);
+      await undo(source, target, caught);
     }
     await checkpoint("before-start");
     // The point of no return.
@@ -440,7 +474,7 @@ export async function runVolume(
     return { ...spec, placement: { ...placement, machines: [target.machine.name] } };
   }
 
-  async function undo(source: LiveCopy, caught: unknown): Promise<never> {
+  async function undo(source: LiveCopy, target: LiveCopy, caught: unknown): Promise<never> {
     const reason = caught instanceof Error ? caught.message : String(caught);
     host.progress(`  before the point of no return: ${reason}; undoing on ${source.machine.name}`);
     try {
@@ -457,7 +491,10 @@ export async function runVolume(
         "unavailable",
         `${reason}; the undo on "${source.machine.name}" failed too (${
           failed instanceof Error ? failed.message : String(failed)
-        }): the Volume has no Writer; run the Move again once "${source.machine.name}" answers`,
+        }). Stopped after the cut: the Volume has no Writer, its data is safe in the cut Snapshot ${
+          source.copy.snapshot ?? ""
+        } on "${source.machine.name}"; run "ployz volume move ${volume} --to ${target.machine.name}" again once "${source.machine.name}" answers`,
+        { volume, stage: "after_cut", source: source.machine.name },
       );
     }
     throw new OperatorError("unavailable", `${reason}; undone: "${source.machine.name}" is the Writer again`);

@@ -12,8 +12,15 @@ let failOn: ((req: SetVolumeCopyRequest) => boolean) | undefined;
 function fakeMachine(
   name: string,
   start: Copy,
-): VolumeRunMachine & { state: { copy: Copy; floor: number }; asked: SetVolumeCopyRequest[] } {
-  const state = { copy: start, floor: 0 };
+): VolumeRunMachine & {
+  state: { copy: Copy; floor: number; down?: boolean; freeBytes?: number; usedBytes?: number };
+  asked: SetVolumeCopyRequest[];
+} {
+  const state: { copy: Copy; floor: number; down?: boolean; freeBytes?: number; usedBytes?: number } = {
+    copy: start,
+    floor: 0,
+  };
+  const unreachable = () => Promise.reject(new RpcError("unavailable", `Cannot reach Machine "${name}"`));
   const asked: SetVolumeCopyRequest[] = [];
   let pending: string | undefined;
   const wire = (c: Copy): CopyWire =>
@@ -23,22 +30,28 @@ function fakeMachine(
       ? { role: "writer", epoch: c.epoch }
       : { role: "none" };
   const client = {
-    volumeContainers: () => Promise.resolve({ containers: [] }),
+    volumeContainers: () => state.down ? unreachable() : Promise.resolve({ containers: [] }),
     removeContainer: () => Promise.resolve({ id: "x", removed: true }),
     machinePool: () =>
-      Promise.resolve({
+      state.down ? unreachable() : Promise.resolve({
         "machine_id": name,
         "machine_name": name,
-        pool: { kind: "btrfs", where: "/p" },
+        pool: {
+          kind: "btrfs",
+          where: "/p",
+          ...(state.freeBytes === undefined ? {} : { "free_bytes": state.freeBytes }),
+        },
         volumes: state.copy.role === "none" ? [] : [{
           name: "v",
           role: state.copy.role,
           ...(state.copy.role === "mirror" ? { snapshot: state.copy.snapshot } : { epoch: state.copy.epoch }),
           snapshots: [],
           "size_bytes": 2 ** 30,
+          ...(state.usedBytes === undefined ? {} : { "used_bytes": state.usedBytes }),
         }],
       }),
     setVolumeCopy(req: SetVolumeCopyRequest) {
+      if (state.down) return unreachable();
       asked.push(req);
       if (failOn?.(req)) return Promise.reject(new RpcError("unavailable", "the link to the source broke"));
       const toCopy = (w: CopyWire): Copy =>
@@ -233,4 +246,92 @@ Deno.test("move: a failure between the cut and Writer{start} undoes: the source 
     assert.equal(m1.state.copy.role, "writer");
     assert.equal(m2.state.copy.role, "mirror");
   });
+});
+
+Deno.test("move into a Pool too small: refused before any step, naming both Machines and sizes", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    m1.state.usedBytes = 300 * 2 ** 20;
+    m2.state.freeBytes = 100 * 2 ** 20;
+    const result = await runVolume(
+      {
+        machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
+        store,
+        progress: () => {},
+        busyPauseMs: 1,
+      },
+      "v",
+      { kind: "move", to: "m2" },
+    );
+    assert.equal(result.state, "failed");
+    assert.equal(result.error?.code, "unavailable");
+    assert.equal(
+      result.error?.message,
+      `Machine "m2" has 104857600 bytes free in its Pool and "v" uses 314572800 bytes on "m1": too little to receive it (nothing changed; "m1" still holds the Writer)`,
+    );
+    assert.deepEqual([m1.state.copy, m2.state.copy], [{ role: "writer", epoch: 0 }, { role: "none" }]);
+    assert.deepEqual(m2.asked.map((r) => r.wanted.role), ["none"], "only the fence reached m2");
+    assert.equal(store.volumeRun("v")?.state, "failed");
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("move whose source is cut off after the cut: stops with the stage and what to do, then finishes", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = openConfigStore(join(dir, "config.db"));
+  try {
+    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+    const m2 = fakeMachine("m2", { role: "none" });
+    const machines = () => Promise.resolve({ machines: [m1, m2], unreachable: [] });
+    // In the run: the source goes away right after the cut; the final incremental and the undo both fail.
+    const cutOff = await runVolume(
+      {
+        machines,
+        store,
+        progress: () => {},
+        busyPauseMs: 1,
+        checkpoint: (p: string) => {
+          if (p === "cut") m1.state.down = true;
+        },
+      },
+      "v",
+      { kind: "move", to: "m2" },
+    );
+    assert.equal(cutOff.state, "failed");
+    assert.match(
+      cutOff.error!.message,
+      /the undo on "m1" failed too \(Cannot reach Machine "m1"\)\. Stopped after the cut: the Volume has no Writer, its data is safe in the cut Snapshot g1-cut on "m1"; run "ployz volume move v --to m2" again once "m1" answers/,
+    );
+    assert.equal(m2.state.copy.role, "mirror", "the target stays a Mirror");
+    assert.deepEqual(m1.state.copy, { role: "mirror", snapshot: "g1-cut" });
+
+    // A re-run while the source is still away: nothing changes, and it says why.
+    const away = await runVolume({ machines, store, progress: () => {}, busyPauseMs: 1 }, "v", {
+      kind: "move",
+      to: "m2",
+    });
+    assert.equal(away.state, "failed");
+    assert.match(
+      away.error!.message,
+      /no Writer among the Machines that answered.*"m1" did not answer \(Cannot reach Machine "m1"\)\. If a Move was cut there, its data is safe/,
+    );
+    assert.equal(m2.state.copy.role, "mirror");
+
+    // Once it answers, the Move finishes from its cut Snapshot.
+    m1.state.down = false;
+    const done = await runVolume({ machines, store, progress: () => {}, busyPauseMs: 1 }, "v", {
+      kind: "move",
+      to: "m2",
+    });
+    assert.equal(done.state, "done", JSON.stringify(done.error));
+    assert.deepEqual([m1.state.copy, m2.state.copy.role], [{ role: "mirror", snapshot: "g1-cut" }, "writer"]);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
