@@ -5,7 +5,8 @@
  * a Mirror here, or a size the Pool cannot hold are refused naming the check; an absent Volume is created.
  *
  * A small local ledger (`<data>/volumes.json`, 0600) keeps what the Pool cannot: each Volume's Project, its size,
- * a Writer's epoch and the SetVolumeCopy floor.
+ * a Writer's epoch and the SetVolumeCopy floor. `<data>/volume_defaults.json` (0600) keeps the Machine's default
+ * Volume size, for a Provisioned Volume whose `x-volumes` names none.
  *
  * @module
  */
@@ -121,6 +122,18 @@ function asRpc(error: unknown): unknown {
 /** Opens the bound Pool, if any; a Pool that fails to open is reported, never fatal to the daemon. */
 export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntime> {
   const ledgerPath = join(host.dataDir, "volumes.json");
+  const defaultsPath = join(host.dataDir, "volume_defaults.json");
+
+  async function readDefaultSize(): Promise<number | undefined> {
+    try {
+      const parsed = JSON.parse(await Deno.readTextFile(defaultsPath)) as { "default_size_bytes"?: unknown };
+      const size = parsed?.default_size_bytes;
+      return typeof size === "number" && Number.isSafeInteger(size) && size > 0 ? size : undefined;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      throw new VolumeError("internal", `${defaultsPath} cannot be read: ${message(error)}`);
+    }
+  }
   let binding: PoolBinding | undefined;
   let pool: Pool | undefined;
   let problem: string | undefined;
@@ -244,26 +257,35 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       checkVolumeName(volume, "Provisioned Volume");
       const held = await pool.inspect(volume);
       if (held === undefined) {
-        const space = await pool.space();
-        if (mount.provisionedBytes > space.totalBytes) {
+        // No size in x-volumes: this Machine's default Volume size.
+        const size = mount.provisionedBytes > 0 ? mount.provisionedBytes : await readDefaultSize();
+        if (size === undefined) {
           throw new RpcError(
             "invalid_argument",
-            `Provisioned Volume "${volume}" asks ${mount.provisionedBytes} bytes; the Pool of Machine "${machine}" holds ${space.totalBytes}`,
+            `Provisioned Volume "${volume}" names no size and Machine "${machine}" has no default Volume size: ` +
+              `give x-volumes.${volume.slice((spec.project + "_").length)}.size, or set one with ` +
+              `"ployz machine pool --machine ${machine} --default-size SIZE"`,
+            { details: { volume, machine, check: "volume_size" } },
+          );
+        }
+        const space = await pool.space();
+        if (size > space.totalBytes) {
+          throw new RpcError(
+            "invalid_argument",
+            `Provisioned Volume "${volume}" asks ${size} bytes; the Pool of Machine "${machine}" holds ${space.totalBytes}`,
             { details: { volume, machine } },
           );
         }
-        await pool.create(volume, mount.provisionedBytes);
+        await pool.create(volume, size);
         const ledger = await readLedger();
         ledger[volume] = {
           ...ledger[volume],
           project: spec.project,
-          sizeBytes: mount.provisionedBytes,
+          sizeBytes: size,
           epoch: 0,
         };
         await writeLedger(ledger);
-        host.log(
-          `volume: created Provisioned Volume "${volume}" (${mount.provisionedBytes} bytes) in ${pool.where}`,
-        );
+        host.log(`volume: created Provisioned Volume "${volume}" (${size} bytes) in ${pool.where}`);
       } else if (!held.writable) {
         const at = held.snapshots[held.snapshots.length - 1];
         throw new RpcError(
@@ -627,6 +649,22 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
               await publish().catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
             });
           }
+          const wanted = req.default_size_bytes;
+          if (wanted !== undefined) {
+            await serial(async () => {
+              if (binding === undefined) {
+                throw new RpcError(
+                  "unsupported",
+                  `Machine "${self.name}" has no Pool: bind one ("ployz machine pool --machine ${self.name} --set btrfs") before its default Volume size`,
+                );
+              }
+              await writeFileAtomic(defaultsPath, JSON.stringify({ "default_size_bytes": wanted }) + "\n", {
+                mode: 0o600,
+              });
+              host.log(`volume: default Volume size set to ${wanted} bytes`);
+            });
+          }
+          const defaultSize = await readDefaultSize();
           const space = pool === undefined ? undefined : await pool.space().catch(() => undefined);
           return {
             "machine_id": self.id,
@@ -638,6 +676,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
                 ? {}
                 : { "total_bytes": space.totalBytes, "free_bytes": space.freeBytes }),
               ...(problem === undefined ? {} : { problem }),
+              ...(defaultSize === undefined ? {} : { "default_size_bytes": defaultSize }),
             },
             volumes: await copies(),
           };

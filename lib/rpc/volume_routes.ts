@@ -13,10 +13,15 @@ export type PoolSetWire =
   | { kind: "btrfs"; "loop_size_bytes"?: number }
   | { kind: "zfs"; dataset: string; "mount_root": string };
 
-/** What `ployz.machine.pool.v1` asks: nothing to show the Pool, `set` to bind the Machine to one first. */
+/**
+ * What `ployz.machine.pool.v1` asks: nothing to show the Pool, `set` to bind the Machine to one first,
+ * `default_size_bytes` to set the size of a Provisioned Volume whose `x-volumes` names none.
+ */
 export interface MachinePoolRequest {
   /** The Pool to bind to; absent: only show. */
   set?: PoolSetWire;
+  /** The Machine's default Volume size to keep; absent: unchanged. A daemon that predates it answers without it. */
+  "default_size_bytes"?: number;
 }
 
 const SIZE = z.number().int().min(2 ** 20).max(2 ** 50);
@@ -31,6 +36,7 @@ export const MachinePoolRequestSchema: z.ZodType<MachinePoolRequest> = z.object(
       "mount_root": z.string().min(1).max(512),
     }),
   ]).optional(),
+  "default_size_bytes": SIZE.optional(),
 });
 
 /** A Machine's copy of one Volume, as its Machine reports it now. */
@@ -79,6 +85,8 @@ export interface PoolWire {
   "free_bytes"?: number;
   /** Why the bound Pool cannot be used now, when it cannot. */
   problem?: string;
+  /** The size of a Provisioned Volume whose `x-volumes` names none, when the Machine has one. */
+  "default_size_bytes"?: number;
 }
 
 /** What `ployz.machine.pool.v1` answers. */
@@ -103,6 +111,7 @@ export const MachinePoolResponseSchema: z.ZodType<MachinePoolResponse> = z.loose
     "total_bytes": z.number().optional(),
     "free_bytes": z.number().optional(),
     problem: z.string().optional(),
+    "default_size_bytes": z.number().optional(),
   }).nullable(),
   volumes: z.array(VolumeCopyWireSchema),
 });

@@ -621,11 +621,25 @@ Deno.test("loadCompose() refuses reserved ployz. labels", () => {
   });
 });
 
-Deno.test("loadCompose() refuses x-volumes without a size and on external volumes", () => {
+Deno.test("loadCompose() refuses x-volumes without a size or of size 0, and on external volumes", () => {
   const text =
-    "services:\n  web: {image: x}\nvolumes:\n  ext: {external: true}\nx-volumes:\n  data: {}\n  ext: 1G\n";
+    "services:\n  web: {image: x}\nvolumes:\n  ext: {external: true}\nx-volumes:\n  data:\n  zero: 0\n  ext: 1G\n";
   const list = problems(text);
-  assert.deepEqual(list.map((item) => [item.line, item.path]), [[6, "x-volumes.data"], [7, "x-volumes.ext"]]);
+  assert.deepEqual(list.map((item) => [item.line, item.path]), [
+    [6, "x-volumes.data"],
+    [7, "x-volumes.zero"],
+    [
+      8,
+      "x-volumes.ext",
+    ],
+  ]);
+});
+
+Deno.test("loadCompose() reads x-volumes {} as a Provisioned Volume of the Machine's default size", () => {
+  const { project } = loadText(
+    "services:\n  db:\n    image: x\n    volumes: [data:/data]\nx-volumes:\n  data: {}\n",
+  );
+  assert.equal(project.volumes.data.sizeBytes, 0);
 });
 
 Deno.test("loadCompose() lets x-volumes declare a Provisioned Volume on its own", () => {

@@ -37,7 +37,10 @@ export interface NormalizedVolume {
   driverOptions: Record<string, string>;
   /** Labels, sorted. */
   labels: Record<string, string>;
-  /** Maximum size from `x-volumes`, making this a Provisioned Volume; null for a plain Docker volume. */
+  /**
+   * Maximum size from `x-volumes`, making this a Provisioned Volume (0: none given, the Machine's default Volume
+   * size); null for a plain Docker volume.
+   */
   sizeBytes: number | null;
 }
 

@@ -116,16 +116,30 @@ export function readVolumes(
       sizeNode = keys.get("size")?.value ?? null;
       sizePath = keys.get("size")?.path ?? provisioned.path;
     }
-    if (sizeNode === null) {
+    let sizeBytes: number | null;
+    if (sizeNode === null && isMapping(provisioned.value)) {
+      // A mapping without `size` takes the default Volume size of the Machine that creates it (0 here).
+      sizeBytes = 0;
+    } else if (sizeNode === null) {
       fail(
         reader,
         provisioned.keyNode,
         provisioned.path,
-        `missing required key "size": a Provisioned Volume needs a maximum size`,
+        `missing required key "size": a Provisioned Volume needs a maximum size, or {} for the Machine's default`,
       );
       continue;
+    } else {
+      sizeBytes = readBytes(reader, sizeNode, sizePath);
+      if (sizeBytes === 0) {
+        fail(
+          reader,
+          sizeNode,
+          sizePath,
+          `size 0: a Provisioned Volume needs a size above 0 (or {} for the Machine's default)`,
+        );
+        continue;
+      }
     }
-    const sizeBytes = readBytes(reader, sizeNode, sizePath);
     if (sizeBytes === null) continue;
     const existing = out[provisioned.key];
     if (existing?.external) {

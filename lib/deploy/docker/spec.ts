@@ -39,7 +39,7 @@ export interface MountSpec {
   sizeBytes?: number;
   /**
    * A named volume's size from `x-volumes`: a Provisioned Volume the Machine keeps in its Pool and binds into the
-   * container, instead of a Docker volume.
+   * container, instead of a Docker volume; 0 when `x-volumes` names no size (the Machine's default Volume size).
    */
   provisionedBytes?: number;
   /** tmpfs mode bits. */
@@ -336,11 +336,11 @@ export function validateSpec(spec: ContainerSpec): void {
     if (
       m.provisionedBytes !== undefined &&
       (m.type !== "volume" || m.source === "" || !Number.isSafeInteger(m.provisionedBytes) ||
-        m.provisionedBytes <= 0)
+        m.provisionedBytes < 0)
     ) {
       throw invalid(
         spec,
-        `mount "${m.target}": a Provisioned Volume is a named volume with a whole size in bytes`,
+        `mount "${m.target}": a Provisioned Volume is a named volume with a whole size in bytes (0: the Machine's default)`,
       );
     }
   }

@@ -193,9 +193,11 @@ Deno.test("toCreateBody() binds a Provisioned Volume's copy in the Pool and neve
   ]);
   // Without the Pool's path it is refused rather than made a Docker volume.
   assert.throws(() => toCreateBody(spec, "m1"), (e: DockerError) => e.message.includes("shop_data"));
-  for (const bad of [-1, 1.5, 0]) {
+  for (const bad of [-1, 1.5]) {
     assert.throws(() => validateSpec({ ...spec, mounts: [{ ...spec.mounts![0], provisionedBytes: bad }] }));
   }
+  // 0: x-volumes named no size; the Machine's default Volume size applies.
+  validateSpec({ ...spec, mounts: [{ ...spec.mounts![0], provisionedBytes: 0 }] });
   assert.throws(() =>
     validateSpec({ ...spec, mounts: [{ type: "tmpfs", source: "", target: "/t", provisionedBytes: 1 }] })
   );
