@@ -1,8 +1,11 @@
 // Provisioned Volumes in a lab, end to end, as root on real components: `ployz lab up --pool btrfs:512M` gives each
 // Machine a btrfs Pool on a loop file; a Service with `x-volumes` gets its Volume made in the Pool on its Machine,
 // bind-mounted and limited to its size, recorded in the replicated `volumes` rows; `ployz machine pool` shows the
-// Pools and copies; a Machine holding only a Mirror refuses to create a Container on it, naming the check; and the
-// lab leaves no mount or loop device behind.
+// Pools and copies; a Machine holding only a Mirror refuses to create a Container on it, naming the check; Volume
+// Runs (mirror, sync, move) over the mesh; a Deploy after a Move keeps the Service where the Writer is whatever
+// x-machines names; faults (a target without space, the operator killed before and after the cut, the source
+// partitioned after the cut) leave one Writer and no lost write; rm --volumes destroys every copy; and the lab
+// leaves no mount or loop device behind.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./support/docker.ts";
@@ -11,6 +14,7 @@ import { readRows } from "./support/lab_store.ts";
 import { eventually } from "./support/poll.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import type { ContainerSpec } from "../lib/deploy/mod.ts";
 import { connectMachine, type RpcError } from "../lib/rpc/mod.ts";
 import { openConfigStore } from "../lib/store/mod.ts";
 
@@ -176,14 +180,28 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
           "g0-1",
         ]]);
 
+        // x-machines naming m2 does not pull the Service off its Writer: the Deploy keeps it on m1 and says why.
         const file = join(lab.dir, "vol-m2.yaml");
         await Deno.writeTextFile(file, compose("m2"));
         const deployed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
-        assert.notEqual(deployed.code, 0, deployed.stdout);
+        assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
         assert.match(
-          deployed.stdout + deployed.stderr,
-          /"vol_data" is not ready on Machine "m2": it is a Mirror at g0-1/,
+          deployed.stdout,
+          /Nothing to do: 1 container up to date\n(.*\n)*Placed by Volume:\n {2}- Service "vol\/db" runs on "m1", which holds the Writer of "vol_data" \(x-machines names "m2"/,
         );
+        // And m2 itself refuses to create the Container while it holds only a Mirror (Machine-local admission).
+        using m1Client = connectMachine({ socketPath: join(lab.dir, "m1", "run", "ployz.sock") });
+        using m2Client = connectMachine({ socketPath: join(lab.dir, "m2", "run", "ployz.sock") });
+        const held = await m1Client.volumeContainers({ volume: "vol_data" });
+        const spec = held.containers[0].spec as unknown as ContainerSpec;
+        const refused = await m2Client.ensureContainer({
+          spec: { ...spec, placement: { machines: ["m2"] } },
+          start: false,
+        }).then(() => undefined, (e) => e as RpcError);
+        assert.equal(refused?.code, "conflict", String(refused));
+        assert.match(refused!.message, /"vol_data" is not ready on Machine "m2": it is a Mirror at g0-1/);
+        const onM2 = await lab.docker("m2", ["ps", "-aq", "--filter", "label=ployz.project=vol"]);
+        assert.equal(onM2.stdout.trim(), "", "nothing was created on m2");
         // m1's Container still runs and writes.
         const before = Number(await Deno.readTextFile(join(volumePath(), "counter")));
         await eventually(10_000, "the counter still grows on m1", async () => {
@@ -330,10 +348,56 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
         },
       );
 
-      await t.step("a Move back whose operator is killed after the cut: the re-run finishes it", async () => {
+      await t.step(
+        "deploy after the Move: the unchanged file (x-machines: m1) keeps the Service on m2, with its data",
+        async () => {
+          const file = join(lab.dir, "vol.yaml");
+          const before = await running("m2");
+          const blob = await Deno.readFile(join(livePath("m2"), "blob"));
+          const preview = await lab.on("m1", ["deploy", "-f", file, "--dry-run"]);
+          assert.equal(preview.code, 0, preview.stderr + preview.stdout);
+          assert.match(
+            preview.stdout,
+            /Placed by Volume:\n {2}- Service "vol\/db" runs on "m2", which holds the Writer of "vol_data" \(x-machines names "m1"/,
+          );
+          assert.match(preview.stdout, /Nothing to do: 1 container up to date/);
+          const again = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+          assert.equal(again.code, 0, again.stderr + again.stdout);
+          assert.equal(await running("m2"), before, "the same Container still runs on m2");
+          assert.equal(await running("m1"), "", "nothing went back to m1");
+
+          // A changed file replaces the Container where the data is: the new one continues the counter.
+          const beforeReplace = Number(await Deno.readTextFile(join(livePath("m2"), "counter")));
+          await Deno.writeTextFile(
+            file,
+            compose("m1").replace(
+              "stop_grace_period: 1s",
+              "stop_grace_period: 1s\n    environment: {RUN: two}",
+            ),
+          );
+          const changed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+          assert.equal(changed.code, 0, changed.stderr + changed.stdout);
+          assert.match(changed.stdout, /replace vol-db-/);
+          const after = await running("m2");
+          assert.notEqual(after, "");
+          assert.notEqual(after, before, "a new Container runs on m2");
+          assert.equal(await running("m1"), "");
+          const env = await lab.docker("m2", ["inspect", "--format", "{{json .Config.Env}}", after]);
+          assert.match(env.stdout, /RUN=two/);
+          await eventually(10_000, "the new Container continues the counter on m2", async () => {
+            const n = Number(await Deno.readTextFile(join(livePath("m2"), "counter")).catch(() => "0"));
+            return n > beforeReplace + 2 ? n : undefined;
+          });
+          assert.deepEqual(await Deno.readFile(join(livePath("m2"), "blob")), blob, "the data is intact");
+          assert.equal((await inspect()).m2, "writer");
+        },
+      );
+
+      // The CLI run through `entry`, killed (SIGKILL) as soon as its progress matches `at`; what it printed.
+      const killedAt = async (entry: string, args: string[], at: RegExp): Promise<string> => {
         const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
-          args: ["volume", "move", "vol_data", "--to", "m1"],
-          env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn("m1") },
+          args,
+          env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn(entry) },
           clearEnv: true,
           stdin: "null",
           stdout: "null",
@@ -343,11 +407,20 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
         const decoder = new TextDecoder();
         for await (const chunk of child.stderr) {
           seen += decoder.decode(chunk);
-          if (/m2: Writer\(epoch \d+\) → Mirror@g\d+-cut/.test(seen)) break;
+          if (at.test(seen)) break;
         }
         child.kill("SIGKILL");
         await child.status;
-        assert.match(seen, /→ Mirror@g\d+-cut/, seen);
+        assert.match(seen, at, seen);
+        return seen;
+      };
+
+      await t.step("a Move back whose operator is killed after the cut: the re-run finishes it", async () => {
+        const seen = await killedAt(
+          "m1",
+          ["volume", "move", "vol_data", "--to", "m1"],
+          /m2: Writer\(epoch \d+\) → Mirror@g\d+-cut/,
+        );
         const gen = Number(/run of "vol_data" \(gen (\d+)\)/.exec(seen)![1]);
         // Nobody is the Writer now; m2 keeps its stopped Container.
         const mid = await inspect();
@@ -373,6 +446,181 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
         assert.match(late?.message ?? "", new RegExp(`gen ${gen - 1} is below this Volume's floor ${gen}`));
         assert.equal((await inspect()).m2, `mirror@g${gen}-cut`);
       });
+
+      const counterGrows = async (m: string): Promise<void> => {
+        const at = Number(await Deno.readTextFile(join(livePath(m), "counter")));
+        await eventually(10_000, `the counter grows on ${m}`, async () => {
+          const n = Number(await Deno.readTextFile(join(livePath(m), "counter")).catch(() => "0"));
+          return n > at ? n : undefined;
+        });
+      };
+
+      await t.step("a Move into a Pool without space fails before the cut; m1 keeps serving", async () => {
+        const removed = await lab.on("m1", ["volume", "rm-mirror", "vol_data", "--on", "m2"]);
+        assert.equal(removed.code, 0, removed.stderr);
+        // btrfs frees a deleted subvolume's space in the background: wait for it before measuring.
+        assert.equal((await run("btrfs", ["subvolume", "sync", where.m2])).code, 0);
+        await run("btrfs", ["filesystem", "sync", where.m2]);
+        const freeOnM2 = async (): Promise<number> => {
+          const pool = (await pools()).machines.find((m) => m.machine_name === "m2")!.pool as {
+            "free_bytes"?: number;
+          };
+          assert(typeof pool.free_bytes === "number", JSON.stringify(pool));
+          return pool.free_bytes;
+        };
+        // Fill m2's Pool with a file beside its Volumes, leaving less than the Volume uses on m1 (16 MiB and more).
+        const filler = join(where.m2, "filler");
+        const filled = await run("fallocate", ["-l", String(await freeOnM2() - 4 * MiB), filler]);
+        assert.equal(filled.code, 0, filled.stderr);
+        await run("btrfs", ["filesystem", "sync", where.m2]);
+        assert((await freeOnM2()) < 8 * MiB, "m2's Pool is nearly full");
+        try {
+          const moved = await lab.on("m1", ["volume", "move", "vol_data", "--to", "m2"]);
+          assert.notEqual(moved.code, 0, moved.stderr);
+          assert.match(
+            moved.stderr,
+            /error\[unavailable\]: Volume run failed: Machine "m2" has \d+ bytes free in its Pool and "vol_data" uses \d+ bytes on "m1": too little to receive it \(nothing changed; "m1" still holds the Writer\)/,
+          );
+          assert.deepEqual(await inspect(), { m1: "writer", m2: "none" });
+          assert.notEqual(await running("m1"), "", "m1's Container still runs");
+          await counterGrows("m1");
+        } finally {
+          await Deno.remove(filler);
+        }
+      });
+
+      await t.step(
+        "a Move whose operator is killed before the cut: volume cancel leaves m1 the Writer",
+        async () => {
+          const seen = await killedAt("m1", ["volume", "move", "vol_data", "--to", "m2"], /fenced 2 Machine/);
+          const gen = Number(/run of "vol_data" \(gen (\d+)\)/.exec(seen)![1]);
+          const cancelled = await lab.on("m1", ["volume", "cancel", "vol_data"]);
+          assert.equal(cancelled.code, 0, cancelled.stderr);
+          assert.match(cancelled.stderr, new RegExp(`move run of "vol_data" \\(gen ${gen}\\) cancelled`));
+          const copies = await inspect();
+          assert.equal(copies.m1, "writer");
+          assert.notEqual(copies.m2, "writer");
+          assert.notEqual(await running("m1"), "");
+          assert.equal(await running("m2"), "");
+          await counterGrows("m1");
+        },
+      );
+
+      await t.step(
+        "a Move whose source is partitioned after the cut: it stops saying so, and finishes after the heal",
+        async () => {
+          const blob = await Deno.readFile(join(livePath("m1"), "blob"));
+          // The operator works through m2 here, so it still reaches the target once m1 is cut off.
+          const seen = await killedAt(
+            "m2",
+            ["volume", "move", "vol_data", "--to", "m2"],
+            /m1: Writer\(epoch \d+\) → Mirror@g\d+-cut/,
+          );
+          const gen = Number(/run of "vol_data" \(gen (\d+)\)/.exec(seen)![1]);
+          const cut = `g${gen}-cut`;
+          const parted = await lab.lab(["partition", "m1", "/", "m2"]);
+          assert.equal(parted.code, 0, parted.stderr);
+          try {
+            const stuck = await lab.on("m2", ["volume", "move", "vol_data", "--to", "m2"]);
+            assert.notEqual(stuck.code, 0, stuck.stderr);
+            assert.match(
+              stuck.stderr,
+              /error\[unavailable\]: Volume run failed: Volume "vol_data" has no Writer among the Machines that answered, and none of them holds a Move's cut Snapshot; "m1" did not answer .*If a Move was cut there, its data is safe in that Machine's cut Snapshot and "m2" stays a Mirror: run "ployz volume move vol_data --to m2" again once it answers/s,
+            );
+          } finally {
+            const healed = await lab.lab(["heal"]);
+            assert.equal(healed.code, 0, healed.stderr);
+          }
+          await eventually(60_000, "m2 reaches m1 again", async () => {
+            const shown = await lab.on("m2", ["volume", "inspect", "vol_data", "--json"]);
+            return shown.code === 0 && shown.stdout.includes('"machine_name":"m1"') ? true : undefined;
+          });
+          const again = await lab.on("m2", ["volume", "move", "vol_data", "--to", "m2", "--json"]);
+          assert.equal(again.code, 0, again.stderr);
+          assert.deepEqual(await inspect(), { m1: `mirror@${cut}`, m2: "writer" });
+          assert.notEqual(await running("m2"), "");
+          assert.equal(await running("m1"), "");
+          // No write was lost: m2 starts from the cut's bytes and goes on.
+          const atCut = Number(await sameBytes(cut, "counter"));
+          assert.deepEqual(await Deno.readFile(join(livePath("m2"), "blob")), blob);
+          await eventually(10_000, "the counter grows on m2 past its value at the cut", async () => {
+            const n = Number(await Deno.readTextFile(join(livePath("m2"), "counter")).catch(() => "0"));
+            return n > atCut + 2 ? n : undefined;
+          });
+        },
+      );
+
+      await t.step("rm --volumes destroys the Provisioned Volume's every copy, once named", async () => {
+        const refused = await lab.on("m1", ["rm", "vol", "--volumes", "-y"]);
+        assert.notEqual(refused.code, 0, refused.stderr + refused.stdout);
+        assert.match(
+          refused.stderr,
+          /error\[invalid_argument\]: Refusing to remove volumes without confirmation: it destroys "vol_data"/,
+        );
+        assert.equal((await inspect()).m2, "writer", "nothing was removed");
+        const removed = await lab.on("m1", [
+          "rm",
+          "vol",
+          "--volumes",
+          "--confirm-data-loss",
+          "vol_data",
+          "-y",
+        ]);
+        assert.equal(removed.code, 0, removed.stderr + removed.stdout);
+        assert.match(
+          removed.stdout,
+          /Volumes removed by each Machine once its containers are gone: vol_data/,
+        );
+        await eventually(30_000, "no Machine holds a copy of vol_data", async () => {
+          const shown = await pools();
+          return shown.machines.every((m) => m.volumes.length === 0) ? true : undefined;
+        });
+        for (const m of ["m1", "m2"]) {
+          assert.equal(await running(m), "");
+          await assert.rejects(Deno.stat(livePath(m)), Deno.errors.NotFound);
+          await assert.rejects(Deno.stat(join(where[m], "snapshots", "vol_data")), Deno.errors.NotFound);
+        }
+        for (const m of ["m1", "m2"]) {
+          await eventually(30_000, `no vol_data rows on ${m}`, () => {
+            const rows = readRows(join(lab.dir, m, "ployz", "store.db"), "volumes");
+            return [...rows.keys()].some((k) => k.startsWith("vol_data@")) ? undefined : true;
+          });
+        }
+      });
+
+      await t.step(
+        "a Volume without a size takes its Machine's default; without one, the Machine says so",
+        async () => {
+          const file = join(lab.dir, "dflt.yaml");
+          await Deno.writeTextFile(
+            file,
+            `name: dflt\nservices:\n  cache:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+              `    volumes: [cache:/cache]\n    x-machines: [m2]\n    stop_grace_period: 1s\nx-volumes:\n  cache: {}\n`,
+          );
+          const refused = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+          assert.notEqual(refused.code, 0, refused.stdout);
+          assert.match(
+            refused.stdout + refused.stderr,
+            /Provisioned Volume "dflt_cache" names no size and Machine "m2" has no default Volume size: give x-volumes\.cache\.size, or set one with "ployz machine pool --machine m2 --default-size SIZE"/,
+          );
+          const set = await lab.on("m1", ["machine", "pool", "--machine", "m2", "--default-size", "24m"]);
+          assert.equal(set.code, 0, set.stderr);
+          assert.match(set.stdout, /m2\s+btrfs\s+\S+\s+\S+\s+\S+\s+24\.0MiB/);
+          const shown = await pools();
+          assert.deepEqual(
+            shown.machines.map((
+              m,
+            ) => [m.machine_name, (m.pool as { "default_size_bytes"?: number }).default_size_bytes])
+              .sort(),
+            [["m1", undefined], ["m2", 24 * MiB]],
+          );
+          const deployed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
+          assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+          const made = await run("btrfs", ["subvolume", "show", join(where.m2, "volumes", "dflt_cache")]);
+          assert.equal(made.code, 0, made.stderr);
+          assert.match(made.stdout, /Limit referenced:\s+24\.00MiB/);
+        },
+      );
     } finally {
       await lab[Symbol.asyncDispose]();
     }
