@@ -249,23 +249,12 @@ Deno.test("move: a failure between the cut and Writer{start} undoes: the source 
 });
 
 Deno.test("move into a Pool too small: refused before any step, naming both Machines and sizes", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    m1.state.usedBytes = 300 * 2 ** 20;
-    m2.state.freeBytes = 100 * 2 ** 20;
-    const result = await runVolume(
-      {
-        machines: () => Promise.resolve({ machines: [m1, m2], unreachable: [] }),
-        store,
-        progress: () => {},
-        busyPauseMs: 1,
-      },
-      "v",
-      { kind: "move", to: "m2" },
-    );
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  m1.state.usedBytes = 300 * 2 ** 20;
+  m2.state.freeBytes = 100 * 2 ** 20;
+  await withHost([m1, m2], async (host, store) => {
+    const result = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(result.state, "failed");
     assert.equal(result.error?.code, "unavailable");
     assert.equal(
@@ -275,26 +264,17 @@ Deno.test("move into a Pool too small: refused before any step, naming both Mach
     assert.deepEqual([m1.state.copy, m2.state.copy], [{ role: "writer", epoch: 0 }, { role: "none" }]);
     assert.deepEqual(m2.asked.map((r) => r.wanted.role), ["none"], "only the fence reached m2");
     assert.equal(store.volumeRun("v")?.state, "failed");
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("move whose source is cut off after the cut: stops with the stage and what to do, then finishes", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = openConfigStore(join(dir, "config.db"));
-  try {
-    const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
-    const m2 = fakeMachine("m2", { role: "none" });
-    const machines = () => Promise.resolve({ machines: [m1, m2], unreachable: [] });
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  await withHost([m1, m2], async (host) => {
     // In the run: the source goes away right after the cut; the final incremental and the undo both fail.
     const cutOff = await runVolume(
       {
-        machines,
-        store,
-        progress: () => {},
-        busyPauseMs: 1,
+        ...host,
         checkpoint: (p: string) => {
           if (p === "cut") m1.state.down = true;
         },
@@ -311,10 +291,7 @@ Deno.test("move whose source is cut off after the cut: stops with the stage and 
     assert.deepEqual(m1.state.copy, { role: "mirror", snapshot: "g1-cut" });
 
     // A re-run while the source is still away: nothing changes, and it says why.
-    const away = await runVolume({ machines, store, progress: () => {}, busyPauseMs: 1 }, "v", {
-      kind: "move",
-      to: "m2",
-    });
+    const away = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(away.state, "failed");
     assert.match(
       away.error!.message,
@@ -324,14 +301,8 @@ Deno.test("move whose source is cut off after the cut: stops with the stage and 
 
     // Once it answers, the Move finishes from its cut Snapshot.
     m1.state.down = false;
-    const done = await runVolume({ machines, store, progress: () => {}, busyPauseMs: 1 }, "v", {
-      kind: "move",
-      to: "m2",
-    });
+    const done = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(done.state, "done", JSON.stringify(done.error));
     assert.deepEqual([m1.state.copy, m2.state.copy.role], [{ role: "mirror", snapshot: "g1-cut" }, "writer"]);
-  } finally {
-    store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
