@@ -491,6 +491,11 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
           await counterGrows("m1");
         } finally {
           await Deno.remove(filler);
+          // The filler's space comes back at a commit: wait for it, so the next steps find room on m2.
+          await eventually(30_000, "m2's Pool has room again", async () => {
+            await run("btrfs", ["filesystem", "sync", where.m2]);
+            return (await freeOnM2()) > 128 * MiB ? true : undefined;
+          });
         }
       });
 
