@@ -24,6 +24,19 @@ export function drainLines(result: DrainResult): string {
   }
   if (result.projects.length === 0) lines.push("  no Project with a Saved State had containers there");
   for (const k of result.kept) lines.push(`  kept: Global Service ${k} stays on "${result.machine.name}"`);
+  for (const v of result.volumes) {
+    const used = v.usedBytes === undefined ? "" : `, ${(v.usedBytes / 2 ** 20).toFixed(1)}MiB used`;
+    lines.push(
+      v.role === "writer"
+        ? `  kept: Provisioned Volume ${v.name} (Writer${used}) stays on "${result.machine.name}" (a Drain moves ` +
+          `no data): move it with "ployz volume move ${v.name} --to MACHINE"`
+        : `  kept: Provisioned Volume ${v.name} (Mirror${used}) stays on "${result.machine.name}": delete it with ` +
+          `"ployz volume rm-mirror ${v.name} --on ${result.machine.name}" if it is not wanted there`,
+    );
+  }
+  if (result.volumesUnknown !== undefined) {
+    lines.push(`  unknown: the Provisioned Volumes of "${result.machine.name}" (${result.volumesUnknown})`);
+  }
   for (const u of result.unmanaged) {
     lines.push(`  left: Project "${u}" has no Saved State in this Config Store; its containers stay`);
   }
@@ -37,7 +50,8 @@ export const machineDrainCommand: Command = {
   usage: "MACHINE [--force] [--monitor 5s] [--request-key KEY] [--json]",
   description: [
     "The Machine stops accepting new workloads, then each Project with containers there is deployed again from its",
-    "Saved State: replicated slots start elsewhere (health-gated) before the old ones are removed. Global slots stay.",
+    "Saved State: replicated slots start elsewhere (health-gated) before the old ones are removed. Global slots stay,",
+    "and so do Provisioned Volumes (listed, with the command that moves each: ployz volume move).",
     "Refused when no other Machine accepts workloads, unless --force.",
     "Each leg's receipt is kept under the request key (printed; see ployz receipts): a re-run with --request-key",
     "KEY continues, skipping the legs already done.",

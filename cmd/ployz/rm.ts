@@ -2,21 +2,30 @@
 // reachable Machine removes its containers; `--status` and `--cancel` read and cancel marks.
 import { type Command, type Io, UsageError } from "../../lib/cli/mod.ts";
 import { toWire } from "../../lib/deploy/mod.ts";
-import { cancelRemoval, type RemovalOutcome, removalStatus, removeWithMark } from "../../lib/operator/mod.ts";
+import {
+  cancelRemoval,
+  type RemovalOutcome,
+  type RemovalReceipt,
+  removalStatus,
+  removeWithMark,
+} from "../../lib/operator/mod.ts";
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { deployReport, type OpenMachines, withDeployMachines } from "./deploy_machines.ts";
 import { listOption } from "./deploy.ts";
+import { receiptBook, requestKey } from "./receipts.ts";
 
 /** `ployz rm`. */
 export const rmCommand: Command = {
   name: "rm",
   summary: "Remove a Project or a Service: its containers on every Machine, and its Saved State",
-  usage: "PROJECT[/SERVICE] [-y] [--json] [--wait SECONDS] [--volumes --confirm-data-loss NAME,...] | " +
+  usage: "PROJECT[/SERVICE] [-y] [--json] [--wait SECONDS] [--volumes --confirm-data-loss NAME,...] " +
+    "[--request-key KEY] | " +
     "--status [PROJECT] | --cancel PROJECT[/SERVICE]",
   description:
     "A Machine not reachable now removes its containers when it is next reachable (the removal stays " +
     "pending until then; see --status). Named volumes are kept unless --volumes, which is Data Loss: name each " +
-    "volume in --confirm-data-loss.",
+    "volume in --confirm-data-loss. Each leg (the mark, the wait) keeps a receipt under the request key " +
+    "(printed; see ployz receipts): a re-run with --request-key KEY marks nothing again and waits once more.",
   positionals: [0, 1],
   options: {
     yes: { type: "boolean", short: "y" },
@@ -26,6 +35,7 @@ export const rmCommand: Command = {
     cancel: { type: "boolean" },
     volumes: { type: "boolean" },
     "confirm-data-loss": { type: "string", multiple: true },
+    "request-key": { type: "string" },
   },
   async run({ values, positionals, io }): Promise<number> {
     const json = values.json === true;
@@ -63,8 +73,13 @@ export const rmCommand: Command = {
     }
     const config = openConfig();
     try {
+      const key = requestKey(
+        values["request-key"],
+        `rm-${target.project}${target.service === undefined ? "" : `-${target.service}`}`,
+      );
       const result = await withDeployMachines((machines) =>
         removeWithMark(machines, config, target, {
+          receipts: receiptBook<RemovalReceipt>(config, key),
           report: deployReport(io, { json, verb: "remove" }),
           progress: (line) => {
             if (json) io.out(jsonLine({ type: "progress", line }));
@@ -80,8 +95,8 @@ export const rmCommand: Command = {
         io.err("Nothing changed: the operator declined\n");
         return 1;
       }
-      if (json) io.out(jsonLine({ type: "outcome", outcome: toWire(result.outcome) }));
-      else io.out(renderRemoval(result.outcome));
+      if (json) io.out(jsonLine({ type: "outcome", outcome: toWire(result.outcome), "request_key": key }));
+      else io.out(`${renderRemoval(result.outcome)}request key: ${key}\n`);
       return result.outcome.status === "done" ? 0 : 1;
     } finally {
       config.close();
@@ -145,13 +160,16 @@ function printStatus(
     return;
   }
   io.out(`Removal marks, as Machine "${machines.handles[0]?.name ?? "?"}" sees them:\n`);
-  for (const { removal, acked, remaining } of status.removals) {
+  for (const { removal, acked, remaining, volume_errors: volumeErrors } of status.removals) {
     const state = removal.state !== "active" ? removal.state : remaining.length === 0 ? "done" : "pending";
     io.out(
       `${removal.project}/${removal.service}  ${state}  removal ${removal.id.slice(0, 8)}  marked ${
         removal.created_at ?? "?"
       }  acked by ${acked.length === 0 ? "none" : acked.map(nameOf).join(",")}\n`,
     );
+    for (const v of volumeErrors ?? []) {
+      io.out(`  volume not removed on ${nameOf(v.machine_id)}: ${v.error}\n`);
+    }
     if (removal.state !== "active") continue;
     const byMachine = new Map<string, string[]>();
     for (const c of remaining) {

@@ -1,17 +1,41 @@
-// `ployz scale PROJECT/SERVICE=N`: change the replica count in the Saved State and deploy it.
+// `ployz scale PROJECT/SERVICE=N`: change the replica count in the Saved State and deploy it. A bounded command:
+// its one leg (the Deploy) keeps a receipt under the request key; a re-run with the same key sends nothing once the
+// leg is known done, and otherwise deploys again, which is safe (a Deploy re-plans from what the Machines report,
+// and its creation keys find earlier effects).
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import type { NormalizedProject } from "../../lib/deploy/mod.ts";
 import { openConfig, parseTarget } from "./connect.ts";
 import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
 import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
+import { jsonLine } from "./connect.ts";
+import { receiptBook, requestKey } from "./receipts.ts";
+
+/** The receipt of a scale's one leg: `sent` until the Deploy's end is known. */
+interface ScaleReceipt {
+  /** `sent`, or how the Deploy ended (`succeeded`, `unchanged`, `partial`, `failed`, `declined`). */
+  status: string;
+  /** `project/service`. */
+  target: string;
+  /** The replica count asked. */
+  replicas: number;
+}
+
+const DONE = new Set(["succeeded", "unchanged"]);
 
 /** `ployz scale`. */
 export const scaleCommand: Command = {
   name: "scale",
   summary: "Change how many containers a Service runs",
-  usage: "PROJECT/SERVICE=N [-y] [--json]",
+  usage: "PROJECT/SERVICE=N [-y] [--request-key KEY] [--json]",
+  description:
+    "The Deploy keeps a receipt under the request key (printed; see ployz receipts): a re-run with " +
+    "--request-key KEY sends nothing once it is known done.",
   positionals: [1, 1],
-  options: { yes: { type: "boolean", short: "y" }, json: { type: "boolean" } },
+  options: {
+    yes: { type: "boolean", short: "y" },
+    json: { type: "boolean" },
+    "request-key": { type: "string" },
+  },
   async run({ values, positionals, io }): Promise<number> {
     const [target, count] = positionals[0].split("=");
     const replicas = Number(count);
@@ -23,6 +47,27 @@ export const scaleCommand: Command = {
     const { project, service } = parseTarget(target, true);
     const config = openConfig();
     try {
+      const key = requestKey(values["request-key"], `scale-${project}-${service}`);
+      const receipts = receiptBook<ScaleReceipt>(config, key);
+      const prior = receipts.load("deploy");
+      if (prior !== undefined && (prior.target !== `${project}/${service}` || prior.replicas !== replicas)) {
+        throw new CliError(
+          "invalid_argument",
+          `Request key "${key}" was used for "ployz scale ${prior.target}=${prior.replicas}", not ` +
+            `"${positionals[0]}": give another key, or none`,
+        );
+      }
+      if (prior !== undefined && DONE.has(prior.status)) {
+        if (values.json === true) {
+          io.out(jsonLine({ type: "scale", "request_key": key, status: prior.status, resent: false }));
+        } else {
+          io.out(
+            `Scale of "${project}/${service}" to ${replicas} was ${prior.status} by an earlier run of this ` +
+              `request: nothing sent\nrequest key: ${key}\n`,
+          );
+        }
+        return 0;
+      }
       const state = config.savedState(project);
       const saved = state?.compose as NormalizedProject | undefined;
       if (state === undefined || saved === undefined) {
@@ -45,6 +90,8 @@ export const scaleCommand: Command = {
         ...saved,
         services: { ...saved.services, [service!]: { ...current, replicas } },
       };
+      const leg = (status: string): ScaleReceipt => ({ status, target: `${project}/${service}`, replicas });
+      receipts.save("deploy", leg("sent"));
       const result = await withDeployMachines((machines) =>
         deployProject(machines, config, { project: next, warnings: [], sourcePath: state.sourcePath }, {
           report: deployReport(io, { json: values.json === true, verb: "scale" }),
@@ -55,7 +102,10 @@ export const scaleCommand: Command = {
           registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
         })
       );
+      receipts.save("deploy", leg(result.status === "ran" ? result.outcome.status : result.status));
       if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
+      if (values.json === true) io.out(jsonLine({ type: "scale", "request_key": key }));
+      else io.out(`request key: ${key}\n`);
       return flowExitCode(result);
     } finally {
       config.close();

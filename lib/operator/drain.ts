@@ -1,9 +1,9 @@
 // Drain, a bounded command (DESIGN.md bet 3): the Machine turns its own workload acceptance off, then each Project
 // with a Saved State and containers there is deployed again, which re-places its replicated slots on Machines
-// that accept them (start-first, health-gated) and removes them from the drained Machine. Global slots stay and
-// are listed. It ends when the last Deploy ends, and reports each Project; nothing continues after it.
+// that accept them (start-first, health-gated) and removes them from the drained Machine. Global slots and the
+// Provisioned Volume copies in its Pool stay and are listed (a Drain moves no data: `ployz volume move` does). It ends when the last Deploy ends, and reports each Project; nothing continues after it.
 import type { MachineHandle, NormalizedProject } from "../deploy/mod.ts";
-import type { ConfigureMachineResponse, MachineRecord } from "../rpc/mod.ts";
+import type { ConfigureMachineResponse, MachineClient, MachineRecord } from "../rpc/mod.ts";
 import { INGRESS_PROJECT } from "../serving/mod.ts";
 import { type DeployBook, deployProject, type DeployReport, type FlowResult } from "./deploy_flow.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
@@ -12,7 +12,21 @@ import { ambiguousMachine, OperatorError } from "./errors.ts";
 /** A Machine a Drain reaches: a Deploy's API plus the route that changes the Machine's own flags. */
 export type DrainApi = DeployMachineApi & {
   configureMachine(request: { "accepts_workloads"?: boolean }): Promise<ConfigureMachineResponse>;
+  /** `ployz.machine.pool.v1`: the Provisioned Volume copies in its Pool, which a Drain cannot move. */
+  machinePool?: MachineClient["machinePool"];
 };
+
+/** A Provisioned Volume copy a Drain leaves on the drained Machine. */
+export interface KeptVolume {
+  /** The Volume's name in the Pool (`PROJECT_VOLUME`). */
+  name: string;
+  /** `writer` or `mirror`. */
+  role: string;
+  /** The Project whose Service made it, if the Machine says. */
+  project?: string;
+  /** Bytes the copy uses, if known. */
+  usedBytes?: number;
+}
 
 /** What happened to one Project of a Drain. */
 export interface DrainedProject {
@@ -34,6 +48,10 @@ export interface DrainResult {
   kept: string[];
   /** Projects with containers there and no Saved State in this Config Store: left as they are. */
   unmanaged: string[];
+  /** Provisioned Volume copies in the drained Machine's Pool: a Drain never moves data, so they stay. */
+  volumes: KeptVolume[];
+  /** Why the drained Machine's Pool could not be read, when it could not (its volumes are then unknown). */
+  volumesUnknown?: string;
   /** Wall time of the whole Drain, in ms. */
   elapsedMs: number;
 }
@@ -154,8 +172,26 @@ export async function drainMachine(
     projects: [],
     kept: [],
     unmanaged: [],
+    volumes: [],
     elapsedMs: 0,
   };
+  // Read before the Deploys: a Service with a Provisioned Volume stays with it, and the report says so.
+  if (target.api.machinePool !== undefined) {
+    try {
+      const pool = await target.api.machinePool({}, { signal: AbortSignal.timeout(15_000) });
+      result.volumes = pool.volumes
+        .filter((v) => v.role === "writer" || v.role === "mirror")
+        .map((v) => ({
+          name: v.name,
+          role: v.role,
+          ...(typeof v.project === "string" ? { project: v.project } : {}),
+          ...(typeof v.used_bytes === "number" ? { usedBytes: v.used_bytes } : {}),
+        }))
+        .sort((a, b) => a.name.localeCompare(b.name));
+    } catch (error) {
+      result.volumesUnknown = error instanceof Error ? error.message : String(error);
+    }
+  }
   for (const name of projects) {
     const state = book.savedState(name);
     const saved = state?.compose as NormalizedProject | undefined;

@@ -107,3 +107,47 @@ Deno.test("a Drain turns workloads off, re-places the Machine's replicated slots
   equal(again.projects[0].detail, "done by an earlier run of this request");
   equal(one.calls.length, ensures, "nothing was sent to the other Machine");
 });
+
+Deno.test("a Drain names the Provisioned Volume copies it leaves behind, or why it could not read them", async () => {
+  const one = new Drainable("m1", "one");
+  const two = Object.assign(new Drainable("m2", "two"), {
+    machinePool: () =>
+      Promise.resolve({
+        "machine_id": "two",
+        "machine_name": "m2",
+        pool: { kind: "btrfs", where: "/pool" },
+        volumes: [
+          { name: "shop_media", role: "mirror", snapshot: "g1", snapshots: ["g1"] },
+          {
+            name: "shop_db",
+            role: "writer",
+            epoch: 2,
+            snapshots: [],
+            project: "shop",
+            "used_bytes": 3 * 2 ** 20,
+          },
+          { name: "old", role: "none", snapshots: [] },
+        ],
+      }),
+  });
+  const book = new FakeBook();
+  const both = { handles: [one, two].map((m) => ({ id: m.id, name: m.name, api: m })), omissions: [] };
+  const result = await drainMachine(both, book, "two", { force: false, report: () => recorder() });
+  deepEqual(result.volumes, [
+    { name: "shop_db", role: "writer", project: "shop", usedBytes: 3 * 2 ** 20 },
+    { name: "shop_media", role: "mirror" },
+  ]);
+  equal(result.volumesUnknown, undefined);
+
+  const silent = Object.assign(new Drainable("m2", "two"), {
+    machinePool: () => Promise.reject(new Error("no answer within 15 s")),
+  });
+  const unread = await drainMachine(
+    { handles: [one, silent].map((m) => ({ id: m.id, name: m.name, api: m })), omissions: [] },
+    book,
+    "two",
+    { force: false, report: () => recorder() },
+  );
+  deepEqual(unread.volumes, []);
+  equal(unread.volumesUnknown, "no answer within 15 s");
+});

@@ -128,6 +128,7 @@ export {
   type RemovalBook,
   type RemovalOptions,
   type RemovalOutcome,
+  type RemovalReceipt,
   type RemovalResult,
   removalStatus,
   removeWithMark,

@@ -48,6 +48,32 @@ export interface RemovalOptions {
   patienceMs?: number;
   /** How often the reachable Machines are asked; default 250 ms. */
   pollMs?: number;
+  /**
+   * Receipts of this request's legs (`mark`, then `wait`). A re-run whose mark is known written neither asks nor
+   * marks again: it waits for the Machines once more and reports. A mark `sent` with no known end is resent with
+   * the same removal id, which is safe: the mark is name-keyed and names the state it wants.
+   */
+  receipts?: {
+    load(leg: string): RemovalReceipt | undefined;
+    save(leg: string, receipt: RemovalReceipt): void;
+  };
+}
+
+/** The receipt of one leg of a removal. */
+export interface RemovalReceipt {
+  /** `mark`: `sent`, then `marked`; `wait`: `done` or `pending`. */
+  status: string;
+  /** `project/service` or `project/*`. */
+  removal: string;
+  /** The removal's id. */
+  removalId: string;
+  /** What happened to the Saved State (on `marked`). */
+  savedState?: RemovalOutcome["savedState"];
+  /** Volumes kept and removed (on `marked`). */
+  volumesKept?: string[];
+  volumesRemoved?: string[];
+  /** Machines still to finish, with the reason (on `wait`). */
+  pending?: { machine: string; reason: string }[];
 }
 
 /** A Machine where the removal is not finished, and why. */
@@ -128,6 +154,17 @@ export async function removeWithMark(
 ): Promise<RemovalResult> {
   const { project, service } = request;
   const entry = entryOf(machines);
+  const key = removalKey(project, service);
+  const prior = options.receipts?.load("mark");
+  if (prior !== undefined && prior.removal !== key) {
+    throw new OperatorError(
+      "invalid_argument",
+      `This request key was used to remove "${prior.removal}", not "${key}": give another key, or none`,
+      { removal: prior.removal },
+    );
+  }
+  // The mark of this request is known written: nothing is asked or marked again.
+  const resumed = prior?.status === "marked";
   const saved = book.savedState(project)?.compose as NormalizedProject | undefined;
   const snapshot = await observe(machines, project, []);
   const plan = planRemoval({
@@ -135,9 +172,20 @@ export async function removeWithMark(
     service,
     machines: snapshot.machines,
     saved,
-    deploymentId: newDeploymentId(),
+    deploymentId: prior?.removalId ?? newDeploymentId(),
     observedAt: snapshot.observedAt,
   });
+  if (resumed) {
+    return await finish(machines, book, plan, snapshot, options, {
+      key,
+      project,
+      service,
+      createdAt: new Date().toISOString(),
+      savedState: prior.savedState ?? "none",
+      volumesKept: prior.volumesKept ?? [],
+      volumesRemoved: prior.volumesRemoved ?? [],
+    });
+  }
   const known = saved !== undefined && (service === undefined || saved.services[service] !== undefined);
   if (!known && plan.ops.length === 0) {
     const what = service === undefined ? `Project "${project}"` : `Service "${project}/${service}"`;
@@ -163,13 +211,7 @@ export async function removeWithMark(
     name: v,
     reason: `volume "${v}" is deleted on every Machine that holds it, once its containers there are removed`,
   }));
-  const unreached = [
-    ...snapshot.failures.map((f) => ({
-      machineName: f.machineName,
-      reason: `${f.error.code}: ${f.error.message}`,
-    })),
-    ...snapshot.omissions.map((o) => ({ machineName: o.machineName, reason: o.reason })),
-  ];
+  const unreached = unreachedOf(snapshot);
   for (const u of unreached) {
     plan.warnings.push(
       `Machine "${u.machineName}" was not observed (${u.reason}): it removes its containers when next reachable`,
@@ -194,7 +236,6 @@ export async function removeWithMark(
     if (!await options.report.confirm(question, plan)) return { status: "declined", plan };
   }
 
-  const key = removalKey(project, service);
   const deployments = new Set<string>();
   for (const m of snapshot.machines) {
     for (const c of m.containers) {
@@ -215,6 +256,7 @@ export async function removeWithMark(
     status: "running",
     outcome: { removal: service ?? "*" },
   });
+  options.receipts?.save("mark", { status: "sent", removal: key, removalId: plan.deploymentId });
   await entry.markRemoval({
     project,
     ...(service === undefined ? {} : { service }),
@@ -236,6 +278,57 @@ export async function removeWithMark(
     savedState = "service_removed";
   }
 
+  options.receipts?.save("mark", {
+    status: "marked",
+    removal: key,
+    removalId: plan.deploymentId,
+    savedState,
+    volumesKept,
+    volumesRemoved,
+  });
+  return await finish(machines, book, plan, snapshot, options, {
+    key,
+    project,
+    service,
+    createdAt,
+    savedState,
+    volumesKept,
+    volumesRemoved,
+  });
+}
+
+/** The Machines a removal's snapshot did not observe, each with the reason. */
+function unreachedOf(
+  snapshot: Awaited<ReturnType<typeof observe>>,
+): { machineName: string; reason: string }[] {
+  return [
+    ...snapshot.failures.map((f) => ({
+      machineName: f.machineName,
+      reason: `${f.error.code}: ${f.error.message}`,
+    })),
+    ...snapshot.omissions.map((o) => ({ machineName: o.machineName, reason: o.reason })),
+  ];
+}
+
+/** Waits for the reachable Machines, then records and returns the Outcome (and the `wait` receipt). */
+async function finish(
+  machines: DeployMachines,
+  book: RemovalBook,
+  plan: Plan,
+  snapshot: Awaited<ReturnType<typeof observe>>,
+  options: RemovalOptions,
+  marked: {
+    key: string;
+    project: string;
+    service: string | undefined;
+    createdAt: string;
+    savedState: RemovalOutcome["savedState"];
+    volumesKept: string[];
+    volumesRemoved: string[];
+  },
+): Promise<RemovalResult> {
+  const { key, project, service, createdAt, savedState, volumesKept, volumesRemoved } = marked;
+  const unreached = unreachedOf(snapshot);
   const outcome = await waitForMachines(machines, plan, options);
   outcome.pending.push(...unreached.map((u) => ({ ...u, containers: [] })));
   outcome.pending.sort((a, b) => a.machineName < b.machineName ? -1 : 1);
@@ -261,6 +354,12 @@ export async function removeWithMark(
       removed: result.removed.length,
       pending: result.pending.map((p) => ({ machine: p.machineName, reason: p.reason })),
     },
+  });
+  options.receipts?.save("wait", {
+    status: result.status,
+    removal: key,
+    removalId: plan.deploymentId,
+    pending: result.pending.map((p) => ({ machine: p.machineName, reason: p.reason.slice(0, 300) })),
   });
   return { status: "ran", plan, outcome: result };
 }

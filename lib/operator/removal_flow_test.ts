@@ -5,7 +5,7 @@ import type { MarkRemovalRequest, MarkRemovalResponse } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { deployProject } from "./deploy_flow.ts";
 import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
-import { type RemovalOptions, removeWithMark } from "./removal_flow.ts";
+import { type RemovalOptions, type RemovalReceipt, removeWithMark } from "./removal_flow.ts";
 
 const SHOP = compose(`name: shop
 services:
@@ -150,4 +150,53 @@ Deno.test("--volumes is Data Loss: refused until each volume is named, then carr
   deepEqual(result.outcome.volumesRemoved, ["shop_data"]);
   deepEqual(result.outcome.volumesKept, []);
   deepEqual(result.plan.dataLoss.map((d) => d.name), ["shop_data"]);
+});
+
+Deno.test("a removal keeps a receipt per leg; a re-run with the same key marks nothing again and finishes", async () => {
+  const { one, two, book } = await deployed();
+  two.down = new CodedError("unavailable", "no route to Machine two");
+  const saved = new Map<string, RemovalReceipt>();
+  const receipts = {
+    load: (leg: string) => saved.get(leg),
+    save: (leg: string, r: RemovalReceipt) => saved.set(leg, r),
+  };
+  const first = await removeWithMark(cluster([one, two]), book, { project: "shop" }, {
+    ...options(),
+    receipts,
+  });
+  if (first.status !== "ran") throw new Error("not run");
+  equal(first.outcome.status, "pending");
+  const mark = saved.get("mark")!;
+  deepEqual(mark, {
+    status: "marked",
+    removal: "shop/*",
+    removalId: first.outcome.removalId,
+    savedState: "removed",
+    volumesKept: ["shop_data"],
+    volumesRemoved: [],
+  });
+  equal(saved.get("wait")?.status, "pending");
+
+  // Machine two answers again and removes its containers on its own (as its daemon honours the mark); the re-run
+  // neither asks nor marks, and reports the removal done under the same id.
+  two.down = undefined;
+  two.containers.clear();
+  const again = await removeWithMark(cluster([one, two]), book, { project: "shop" }, {
+    ...options(),
+    yes: false,
+    receipts,
+  });
+  if (again.status !== "ran") throw new Error("not run");
+  equal(one.marks.length, 1, "marked once");
+  equal(again.outcome.removalId, first.outcome.removalId);
+  equal(again.outcome.status, "done");
+  equal(again.outcome.savedState, "removed");
+  equal(saved.get("wait")?.status, "done");
+
+  // The key names one removal: another target under it is refused.
+  await rejects(
+    removeWithMark(cluster([one, two]), book, { project: "other" }, { ...options(), receipts }),
+    (e: CodedError) =>
+      e.code === "invalid_argument" && /used to remove "shop\/\*", not "other\/\*"/.test(e.message),
+  );
 });

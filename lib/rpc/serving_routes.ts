@@ -189,6 +189,8 @@ export interface ListRemovalsResponse {
     removal: RemovalWire;
     acked: string[];
     remaining: { "machine_id": string; id: string; name: string; state: string }[];
+    /** Named volumes a Machine could not remove for the mark, from its ack; absent from older daemons. */
+    "volume_errors"?: { "machine_id": string; error: string }[];
   }[];
 }
 
@@ -203,6 +205,10 @@ export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.loo
       name: z.string(),
       state: z.string(),
     })),
+    "volume_errors": z.array(z.looseObject({ "machine_id": z.string(), error: z.string().max(1024) })).max(
+      4096,
+    )
+      .optional(),
   })),
 });
 

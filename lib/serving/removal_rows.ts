@@ -68,6 +68,37 @@ export interface RemovalView {
   acked: string[];
   /** Covered container rows still present, by owning Machine. */
   remaining: { "machine_id": string; id: string; name: string; state: string }[];
+  /** Named volumes a Machine could not remove for this mark, as its ack says (empty when none). */
+  "volume_errors": { "machine_id": string; error: string }[];
+}
+
+/** At most this many volume errors are kept in one Machine's ack, each at most this long. */
+const MAX_VOLUME_ERRORS = 16;
+const MAX_VOLUME_ERROR_CHARS = 300;
+
+/**
+ * Records on this Machine's own ack of `mark` that removing one of its volumes failed, so `ployz rm --status` on any
+ * Machine shows it (the ack is this Machine's row; nothing else writes it). Bounded; an ack not written yet is
+ * written with it.
+ */
+export function noteVolumeError(store: Store, machineId: string, mark: Removal, error: string): void {
+  const pointer = removalAckPointer(mark);
+  const have = store.acks.list().find((a) => a.machine_id === machineId && a.pointer === pointer);
+  const base = have?.deployment === mark.id
+    ? have
+    : { "machine_id": machineId, pointer, deployment: mark.id, "acked_at": new Date().toISOString() };
+  const before = volumeErrorsOf(base);
+  if (before.length >= MAX_VOLUME_ERRORS) return;
+  store.acks.put({ ...base, "volume_errors": [...before, error.slice(0, MAX_VOLUME_ERROR_CHARS)] });
+}
+
+// Another Machine's ack is untrusted input: only strings are read, bounded.
+function volumeErrorsOf(ack: Record<string, unknown>): string[] {
+  const list = ack["volume_errors"];
+  return Array.isArray(list)
+    ? list.filter((e): e is string => typeof e === "string").slice(0, MAX_VOLUME_ERRORS)
+      .map((e) => e.slice(0, MAX_VOLUME_ERROR_CHARS))
+    : [];
 }
 
 /** Every mark (of `project`, when given) with this Machine's view of its progress, never the Cluster's truth. */
@@ -80,10 +111,14 @@ export function listRemovals(store: Store, request: { project?: string }): Remov
   return marks.map((removal) => {
     const pointer = removalAckPointer(removal);
     const active = { ...removal, state: "active" };
+    const mine = acks.filter((a) => a.pointer === pointer && a.deployment === removal.id);
     return {
       removal,
-      acked: acks.filter((a) => a.pointer === pointer && a.deployment === removal.id).map((a) => a.machine_id)
-        .sort(),
+      acked: mine.map((a) => a.machine_id).sort(),
+      "volume_errors": mine.flatMap((a) =>
+        volumeErrorsOf(a).map((error) => ({ "machine_id": a.machine_id, error }))
+      )
+        .sort((x, y) => x.machine_id < y.machine_id ? -1 : x.machine_id > y.machine_id ? 1 : 0),
       remaining: containers.filter((r) => coveringRemoval(r, [active]) !== undefined).map((r) => ({
         "machine_id": r.machine_id,
         id: r.id,

@@ -1,7 +1,7 @@
 // Removal marks, pure: what a mark covers, when a Machine's own covered container goes, and the acks it writes.
 import { deepEqual, equal } from "node:assert/strict";
 import type { Ack, Container, Removal } from "../store/mod.ts";
-import { markRemoval } from "./removal_rows.ts";
+import { listRemovals, markRemoval, noteVolumeError } from "./removal_rows.ts";
 import { coveringRemoval, removalAcksToWrite, removalDecision, type RemovalInput } from "./removal.ts";
 import { openStore } from "../store/mod.ts";
 
@@ -116,6 +116,59 @@ Deno.test("marking adds the Deployments the store holds; cancelling needs an act
       code = (error as { code: string }).code;
     }
     equal(code, "not_found");
+  } finally {
+    store.close();
+  }
+});
+
+Deno.test("a volume a Machine could not remove for a mark is on its own ack, and every copy lists it", () => {
+  const store = openStore({ path: ":memory:", siteId: "m2", clusterId: "c" });
+  try {
+    const { removal } = markRemoval(store, {
+      project: "shop",
+      id: "r1",
+      deployments: ["d1"],
+      state: "active",
+      volumes: ["shop_db"],
+    });
+    // Written before the Machine's own ack exists: the ack is written with it.
+    noteVolumeError(store, "m2", removal, `cannot remove volume "shop_db": volume is in use`);
+    const [view] = listRemovals(store, { project: "shop" });
+    deepEqual(view.acked, ["m2"]);
+    deepEqual(view.volume_errors, [{
+      "machine_id": "m2",
+      error: `cannot remove volume "shop_db": volume is in use`,
+    }]);
+    // Bounded: a flood of failures keeps at most 16, each at most 300 characters.
+    for (let i = 0; i < 40; i++) noteVolumeError(store, "m2", removal, "x".repeat(1000));
+    const [again] = listRemovals(store, { project: "shop" });
+    equal(again.volume_errors.length, 16);
+    equal(again.volume_errors[15].error.length, 300);
+    // Another Machine's ack with a malformed field is read as no errors, never a crash.
+    const m3 = openStore({ path: ":memory:", siteId: "m3", clusterId: "c" });
+    m3.acks.put({
+      "machine_id": "m3",
+      pointer: "rm:shop/*",
+      deployment: "r1",
+      "volume_errors": [42, { a: 1 }],
+    });
+    store.applyChanges(m3.changesMissingFrom(store.vector()).changes);
+    m3.close();
+    deepEqual(listRemovals(store, {})[0].acked, ["m2", "m3"]);
+    equal(listRemovals(store, {})[0].volume_errors.filter((v) => v.machine_id === "m3").length, 0);
+    // An ack of an older mark of the same key does not carry over.
+    const { removal: newer } = markRemoval(store, {
+      project: "shop",
+      id: "r2",
+      deployments: [],
+      state: "active",
+    });
+    deepEqual(listRemovals(store, {})[0].volume_errors, []);
+    noteVolumeError(store, "m2", newer, 'cannot remove volume "x": busy');
+    deepEqual(listRemovals(store, {})[0].volume_errors, [{
+      "machine_id": "m2",
+      error: `cannot remove volume "x": busy`,
+    }]);
   } finally {
     store.close();
   }

@@ -35,6 +35,7 @@ import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
 import { leaveAcksToWrite, staleLeaveAcks } from "./leaving.ts";
+import { noteVolumeError } from "./removal_rows.ts";
 import { ingressRoutes } from "./labels.ts";
 import { servingGroups } from "./serving_set.ts";
 import {
@@ -365,7 +366,13 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
             );
           }
         } catch (error) {
-          errors.push(`cannot remove volume "${volume}": ${(error as Error).message}`);
+          const why = `cannot remove volume "${volume}": ${(error as Error).message}`;
+          errors.push(why);
+          try {
+            noteVolumeError(store, machineId, mark, why);
+          } catch (noted) {
+            errors.push(`cannot record that on its ack: ${(noted as Error).message}`);
+          }
         }
       }
     }
