@@ -2,7 +2,9 @@
 // the containers on m1 and m2, reports m3 pending with its reason, and removes the Saved State; `scale` then refuses
 // and nothing is recreated; after the heal m3 removes its own containers with no further command; adding m3 again
 // (Global catch-up) does not bring the Project back; `--volumes` is refused until each volume is named, then removes
-// it; `--status` and `--cancel` read and cancel marks; removing a Project that does not exist is a clear error.
+// it, and a volume a Machine cannot remove is named in `--status`; a re-run with the request key marks nothing
+// again and reports done; `--status` and `--cancel` read and cancel marks; removing a Project that does not exist
+// is a clear error.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./support/docker.ts";
@@ -51,6 +53,7 @@ services:
       assert.equal(r.code, 0, r.stderr + r.stdout);
     }
     for (const m of ["m1", "m2", "m3"]) assert.equal((await held(m, "gone")).length, 2, `gone on ${m}`);
+    let rmKey = "";
 
     await t.step("a Project that does not exist is a clear error", async () => {
       const r = await lab.on("m1", ["rm", "nope", "-y"]);
@@ -72,6 +75,8 @@ services:
       assert.match(r.stdout, /Removed \(4\):/);
       assert.match(r.stdout, /Pending \(1 Machine\): .*\n {2}- m3: .*Cannot reach Machine "m3"/);
       assert.match(r.stdout, /Saved State: removed/);
+      rmKey = /\nrequest key: (\S+)\n$/.exec(r.stdout)?.[1] ?? "";
+      assert.match(rmKey, /^rm-gone-/, r.stdout);
       assert.deepEqual(await held("m1", "gone"), []);
       assert.deepEqual(await held("m2", "gone"), []);
       assert.equal((await held("m3", "gone")).length, 2, "m3 keeps them while cut off");
@@ -103,6 +108,16 @@ services:
       assert.equal((await held("m3", "kept")).length, 2, "m3 keeps the other Project");
       const status = await lab.on("m1", ["rm", "--status", "gone"]);
       assert.match(status.stdout, /gone\/\* {2}done {2}/);
+      // The same request again: its mark is known written, so nothing is asked or marked; it reports done.
+      const again = await lab.on("m1", ["rm", "gone", "--request-key", rmKey, "--wait", "30"]);
+      assert.equal(again.code, 0, again.stderr + again.stdout);
+      const id = /removal ([0-9a-f]{8})/.exec(status.stdout)?.[1];
+      assert.match(again.stdout, new RegExp(`^Removal of "gone/\\*" done \\(removal ${id},`), again.stdout);
+      const receipts = await lab.on("m1", ["receipts", rmKey, "--json"]);
+      const legs =
+        (JSON.parse(receipts.stdout) as { receipts: { leg: string; receipt: { status: string } }[] })
+          .receipts.map((r) => `${r.leg}=${r.receipt.status}`).sort();
+      assert.deepEqual(legs, ["mark=marked", "wait=done"]);
     });
 
     await t.step(
@@ -158,6 +173,54 @@ services:
         "the volume is gone",
         async () => (await volumes()).length === 0 ? true : undefined,
       );
+    });
+
+    await t.step("a volume a Machine cannot remove for a mark shows in rm --status", async () => {
+      const path = join(lab.dir, "pin.yaml");
+      await Deno.writeTextFile(
+        path,
+        `name: pin\nservices:\n  db:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+          `    volumes: ["data:/data"]\n    stop_grace_period: 1s\nvolumes:\n  data: {}\n`,
+      );
+      const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
+      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+      let holder = "";
+      for (const m of ["m1", "m2", "m3"]) if ((await held(m, "pin")).length > 0) holder = m;
+      // A container run by hand keeps the volume in use, so Docker refuses its removal.
+      const pinned = await lab.docker(holder, [
+        "run",
+        "-d",
+        "--name",
+        "pin-by-hand",
+        "-v",
+        "pin_data:/x",
+        IMAGE,
+        "sleep",
+        "3600",
+      ]);
+      assert.equal(pinned.code, 0, pinned.stderr);
+      try {
+        const removed = await lab.on("m1", [
+          "rm",
+          "pin",
+          "--volumes",
+          "--confirm-data-loss",
+          "pin_data",
+          "-y",
+        ]);
+        assert.equal(removed.code, 0, removed.stderr + removed.stdout);
+        const status = await eventually(60_000, "rm --status names the volume not removed", async () => {
+          const r = await lab.on("m1", ["rm", "--status", "pin"]);
+          return /volume not removed/.test(r.stdout) ? r.stdout : undefined;
+        });
+        assert.match(
+          status,
+          new RegExp(`\n {2}volume not removed on ${holder}: cannot remove volume "pin_data": \\S`),
+          status,
+        );
+      } finally {
+        await lab.docker(holder, ["rm", "-f", "pin-by-hand"]);
+      }
     });
 
     await t.step("rm of one Service, then --cancel of a mark; a redeploy is never covered", async () => {
