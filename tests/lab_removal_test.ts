@@ -213,6 +213,7 @@ services:
           const r = await lab.on("m1", ["rm", "--status", "pin"]);
           return /volume not removed/.test(r.stdout) ? r.stdout : undefined;
         });
+        console.log(`rm --status pin:\n${status}`);
         assert.match(
           status,
           new RegExp(`\n {2}volume not removed on ${holder}: cannot remove volume "pin_data": \\S`),
