@@ -113,6 +113,7 @@ export {
   type DrainOptions,
   type DrainReceipts,
   type DrainResult,
+  type KeptVolume,
 } from "./drain.ts";
 export {
   type DeployBook,

@@ -69,8 +69,9 @@ export interface RemovalReceipt {
   removalId: string;
   /** What happened to the Saved State (on `marked`). */
   savedState?: RemovalOutcome["savedState"];
-  /** Volumes kept and removed (on `marked`). */
+  /** Volumes kept (on `marked`). */
   volumesKept?: string[];
+  /** Volumes each Machine removes (on `marked`). */
   volumesRemoved?: string[];
   /** Machines still to finish, with the reason (on `wait`). */
   pending?: { machine: string; reason: string }[];
