@@ -133,6 +133,9 @@ Deno.test(needs(["lab"], {
     assert.equal(report.type, "drain");
     assert.deepEqual(report.projects, [{ project: "shop", status: "succeeded" }]);
     assert.deepEqual(report.kept, ["shop/agent"]);
+    // m2's Pool was read (a lab Machine has none here): no Provisioned Volume is left behind, and none is unknown.
+    assert.deepEqual(report.volumes, []);
+    assert.equal(report.volumesUnknown, undefined, report.volumesUnknown);
     const receipts = await lab.on("m1", ["receipts", report.request_key, "--json"]);
     assert.deepEqual(
       (JSON.parse(receipts.stdout).receipts as { leg: string; receipt: { status: string } }[])
