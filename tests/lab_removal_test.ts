@@ -3,8 +3,8 @@
 // and nothing is recreated; after the heal m3 removes its own containers with no further command; adding m3 again
 // (Global catch-up) does not bring the Project back; `--volumes` is refused until each volume is named, then removes
 // it, and a volume a Machine cannot remove is named in `--status`; a re-run with the request key marks nothing
-// again and reports done; `--status` and `--cancel` read and cancel marks; removing a Project that does not exist
-// is a clear error.
+// again and reports done; `scale` keeps a receipt too; `--status` and `--cancel` read and cancel marks; removing
+// a Project that does not exist is a clear error.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IMAGE } from "./support/docker.ts";
@@ -230,6 +230,36 @@ services:
       for (const m of ["m1", "m2", "m3"]) {
         assert.equal((await held(m, "gone")).length, 2, `redeployed on ${m}`);
       }
+      // scale keeps a receipt: the same request again sends nothing.
+      const scaled = await lab.on("m1", ["scale", "gone/web=2", "-y", "--request-key", "scale-gone-web-lab"]);
+      assert.equal(scaled.code, 0, scaled.stderr + scaled.stdout);
+      assert.match(scaled.stdout, /\nrequest key: scale-gone-web-lab\n$/);
+      const rescaled = await lab.on("m1", [
+        "scale",
+        "gone/web=2",
+        "-y",
+        "--request-key",
+        "scale-gone-web-lab",
+      ]);
+      assert.equal(rescaled.code, 0, rescaled.stderr + rescaled.stdout);
+      assert.equal(
+        rescaled.stdout,
+        `Scale of "gone/web" to 2 already ended (succeeded) in an earlier run of this request: nothing sent\n` +
+          `request key: scale-gone-web-lab\n`,
+      );
+      const running = await Promise.all(["m1", "m2", "m3"].map(async (m) => {
+        const r = await lab.docker(m, [
+          "ps",
+          "--format",
+          "{{.Names}}",
+          "--filter",
+          "label=ployz.project=gone",
+          "--filter",
+          "label=ployz.service=web",
+        ]);
+        return r.stdout.split("\n").filter((n) => n !== "");
+      }));
+      assert.equal(running.flat().length, 2, running.flat().join(","));
       const one = await lab.on("m1", ["rm", "kept/web", "-y"]);
       assert.equal(one.code, 0, one.stderr + one.stdout);
       assert.match(one.stdout, /Removal of "kept\/web" done/);

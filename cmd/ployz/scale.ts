@@ -62,8 +62,8 @@ export const scaleCommand: Command = {
           io.out(jsonLine({ type: "scale", "request_key": key, status: prior.status, resent: false }));
         } else {
           io.out(
-            `Scale of "${project}/${service}" to ${replicas} was ${prior.status} by an earlier run of this ` +
-              `request: nothing sent\nrequest key: ${key}\n`,
+            `Scale of "${project}/${service}" to ${replicas} already ended (${prior.status}) in an earlier run ` +
+              `of this request: nothing sent\nrequest key: ${key}\n`,
           );
         }
         return 0;
