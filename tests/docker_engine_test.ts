@@ -202,6 +202,14 @@ dockerTest("named volumes are created owned; a foreign volume is refused", async
   assert.equal(v.Labels[LABELS.machine], s.machineId);
   assert.equal(made.created, true);
 
+  // A removal on behalf of another Project is refused by the volume's own label, and the volume stays.
+  await s.engine.removeContainer(made.id, { force: true });
+  await assert.rejects(
+    s.engine.removeVolume(volume, undefined, "someone-else"),
+    (e) => e instanceof DockerError && e.code === "conflict" && e.details.volume === volume,
+  );
+  assert.equal((await s.raw.getVolume(volume).inspect()).Name, volume);
+
   const foreign = `ployz-test-${s.id}-foreign`;
   await s.raw.createVolume({ Name: foreign, Labels: { "ployz.test": s.id } });
   await assert.rejects(

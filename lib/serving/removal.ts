@@ -39,6 +39,19 @@ export function activeRemoval(mark: Removal): boolean {
   return mark.state === "active" && Array.isArray(mark.deployments) && mark.project !== INGRESS_PROJECT;
 }
 
+/**
+ * A mark's volumes split into those it may remove and those it names outside its own Project. A mark comes from
+ * another Machine: it may only remove its Project's volumes, which Ployz names `<project>_<volume>`.
+ */
+export function markVolumes(mark: Removal): { own: string[]; refused: string[] } {
+  const names = Array.isArray(mark.volumes) ? mark.volumes.filter((v) => typeof v === "string") : [];
+  const prefix = `${mark.project}_`;
+  return {
+    own: names.filter((v) => v.startsWith(prefix) && v.length > prefix.length),
+    refused: names.filter((v) => !v.startsWith(prefix) || v.length === prefix.length),
+  };
+}
+
 /** The active mark covering `row`, if any. The Ingress Proxy is never covered. */
 export function coveringRemoval(row: Container, marks: readonly Removal[]): Removal | undefined {
   if (row.project === INGRESS_PROJECT || typeof row.deployment !== "string") return undefined;

@@ -2,7 +2,13 @@
 import { deepEqual, equal } from "node:assert/strict";
 import type { Ack, Container, Removal } from "../store/mod.ts";
 import { listRemovals, markRemoval, noteVolumeError } from "./removal_rows.ts";
-import { coveringRemoval, removalAcksToWrite, removalDecision, type RemovalInput } from "./removal.ts";
+import {
+  coveringRemoval,
+  markVolumes,
+  removalAcksToWrite,
+  removalDecision,
+  type RemovalInput,
+} from "./removal.ts";
 import { openStore } from "../store/mod.ts";
 
 function row(id: string, machine: string, fields: Partial<Container> = {}): Container {
@@ -172,4 +178,16 @@ Deno.test("a volume a Machine could not remove for a mark is on its own ack, and
   } finally {
     store.close();
   }
+});
+
+Deno.test("markVolumes() keeps a mark to its own Project's volumes; others are refused, never removed", () => {
+  const mark: Removal = {
+    ...MARK,
+    volumes: ["shop_data", "other_data", "shop_", "shopping_data", "/etc", 42 as unknown as string],
+  };
+  deepEqual(markVolumes(mark), {
+    own: ["shop_data"],
+    refused: ["other_data", "shop_", "shopping_data", "/etc"],
+  });
+  deepEqual(markVolumes(MARK), { own: [], refused: [] });
 });

@@ -41,6 +41,7 @@ import { servingGroups } from "./serving_set.ts";
 import {
   activeRemoval,
   coveringRemoval,
+  markVolumes,
   removalAcksToWrite,
   type RemovalDecision,
   removalDecision,
@@ -347,7 +348,15 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
     }));
     // A mark's volumes go once none of this Machine's covered containers is left, Data Loss the operator confirmed.
     for (const mark of removals.filter(activeRemoval)) {
-      const volumes = Array.isArray(mark.volumes) ? mark.volumes.filter((v) => typeof v === "string") : [];
+      const { own: volumes, refused } = markVolumes(mark);
+      for (const volume of refused) {
+        const key = `${mark.id}/${volume}`;
+        if (volumesTried.has(key)) continue;
+        volumesTried.add(key);
+        errors.push(
+          `refused volume "${volume}" of the removal of ${mark.project}: not a volume of that Project`,
+        );
+      }
       if (volumes.length === 0) continue;
       const left = store.containers.list({ "machine_id": machineId }).some((r) => coveringRemoval(r, [mark]));
       if (left) continue;
@@ -356,7 +365,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         if (volumesTried.has(key)) continue;
         volumesTried.add(key);
         try {
-          if (await engine.removeVolume(volume, controller.signal)) {
+          if (await engine.removeVolume(volume, controller.signal, mark.project)) {
             log(`serving: removed volume "${volume}" (removal of ${mark.project}/${mark.service})`);
           }
           // A Provisioned Volume lives in the Pool, not in Docker: its copy here goes too (Writer or Mirror).

@@ -117,7 +117,8 @@ export interface Engine {
   /** Removes an owned container; a running one only with `force`. Volumes stay. */
   removeContainer(ref: string, options?: { force?: boolean; signal?: AbortSignal }): Promise<void>;
   /** Removes an owned named volume no container uses; false when it was already gone. */
-  removeVolume(name: string, signal?: AbortSignal): Promise<boolean>;
+  /** With `project`, a volume labelled for another Project is refused (`conflict`). */
+  removeVolume(name: string, signal?: AbortSignal, project?: string): Promise<boolean>;
   /** Renames an owned container. */
   renameContainer(ref: string, name: string, signal?: AbortSignal): Promise<void>;
   /** Attaches an owned container to an owned network, with aliases. */
@@ -233,7 +234,7 @@ export function openEngine(options: EngineOptions): Engine {
     startContainer: (ref, signal) => startContainer(client, ref, signal),
     stopContainer: (ref, opts) => stopContainer(client, ref, opts),
     removeContainer: (ref, opts) => removeContainer(client, ref, opts),
-    removeVolume: (name, signal) => removeVolume(client, name, signal),
+    removeVolume: (name, signal, project) => removeVolume(client, name, signal, project),
     renameContainer: (ref, name, signal) => renameContainer(client, ref, name, signal),
     connectNetwork: (ref, attachment, signal) => connectNetwork(client, ref, attachment, signal),
     inspectContainer: (ref, signal) => inspectContainer(client, ref, signal),

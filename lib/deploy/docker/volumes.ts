@@ -58,10 +58,23 @@ export async function ensureVolume(
  * Removes an owned volume; `false` when it was already gone. Docker refuses (`conflict`) while a container uses it;
  * a volume Ployz on this Machine does not own is refused.
  */
-export async function removeVolume(client: Client, name: string, signal?: AbortSignal): Promise<boolean> {
+export async function removeVolume(
+  client: Client,
+  name: string,
+  signal?: AbortSignal,
+  project?: string,
+): Promise<boolean> {
   const found = await inspectVolume(client, name, signal);
   if (found === undefined) return false;
   assertOwned("remove", "volume", name, found.Labels, client.machineId);
+  const labelled = found.Labels?.[LABELS.project];
+  if (project !== undefined && labelled !== project) {
+    throw new DockerError(
+      "conflict",
+      `Volume "${name}" belongs to Project "${labelled ?? "(none)"}", not "${project}": not removed`,
+      { details: { volume: name, expected: project, found: labelled ?? "" } },
+    );
+  }
   try {
     await request(client, { operation: `remove volume "${name}"`, cls: "remove", signal }, {
       method: "DELETE",
