@@ -1,0 +1,157 @@
+/**
+ * Runs the end-to-end tests (`tests/**\/*_test.ts`) several files at once: a file spends most of its time waiting
+ * on dockerd, WireGuard and daemons starting, not on CPU, and every file names its labs, containers, networks and
+ * namespaces uniquely. Files start longest first (by {@link COST}) so the last to finish is a short one; files in
+ * {@link SERIAL} run afterwards, one at a time, alone on the machine.
+ *
+ * `deno run --allow-read --allow-run --allow-env tools/test_e2e.ts [deno test arguments…]`; `DENO_JOBS` sets how
+ * many files run at once (default {@link DEFAULT_JOBS}). Each group prints deno's own `ok | N passed | M failed` line.
+ *
+ * @module
+ */
+
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+
+/** Files run at once when `DENO_JOBS` is unset: on 2 cores the labs' waiting, not CPU, bounds the suite. */
+export const DEFAULT_JOBS = 3;
+
+/**
+ * Whole seconds each file's tests took in a serial run on 2 cores (only the order matters). A file not listed here is
+ * new and of unknown cost, so it starts first.
+ */
+export const COST: Readonly<Record<string, number>> = {
+  "tests/installer_ssh_test.ts": 113,
+  "tests/lab_parallel_deploy_test.ts": 108,
+  "tests/installer_e2e_test.ts": 104,
+  "tests/lab_deploy_test.ts": 84,
+  "tests/lab_gone_test.ts": 72,
+  "tests/lab_serving_test.ts": 70,
+  "tests/lab_machines_test.ts": 66,
+  "tests/lab_container_net_test.ts": 65,
+  "tests/operator_ssh_e2e_test.ts": 57,
+  "tests/lab_proxy_first_test.ts": 54,
+  "tests/lab_compose_corpus_test.ts": 53,
+  "tests/lab_drain_test.ts": 50,
+  "tests/lab_https_test.ts": 48,
+  "tests/lab_removal_test.ts": 47,
+  "tests/dist_test.ts": 43,
+  "tests/deploy_e2e_test.ts": 41,
+  "tests/lab_registry_test.ts": 36,
+  "tests/lab_routing_test.ts": 33,
+  "tests/lab_build_test.ts": 32,
+  "tests/upgrade_rpc_e2e_test.ts": 29,
+  "tests/lab_placement_test.ts": 25,
+  "tests/example_lab_test.ts": 23,
+  "tests/lab_volume_test.ts": 23,
+  "tests/lab_test.ts": 22,
+  "tests/deploy_faults_e2e_test.ts": 20,
+  "tests/example_hello_test.ts": 19,
+  "tests/lab_metrics_test.ts": 19,
+  "tests/lab_catch_up_test.ts": 17,
+  "tests/serving_e2e_test.ts": 15,
+  "tests/observe_e2e_test.ts": 10,
+  "tests/dns_respawn_test.ts": 8,
+  "tests/lab_trust_test.ts": 8,
+  "tests/logs_e2e_test.ts": 8,
+  "tests/wireguard_netns_test.ts": 8,
+  "tests/dns_restart_test.ts": 6,
+  "tests/caddy_ingress_test.ts": 5,
+  "tests/docker_health_test.ts": 4,
+  "tests/observe_metrics_e2e_test.ts": 4,
+  "tests/serve_e2e_test.ts": 4,
+  "tests/store_processes_test.ts": 4,
+  "tests/dns_flood_test.ts": 3,
+  "tests/permissions_test.ts": 3,
+  "tests/build_docker_test.ts": 2,
+  "tests/docker_engine_test.ts": 2,
+  "tests/docker_network_test.ts": 2,
+  "tests/serve_mesh_failure_test.ts": 2,
+  "tests/store_compaction_test.ts": 2,
+  "tests/systemd_door_test.ts": 2,
+  "tests/compose_corpus_test.ts": 1,
+  "tests/dns_e2e_test.ts": 1,
+  "tests/docker_events_test.ts": 1,
+  "tests/docker_registry_test.ts": 1,
+  "tests/module_graph_test.ts": 1,
+  "tests/request_caps_e2e_test.ts": 1,
+  "tests/shipped_files_docker_test.ts": 1,
+  "tests/volume_btrfs_test.ts": 1,
+  "tests/cli_test.ts": 0,
+  "tests/compose_keys_docker_test.ts": 0,
+  "tests/docker_grant_test.ts": 0,
+  "tests/docker_images_test.ts": 0,
+  "tests/install_script_test.ts": 0,
+  "tests/installer_fsync_test.ts": 0,
+  "tests/mesh_firewall_netns_test.ts": 0,
+};
+
+/** Files that must not share the machine with another test file, each with the reason. */
+export const SERIAL: Readonly<Record<string, string>> = {};
+
+/** The test files under `dir` (relative to `root`, `/`-separated), as `deno test dir` would find them. */
+export function testFiles(root: string, dir: string): string[] {
+  const found: string[] = [];
+  const walk = (at: string): void => {
+    for (const entry of Deno.readDirSync(at)) {
+      const path = join(at, entry.name);
+      if (entry.isDirectory) walk(path);
+      else if (entry.isFile && /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/.test(entry.name)) {
+        found.push(relative(root, path));
+      }
+    }
+  };
+  walk(join(root, dir));
+  return found.sort();
+}
+
+/** `files` in start order: files of unknown cost first, then the costliest; ties by name. */
+export function startOrder(files: readonly string[], cost: Readonly<Record<string, number>>): string[] {
+  const weight = (f: string): number => cost[f] ?? Number.POSITIVE_INFINITY;
+  return [...files].sort((a, b) => weight(b) - weight(a) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Splits `files` into the concurrent group (in start order) and the serial group. */
+export function groups(
+  files: readonly string[],
+  cost: Readonly<Record<string, number>>,
+  serial: Readonly<Record<string, string>>,
+): { concurrent: string[]; serial: string[] } {
+  return {
+    concurrent: startOrder(files.filter((f) => !(f in serial)), cost),
+    serial: files.filter((f) => f in serial),
+  };
+}
+
+const TEST_FLAGS = ["--allow-all", "--unstable-worker-options", "--sanitize-ops", "--sanitize-resources"];
+
+async function denoTest(files: string[], extra: string[], env: Record<string, string>): Promise<number> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", ...TEST_FLAGS, ...extra, ...files],
+    cwd: ROOT,
+    env,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  return (await child.status).code;
+}
+
+async function main(): Promise<number> {
+  const { concurrent, serial } = groups(testFiles(ROOT, "tests"), COST, SERIAL);
+  const jobs = Deno.env.get("DENO_JOBS") ?? String(DEFAULT_JOBS);
+  let code = 0;
+  if (concurrent.length > 0) {
+    code = await denoTest(concurrent, ["--parallel", ...Deno.args], { DENO_JOBS: jobs });
+  }
+  // The serial files run even when a concurrent one failed, as `deno test` runs every file.
+  if (serial.length > 0) {
+    const serialCode = await denoTest(serial, Deno.args, {});
+    if (code === 0) code = serialCode;
+  }
+  return code;
+}
+
+if (import.meta.main) Deno.exit(await main());
