@@ -1,11 +1,13 @@
 /**
  * Runs the end-to-end tests (`tests/**\/*_test.ts`) several files at once: a file spends most of its time waiting
  * on dockerd, WireGuard and daemons starting, not on CPU, and every file names its labs, containers, networks and
- * namespaces uniquely. Files start longest first (by {@link COST}) so the last to finish is a short one; files in
- * {@link SERIAL} run afterwards, one at a time, alone on the machine.
+ * namespaces uniquely. Files start longest first (by {@link COST}) so the last to finish is a short one. Files
+ * sharing one fixed name ({@link ONE_LANE}) run one after another beside them; files needing the machine to
+ * themselves ({@link ALONE}) run last, one at a time.
  *
  * `deno run --allow-read --allow-run --allow-env tools/test_e2e.ts [deno test arguments…]`; `DENO_JOBS` sets how
- * many files run at once (default {@link DEFAULT_JOBS}). Each group prints deno's own `ok | N passed | M failed` line.
+ * many concurrent files run at once (default {@link DEFAULT_JOBS}). Each group prints deno's own
+ * `ok | N passed | M failed` line.
  *
  * @module
  */
@@ -88,9 +90,6 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/mesh_firewall_netns_test.ts": 0,
 };
 
-/** Files that must not share the machine with another test file, each with the reason. */
-export const SERIAL: Readonly<Record<string, string>> = {};
-
 /** The test files under `dir` (relative to `root`, `/`-separated), as `deno test dir` would find them. */
 export function testFiles(root: string, dir: string): string[] {
   const found: string[] = [];
@@ -113,45 +112,80 @@ export function startOrder(files: readonly string[], cost: Readonly<Record<strin
   return [...files].sort((a, b) => weight(b) - weight(a) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** Splits `files` into the concurrent group (in start order) and the serial group. */
+/**
+ * Files that run one after another in a lane of their own, beside the concurrent files: each runs a Machine on the
+ * shared test dockerd, whose Ingress Proxy container has one fixed name (`ployz-system-caddy-1`).
+ */
+export const ONE_LANE: Readonly<Record<string, string>> = {
+  "tests/caddy_ingress_test.ts": "creates ployz-system-caddy-1 and -2 on the shared dockerd",
+  "tests/deploy_e2e_test.ts": "a Deploy on the shared dockerd creates ployz-system-caddy-1",
+  "tests/deploy_faults_e2e_test.ts": "a Deploy on the shared dockerd creates ployz-system-caddy-1",
+  "tests/example_hello_test.ts": "a Deploy on the shared dockerd creates ployz-system-caddy-1",
+  "tests/serving_e2e_test.ts": "a Deploy on the shared dockerd creates ployz-system-caddy-1",
+};
+
+/** Files that must have the machine to themselves, run one at a time after the others, each with the reason. */
+export const ALONE: Readonly<Record<string, string>> = {
+  "tests/observe_metrics_e2e_test.ts": "asserts a busy container gets more than half a core",
+  "tests/lab_https_test.ts": "a forced renewal under a no-retry load loop, judged on 0 failed requests",
+};
+
+/** The three groups of `files`: concurrent (in start order), the one-at-a-time lane, and the files run alone. */
 export function groups(
   files: readonly string[],
   cost: Readonly<Record<string, number>>,
-  serial: Readonly<Record<string, string>>,
-): { concurrent: string[]; serial: string[] } {
+  lane: Readonly<Record<string, string>>,
+  alone: Readonly<Record<string, string>>,
+): { concurrent: string[]; lane: string[]; alone: string[] } {
   return {
-    concurrent: startOrder(files.filter((f) => !(f in serial)), cost),
-    serial: files.filter((f) => f in serial),
+    concurrent: startOrder(files.filter((f) => !(f in lane) && !(f in alone)), cost),
+    lane: files.filter((f) => f in lane && !(f in alone)),
+    alone: files.filter((f) => f in alone),
   };
 }
 
 const TEST_FLAGS = ["--allow-all", "--unstable-worker-options", "--sanitize-ops", "--sanitize-resources"];
 
-async function denoTest(files: string[], extra: string[], env: Record<string, string>): Promise<number> {
-  const child = new Deno.Command(Deno.execPath(), {
+function denoTest(
+  files: string[],
+  extra: string[],
+  env: Record<string, string>,
+  output: "inherit" | "piped",
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
     args: ["test", ...TEST_FLAGS, ...extra, ...files],
     cwd: ROOT,
     env,
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: output,
+    stderr: output,
   }).spawn();
-  return (await child.status).code;
+}
+
+async function writeAll(data: Uint8Array): Promise<void> {
+  for (let n = 0; n < data.length;) n += await Deno.stdout.write(data.subarray(n));
 }
 
 async function main(): Promise<number> {
-  const { concurrent, serial } = groups(testFiles(ROOT, "tests"), COST, SERIAL);
+  const { concurrent, lane, alone } = groups(testFiles(ROOT, "tests"), COST, ONE_LANE, ALONE);
   const jobs = Deno.env.get("DENO_JOBS") ?? String(DEFAULT_JOBS);
-  let code = 0;
+  const codes: number[] = [];
+  // The lane's output is held and printed whole once the concurrent group ends, so the two never interleave.
+  const laneRun = lane.length === 0 ? undefined : denoTest(lane, Deno.args, {}, "piped").output();
   if (concurrent.length > 0) {
-    code = await denoTest(concurrent, ["--parallel", ...Deno.args], { DENO_JOBS: jobs });
+    codes.push(
+      (await denoTest(concurrent, ["--parallel", ...Deno.args], { DENO_JOBS: jobs }, "inherit").status).code,
+    );
   }
-  // The serial files run even when a concurrent one failed, as `deno test` runs every file.
-  if (serial.length > 0) {
-    const serialCode = await denoTest(serial, Deno.args, {});
-    if (code === 0) code = serialCode;
+  if (laneRun !== undefined) {
+    const out = await laneRun;
+    await writeAll(out.stdout);
+    await writeAll(out.stderr);
+    codes.push(out.code);
   }
-  return code;
+  // Every group runs even when an earlier one failed, as `deno test` runs every file.
+  if (alone.length > 0) codes.push((await denoTest(alone, Deno.args, {}, "inherit").status).code);
+  return codes.find((c) => c !== 0) ?? 0;
 }
 
 if (import.meta.main) Deno.exit(await main());
