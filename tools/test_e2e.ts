@@ -128,6 +128,8 @@ export const ONE_LANE: Readonly<Record<string, string>> = {
 export const ALONE: Readonly<Record<string, string>> = {
   "tests/observe_metrics_e2e_test.ts": "asserts a busy container gets more than half a core",
   "tests/lab_https_test.ts": "a forced renewal under a no-retry load loop, judged on 0 failed requests",
+  "tests/lab_container_net_test.ts":
+    "four firewall flushes must land within one 2 s repair tick (one log line)",
 };
 
 /** The three groups of `files`: concurrent (in start order), the one-at-a-time lane, and the files run alone. */
