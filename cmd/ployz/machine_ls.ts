@@ -1,7 +1,7 @@
 // `ployz machine ls`: the Machines one Machine holds rows for, with its own membership judgement of each.
 import type { Command } from "../../lib/cli/mod.ts";
 import { type SubnetCollision, subnetCollisions } from "../../lib/mesh/mod.ts";
-import type { ListMachinesResponse } from "../../lib/rpc/mod.ts";
+import type { ListMachinesResponse, RemovedWire } from "../../lib/rpc/mod.ts";
 import { retiredNotice } from "../../lib/operator/mod.ts";
 import { jsonLine, openConfig, withMachine } from "./connect.ts";
 import { columns } from "./machine_target.ts";
@@ -13,6 +13,21 @@ export function collisionLines(collisions: readonly SubnetCollision[]): string {
       c.machines.map((m) => `"${m.name}" (${m.id}, ${m.subnet})`).join(", ")
     } (reported, not repaired)\n`
   ).join("");
+}
+
+/** What a Machine its Cluster retired says of itself: who removed it, when, and how to start over. */
+export function removedNotice(observer: ListMachinesResponse["observer"], removed: RemovedWire): string {
+  const name = observer.machine_name;
+  const by = removed.by_name === undefined ? `"${removed.by}"` : `"${removed.by_name}" (${removed.by})`;
+  return `this Machine, "${name}" (${observer.machine_id}), was removed from its Cluster by Machine ${by} at ` +
+    `${
+      removed.at ?? "an unknown time"
+    } ("machine rm --gone"); every peer refuses it and it no longer syncs ` +
+    `(told at ${
+      removed.noticed_at ?? "an unknown time"
+    }); its containers are left as they are. To start over: ` +
+    `"ployz machine rm ${name} --confirm-data-loss ${name}" on it (it leaves, removing its containers, and takes ` +
+    `a new id), then "ployz machine add" it again`;
 }
 
 /** The human form of a list answer. */
@@ -60,8 +75,9 @@ export const machineLsCommand: Command = {
   options: { json: { type: "boolean" } },
   async run({ values, io }): Promise<number> {
     const list = await withMachine((client) => client.listMachines());
-    const config = openConfig();
-    const retired = (() => {
+    // The Machine's own word first (a peer proved it was retired); else what this operator's history recorded.
+    const retired = list.removed !== undefined ? removedNotice(list.observer, list.removed) : (() => {
+      const config = openConfig();
       try {
         return retiredNotice(config.allocations(), list.observer.machine_id);
       } finally {

@@ -28,7 +28,7 @@ import type {
   RetireMachineResponse,
 } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import type { Machine, Store, VersionVector } from "../store/mod.ts";
+import type { Machine, RemovalNotice, Store, VersionVector } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
 import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
 import { mintId } from "./ids.ts";
@@ -199,6 +199,26 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
   }
 
   /**
+   * Records, durably, that a peer proved this Machine was retired from its Cluster: from now on it syncs with
+   * nobody (the link already stopped), and `machine ls` on it says who removed it and when. Its containers are left
+   * as they are; leaving the Cluster (`machine rm` on it) starts it over under a new id.
+   */
+  noteRemoved(notice: RemovalNotice): Promise<void> {
+    return this.#serialized(async () => {
+      if (this.#record.removed !== undefined || this.#record.phase === "uninitialized") return;
+      const removed: NonNullable<LocalMachine["removed"]> = {
+        by: notice.retiredBy,
+        "noticed_at": new Date().toISOString(),
+      };
+      if (notice.retiredByName !== undefined) removed["by_name"] = notice.retiredByName;
+      if (notice.retiredAt !== undefined) removed.at = notice.retiredAt;
+      const next: LocalMachine = { ...this.#record, removed };
+      await writeMachineFile(this.#deps.dataDir, next);
+      this.#record = next;
+    });
+  }
+
+  /**
    * Marks a gone Machine retired (`machine rm --gone`): a name-keyed row every Machine's readers honour. Refused
    * for this Machine itself, for one this Machine heard from within the quiet window or that answers a probe now
    * (it can leave by itself; see gone_evidence.ts), and, when its rows show
@@ -322,7 +342,9 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
       ? { handshakes: new Map(), traffic: new Map(), received: new Map() }
       : await link.evidence();
     const members = store === undefined ? [] : store.members.list();
+    const removed = this.#record.removed;
     return {
+      ...(removed === undefined ? {} : { removed }),
       ...listMachines({
         self: { id: this.#record.id, name: this.#record.name },
         rows: store === undefined ? [] : store.liveMachines(),
@@ -545,8 +567,11 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     const aside = `${path}.left-${new Date().toISOString().replaceAll(":", "")}`;
     await Deno.rename(path, aside).catch(() => {});
     await removeStoreFiles(path);
-    const next: LocalMachine = { id: record.id, name: record.name, phase: "uninitialized" };
+    // A Machine its Cluster retired starts over under a new id: the old one is refused everywhere for good.
+    const id = record.removed === undefined ? record.id : mintId();
+    const next: LocalMachine = { id, name: record.name, phase: "uninitialized" };
     for (const k of ["public_key", "created_at"]) if (record[k] !== undefined) next[k] = record[k];
+    if (id !== record.id) next["created_at"] = new Date().toISOString();
     await writeMachineFile(dataDir, next);
     this.#record = next;
     this.#deps.log(`left the Cluster; tombstone delivered to ${delivery.delivered.length} peer(s)`);

@@ -37,6 +37,8 @@ import {
   parseMachineSubnet,
   peerAllowedIps,
   type PeerReport,
+  type QuarantinedPeer,
+  quarantinedPeers,
   readPeers,
   removeInterface,
   removeMeshFirewall,
@@ -46,7 +48,16 @@ import {
   syncRoutes,
   usablePeers,
 } from "../mesh/mod.ts";
-import { createSyncApp, type Machine, type Rejection, type Store, SyncAgent } from "../store/mod.ts";
+import {
+  createSyncApp,
+  type Machine,
+  readRemovalNotice,
+  type Rejection,
+  type RemovalNotice,
+  removedRefusal,
+  type Store,
+  SyncAgent,
+} from "../store/mod.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
 import { meshCaller } from "./mesh_rpc.ts";
 
@@ -80,6 +91,10 @@ export interface ClusterLinkOptions {
   log: (line: string) => void;
   /** Machine RPC on the mesh listener (paths under `/rpc/`), given the caller's address; absent: sync only. */
   rpc?: (request: Request, remoteAddress: string, signal: AbortSignal) => Response | Promise<Response>;
+  /** This Machine was retired from its Cluster, as recorded earlier: it does not sync with anyone. */
+  removed?: boolean;
+  /** Told once when a peer's refusal proves (signed row checked) that this Machine was retired from its Cluster. */
+  onRemoved?: (notice: RemovalNotice) => void;
 }
 
 /** What this Machine holds as evidence about its peers. */
@@ -151,10 +166,16 @@ export class ClusterLink {
   // The Machine each sync request came from, by its caller address: a push names its sender's site itself.
   readonly #callers = new WeakMap<Request, string>();
   #refused = 0;
+  // Retired Machines kept as quarantined peers, told they were removed on the mesh port and reaching nothing else.
+  #quarantine: QuarantinedPeer[] = [];
+  // This Machine itself was retired (its record says so, or a peer's refusal proved it): it syncs with nobody.
+  #removed: boolean;
+  readonly #doubted = new Set<string>();
 
   /** A stopped link; {@link ClusterLink.start} runs it. */
   constructor(options: ClusterLinkOptions) {
     this.#options = options;
+    this.#removed = options.removed === true;
     this.#runner = options.settings?.runner ?? hostRunner();
     for (const hint of options.hints ?? []) this.#hints.set(hint.publicKey, hint);
     const settings = options.settings;
@@ -171,6 +192,7 @@ export class ClusterLink {
           if (event.type === "refused") {
             this.#noteRefused(event.peer, event.rejected, this.#peerOfUrl(event.peer));
           }
+          if (event.type === "removed") this.#learnRemoved(event.peer, event.details);
           if (event.type === "full_sync") {
             this.#options.log(
               `took a full copy of the store from ${event.peer} (behind its compaction): ${event.received} changes, ${event.removed} rows deleted there meanwhile`,
@@ -244,8 +266,17 @@ export class ClusterLink {
     return error === undefined ? { configured: true } : { configured: false, error };
   }
 
-  /** Sync URLs of every peer: rows other than this Machine's, then hints not yet replaced by a row. */
+  /** Whether this Machine was retired from its Cluster (recorded, or proved by a peer's refusal). */
+  get removed(): boolean {
+    return this.#removed;
+  }
+
+  /**
+   * Sync URLs of every peer: rows other than this Machine's, then hints not yet replaced by a row. None once this
+   * Machine was retired: nothing it writes goes anywhere.
+   */
   peerUrls(): { machineId: string; url: string }[] {
+    if (this.#removed) return [];
     return this.#currentPeers().map((p) => ({
       machineId: p.machineId,
       url: `http://${parseMachineSubnet(p.subnet).gateway}:${SYNC_PORT}`,
@@ -367,6 +398,7 @@ export class ClusterLink {
       const repaired = await ensureMeshFirewall(this.#runner, {
         interfaceName: settings.interfaceName,
         ports: [SYNC_PORT],
+        quarantined: this.#quarantine.map((q) => q.address),
       });
       if (repaired.length > 0 && this.#server !== undefined) {
         this.#options.log(`mesh: firewall: put back ${repaired.join(", ")}`);
@@ -382,6 +414,7 @@ export class ClusterLink {
         interfaceName: settings.interfaceName,
         subnet: this.#options.subnet,
         clusterNetwork: settings.clusterNetwork,
+        quarantined: this.#quarantine.map((q) => q.address),
       });
       if (repaired.length > 0 && this.#server !== undefined) {
         this.#options.log(`mesh: container forwarding: put back ${repaired.join(", ")}`);
@@ -418,8 +451,12 @@ export class ClusterLink {
       }, (request, info) => {
         const remote = (info.remoteAddr as Deno.NetAddr).hostname;
         this.#noteAddress(remote);
-        const rpc = this.#options.rpc;
+        const quarantined = this.#quarantine.find((q) => q.address === `${remote}/32`);
         const path = new URL(request.url).pathname;
+        if (quarantined !== undefined) {
+          return this.#refuseRemoved(quarantined.machineId, path.startsWith("/rpc/"));
+        }
+        const rpc = this.#options.rpc;
         // Store sync is answered only to the Cluster's Machines, by the same caller check as Machine RPC.
         const caller = path.startsWith("/rpc/") ? undefined : this.#peerCaller(remote);
         if (!path.startsWith("/rpc/") && caller === undefined) {
@@ -447,6 +484,37 @@ export class ClusterLink {
     } catch (error) {
       this.#fail("listener", new Error(`cannot listen on ${gateway}:${SYNC_PORT}: ${messageOf(error)}`));
     }
+  }
+
+  // Every request of a retired Machine gets one answer: who retired it and when, with the signed row.
+  // Machine RPC wraps its error body in `error`; store sync does not.
+  async #refuseRemoved(machineId: string, rpc: boolean): Promise<Response> {
+    const store = this.#options.store;
+    const refusal = (store.closed ? undefined : await removedRefusal(store, machineId)) ??
+      { code: "unauthenticated", message: `Machine "${machineId}" was removed from this Cluster` };
+    return Response.json(rpc ? { error: refusal } : refusal, { status: 401 });
+  }
+
+  // A peer says this Machine was retired: believed only when the signed row checks out (see removal_notice.ts).
+  #learnRemoved(peer: string, details: Record<string, unknown>): void {
+    if (this.#removed || this.#options.store.closed) return;
+    const notice = readRemovalNotice(this.#options.store, details);
+    if ("reason" in notice) {
+      if (this.#doubted.size < 64 && !this.#doubted.has(notice.reason)) {
+        this.#doubted.add(notice.reason);
+        this.#options.log(`mesh: ${peer} refused this Machine as removed, not believed: ${notice.reason}`);
+      }
+      return;
+    }
+    this.#removed = true;
+    this.#options.log(
+      `mesh: this Machine was removed from its Cluster by Machine "${
+        notice.retiredByName ?? notice.retiredBy
+      }" at ${
+        notice.retiredAt ?? "an unknown time"
+      } ("machine rm --gone"), as ${peer} proved: it no longer syncs`,
+    );
+    this.#options.onRemoved?.(notice);
   }
 
   async #tick(): Promise<void> {
@@ -580,6 +648,17 @@ export class ClusterLink {
       endpoints: p.endpoints,
       allowedIps: peerAllowedIps(p.subnet, p.publicKey),
     }));
+    // Retired Machines come back as quarantined peers, but only once the firewall holds them to the mesh port.
+    const quarantine = this.#quarantined(new Set(wanted.map((p) => p.publicKey)));
+    const before = this.#quarantine.map((q) => q.address).join(",");
+    this.#quarantine = quarantine;
+    if (quarantine.map((q) => q.address).join(",") !== before && !(await this.#ensureFirewall())) {
+      this.#quarantine = [];
+    }
+    for (const q of this.#quarantine) {
+      // No endpoint and no keepalive: this Machine never starts a conversation with it, only answers.
+      wanted.push({ publicKey: q.publicKey, endpoints: [], allowedIps: [q.address], keepaliveSeconds: 0 });
+    }
     try {
       await setPeers(this.#runner, settings.interfaceName, wanted);
       const destinations = [...new Set(wanted.flatMap((p) => p.allowedIps))];
@@ -594,6 +673,28 @@ export class ClusterLink {
     } catch (error) {
       this.#fail("peers", error);
     }
+  }
+
+  #quarantined(liveKeys: ReadonlySet<string>): QuarantinedPeer[] {
+    const store = this.#options.store;
+    if (store.closed) return [];
+    const candidates = store.retiredMachines.list().flatMap((r) => {
+      const row = store.machines.get(r.machine_id);
+      return row === undefined ? [] : [{
+        machineId: row.id,
+        publicKey: row.public_key,
+        subnet: row.subnet ?? r.subnet,
+      }];
+    });
+    return quarantinedPeers(candidates, {
+      selfId: this.#options.selfId,
+      clusterNetwork: clusterNetworkOf(
+        this.#options.subnet,
+        this.#options.settings?.clusterNetwork ?? DEFAULT_CLUSTER_NETWORK,
+      ),
+      liveKeys,
+      ownKey: store.machines.get(this.#options.selfId)?.public_key,
+    });
   }
 
   #noteReceived(reports: readonly PeerReport[]): void {

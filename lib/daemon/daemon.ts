@@ -177,6 +177,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         hints,
         log,
         rpc: meshRpc,
+        removed: r.removed !== undefined,
+        onRemoved: (notice) => {
+          lifecycle.noteRemoved(notice).catch((error) =>
+            log(`cannot record the removal: ${error instanceof Error ? error.message : String(error)}`)
+          );
+        },
       }),
     startPublisher: (store) =>
       startPublisher({ engine, store, rescanMs: options.rescanMs, log, leaving: leavingMarks }),

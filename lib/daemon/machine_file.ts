@@ -33,6 +33,8 @@ export interface LocalMachine {
   "created_at"?: string;
   /** False when this Machine refuses Builds; absent, it accepts them. */
   "accepts_builds"?: boolean;
+  /** Set once a peer proved this Machine was retired from its Cluster (`machine rm --gone`): it syncs no more. */
+  removed?: { by: string; "by_name"?: string; at?: string; "noticed_at"?: string };
   /** Fields a newer release wrote; kept on rewrite. */
   [field: string]: unknown;
 }
@@ -47,6 +49,12 @@ const LocalMachineSchema: z.ZodType<LocalMachine> = z.looseObject({
   "public_key": z.string().max(128).optional(),
   "created_at": z.string().max(64).optional(),
   "accepts_builds": z.boolean().optional(),
+  removed: z.looseObject({
+    by: z.string().min(1).max(128),
+    "by_name": z.string().max(128).optional(),
+    at: z.string().max(128).optional(),
+    "noticed_at": z.string().max(64).optional(),
+  }).optional(),
 });
 
 /** Where the record lives. */

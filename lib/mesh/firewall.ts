@@ -7,7 +7,9 @@
  *   Machine RPC, port 51000) is accepted only when it arrives on the WireGuard interface, so only Machines holding a
  *   key the interface knows, from their own allowed addresses, reach it. Everything else aimed at that port (the
  *   underlay, containers on the Docker bridge, other hosts) is dropped. The daemon serves that port only while this
- *   part is in place.
+ *   part is in place. A quarantined peer (a Machine retired while gone, allowed only its Machine Gateway) reaches
+ *   that port, where every request of it is refused with the signed row that retired it, and nothing else: every
+ *   other packet from it is dropped here, and FORWARD drops whatever it would send to or get from a container.
  * - **FORWARD** (`PLOYZ-FORWARD`, jumped to from `DOCKER-USER` when Docker manages iptables, from FORWARD
  *   otherwise): admits traffic between the Cluster network and this Machine Subnet across the WireGuard interface,
  *   both ways, and nothing wider. Docker sets FORWARD's policy to DROP on a host where it had to turn IP forwarding
@@ -54,6 +56,11 @@ export interface FirewallOptions {
   ports?: number[];
   /** The INPUT chain name; default `PLOYZ-INPUT`. */
   chain?: string;
+  /**
+   * Addresses (IPv4 `/32`) of quarantined peers (Machines retired while gone): from them only the ports above are
+   * accepted, and every other packet is dropped.
+   */
+  quarantined?: readonly string[];
 }
 
 /** Options of {@link ensureContainerForwarding}. */
@@ -64,6 +71,8 @@ export interface ContainerForwardingOptions {
   subnet: string;
   /** The Cluster network every Machine Subnet lies in, e.g. `10.210.0.0/16`. */
   clusterNetwork: string;
+  /** Addresses (IPv4 `/32`) of quarantined peers: nothing is forwarded from or to them. */
+  quarantined?: readonly string[];
 }
 
 type Tool = "iptables" | "ip6tables";
@@ -132,14 +141,38 @@ async function ensureJump(
  */
 export async function ensureMeshFirewall(runner: CommandRunner, options: FirewallOptions): Promise<string[]> {
   const chain = options.chain ?? MESH_CHAIN;
+  const wg = options.interfaceName;
+  const ports = options.ports ?? [51000];
   const rules: string[][] = [];
-  for (const port of options.ports ?? [51000]) {
+  for (const port of ports) {
     const tcp = ["-p", "tcp", "-m", "tcp", "--dport", String(port)];
-    rules.push(["-i", options.interfaceName, ...tcp, "-j", "ACCEPT"], [...tcp, "-j", "DROP"]);
+    rules.push(["-i", wg, ...tcp, "-j", "ACCEPT"], [...tcp, "-j", "DROP"]);
+  }
+  // A quarantined peer reaches the mesh port, where it is told it was removed, and nothing else on this host.
+  const quarantine: string[][] = [];
+  for (const address of options.quarantined ?? []) {
+    for (const port of ports) {
+      quarantine.push([
+        "-s",
+        address,
+        "-i",
+        wg,
+        "-p",
+        "tcp",
+        "-m",
+        "tcp",
+        "--dport",
+        String(port),
+        "-j",
+        "ACCEPT",
+      ]);
+    }
+    quarantine.push(["-s", address, "-i", wg, "-j", "DROP"]);
   }
   const repaired: string[] = [];
   for (const [tool, family] of [["iptables", "IPv4"], ["ip6tables", "IPv6"]] as const) {
-    if (await ensureChain(runner, tool, "filter", chain, rules)) repaired.push(`${chain} (${family})`);
+    const all = tool === "iptables" ? [...quarantine, ...rules] : rules;
+    if (await ensureChain(runner, tool, "filter", chain, all)) repaired.push(`${chain} (${family})`);
     if (await ensureJump(runner, tool, "filter", "INPUT", chain, false)) {
       repaired.push(`INPUT jump (${family})`);
     }
@@ -158,6 +191,7 @@ export async function ensureContainerForwarding(
   const { interfaceName: wg, subnet, clusterNetwork: cluster } = options;
   const repaired: string[] = [];
   const forward = [
+    ...(options.quarantined ?? []).flatMap((q) => [["-s", q, "-j", "DROP"], ["-d", q, "-j", "DROP"]]),
     ["-s", cluster, "-d", subnet, "-i", wg, "-j", "ACCEPT"],
     ["-s", subnet, "-d", cluster, "-o", wg, "-j", "ACCEPT"],
   ];

@@ -20,7 +20,14 @@ export {
 } from "./addressing.ts";
 export type { MachineSubnet } from "./addressing.ts";
 export { chooseSubnet } from "./allocation.ts";
-export { type PeerCandidate, type PeerRowVerdict, type UsablePeer, usablePeers } from "./peer_rows.ts";
+export {
+  type PeerCandidate,
+  type PeerRowVerdict,
+  type QuarantinedPeer,
+  quarantinedPeers,
+  type UsablePeer,
+  usablePeers,
+} from "./peer_rows.ts";
 export type { ChooseSubnetInput, SubnetChoice, SubnetClaim } from "./allocation.ts";
 export { DEFAULT_MEMBERSHIP_THRESHOLDS, observeMembership } from "./membership.ts";
 export type { MembershipEvidence, MembershipState, MembershipThresholds } from "./membership.ts";

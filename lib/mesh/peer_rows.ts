@@ -121,3 +121,48 @@ export function usablePeers(
   }
   return { peers, skipped };
 }
+
+/** A Machine retired while gone, kept as a quarantined WireGuard peer so it can be told it was removed. */
+export interface QuarantinedPeer {
+  /** Its Machine id. */
+  machineId: string;
+  /** Its WireGuard public key. */
+  publicKey: string;
+  /** The one address it is allowed to send from: its Machine Gateway as a /32 (never its Machine Subnet). */
+  address: string;
+}
+
+/**
+ * The quarantined peers of retired Machines: each with a usable key and a /24 inside the Cluster network, allowed
+ * only its Machine Gateway (the source of its own store sync and Machine RPC), so none of its containers' traffic
+ * is accepted and no route to its containers exists. A retired Machine whose key a live peer (or this Machine)
+ * holds now is left out: the live one keeps the key.
+ */
+export function quarantinedPeers(
+  retired: readonly PeerCandidate[],
+  options: { selfId: string; clusterNetwork: string; liveKeys: ReadonlySet<string>; ownKey?: string },
+): QuarantinedPeer[] {
+  const out: QuarantinedPeer[] = [];
+  const keys = new Set<string>();
+  for (const c of retired) {
+    if (c.machineId === options.selfId || typeof c.publicKey !== "string" || !isWireGuardKey(c.publicKey)) {
+      continue;
+    }
+    if (options.liveKeys.has(c.publicKey) || c.publicKey === options.ownKey || keys.has(c.publicKey)) {
+      continue;
+    }
+    let subnet: string;
+    try {
+      subnet = subnetOf(c.subnet, options.clusterNetwork);
+    } catch {
+      continue;
+    }
+    keys.add(c.publicKey);
+    out.push({
+      machineId: c.machineId,
+      publicKey: c.publicKey,
+      address: `${parseMachineSubnet(subnet).gateway}/32`,
+    });
+  }
+  return out;
+}

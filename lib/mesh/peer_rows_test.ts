@@ -1,5 +1,5 @@
 import { deepEqual, equal } from "node:assert/strict";
-import { usablePeers } from "./peer_rows.ts";
+import { quarantinedPeers, usablePeers } from "./peer_rows.ts";
 
 const KEY_A = "hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=";
 const KEY_B = "gN65BkIKy1eCE9pP1wdc8ROUtkHLF2PfAqYdeEdbmXo=";
@@ -74,4 +74,27 @@ Deno.test("usablePeers never throws, whatever the rows hold", () => {
       equal(verdict.peers.length, 0);
     }
   }
+});
+
+Deno.test("quarantinedPeers allows a retired Machine only its gateway, and never a key a live peer holds", () => {
+  const quarantine = quarantinedPeers([
+    { machineId: "gone", publicKey: KEY_A, subnet: "10.210.3.0/24" },
+    { machineId: "self", publicKey: KEY_B, subnet: "10.210.4.0/24" },
+    { machineId: "back-under-a-new-id", publicKey: KEY_B, subnet: "10.210.5.0/24" },
+    { machineId: "no-key", subnet: "10.210.6.0/24" },
+    { machineId: "outside", publicKey: KEY_C, subnet: "10.99.1.0/24" },
+    { machineId: "wide", publicKey: KEY_C, subnet: "10.210.0.0/16" },
+    { machineId: "twice", publicKey: KEY_A, subnet: "10.210.7.0/24" },
+  ], { selfId: "self", clusterNetwork: "10.210.0.0/16", liveKeys: new Set([KEY_B]) });
+  deepEqual(quarantine, [{ machineId: "gone", publicKey: KEY_A, address: "10.210.3.1/32" }]);
+  deepEqual(
+    quarantinedPeers([{ machineId: "gone", publicKey: KEY_A, subnet: "10.210.3.0/24" }], {
+      selfId: "self",
+      clusterNetwork: "10.210.0.0/16",
+      liveKeys: new Set(),
+      ownKey: KEY_A,
+    }),
+    [],
+    "a retired row carrying this Machine's own key",
+  );
 });

@@ -140,6 +140,8 @@ export interface MeshPeer {
   endpoints: string[];
   /** Its allowed IPs: its Machine Subnet and its Management Address `/128`. */
   allowedIps: string[];
+  /** Its persistent keepalive in seconds (0: off); default the {@link SetPeersOptions} one. */
+  keepaliveSeconds?: number;
 }
 
 /** Options of {@link setPeers}. */
@@ -170,7 +172,7 @@ export async function setPeers(
     if (peer.endpoints.length > 0 && (endpoint === undefined || !peer.endpoints.includes(endpoint))) {
       args.push("endpoint", peer.endpoints[0]);
     }
-    args.push("persistent-keepalive", String(options.keepaliveSeconds ?? 25));
+    args.push("persistent-keepalive", String(peer.keepaliveSeconds ?? options.keepaliveSeconds ?? 25));
     args.push("allowed-ips", peer.allowedIps.join(","));
   }
   if (args.length > 2) await runChecked(runner, "wg", args);

@@ -212,6 +212,20 @@ export interface ListMachinesResponse {
   "mesh_error"?: string;
   /** Every Machine the observer accepts replicated changes from, also those that left: what a joiner starts from. */
   members?: JoinMember[];
+  /** Set when the observer itself was retired from its Cluster (`machine rm --gone`), as a peer's refusal proved. */
+  removed?: RemovedWire;
+}
+
+/** Who retired a Machine from its Cluster and when, as the signed row its peer showed it said. */
+export interface RemovedWire {
+  /** The Machine that retired it. */
+  by: string;
+  /** That Machine's name. */
+  "by_name"?: string;
+  /** When (ISO 8601), as the row says. */
+  at?: string;
+  /** When this Machine was told (ISO 8601). */
+  "noticed_at"?: string;
 }
 
 /** Tolerant reader of {@link ListMachinesResponse}. */
@@ -238,6 +252,12 @@ export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.loo
   })).max(65536),
   "mesh_error": text.optional(),
   members: z.array(z.looseObject({ id, "signing_key": key })).max(65536).optional(),
+  removed: z.looseObject({
+    by: text,
+    "by_name": text.optional(),
+    at: text.optional(),
+    "noticed_at": text.optional(),
+  }).optional(),
 });
 
 /** One peer a joiner starts from: the Entry Machine's own row. */

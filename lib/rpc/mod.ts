@@ -73,6 +73,7 @@ export type {
   MachineRecord,
   MembershipWire,
   ObserveStatus,
+  RemovedWire,
   RetireMachineRequest,
   RetireMachineResponse,
   StatusResponse,

@@ -83,7 +83,8 @@ export type { SiteVersions, VersionVector } from "./vector.ts";
 export { generateSigningSecret, signingPublicKey } from "./signing.ts";
 export { MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
-export type { PushResponse } from "./protocol.ts";
+export { readRemovalNotice, type RemovalNotice, removedRefusal } from "./removal_notice.ts";
+export type { ErrorBody, PushResponse } from "./protocol.ts";
 export {
   COMPACTION_HORIZON_MS,
   SyncAgent,

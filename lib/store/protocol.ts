@@ -90,4 +90,6 @@ export interface ErrorBody {
   code: string;
   /** Sentence-case message. */
   message: string;
+  /** Structured context; the refusal of a retired Machine carries its signed retired row here. */
+  details?: Record<string, unknown>;
 }

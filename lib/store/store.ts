@@ -534,6 +534,20 @@ export class Store {
     return row === undefined ? undefined : String(row.body);
   }
 
+  /**
+   * The change that wrote a live row as this replica holds it, as it travels (signed once it has left its
+   * writer); `undefined` for no row or a tombstone. Read the table first (its `Table` creates it).
+   */
+  rowChange(table: string, key: string): Change | undefined {
+    this.#assertOpen();
+    if (TABLES[table] === undefined) return undefined;
+    const row = this.#statement(
+      `SELECT c.* FROM ${table} r JOIN changes c ON c.site = r.site AND c.version = r.version
+       WHERE r.key = ? AND r.deleted = 0`,
+    ).get(key) as unknown as ChangeRow | undefined;
+    return row === undefined ? undefined : toChange(row);
+  }
+
   /** @internal Lists live bodies' JSON text, filtered on top-level fields. */
   listBodies(table: string, where: Partial<Record<string, string>>): string[] {
     this.#assertOpen();

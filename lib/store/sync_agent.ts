@@ -20,6 +20,7 @@ import {
 } from "./protocol.ts";
 import type { Rejection, Store } from "./store.ts";
 import { impossibleClaim, type VersionVector, VersionVectorSchema } from "./vector.ts";
+import { REMOVED_DETAIL } from "./removal_notice.ts";
 import { readBodyCapped } from "../util/mod.ts";
 
 /** Something the agent did, for logs and tests. */
@@ -27,6 +28,8 @@ export type SyncEvent =
   | { type: "apply_start"; peer: string; changes: number }
   | { type: "apply_done"; peer: string; applied: number; rejected: number }
   | { type: "refused"; peer: string; rejected: Rejection[] }
+  /** The peer refused this Machine as retired from the Cluster; `details` is its word, to check. */
+  | { type: "removed"; peer: string; details: Record<string, unknown> }
   | { type: "push_failed"; peer: string; error: string }
   | { type: "sync_failed"; peer: string; error: string }
   | { type: "round_failed"; error: string }
@@ -293,6 +296,10 @@ export class SyncAgent {
           error = JSON.parse(reply) as ErrorBody;
         } catch {
           // Not one of our replies; keep the raw text.
+        }
+        const details = error.details;
+        if (details !== null && typeof details === "object" && REMOVED_DETAIL in details) {
+          this.#options.onEvent?.({ type: "removed", peer, details });
         }
         throw new StoreError(
           error.code === "conflict" || error.code === "unauthenticated" ? error.code : "unavailable",
