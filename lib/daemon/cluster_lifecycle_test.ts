@@ -214,6 +214,40 @@ Deno.test("leave: refuses to drop containers unconfirmed, then removes them and 
   }
 });
 
+Deno.test("removed: told by a peer, the Machine records who retired it, lists it, and leaves under a new id", async () => {
+  const f = await fixture();
+  try {
+    const founded = await f.lifecycle.found({});
+    const notice = {
+      machineId: founded.id,
+      retiredBy: "mother",
+      retiredByName: "m0",
+      retiredAt: "2026-12-02T01:00:00Z",
+    };
+    await f.lifecycle.noteRemoved(notice);
+    const removed = f.lifecycle.record.removed;
+    assert.equal(removed?.by, "mother");
+    assert.equal(removed?.by_name, "m0");
+    assert.equal(removed?.at, "2026-12-02T01:00:00Z");
+    assert.deepEqual((await readMachineFile(f.dir))?.removed, removed, "durably");
+    assert.deepEqual((await f.lifecycle.membership()).removed, removed);
+    await f.lifecycle.noteRemoved({ ...notice, retiredBy: "other" });
+    assert.deepEqual(f.lifecycle.record.removed, removed, "the first notice stays");
+    await f.lifecycle.leave({});
+    const record = f.lifecycle.record;
+    assert.equal(record.phase, "uninitialized");
+    assert.notEqual(
+      record.id,
+      founded.id,
+      "its old id is refused everywhere: it starts over under a new one",
+    );
+    assert.equal(record.removed, undefined);
+    assert.equal(record.public_key, KEY);
+  } finally {
+    await cleanup(f);
+  }
+});
+
 Deno.test("resume: a restarted daemon reopens the Cluster its record names", async () => {
   const first = await fixture();
   const founded = await first.lifecycle.found({ clusterName: "prod" });

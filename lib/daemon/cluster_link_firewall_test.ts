@@ -90,3 +90,98 @@ Deno.test("the mesh listener runs only while the firewall guards it, checked on 
     store.close();
   }
 });
+
+Deno.test("a retired Machine is a quarantined peer: its gateway only, no keepalive, firewalled first, never synced with", async () => {
+  const KEY3 = "YBNsOQgGV8gWsLtnUQNNsRzW4aFGFKCHBVTkcXB9BnM=";
+  const KEY2 = "gN65BkIKy1eCE9pP1wdc8ROUtkHLF2PfAqYdeEdbmXo=";
+  const calls: string[] = [];
+  const runner: CommandRunner = {
+    where: "test",
+    run(cmd: string, args: string[]): Promise<CommandResult> {
+      calls.push(`${cmd} ${args.join(" ")}`);
+      const listing = (cmd === "iptables" || cmd === "ip6tables") &&
+        (args.includes("-S") || args.includes("-C") || args.includes("-D"));
+      return Promise.resolve({ code: listing ? 1 : 0, stdout: "", stderr: "" });
+    },
+  };
+  const store = openStore({ path: ":memory:", siteId: "m-self", clusterId: "c-test" });
+  store.machines.put({
+    id: "m-self",
+    name: "m1",
+    subnet: "127.77.0.0/24",
+    "public_key": KEY2.replace("g", "h"),
+  });
+  const settings = {
+    interfaceName: "wgtest1",
+    listenPort: 51820,
+    clusterNetwork: DEFAULT_CLUSTER_NETWORK,
+    thresholds: DEFAULT_MEMBERSHIP_THRESHOLDS,
+    tickMs: 60_000,
+    antiEntropyMs: 60_000,
+    runner,
+  };
+  const link = new ClusterLink({
+    store,
+    settings,
+    keyPath: "/nonexistent/key",
+    selfId: "m-self",
+    subnet: "127.77.0.0/24",
+    log: () => {},
+  });
+  try {
+    link.start();
+    // m2 is live; m3 was retired while gone.
+    await until(
+      "the first peer set",
+      2_000,
+      () => Promise.resolve(calls.some((c) => c.startsWith("wg set"))),
+    );
+    calls.length = 0;
+    const other = openStore({ path: ":memory:", siteId: "m2", clusterId: "c-test" });
+    const third = openStore({ path: ":memory:", siteId: "m3", clusterId: "c-test" });
+    try {
+      store.applyChanges([
+        other.machines.put({ id: "m2", name: "m2", subnet: "127.77.2.0/24", "public_key": KEY2 }),
+      ]);
+      store.applyChanges([
+        third.machines.put({ id: "m3", name: "m3", subnet: "127.77.3.0/24", "public_key": KEY3 }),
+      ]);
+    } finally {
+      other.close();
+      third.close();
+    }
+    store.retiredMachines.put({ "machine_id": "m3", name: "m3", "retired_by": "m-self" });
+    await until(
+      "m3 quarantined",
+      2_000,
+      () => Promise.resolve(calls.some((c) => c.startsWith("wg set") && c.includes(`peer ${KEY3}`))),
+    );
+    const set = calls.findLast((c) => c.startsWith("wg set"))!;
+    assert.match(
+      set,
+      new RegExp(
+        `peer ${KEY3.replaceAll("+", "\\+")} persistent-keepalive 0 allowed-ips 127\\.77\\.3\\.1/32`,
+      ),
+    );
+    assert.ok(!set.includes(`peer ${KEY3} endpoint`), "never an endpoint: it only answers");
+    const firewall = calls.findIndex((c) => c.includes("-A PLOYZ-INPUT -s 127.77.3.1/32"));
+    assert.ok(firewall >= 0 && firewall < calls.indexOf(set), "the firewall holds it before it is a peer");
+    assert.ok(calls.some((c) => c.includes("-A PLOYZ-FORWARD -s 127.77.3.1/32 -j DROP")));
+    assert.ok(calls.some((c) => c.includes("route replace 127.77.3.1/32 dev wgtest1")));
+    assert.deepEqual(link.peerUrls().map((p) => p.machineId), ["m2"], "synced with the live peer only");
+  } finally {
+    await link.stop();
+  }
+  const removed = new ClusterLink({
+    store,
+    settings,
+    keyPath: "/nonexistent/key",
+    selfId: "m-self",
+    subnet: "127.77.0.0/24",
+    log: () => {},
+    removed: true,
+  });
+  assert.equal(removed.removed, true);
+  assert.deepEqual(removed.peerUrls(), [], "a Machine its Cluster retired syncs with no one");
+  store.close();
+});
