@@ -1,7 +1,7 @@
 // `ployz machine rm`: ask a Machine to leave its Cluster. Only a Machine writes its own row, so removal is that
 // Machine tombstoning its row and taking down its interface; a Machine this command cannot reach is refused,
 // never deleted on its behalf. A Machine gone for good is removed with `--gone` instead: any Machine writes a
-// retired mark that every Machine's readers honour (its rows leave every view, peers stop peering with it).
+// retired mark that every Machine's readers honour (its rows leave every view, peers refuse it).
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
 import { retireGone } from "../../lib/operator/mod.ts";
@@ -19,8 +19,9 @@ export const machineRmCommand: Command = {
     "The Machine is found in the local Machine's observation, then reached over SSH or --socket and asked to leave.",
     "If it runs Ployz containers they are removed: confirm with --confirm-data-loss NAME.",
     "--gone: the Machine is gone for good and does not answer. It is marked retired from the Machine this CLI",
-    "reaches: peers stop peering with it and its rows leave every view; its subnet stays retired in the allocation",
-    "history; it is refused if it comes back. What its rows held is lost: confirm with --confirm-data-loss NAME.",
+    "reaches: peers refuse it and its rows leave every view; its subnet stays retired in the allocation history.",
+    "If it comes back, peers answer it only to tell it who removed it and when, and it stops syncing. What its",
+    "rows held is lost: confirm with --confirm-data-loss NAME.",
   ].join("\n"),
   options: {
     gone: { type: "boolean" },
@@ -52,7 +53,7 @@ export const machineRmCommand: Command = {
         if (values.json === true) io.out(jsonLine({ ...report, "request_key": key }));
         else {
           io.out(
-            `Machine "${report.machine.name}" (${report.machine.id}) removed as gone: its peers stop peering with it ` +
+            `Machine "${report.machine.name}" (${report.machine.id}) removed as gone: its peers refuse it ` +
               `and its rows leave every view${
                 report.observed === undefined ? "" : ` (${report.observed})`
               }; lost with it: ${report.containers.length} container(s), ` +

@@ -166,12 +166,13 @@ export async function retireGone(
 }
 
 /**
- * What this operator's allocation history says when the Machine a command reached was removed as gone: its peers
- * no longer peer with it, so it cannot learn that from them. `undefined` when it was not.
+ * What this operator's allocation history says when the Machine a command reached was removed as gone, for when the
+ * Machine was not told yet (no peer reached it since). `undefined` when it was not removed.
  */
 export function retiredNotice(history: readonly Allocation[], machineId: string): string | undefined {
   const entry = history.findLast((a) => a.machineId === machineId && a.state === "retired");
   if (entry === undefined) return undefined;
   return `Machine "${entry.machineName}" (${machineId}) was removed from its Cluster with "machine rm --gone" at ` +
-    `${entry.savedAt}: its peers no longer peer with it; reset it (a fresh data directory mints a new id) and add it again`;
+    `${entry.savedAt}: its peers refuse it; "ployz machine rm ${entry.machineName} --confirm-data-loss ` +
+    `${entry.machineName}" on it leaves the Cluster under a new id, then "ployz machine add" it again`;
 }

@@ -331,7 +331,8 @@ export interface Member {
 /**
  * A Machine removed from the Cluster while gone (`ployz machine rm M --gone`): a declared fact any Machine may
  * write, since the gone Machine cannot tombstone its own rows. Readers honour it: its rows leave every view, peers
- * stop peering with it, and it is not admitted again. Keyed by the retired Machine's id.
+ * keep it only as a quarantined peer whose every request they refuse with this row, and it is not admitted again.
+ * Keyed by the retired Machine's id.
  */
 export const RetiredMachineSchema: z.ZodType<RetiredMachine> = z.looseObject({
   "machine_id": id,
