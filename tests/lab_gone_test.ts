@@ -4,7 +4,8 @@
 // 185 s), first asking to confirm the Data Loss of what m3 held; then m1 writes the retired mark, and every view on
 // m1 and m2 (Machines, containers, fan-out) leaves m3 out. m3 started again and reconnected stays out: its peers
 // keep it only as a quarantined peer whose every request is refused with the signed row that retired it; m3 checks
-// that row, records it, says so in "machine ls", stops syncing and reaches nothing else; its containers stay.
+// that row, records it, says so in "machine ls", stops syncing and reaches nothing else; its containers stay until
+// it leaves the Cluster with the command it names.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { labExec, labRestart, labStartMachine, labStopMachine } from "../lib/lab/mod.ts";
@@ -135,10 +136,10 @@ Deno.test(needs(["lab"], {
     assert.equal(told.removed?.by_name, "m1");
     const subnet1 = (await machinesOn("m1")).find((m) => m.name === "m1")?.subnet ?? "";
     const human = await lab.on("m3", ["machine", "ls"]);
-    assert.match(
-      human.stderr,
-      /^warning: this Machine, "m3" \(\w+\), was removed from its Cluster by Machine "m1" \(\w+\) at \S+ \("machine rm --gone"\); every peer refuses it and it no longer syncs \(told at \S+\); its containers are left as they are\. To start over: "ployz machine rm m3 --confirm-data-loss m3" on it/,
-    );
+    const named =
+      /^warning: this Machine, "m3" \(\w+\), was removed from its Cluster by Machine "m1" \(\w+\) at \S+ \("machine rm --gone"\); every peer refuses it and it no longer syncs \(told at \S+\); its containers are left as they are\. Its id is never admitted again: "ployz machine rm m3 --socket (\S+) --confirm-data-loss m3" on it leaves the Cluster/
+        .exec(human.stderr);
+    assert.ok(named !== null, human.stderr);
     console.log(`m3 says: ${human.stderr.trim()}`);
     // Its containers are left alone.
     const kept = await lab.docker("m3", ["ps", "-aq", "--filter", "label=ployz.project=keep"]);
@@ -173,6 +174,23 @@ Deno.test(needs(["lab"], {
     await labRestart({ dir: lab.dir, machine: "m3" });
     const again = JSON.parse((await lab.on("m3", ["machine", "ls", "--json"])).stdout) as Told;
     assert.deepEqual(again.removed, told.removed);
+    assert.equal(await clean("m1"), true, "m1 still leaves m3 out");
+    assert.equal(await clean("m2"), true, "m2 still leaves m3 out");
+
+    // What it names works: on m3, it leaves the Cluster and its containers go; m1 and m2 stay as they were.
+    const left = await lab.on("m3", [
+      "machine",
+      "rm",
+      "m3",
+      "--socket",
+      named[1],
+      "--confirm-data-loss",
+      "m3",
+    ]);
+    assert.equal(left.code, 0, left.stderr + left.stdout);
+    console.log(`m3 leaves: ${left.stdout.trim()}`);
+    const after = await lab.docker("m3", ["ps", "-aq", "--filter", "label=ployz.project=keep"]);
+    assert.equal(after.stdout.trim(), "", after.stderr);
     assert.equal(await clean("m1"), true, "m1 still leaves m3 out");
     assert.equal(await clean("m2"), true, "m2 still leaves m3 out");
   },

@@ -3,7 +3,7 @@ import type { Command } from "../../lib/cli/mod.ts";
 import { type SubnetCollision, subnetCollisions } from "../../lib/mesh/mod.ts";
 import type { ListMachinesResponse, RemovedWire } from "../../lib/rpc/mod.ts";
 import { retiredNotice } from "../../lib/operator/mod.ts";
-import { jsonLine, openConfig, withMachine } from "./connect.ts";
+import { jsonLine, openConfig, socketPath, withMachine } from "./connect.ts";
 import { columns } from "./machine_target.ts";
 
 /** Lines naming each subnet collision; reported, never repaired. */
@@ -15,19 +15,24 @@ export function collisionLines(collisions: readonly SubnetCollision[]): string {
   ).join("");
 }
 
-/** What a Machine its Cluster retired says of itself: who removed it, when, and how to start over. */
-export function removedNotice(observer: ListMachinesResponse["observer"], removed: RemovedWire): string {
+/**
+ * What a Machine its Cluster retired says of itself: who removed it, when, and what can be done (`socket`: the one
+ * this CLI reaches it on).
+ */
+export function removedNotice(
+  observer: ListMachinesResponse["observer"],
+  removed: RemovedWire,
+  socket: string,
+): string {
   const name = observer.machine_name;
   const by = removed.by_name === undefined ? `"${removed.by}"` : `"${removed.by_name}" (${removed.by})`;
+  const at = removed.at ?? "an unknown time";
+  const told = removed.noticed_at ?? "an unknown time";
   return `this Machine, "${name}" (${observer.machine_id}), was removed from its Cluster by Machine ${by} at ` +
-    `${
-      removed.at ?? "an unknown time"
-    } ("machine rm --gone"); every peer refuses it and it no longer syncs ` +
-    `(told at ${
-      removed.noticed_at ?? "an unknown time"
-    }); its containers are left as they are. To start over: ` +
-    `"ployz machine rm ${name} --confirm-data-loss ${name}" on it (it leaves, removing its containers, and takes ` +
-    `a new id), then "ployz machine add" it again`;
+    `${at} ("machine rm --gone"); every peer refuses it and it no longer syncs (told at ${told}); its ` +
+    `containers are left as they are. Its id is never admitted again: "ployz machine rm ${name} --socket ` +
+    `${socket} --confirm-data-loss ${name}" on it leaves the Cluster (removing its containers); there is no ` +
+    `"machine reset": only a fresh data directory (a new id) can be added again`;
 }
 
 /** The human form of a list answer. */
@@ -76,14 +81,16 @@ export const machineLsCommand: Command = {
   async run({ values, io }): Promise<number> {
     const list = await withMachine((client) => client.listMachines());
     // The Machine's own word first (a peer proved it was retired); else what this operator's history recorded.
-    const retired = list.removed !== undefined ? removedNotice(list.observer, list.removed) : (() => {
-      const config = openConfig();
-      try {
-        return retiredNotice(config.allocations(), list.observer.machine_id);
-      } finally {
-        config.close();
-      }
-    })();
+    const retired = list.removed !== undefined
+      ? removedNotice(list.observer, list.removed, socketPath())
+      : (() => {
+        const config = openConfig();
+        try {
+          return retiredNotice(config.allocations(), list.observer.machine_id);
+        } finally {
+          config.close();
+        }
+      })();
     if (values.json === true) {
       io.out(jsonLine({
         ...list,

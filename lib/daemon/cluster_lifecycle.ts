@@ -201,7 +201,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
   /**
    * Records, durably, that a peer proved this Machine was retired from its Cluster: from now on it syncs with
    * nobody (the link already stopped), and `machine ls` on it says who removed it and when. Its containers are left
-   * as they are; leaving the Cluster (`machine rm` on it) starts it over under a new id.
+   * as they are until it leaves the Cluster (`machine rm` on it); its id is never admitted again.
    */
   noteRemoved(notice: RemovalNotice): Promise<void> {
     return this.#serialized(async () => {
@@ -567,11 +567,8 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     const aside = `${path}.left-${new Date().toISOString().replaceAll(":", "")}`;
     await Deno.rename(path, aside).catch(() => {});
     await removeStoreFiles(path);
-    // A Machine its Cluster retired starts over under a new id: the old one is refused everywhere for good.
-    const id = record.removed === undefined ? record.id : mintId();
-    const next: LocalMachine = { id, name: record.name, phase: "uninitialized" };
+    const next: LocalMachine = { id: record.id, name: record.name, phase: "uninitialized" };
     for (const k of ["public_key", "created_at"]) if (record[k] !== undefined) next[k] = record[k];
-    if (id !== record.id) next["created_at"] = new Date().toISOString();
     await writeMachineFile(dataDir, next);
     this.#record = next;
     this.#deps.log(`left the Cluster; tombstone delivered to ${delivery.delivered.length} peer(s)`);

@@ -173,6 +173,5 @@ export function retiredNotice(history: readonly Allocation[], machineId: string)
   const entry = history.findLast((a) => a.machineId === machineId && a.state === "retired");
   if (entry === undefined) return undefined;
   return `Machine "${entry.machineName}" (${machineId}) was removed from its Cluster with "machine rm --gone" at ` +
-    `${entry.savedAt}: its peers refuse it; "ployz machine rm ${entry.machineName} --confirm-data-loss ` +
-    `${entry.machineName}" on it leaves the Cluster under a new id, then "ployz machine add" it again`;
+    `${entry.savedAt}: its peers refuse it; reset it (a fresh data directory mints a new id) and add it again`;
 }
