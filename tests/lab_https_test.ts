@@ -19,6 +19,9 @@ const ADDRESS: Record<string, string> = { m1: "192.0.2.11", m2: "192.0.2.12", m3
 const HOSTS = ["app.example.test", "www.example.test"];
 // First obtained while a Machine is cut off: until then the CA's DNS sends it nowhere, so every attempt fails.
 const LATE = "late.example.test";
+// Served from the Cluster's internal root: a .internal name without asking, and a name opted in before its route.
+const INTERNAL = "app.internal";
+const INTRA = "intra.example.test";
 
 // The second name is written without a protocol: an ingress route is https unless it says otherwise.
 function compose(project: string, mark = "a"): string {
@@ -31,7 +34,8 @@ function compose(project: string, mark = "a"): string {
     `    environment: {MARK: "${mark}"}`,
     "    deploy: {replicas: 2}",
     "    stop_grace_period: 1s",
-    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80", "${LATE}:80/https"]`,
+    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80", "${LATE}:80/https", "${INTERNAL}:80/https", ` +
+    `"${INTRA}:80/https"]`,
     "    healthcheck:",
     `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
     "      interval: 1s",
@@ -212,39 +216,84 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       }
       console.log(`asker ${asker}; ${HOSTS[0]} → ${others[0]}, ${HOSTS[1]} → ${others[1]}`);
 
-      let deployed = 0;
-      await t.step("deploy a Service with two https hostnames across 3 Machines", async () => {
-        const file = join(lab.dir, "compose.yaml");
-        await Deno.writeTextFile(file, compose("tls"));
-        const r = await lab.ployz([
+      const cert = (args: string[]): Promise<RunResult> =>
+        lab.ployz(["cert", ...args], { PLOYZ_RUN_DIR: join(lab.dir, "m3", "run") });
+      const certRows = async (): Promise<Record<string, Record<string, unknown>>> => {
+        const r = await cert(["ls", "--json"]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.doesNotMatch(r.stdout, /PRIVATE KEY/);
+        const rows = JSON.parse(r.stdout).certificates as Record<string, unknown>[];
+        return Object.fromEntries(rows.map((c) => [String(c.hostname), c]));
+      };
+
+      await t.step(
+        "cert add --internal opts a name in to the Cluster's internal root before its route exists",
+        async () => {
+          const r = await cert(["add", INTRA, "--internal", "--json"]);
+          assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+          const added = JSON.parse(r.stdout).certificate;
+          assert.equal(added.source, "internal");
+          assert.match(String(added.issuer), /ployz internal root/);
+          const both = await cert([
+            "add",
+            INTRA,
+            "--internal",
+            "--cert",
+            "/nonexistent",
+            "--key",
+            "/nonexistent",
+          ]);
+          assert.equal(both.code, 2);
+          assert.match(both.stderr, /^error\[invalid_argument\]: "--internal" takes no "--cert" or "--key"/m);
+          const wild = await cert(["add", "*.shop.internal", "--internal"]);
+          assert.equal(wild.code, 1);
+          assert.match(wild.stderr, /^error\[invalid_argument\]: Invalid hostname: wildcard/m);
+          assert.doesNotMatch(r.stdout + both.stderr + wild.stderr, /PRIVATE KEY| {4}at /);
+        },
+      );
+
+      // `ployz deploy` of the lab's compose.yaml, run on Machine `via`.
+      const deployVia = (via: string): Promise<RunResult> =>
+        lab.ployz([
           "lab",
           "exec",
-          "m1",
+          via,
           "--dir",
           lab.dir,
           "--",
           "ployz",
           "deploy",
           "-f",
-          file,
+          join(lab.dir, "compose.yaml"),
           "-y",
           "--json",
         ]);
+
+      let deployed = 0;
+      await t.step("deploy a Service with two https hostnames across 3 Machines", async () => {
+        const file = join(lab.dir, "compose.yaml");
+        await Deno.writeTextFile(file, compose("tls"));
+        const r = await deployVia("m1");
         assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
         assert.equal(outcomeOf(r).status, "succeeded");
         deployed = Date.now();
       });
 
-      // The serial Machine `m` serves for `host`, once a request over https verified by Pebble's root succeeds.
-      // `answered: false` accepts any HTTP answer (a Machine cut off from every replica answers 502 over TLS).
-      const servedSerial = async (host: string, m: string, answered = true): Promise<string | undefined> => {
+      // The serial Machine `m` serves for `host`, once a request over https verified by Pebble's root (or `ca`)
+      // succeeds. `answered: false` accepts any HTTP answer (a Machine cut off from every replica answers 502 over TLS).
+      const servedSerial = async (
+        host: string,
+        m: string,
+        answered = true,
+        ca = root,
+      ): Promise<string | undefined> => {
         const body = await underlay([
           "curl",
           "-sS",
           "-m",
           "5",
           "--cacert",
-          root,
+          ca,
           "--resolve",
           `${host}:443:${ADDRESS[m]}`,
           `https://${host}/`,
@@ -279,15 +328,6 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           ]);
           assert.equal(r.code, 0, r.stderr);
         }
-      };
-      const cert = (args: string[]): Promise<RunResult> =>
-        lab.ployz(["cert", ...args], { PLOYZ_RUN_DIR: join(lab.dir, "m3", "run") });
-      const certRows = async (): Promise<Record<string, Record<string, unknown>>> => {
-        const r = await cert(["ls", "--json"]);
-        assert.equal(r.code, 0, r.stderr);
-        assert.doesNotMatch(r.stdout, /PRIVATE KEY/);
-        const rows = JSON.parse(r.stdout).certificates as Record<string, unknown>[];
-        return Object.fromEntries(rows.map((c) => [String(c.hostname), c]));
       };
 
       const serials = new Map<string, string>();
@@ -368,6 +408,56 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       });
 
       await t.step(
+        "internal names: every Machine's 443 serves one certificate, verified by the root ployz cert root prints",
+        async () => {
+          const shown = await lab.ployz(["cert", "root"], { PLOYZ_RUN_DIR: join(lab.dir, others[0], "run") });
+          assert.equal(shown.code, 0, shown.stderr);
+          assert.match(shown.stdout, /^-----BEGIN CERTIFICATE-----\n[^]*\n-----END CERTIFICATE-----\n$/);
+          assert.doesNotMatch(shown.stdout, /PRIVATE KEY/);
+          const clusterRoot = join(pki, "cluster-root.pem");
+          await Deno.writeTextFile(clusterRoot, shown.stdout);
+          const rows = await certRows();
+          for (const host of [INTERNAL, INTRA]) {
+            let first: string | undefined;
+            for (const m of MACHINES) {
+              const serial = await eventually(
+                60_000,
+                `${host} valid on ${m} under the Cluster root`,
+                () => servedSerial(host, m, true, clusterRoot),
+                250,
+              );
+              first ??= serial;
+              assert.equal(serial, first, `${m} serves the same certificate for ${host}`);
+            }
+            assert.equal(rows[host].source, "internal");
+            assert.match(String(rows[host].issuer), /ployz internal root/);
+            assert.equal(String(rows[host].serial).replace(/^0+/, ""), first?.replace(/^0+/, ""));
+          }
+          // Issued by the asker for the .internal name, by the Entry Machine for the opted-in one; no CA was asked.
+          const id = (n: string): string | undefined => machines.find((x) => x.name === n)?.id;
+          assert.equal(rows[INTERNAL].renewed_by, id(asker));
+          assert.equal(rows[INTRA].renewed_by, id("m3"));
+          assert.equal(
+            await servedSerial(INTERNAL, asker, true, root),
+            undefined,
+            "Pebble's root does not verify it",
+          );
+          const table = await cert(["ls"]);
+          assert.match(
+            table.stdout,
+            new RegExp(`app\\.internal +internal +O=ployz, CN=ployz internal root `),
+          );
+          const log = (await Deno.readTextFile(join(lab.dir, asker, "ployzd.log"))).split("\n");
+          assert.ok(
+            log.some((l) =>
+              l.includes(`certificates: issued "${INTERNAL}" from the Cluster's internal root`)
+            ),
+          );
+          assert.ok(!log.some((l) => l.includes(`"${INTERNAL}"`) && /obtained|cannot/.test(l)));
+        },
+      );
+
+      await t.step(
         "ployz cert ls (through m3) shows issuer, expiry and the Machine that obtained each",
         async () => {
           const rows = await certRows();
@@ -446,20 +536,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           const load = underlay(["sh", "-c", script]);
           const file = join(lab.dir, "compose.yaml");
           await Deno.writeTextFile(file, compose("tls", "b"));
-          const r = await lab.ployz([
-            "lab",
-            "exec",
-            "m1",
-            "--dir",
-            lab.dir,
-            "--",
-            "ployz",
-            "deploy",
-            "-f",
-            file,
-            "-y",
-            "--json",
-          ]);
+          const r = await deployVia("m1");
           await Deno.writeTextFile(stop, "");
           const { requests, resets, other } = judgeLoad(await load);
           assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
@@ -574,37 +651,50 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         },
       );
 
+      // Stops Machine `m`'s Ingress Proxy, and another web server there takes `port` before it starts again.
+      const takePort = async (
+        m: string,
+        port: number,
+        viaAsker: Record<string, string>,
+      ): Promise<Deno.ChildProcess> => {
+        const stop = await lab.ployz(["stop", "ployz-system/caddy", "--machine", m], viaAsker);
+        assert.equal(stop.code, 0, `${stop.stdout}${stop.stderr}`);
+        const holder = new Deno.Command("nsenter", {
+          args: [
+            `--net=/run/netns/${name}-${m.slice(1)}`,
+            "--",
+            "openssl",
+            "s_server",
+            "-accept",
+            String(port),
+            "-cert",
+            join(pki, "cert.pem"),
+            "-key",
+            join(pki, "key.pem"),
+            "-www",
+          ],
+          stdin: "null",
+          stdout: "null",
+          stderr: "null",
+        }).spawn();
+        children.push(holder);
+        await eventually(10_000, `port ${port} taken on ${m}`, async () => {
+          const r = await underlay([
+            "sh",
+            "-c",
+            `echo | openssl s_client -connect ${ADDRESS[m]}:${port} 2>&1`,
+          ]);
+          return /CN ?= ?pebble/.test(r.stdout) ? true : undefined;
+        });
+        return holder;
+      };
+
       await t.step(
         "port 443 taken on one Machine: its proxy's start names Machine, port and holder; the others serve",
         async () => {
           const m = others[1];
           const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
-          const stop = await lab.ployz(["stop", "ployz-system/caddy", "--machine", m], viaAsker);
-          assert.equal(stop.code, 0, `${stop.stdout}${stop.stderr}`);
-          // Another web server on that Machine takes the port before its Ingress Proxy starts again.
-          const holder = new Deno.Command("nsenter", {
-            args: [
-              `--net=/run/netns/${name}-${m.slice(1)}`,
-              "--",
-              "openssl",
-              "s_server",
-              "-accept",
-              "443",
-              "-cert",
-              join(pki, "cert.pem"),
-              "-key",
-              join(pki, "key.pem"),
-              "-www",
-            ],
-            stdin: "null",
-            stdout: "null",
-            stderr: "null",
-          }).spawn();
-          children.push(holder);
-          await eventually(10_000, `port 443 taken on ${m}`, async () => {
-            const r = await underlay(["sh", "-c", `echo | openssl s_client -connect ${ADDRESS[m]}:443 2>&1`]);
-            return /CN ?= ?pebble/.test(r.stdout) ? true : undefined;
-          });
+          const holder = await takePort(m, 443, viaAsker);
           const start = await lab.ployz(["start", "ployz-system/caddy", "--machine", m], viaAsker);
           console.log((start.stdout + start.stderr).trim());
           assert.equal(start.code, 1);
@@ -626,6 +716,44 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           await eventually(
             60_000,
             `${m} serves again once the port is free`,
+            async () => await servedSerial(HOSTS[0], m) === serials.get(HOSTS[0]) ? true : undefined,
+            250,
+          );
+        },
+      );
+
+      await t.step(
+        "port 80 taken on one Machine: a Deploy's proxy fill names port 80 and the holder; the others serve",
+        async () => {
+          const m = others[1];
+          const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
+          const holder = await takePort(m, 80, viaAsker);
+          // The Project is unchanged: this Deploy's only operation is filling the stopped ingress slot.
+          const refused = await deployVia(asker);
+          const failed = outcomeOf(refused);
+          console.log(JSON.stringify(failed.failed));
+          assert.equal(failed.status, "failed");
+          const failure = failed.failed as { op: Record<string, unknown>; error: Record<string, unknown> };
+          assert.equal(failure.error.code, "conflict");
+          assert.match(
+            String(failure.error.message),
+            new RegExp(
+              `^Port 80 on Machine "${m}" is already in use: openssl \\(pid ${holder.pid}\\) holds it; free the port`,
+            ),
+          );
+          assert.match(JSON.stringify(failure.op), /ployz-system\/caddy|"ingress"/);
+          assert.doesNotMatch(refused.stdout + refused.stderr, / {4}at /, "no stack trace");
+          for (const o of [asker, others[0]]) {
+            assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
+          }
+          holder.kill("SIGTERM");
+          await holder.status;
+          const again = await deployVia(asker);
+          assert.equal(again.code, 0, `${again.stdout}${again.stderr}`);
+          assert.equal(outcomeOf(again).status, "succeeded");
+          await eventually(
+            60_000,
+            `${m} serves again once port 80 is free`,
             async () => await servedSerial(HOSTS[0], m) === serials.get(HOSTS[0]) ? true : undefined,
             250,
           );

@@ -25,13 +25,13 @@ Deno.test("ployzd observe loads the Observe Store and nothing of the daemon, Doc
   }
 });
 
-Deno.test("ployzd serve loads neither the Observe Store, the lab, dockerode nor acme-client", async () => {
+Deno.test("ployzd serve loads neither the Observe Store, the lab, dockerode, acme-client nor x509", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"]);
   const areas = areasOf(loaded.files);
   for (const area of ["observe", "lab"]) ok(!areas.has(area), area);
   // The Engine speaks HTTP to Docker's socket itself; dockerode's gRPC and SSH packages cost ~30 MB of RSS.
-  // acme-client (~36 MB) is imported only when a certificate is first needed.
-  for (const pkg of ["dockerode", "docker-modem", "ssh2", "@grpc/grpc-js", "acme-client"]) {
+  // acme-client (~36 MB) and @peculiar/x509 are imported only when a certificate is first needed.
+  for (const pkg of ["dockerode", "docker-modem", "ssh2", "@grpc/grpc-js", "acme-client", "@peculiar/x509"]) {
     ok(!loaded.npm.includes(pkg), pkg);
   }
 });

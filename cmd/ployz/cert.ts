@@ -1,5 +1,5 @@
-// `ployz cert ls|renew|add|rm`: the certificates https routes are served with, as the Entry Machine holds them.
-// A key goes in with `add` and is never printed by any of them.
+// `ployz cert ls|renew|add|rm|root`: the certificates https routes are served with, as the Entry Machine holds
+// them, and the Cluster's internal root. A key goes in with `add` and is never printed by any of them.
 import { CliError, type Command } from "../../lib/cli/mod.ts";
 import type { CertificateWire } from "../../lib/rpc/mod.ts";
 import { jsonLine, withMachine } from "./connect.ts";
@@ -91,19 +91,50 @@ async function readPem(path: string, field: string): Promise<string> {
 
 const certAddCommand: Command = {
   name: "add",
-  summary: "Serve an operator's certificate and key for a hostname no ACME CA can reach",
-  usage: "HOSTNAME --cert FILE --key FILE [--json]",
+  summary: "Serve an operator's certificate, or one from the Cluster's internal root, for a hostname",
+  usage: "HOSTNAME (--cert FILE --key FILE | --internal) [--json]",
   description: [
     "The chain and the key go into the replicated certificates row for HOSTNAME, which every Machine loads into",
     "its Ingress Proxy; ployz never renews it. Refused unless the certificate covers HOSTNAME, has not expired",
     "and matches the key.",
+    "With --internal, HOSTNAME is served with a certificate issued now by the Cluster's internal root (made",
+    "first when there is none) and renewed by ployz; no ACME CA is asked. Clients trust that root",
+    '("ployz cert root"). Names under .internal get one without asking; "ployz cert rm HOSTNAME" undoes it.',
   ].join("\n"),
   positionals: [1, 1],
-  options: { cert: { type: "string" }, key: { type: "string" }, json: { type: "boolean" } },
+  options: {
+    cert: { type: "string" },
+    key: { type: "string" },
+    internal: { type: "boolean" },
+    json: { type: "boolean" },
+  },
   async run({ values, positionals, io }): Promise<number> {
     const hostname = hostnameOf(positionals);
+    if (values.internal === true) {
+      if (values.cert !== undefined || values.key !== undefined) {
+        throw new CliError(
+          "invalid_argument",
+          '"--internal" takes no "--cert" or "--key": the Cluster root issues it',
+          {
+            exitCode: 2,
+          },
+        );
+      }
+      const answer = await withMachine((client) => client.addInternalCertificate({ hostname }));
+      const c = answer.certificate;
+      io.out(
+        values.json === true
+          ? jsonLine(answer)
+          : `Issued "${hostname}" from the Cluster's internal root (serial ${c?.serial ?? "?"}, until ${
+            c?.not_after ?? "?"
+          }); "ployz cert root" prints the root for clients to trust\n`,
+      );
+      return 0;
+    }
     if (typeof values.cert !== "string" || typeof values.key !== "string") {
-      throw new CliError("invalid_argument", 'Give both "--cert FILE" and "--key FILE"', { exitCode: 2 });
+      throw new CliError("invalid_argument", 'Give both "--cert FILE" and "--key FILE", or "--internal"', {
+        exitCode: 2,
+      });
     }
     const pem = await readPem(values.cert, "--cert");
     const key = await readPem(values.key, "--key");
@@ -136,9 +167,23 @@ const certRmCommand: Command = {
   },
 };
 
+const certRootCommand: Command = {
+  name: "root",
+  summary: "Print the Cluster's internal root certificate (PEM) for clients to trust; never its key",
+  usage: "[--json]",
+  description:
+    "Every Machine serves .internal names, and names added with --internal, with certificates this root signed.",
+  options: { json: { type: "boolean" } },
+  async run({ values, io }): Promise<number> {
+    const root = await withMachine((client) => client.clusterRoot());
+    io.out(values.json === true ? jsonLine(root) : root.pem.endsWith("\n") ? root.pem : `${root.pem}\n`);
+    return 0;
+  },
+};
+
 /** `ployz cert`. */
 export const certCommand: Command = {
   name: "cert",
-  summary: "Certificates of https routes: list, renew, add an operator's, remove",
-  subcommands: [certLsCommand, certRenewCommand, certAddCommand, certRmCommand],
+  summary: "Certificates of https routes: list, renew, add an operator's or an internal one, remove, root",
+  subcommands: [certLsCommand, certRenewCommand, certAddCommand, certRmCommand, certRootCommand],
 };

@@ -70,7 +70,7 @@ export const ployz: Command = {
     ),
     lazyCommand(
       "cert",
-      "Certificates of https routes: list, renew, add an operator's, remove",
+      "Certificates of https routes: list, renew, add an operator's or an internal one, remove, root",
       () => import("./cert.ts").then((m) => m.certCommand),
     ),
     lazyCommand(

@@ -8,7 +8,9 @@
 import { RpcError, type RpcHandlers } from "../rpc/mod.ts";
 import {
   addCertificate,
+  addInternalCertificate,
   CertificateError,
+  clusterRootView,
   listCertificates,
   listRemovals,
   markRemoval,
@@ -31,18 +33,20 @@ export type ServingHandlers = Pick<
   | "renewCertificate"
   | "addCertificate"
   | "removeCertificate"
+  | "addInternalCertificate"
+  | "clusterRoot"
   | "ingressStatus"
 >;
 
 // A refused certificate operation keeps its code on the wire.
-function refused<T>(body: () => T): Promise<T> {
+async function refused<T>(body: () => T | Promise<T>): Promise<T> {
   try {
-    return Promise.resolve(body());
+    return await body();
   } catch (error) {
     if (error instanceof CertificateError) {
-      return Promise.reject(new RpcError(error.code, error.message, { details: error.details }));
+      throw new RpcError(error.code, error.message, { details: error.details });
     }
-    return Promise.reject(error);
+    throw error;
   }
 }
 
@@ -87,6 +91,14 @@ export function servingHandlers(lifecycle: ClusterLifecycle<ServingRuntime>): Se
     removeCertificate(req) {
       const store = lifecycle.participatingStore("remove a certificate");
       return refused(() => ({ removed: removeCertificate(store, req.hostname) }));
+    },
+    addInternalCertificate(req) {
+      const store = lifecycle.participatingStore("issue an internal certificate");
+      return refused(async () => ({ certificate: await addInternalCertificate(store, req.hostname) }));
+    },
+    clusterRoot() {
+      const store = lifecycle.participatingStore("read the Cluster's internal root");
+      return refused(() => clusterRootView(store));
     },
   };
 }

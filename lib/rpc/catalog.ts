@@ -81,6 +81,7 @@ import type {
   CertificateRequest,
   CertificateResponse,
   CertificatesResponse,
+  ClusterRootWire,
   IngressStatusRequest,
   IngressStatusResponse,
   ListRemovalsRequest,
@@ -186,6 +187,10 @@ export interface RouteTypes extends ExecRouteTypes, BuildRouteTypes {
   addCertificate: [AddCertificateRequest, CertificateResponse];
   /** `ployz.serving.certificate_remove.v1`: removes a hostname's certificate row. */
   removeCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_internal.v1`: serves a hostname from the Cluster's internal root, issuing now. */
+  addInternalCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_root.v1`: the Cluster's internal root certificate, without its key. */
+  clusterRoot: [EmptyRequest, ClusterRootWire];
   /** `ployz.machine.pool.v1`: show the Machine's Pool and its Volume copies, or bind it to a Pool first. */
   machinePool: [MachinePoolRequest, MachinePoolResponse];
   /** `ployz.volume.set_copy.v1`: SetVolumeCopy, one step of a Volume Run, checked against this Machine's copy. */

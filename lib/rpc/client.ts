@@ -87,6 +87,7 @@ import type {
   CertificateRequest,
   CertificateResponse,
   CertificatesResponse,
+  ClusterRootWire,
   IngressStatusRequest,
   IngressStatusResponse,
   ListRemovalsRequest,
@@ -214,6 +215,10 @@ export interface MachineClient extends Disposable {
   addCertificate(request: AddCertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
   /** Removes a hostname's certificate row. */
   removeCertificate(request: CertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
+  /** Serves a hostname from the Cluster's internal root (made first when there is none), issuing now. */
+  addInternalCertificate(request: CertificateRequest, options?: CallOptions): Promise<CertificateResponse>;
+  /** The Cluster's internal root certificate, without its key. */
+  clusterRoot(options?: CallOptions): Promise<ClusterRootWire>;
   /** The Machine's Pool and the Volume copies in it; with `set`, binds the Machine to a Pool first. */
   machinePool(request: MachinePoolRequest, options?: CallOptions): Promise<MachinePoolResponse>;
   /** SetVolumeCopy: one Volume Run step, checked by the Machine against its own copy and floor. */
@@ -435,6 +440,8 @@ export function connectMachine(options: ConnectOptions): MachineClient {
     renewCertificate: (req, o) => call("renewCertificate", req, o?.signal),
     addCertificate: (req, o) => call("addCertificate", req, o?.signal),
     removeCertificate: (req, o) => call("removeCertificate", req, o?.signal),
+    addInternalCertificate: (req, o) => call("addInternalCertificate", req, o?.signal),
+    clusterRoot: (o) => call("clusterRoot", {}, o?.signal),
     machinePool: (req, o) => call("machinePool", req, o?.signal),
     setVolumeCopy: (req, o) => call("setVolumeCopy", req, o?.signal),
     ingressStatus: (req, o) => call("ingressStatus", req, o?.signal),

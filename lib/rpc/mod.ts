@@ -144,6 +144,7 @@ export type {
   CertificateResponse,
   CertificatesResponse,
   CertificateWire,
+  ClusterRootWire,
   IngressStatusRequest,
   IngressStatusResponse,
   ListRemovalsRequest,

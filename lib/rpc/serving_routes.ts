@@ -216,7 +216,10 @@ export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.loo
 export interface CertificateWire {
   /** The hostname, the row's key. */
   hostname: string;
-  /** `acme` (obtained and renewed by ployz) or `operator` (added with `ployz cert add`). */
+  /**
+   * `acme` (obtained and renewed by ployz), `internal` (issued and renewed by ployz from the Cluster's internal
+   * root) or `operator` (added with `ployz cert add`).
+   */
   source: string;
   /** True when every Machine can serve it (it parses, covers the name, matches its key, has not expired). */
   servable: boolean;
@@ -308,6 +311,32 @@ export const CertificateResponseSchema: z.ZodType<CertificateResponse> = z.loose
   removed: z.boolean().optional(),
 });
 
+/** What `ployz.serving.certificate_root.v1` answers: the Cluster's internal root certificate, never its key. */
+export interface ClusterRootWire {
+  /** The root certificate, PEM: what a client trusts to reach the Cluster's internal names. */
+  pem: string;
+  /** Its SHA-256 fingerprint, hex with colons (as `openssl x509 -fingerprint -sha256` prints it). */
+  fingerprint: string;
+  /** Its subject's distinguished name. */
+  subject: string;
+  /** Expiry, ISO 8601. */
+  "not_after": string;
+  /** The Machine that made it. */
+  "created_by"?: string;
+  /** When it was made. */
+  "created_at"?: string;
+}
+
+/** Tolerant reader of {@link ClusterRootWire}. */
+export const ClusterRootWireSchema: z.ZodType<ClusterRootWire> = z.looseObject({
+  pem: z.string().max(65_536),
+  fingerprint: z.string().max(256),
+  subject: z.string().max(1024),
+  "not_after": z.string().max(64),
+  "created_by": z.string().max(256).optional(),
+  "created_at": z.string().max(64).optional(),
+});
+
 /** What `ployz.serving.ingress_status.v1` asks: nothing. */
 export type IngressStatusRequest = Record<string, never>;
 
@@ -340,6 +369,8 @@ export const SERVING_ROUTES: {
   readonly renewCertificate: Route<CertificateRequest, CertificateResponse>;
   readonly addCertificate: Route<AddCertificateRequest, CertificateResponse>;
   readonly removeCertificate: Route<CertificateRequest, CertificateResponse>;
+  readonly addInternalCertificate: Route<CertificateRequest, CertificateResponse>;
+  readonly clusterRoot: Route<EmptyRequest, ClusterRootWire>;
   readonly ingressStatus: Route<IngressStatusRequest, IngressStatusResponse>;
 } = Object.freeze({
   setPointer: {
@@ -381,6 +412,16 @@ export const SERVING_ROUTES: {
     capability: "ployz.serving.certificate_remove.v1",
     request: CertificateRequestSchema,
     response: CertificateResponseSchema,
+  },
+  addInternalCertificate: {
+    capability: "ployz.serving.certificate_internal.v1",
+    request: CertificateRequestSchema,
+    response: CertificateResponseSchema,
+  },
+  clusterRoot: {
+    capability: "ployz.serving.certificate_root.v1",
+    request: EmptyRequestSchema,
+    response: ClusterRootWireSchema,
   },
   ingressStatus: {
     capability: "ployz.serving.ingress_status.v1",

@@ -117,8 +117,8 @@ export function projectCaddy(
           problems.push({
             service: group.key,
             message: acmeUnreachable(route.hostname)
-              ? `ingress "${route.hostname}" is https and no ACME CA can reach it: add a certificate with ` +
-                `"ployz cert add ${route.hostname} --cert FILE --key FILE"`
+              ? `ingress "${route.hostname}" is https and waits for its certificate from the Cluster's ` +
+                "internal root"
               : `ingress "${route.hostname}" is https and waits for its certificate`,
           });
           continue;

@@ -1,15 +1,16 @@
 /**
  * What `ployz cert` does to the `certificates` rows, over this Machine's copy of the store: list them (never the
  * key), ask for a renewal (the asking Machine's keeper acts on it), add an operator's certificate for a name no
- * ACME CA can reach, and remove one. Every write is a name-keyed, last-writer-wins row, replicated to every Machine.
+ * ACME CA can reach, opt a name in to the Cluster's internal root, show that root (never its key), and remove one. Every write is a name-keyed, last-writer-wins row, replicated to every Machine.
  *
  * @module
  */
 
-import type { CertificateWire } from "../rpc/mod.ts";
+import type { CertificateWire, ClusterRootWire } from "../rpc/mod.ts";
 import type { Certificate, Store } from "../store/mod.ts";
 import { CodedError } from "../util/mod.ts";
-import { hostnameProblem, usableCertificate } from "./certificates.ts";
+import { certificateRow, hostnameProblem, usableCertificate } from "./certificates.ts";
+import { INTERNAL_ROOT_SETTING, issueInternalCertificate, readClusterRoot } from "./internal_ca.ts";
 
 /** A refused certificate operation. */
 export class CertificateError extends CodedError {
@@ -69,20 +70,59 @@ export function addCertificate(
       `Cannot use the certificate for "${input.hostname}": ${read.reason}`,
     );
   }
-  const row: Certificate = {
-    name: input.hostname,
-    domains: [input.hostname],
-    pem: input.pem,
-    key: input.key,
-    "not_after": read.cert.notAfter.toISOString(),
-    serial: read.cert.serial,
-    issuer: read.cert.issuer,
-    source: "operator",
-    "renewed_at": now.toISOString(),
-    "renewed_by": store.siteId,
-  };
+  const row = certificateRow(read.cert, "operator", store.siteId, now);
   store.certificates.put(row);
   return viewOf(store, row, now);
+}
+
+/**
+ * Opts `hostname` in to the Cluster's internal root (made now when there is none): a certificate is issued at once
+ * and written as its row (source `internal`), served by every Machine and renewed by the asking Machine like an
+ * ACME one. For names no public CA should be asked about; `.internal` names need no opt-in.
+ */
+export async function addInternalCertificate(
+  store: Store,
+  hostname: string,
+  now: Date = new Date(),
+): Promise<CertificateWire> {
+  const problem = hostnameProblem(hostname);
+  if (problem !== null) throw new CertificateError("invalid_argument", `Invalid hostname: ${problem}`);
+  const issued = await issueInternalCertificate(store, hostname, now);
+  const read = usableCertificate({ name: hostname, pem: issued.pem, key: issued.key }, now);
+  if (!read.ok) {
+    throw new CertificateError(
+      "internal",
+      `The internal certificate for "${hostname}" is unusable: ${read.reason}`,
+    );
+  }
+  const row = certificateRow(read.cert, "internal", store.siteId, now);
+  store.certificates.put(row);
+  if (store.certificateErrors.get(hostname) !== undefined) store.certificateErrors.delete(hostname);
+  return viewOf(store, row, now);
+}
+
+/** The Cluster's internal root as `ployz cert root` shows it: the certificate, never its key. */
+export function clusterRootView(store: Store, now: Date = new Date()): ClusterRootWire {
+  const row = store.cluster.get(INTERNAL_ROOT_SETTING);
+  const read = readClusterRoot(row, now);
+  if (!read.ok) {
+    throw new CertificateError(
+      "not_found",
+      row === undefined
+        ? "The Cluster has no internal root yet: it is made when a .internal https route is first served " +
+          'or by "ployz cert add HOST --internal"'
+        : `The Cluster's internal root cannot be used: ${read.reason}`,
+    );
+  }
+  const view: ClusterRootWire = {
+    pem: read.root.pem,
+    fingerprint: read.root.fingerprint,
+    subject: read.root.subject,
+    "not_after": read.root.notAfter.toISOString(),
+  };
+  if (read.root.createdBy !== undefined) view.created_by = read.root.createdBy;
+  if (read.root.createdAt !== undefined) view.created_at = read.root.createdAt;
+  return view;
 }
 
 /** Removes a certificate row; its https routes wait for a new one (ACME obtains it again unless none can). */

@@ -1,7 +1,8 @@
 /**
  * The certificate keeper the serving loop drives: on each pass it is told the https hostnames the Cluster routes,
  * and when this Machine is the asker ({@link certificateAsker}) it starts one bounded task per hostname that needs a
- * certificate obtained or renewed ({@link certificateTasks}), at most two at a time. A task publishes each HTTP-01
+ * certificate obtained or renewed ({@link certificateTasks}), at most two asking a CA at a time. A name served from
+ * the Cluster's internal root is issued here at once (`internal_ca.ts`). A task publishes each HTTP-01
  * answer as an `acme_challenges` row (so every Machine's Ingress Proxy serves it), waits until every Machine not Down
  * that runs an Ingress Proxy confirmed loading it (challenge acks, bounded: see `challenge_acks.ts`), lets the CA
  * validate, withdraws the row, and writes the
@@ -11,7 +12,7 @@
  * @module
  */
 
-import type { Certificate, Store } from "../store/mod.ts";
+import type { Store } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
 import {
   type AcmeSettings,
@@ -20,7 +21,15 @@ import {
   obtainCertificate,
 } from "./acme_issuer.ts";
 import { type ChallengeConfirmation, confirmStep, DEFAULT_CONFIRM_MS } from "./challenge_acks.ts";
-import { certificateAsker, certificateTasks, retryPauseMs, usableCertificate } from "./certificates.ts";
+import {
+  certificateAsker,
+  certificateRow,
+  type CertificateTask,
+  certificateTasks,
+  retryPauseMs,
+  usableCertificate,
+} from "./certificates.ts";
+import { INTERNAL_ROOT_SETTING, issueInternalCertificate, readClusterRoot } from "./internal_ca.ts";
 
 /** How long a published answer stays servable. */
 const ANSWER_LIFETIME_MS = 10 * 60_000;
@@ -81,6 +90,8 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
   const obtain = options.obtain ?? ((s, h, b) => obtainCertificate(s, h, b, options.taskTimeoutMs));
   const states = new Map<string, KeeperState>();
   const running = new Set<Promise<void>>();
+  // Tasks asking a CA now.
+  let asking = 0;
   let stopped = false;
 
   // One board per task: what it saw of the confirmations is told with the task's outcome.
@@ -130,26 +141,19 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
     };
   }
 
-  async function run(hostname: string, kind: string, state: KeeperState): Promise<void> {
+  async function run(task: CertificateTask, state: KeeperState): Promise<void> {
+    const { hostname, kind, issuer } = task;
     const started = Date.now();
     const notes: string[] = [];
     try {
-      const issued = await obtain(await options.settings(), hostname, boardFor(notes));
+      // The internal root signs here, at once: no CA to ask, no answer to publish.
+      const issued = issuer === "internal"
+        ? await issueInternalCertificate(store, hostname)
+        : await obtain(await options.settings(), hostname, boardFor(notes));
       const read = usableCertificate({ name: hostname, pem: issued.pem, key: issued.key }, new Date());
       if (!read.ok) throw new Error(`the CA's certificate cannot be served: ${read.reason}`);
       const current = store.certificates.get(hostname);
-      const row: Certificate = {
-        name: hostname,
-        domains: [hostname],
-        pem: issued.pem,
-        key: issued.key,
-        "not_after": read.cert.notAfter.toISOString(),
-        serial: read.cert.serial,
-        issuer: read.cert.issuer,
-        source: "acme",
-        "renewed_at": new Date().toISOString(),
-        "renewed_by": store.siteId,
-      };
+      const row = certificateRow(read.cert, issuer, store.siteId, new Date());
       if (typeof current?.renew_requested_at === "string") {
         row.renew_requested_at = current.renew_requested_at;
       }
@@ -157,10 +161,11 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
       if (store.certificateErrors.get(hostname) !== undefined) store.certificateErrors.delete(hostname);
       state.failures = 0;
       state.retryAtMs = 0;
+      const done = issuer === "internal"
+        ? `issued "${hostname}" from the Cluster's internal root`
+        : `${kind === "issue" ? "obtained" : "renewed"} "${hostname}"`;
       log(
-        `certificates: ${
-          kind === "issue" ? "obtained" : "renewed"
-        } "${hostname}" serial ${read.cert.serial} ` +
+        `certificates: ${done} serial ${read.cert.serial} ` +
           `until ${read.cert.notAfter.toISOString()} in ${Date.now() - started} ms` +
           (notes.length > 0 ? ` (${notes.join("; ")})` : ""),
       );
@@ -191,9 +196,17 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
       if (stopped) return;
       const ids = store.liveMachines().map((m) => m.id);
       if (certificateAsker(ids.length > 0 ? ids : [store.siteId], options.down()) !== store.siteId) return;
-      const tasks = certificateTasks({ hostnames, rows: store.certificates.list(), now: new Date() });
+      const now = new Date();
+      const root = readClusterRoot(store.cluster.get(INTERNAL_ROOT_SETTING), now);
+      const tasks = certificateTasks({
+        hostnames,
+        rows: store.certificates.list(),
+        now,
+        rootPem: root.ok ? root.root.pem : undefined,
+      });
       for (const task of tasks) {
-        if (running.size >= MAX_RUNNING) return;
+        // Internal issuance is local and quick: only the tasks that talk to a CA are limited.
+        if (task.issuer === "acme" && asking >= MAX_RUNNING) continue;
         let state = states.get(task.hostname);
         if (state === undefined) {
           state = { failures: 0, retryAtMs: 0, running: false, startedAtMs: 0 };
@@ -206,8 +219,10 @@ export function startCertificateKeeper(options: CertificateKeeperOptions): Certi
         s.running = true;
         s.startedAtMs = Date.now();
         log(`certificates: ${task.kind} "${task.hostname}" (${task.reason})`);
-        const job = run(task.hostname, task.kind, s).finally(() => {
+        if (task.issuer === "acme") asking++;
+        const job = run(task, s).finally(() => {
           s.running = false;
+          if (task.issuer === "acme") asking--;
           running.delete(job);
           options.kick();
         });

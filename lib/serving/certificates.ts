@@ -36,10 +36,31 @@ export interface UsableCertificate {
 
 /**
  * Whether no public ACME CA can validate `hostname`: names under the Cluster's own `.internal` domain resolve only
- * inside the Cluster, so they are served only with a certificate an operator adds (`ployz cert add`).
+ * inside the Cluster, so they are served with a certificate from the Cluster's internal root, or one an operator
+ * adds (`ployz cert add`).
  */
 export function acmeUnreachable(hostname: string): boolean {
   return hostname.endsWith(".internal");
+}
+
+/**
+ * Whether `hostname` is served with a certificate from the Cluster's internal root: a `.internal` name unless an
+ * operator added its certificate, or any name an operator opted in (its row's source is `internal`).
+ */
+export function internalName(hostname: string, row: Certificate | undefined): boolean {
+  if (row?.source === "internal") return true;
+  return acmeUnreachable(hostname) && row?.source !== "operator";
+}
+
+/** Whether the leaf `pem` (the first certificate of the chain) was signed by `rootPem`. Never throws. */
+export function issuedByRoot(pem: string, rootPem: string): boolean {
+  try {
+    const leaf = new X509Certificate(pem);
+    const root = new X509Certificate(rootPem);
+    return leaf.checkIssued(root) && leaf.verify(root.publicKey);
+  } catch {
+    return false;
+  }
 }
 
 /** Why a hostname cannot be given a certificate, or null when it can. */
@@ -97,6 +118,27 @@ export function usableCertificate(
   }
 }
 
+/** The `certificates` row that serves `cert`, written by Machine `machineId` at `now`. */
+export function certificateRow(
+  cert: UsableCertificate,
+  source: "acme" | "internal" | "operator",
+  machineId: string,
+  now: Date,
+): Certificate {
+  return {
+    name: cert.hostname,
+    domains: [cert.hostname],
+    pem: cert.pem,
+    key: cert.key,
+    "not_after": cert.notAfter.toISOString(),
+    serial: cert.serial,
+    issuer: cert.issuer,
+    source,
+    "renewed_at": now.toISOString(),
+    "renewed_by": machineId,
+  };
+}
+
 /** When a usable certificate is due for renewal: 30 days before expiry, or with a third of its life left. */
 export function renewalDue(cert: UsableCertificate): Date {
   const life = cert.notAfter.getTime() - cert.notBefore.getTime();
@@ -110,6 +152,8 @@ export interface CertificateTask {
   hostname: string;
   /** `issue` (nothing servable) or `renew` (servable, due or asked for). */
   kind: "issue" | "renew";
+  /** Who issues it: an ACME CA, or the Cluster's internal root. */
+  issuer: "acme" | "internal";
   /** Why. */
   reason: string;
   /** When an operator asked for this renewal or retry (ms since epoch); it skips a failure's pause once. */
@@ -124,6 +168,8 @@ export interface CertificateTaskInput {
   rows: readonly Certificate[];
   /** Now. */
   now: Date;
+  /** The Cluster's internal root certificate (PEM), when a usable one exists. */
+  rootPem?: string;
 }
 
 /** The hostnames whose certificate must be obtained or renewed, sorted by hostname. */
@@ -131,13 +177,14 @@ export function certificateTasks(input: CertificateTaskInput): CertificateTask[]
   const byName = new Map(input.rows.map((r) => [r.name, r]));
   const out: CertificateTask[] = [];
   for (const hostname of [...new Set(input.hostnames)].sort()) {
-    if (hostnameProblem(hostname) !== null || acmeUnreachable(hostname)) continue;
+    if (hostnameProblem(hostname) !== null) continue;
     const row = byName.get(hostname);
     if (row?.source === "operator") continue;
+    const issuer = internalName(hostname, row) ? "internal" : "acme";
     const read = usableCertificate(row, input.now);
     const asked = typeof row?.renew_requested_at === "string" ? Date.parse(row.renew_requested_at) : NaN;
     if (!read.ok) {
-      const task: CertificateTask = { hostname, kind: "issue", reason: read.reason };
+      const task: CertificateTask = { hostname, kind: "issue", issuer, reason: read.reason };
       // An operator's retry of a failing first issuance skips the failure's pause, as a renewal request does.
       if (Number.isFinite(asked)) task.askedAtMs = asked;
       out.push(task);
@@ -145,11 +192,17 @@ export function certificateTasks(input: CertificateTaskInput): CertificateTask[]
     }
     const renewed = typeof row?.renewed_at === "string" ? Date.parse(row.renewed_at) : 0;
     if (Number.isFinite(asked) && asked > renewed) {
-      out.push({ hostname, kind: "renew", reason: "renewal asked for", askedAtMs: asked });
+      out.push({ hostname, kind: "renew", issuer, reason: "renewal asked for", askedAtMs: asked });
+    } else if (
+      issuer === "internal" && input.rootPem !== undefined && !issuedByRoot(read.cert.pem, input.rootPem)
+    ) {
+      // Opted in while it had another certificate, or signed by a root that lost the Cluster row's merge.
+      out.push({ hostname, kind: "renew", issuer, reason: "not signed by the Cluster's internal root" });
     } else if (renewalDue(read.cert).getTime() <= input.now.getTime()) {
       out.push({
         hostname,
         kind: "renew",
+        issuer,
         reason: `expires at ${read.cert.notAfter.toISOString()}`,
       });
     }

@@ -105,9 +105,13 @@ Deno.test("certificateTasks: issue without a usable row, renew when due or asked
   );
   const done = { ...asked, "renewed_at": "2030-02-01T00:00:00Z" };
   assert.deepEqual(certificateTasks({ hostnames: ["app.example.test"], rows: [done], now: NOW }), []);
-  assert.deepEqual(certificateTasks({ hostnames: ["db.shop.internal"], rows: [], now: NOW }), []);
+  // A .internal name is never sent to a CA: the Cluster's internal root issues it.
+  assert.deepEqual(
+    certificateTasks({ hostnames: ["db.shop.internal"], rows: [], now: NOW }).map((t) => [t.kind, t.issuer]),
+    [["issue", "internal"]],
+  );
   const inside = projectCaddy([web("https", "db.shop.internal")], [], { machineId: "m1" });
-  assert.match(inside.problems[0].message, /no ACME CA can reach it: add a certificate with "ployz cert add/);
+  assert.match(inside.problems[0].message, /waits for its certificate from the Cluster's internal root/);
   const operator = { name: "op.example.test", source: "operator" };
   assert.deepEqual(certificateTasks({ hostnames: ["op.example.test"], rows: [operator], now: NOW }), []);
 });
@@ -314,6 +318,7 @@ Deno.test("a renewal request for a name whose first issuance failed asks for the
     assert.deepEqual(tasks, [{
       hostname: "new.example.test",
       kind: "issue",
+      issuer: "acme",
       reason: "no certificate",
       askedAtMs: NOW.getTime(),
     }]);

@@ -25,6 +25,9 @@
  *   the asking Machine (smallest id not Down) through `acme-client`, publishing each answer as an `acme_challenges`
  *   row every Machine's Caddy serves, and asking the CA to validate once every Machine not Down that runs an
  *   Ingress Proxy acked loading it (bounded; past the bound it names those that did not); `ployz cert` reads and writes the rows ({@link listCertificates}).
+ *   Names under `.internal`, and names opted in ({@link addInternalCertificate}), get their certificate from the
+ *   Cluster's internal root instead: one CA per Cluster, kept as the `internal_ca` Cluster setting row and made by
+ *   the first Machine that needs it, so a client trusts every Machine by trusting that root ({@link clusterRootView}).
  * - **Ingress Proxy.** Caddy in a container, `ployz-system/caddy` ({@link ingressContainerSpec}); a Deploy fills
  *   missing or stopped slots ({@link fillIngressSlot}); the daemon starts the newest local proxy whose last start
  *   failed exactly under bet 10's conditions ({@link ingressStartDecision}, {@link startIngressDriver}).
@@ -49,7 +52,9 @@ export { type UsableCertificate } from "./certificates.ts";
 export { type ChallengeConfirmation } from "./challenge_acks.ts";
 export {
   addCertificate,
+  addInternalCertificate,
   CertificateError,
+  clusterRootView,
   listCertificates,
   removeCertificate,
   requestRenewal,
