@@ -732,8 +732,12 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           const refused = await deployVia(asker);
           const failed = outcomeOf(refused);
           console.log(JSON.stringify(failed.failed));
-          assert.equal(failed.status, "failed");
+          // The Outcome is honest: what ran before the fill is its completed prefix.
+          assert.notEqual(refused.code, 0);
+          assert.ok(["partial", "failed"].includes(String(failed.status)), String(failed.status));
           const failure = failed.failed as { op: Record<string, unknown>; error: Record<string, unknown> };
+          assert.equal(failure.op.kind, "ingress");
+          assert.equal(failure.op.machine_name, m);
           assert.equal(failure.error.code, "conflict");
           assert.match(
             String(failure.error.message),
@@ -741,7 +745,6 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
               `^Port 80 on Machine "${m}" is already in use: openssl \\(pid ${holder.pid}\\) holds it; free the port`,
             ),
           );
-          assert.match(JSON.stringify(failure.op), /ployz-system\/caddy|"ingress"/);
           assert.doesNotMatch(refused.stdout + refused.stderr, / {4}at /, "no stack trace");
           for (const o of [asker, others[0]]) {
             assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
