@@ -1,7 +1,8 @@
 /**
  * Confirming an ACME HTTP-01 answer on every Machine before the CA is asked to validate it. DNS for a public name may
- * send the CA to any Machine, so the asking Machine waits until each Machine that runs an Ingress Proxy and is not
- * Down confirms that its proxy loaded the answer: a challenge ack, the Machine's own `acks` row keyed
+ * send the CA to any Machine, so the asking Machine waits until each Machine not Down whose Ingress Proxy runs or is
+ * starting, or that accepts ingress and has no proxy yet (the next Deploy's fill creates it), confirms that its proxy
+ * loaded the answer: a challenge ack, the Machine's own `acks` row keyed
  * `acme:<token>`, written by its serving loop once a Caddy config answering that token is confirmed loaded, and
  * deleted once the answer is withdrawn. The wait is bounded: past it the CA is asked anyway when at least one
  * Machine confirmed (a cut-off Machine is not Down for minutes, and the CA may well be sent to one that answers),
@@ -58,7 +59,10 @@ export function staleChallengeAcks(
 export interface ChallengeConfirmation {
   /** Machines not Down whose Ingress Proxy confirmed loading the answer. */
   confirmed: string[];
-  /** Machines not Down with an Ingress Proxy running or starting that did not confirm it (yet). */
+  /**
+   * Machines not Down that did not confirm it (yet): their Ingress Proxy runs or is starting, or none was created
+   * yet on a participating Machine that accepts ingress.
+   */
   missing: string[];
 }
 
@@ -66,8 +70,8 @@ export interface ChallengeConfirmation {
 export interface ConfirmationInput {
   /** The challenge token. */
   token: string;
-  /** The Cluster's live Machines. */
-  machines: readonly Pick<Machine, "id" | "name">[];
+  /** The Cluster's live Machines; `phase` and `accepts_ingress` as their own rows say. */
+  machines: readonly (Pick<Machine, "id" | "name" | "phase"> & { "accepts_ingress"?: unknown })[];
   /** Machines observed Down: not waited for. */
   down: ReadonlySet<string>;
   /** Container rows: a Machine is waited for when its Ingress Proxy runs or is starting. */
@@ -78,7 +82,9 @@ export interface ConfirmationInput {
 
 /**
  * Which Machines confirmed `token` and which are still awaited. Only a Machine with an Ingress Proxy can answer on
- * port 80, so only those whose proxy runs or is starting (it acks once it loaded the answer) are awaited.
+ * port 80: those whose proxy runs or is starting are awaited (it acks once it loaded the answer), and so is a
+ * participating Machine that accepts ingress (its row says so; absent means yes) but has no proxy yet, as a Deploy
+ * running now is filling its slot. A Machine whose proxy was stopped, or that refuses ingress, is not.
  */
 export function challengeConfirmation(input: ConfirmationInput): ChallengeConfirmation {
   const pointer = challengeAckPointer(input.token);
@@ -88,6 +94,10 @@ export function challengeConfirmation(input: ConfirmationInput): ChallengeConfir
       r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE && AWAITED.has(r.state ?? "")
     ).map((r) => r.machine_id),
   );
+  const slots = new Set(
+    input.containers.filter((r) => r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE)
+      .map((r) => r.machine_id),
+  );
   const confirmed: string[] = [];
   const missing: string[] = [];
   const sorted = [...input.machines].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -95,6 +105,10 @@ export function challengeConfirmation(input: ConfirmationInput): ChallengeConfir
     if (input.down.has(m.id)) continue;
     if (acked.has(m.id)) confirmed.push(m.name);
     else if (proxies.has(m.id)) missing.push(m.name);
+    else if (
+      !slots.has(m.id) && m.accepts_ingress !== false &&
+      (m.phase === undefined || m.phase === "participating")
+    ) missing.push(m.name);
   }
   return { confirmed, missing };
 }

@@ -62,13 +62,42 @@ Deno.test("challengeConfirmation awaits every Machine not Down that runs an Ingr
     })),
     { confirmed: ["m1"], missing: [] },
   );
-  // A proxy still starting answers once it loaded the answer: it is awaited.
+  // A proxy still starting answers once it loaded the answer: it is awaited; so is one not created yet.
   assert.deepEqual(
     challengeConfirmation(input({ acks: [ack("id1")], containers: [proxy("id1"), proxy("id2", "created")] })),
-    { confirmed: ["m1"], missing: ["m2"] },
+    { confirmed: ["m1"], missing: ["m2", "m3"] },
   );
   assert.deepEqual(
     challengeConfirmation(input({ acks: [ack("id1"), ack("id2"), ack("id3")] })),
+    { confirmed: ["m1", "m2", "m3"], missing: [] },
+  );
+});
+
+Deno.test("challengeConfirmation awaits a proxy a Deploy has not created yet, on a Machine that accepts ingress", () => {
+  const machines = [
+    { id: "id1", name: "m1", phase: "participating" },
+    { id: "id2", name: "m2", phase: "participating" },
+    { id: "id3", name: "m3" },
+    { id: "id4", name: "m4", phase: "participating", "accepts_ingress": false },
+    { id: "id5", name: "m5", phase: "joining" },
+    { id: "id6", name: "m6", phase: "participating" },
+  ];
+  // m2 and m3 (an older row without a phase) accept ingress and have no proxy yet; m4 refuses ingress, m5 has not
+  // joined, m6's proxy was stopped by its operator: none of those can answer, none is awaited.
+  assert.deepEqual(
+    challengeConfirmation(
+      input({ machines, acks: [ack("id1")], containers: [proxy("id1"), proxy("id6", "exited")] }),
+    ),
+    { confirmed: ["m1"], missing: ["m2", "m3"] },
+  );
+  assert.deepEqual(
+    challengeConfirmation(
+      input({
+        machines,
+        acks: [ack("id1"), ack("id2"), ack("id3")],
+        containers: [proxy("id1"), proxy("id6", "exited")],
+      }),
+    ),
     { confirmed: ["m1", "m2", "m3"], missing: [] },
   );
 });
