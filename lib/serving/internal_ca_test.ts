@@ -116,6 +116,11 @@ Deno.test("certificateTasks: internal names are issued by the root, and again wh
     assert.deepEqual(tasks([row], ["app.internal"], leaf.root.pem), []);
     // A root not known here yet is no reason to issue again.
     assert.deepEqual(tasks([row], ["app.internal"]), []);
+    // `ployz cert renew` works for an internal name as for an ACME one.
+    const asked = { ...row, "renewed_at": "2020-01-01T00:00:00Z", "renew_requested_at": now.toISOString() };
+    assert.deepEqual(tasks([asked], ["app.internal"], leaf.root.pem), [
+      "app.internal renew internal: renewal asked for",
+    ]);
     const elsewhere = openStore({ path: ":memory:", siteId: "m2", clusterId: "c" });
     const other = await issueInternalCertificate(elsewhere, "app.internal");
     elsewhere.close();
