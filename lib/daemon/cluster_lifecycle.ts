@@ -33,8 +33,8 @@ import { sleep } from "../util/mod.ts";
 import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
-import { goneVerdict, type ProbeResult } from "./gone_evidence.ts";
 import { listMachines } from "./membership.ts";
+import { retireGoneMachine } from "./retire_machine.ts";
 import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
 
 /** The Cluster link as the lifecycle uses it (`ClusterLink` in the daemon). */
@@ -94,9 +94,6 @@ export interface LifecycleDeps<S extends Stoppable = Stoppable> {
    */
   probePeer?(machineId: string, signal: AbortSignal): Promise<boolean>;
 }
-
-/** How long a probe of a Machine about to be retired as gone may take. */
-const GONE_PROBE_MS = 3_000;
 
 /** What `found` asks for; every field has a default. */
 export interface FoundRequest {
@@ -219,104 +216,20 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
   }
 
   /**
-   * Marks a gone Machine retired (`machine rm --gone`): a name-keyed row every Machine's readers honour. Refused
-   * for this Machine itself, for one this Machine heard from within the quiet window or that answers a probe now
-   * (it can leave by itself; see gone_evidence.ts), and, when its rows show
-   * containers or volumes, unless the request confirms the Data Loss with its name.
+   * Marks a gone Machine retired (`machine rm --gone`): a name-keyed row every Machine's readers honour. The checks
+   * (not itself, quiet and unanswering, Data Loss confirmed) are retire_machine.ts.
    */
   async retire(req: RetireMachineRequest): Promise<RetireMachineResponse> {
     const store = this.participatingStore("retire a Machine");
-    const self = this.#record;
-    const row = store.machines.get(req.machine_id);
-    if (row === undefined) {
-      throw new RpcError("not_found", `Machine "${req.machine_id}" has no row on "${self.name}"`, {
-        details: { "machine_id": req.machine_id },
-      });
-    }
-    if (row.id === self.id) {
-      throw new RpcError(
-        "conflict",
-        `Machine "${self.name}" cannot retire itself: run "ployz machine rm ${self.name}" to have it leave`,
-        { details: { "machine_id": row.id } },
-      );
-    }
-    const verdict = await this.#goneVerdict(row.id);
-    if (!verdict.gone) {
-      throw new RpcError(
-        "conflict",
-        `Refusing to retire Machine "${row.name}" as gone: ${verdict.observed}; a Machine that answers leaves ` +
-          `by itself: "ployz machine rm ${row.name}" (nothing was changed)`,
-        {
-          details: {
-            "machine_id": row.id,
-            observed: verdict.observed,
-            ...(verdict.acceptAfter === undefined ? {} : { "accept_after": verdict.acceptAfter }),
-          },
-        },
-      );
-    }
-    const containers = store.containers.list({ "machine_id": row.id }).map((c) => c.name).sort();
-    const volumes = store.volumes.list({ "machine_id": row.id }).map((v) => v.name).sort();
-    if ((containers.length > 0 || volumes.length > 0) && req.confirm_data_loss !== row.name) {
-      const named = [...containers.map((c) => `container ${c}`), ...volumes.map((v) => `volume ${v}`)];
-      throw new RpcError(
-        "conflict",
-        `Machine "${row.name}" held ${named.length} thing(s) the Cluster loses with it (${
-          named.slice(0, 8).join(", ")
-        }${named.length > 8 ? ", …" : ""}): confirm the Data Loss with its name`,
-        { details: { "machine_name": row.name, containers, volumes } },
-      );
-    }
-    store.retiredMachines.put({
-      "machine_id": row.id,
-      name: row.name,
-      ...(row.subnet === undefined ? {} : { subnet: row.subnet }),
-      "retired_by": self.id,
-      "retired_at": new Date().toISOString(),
-    });
-    this.#deps.log(
-      `retired Machine "${row.name}" (${row.id}), gone (${verdict.observed}): its rows leave every view`,
-    );
-    return {
-      "machine_id": row.id,
-      name: row.name,
-      observed: verdict.observed,
-      ...(row.subnet === undefined ? {} : { subnet: row.subnet }),
-      containers,
-      volumes,
-      "retired_by": self.id,
-    };
-  }
-
-  // What this Machine sees of a Machine about to be retired: a bounded probe over the mesh, and how long it has
-  // been quiet. See gone_evidence.ts.
-  async #goneVerdict(machineId: string): Promise<{ gone: boolean; observed: string; acceptAfter?: string }> {
-    const started = performance.now();
-    const deadline = AbortSignal.timeout(GONE_PROBE_MS);
-    let probe: ProbeResult;
-    try {
-      const answered = await (this.#deps.probePeer?.(machineId, deadline) ?? Promise.resolve(false));
-      const ms = Math.round(performance.now() - started);
-      probe = answered
-        ? { answered: true, ms }
-        : { answered: false, ms, reason: `no address to probe it at` };
-    } catch (error) {
-      const ms = Math.round(performance.now() - started);
-      const why = deadline.aborted
-        ? `no answer within ${GONE_PROBE_MS / 1_000} s`
-        : `${(error instanceof Error ? error.message : String(error)).slice(0, 200)} after ${ms} ms`;
-      probe = { answered: false, ms, reason: why };
-    }
-    // Read after the probe, so a packet that arrived meanwhile counts.
-    const seen = (await this.membership()).machines.find((m) => m.id === machineId);
-    const heard = [seen?.last_received_at, seen?.last_store_traffic_at]
-      .map((t) => t === undefined ? NaN : Date.parse(t))
-      .filter((t) => Number.isFinite(t));
-    return goneVerdict(this.#record.name, {
-      now: Date.now(),
-      ...(heard.length === 0 ? {} : { lastHeard: Math.max(...heard) }),
+    return await retireGoneMachine({
+      store,
+      self: this.#record,
+      membership: () => this.membership(),
+      // Read at call time: the probe may be swapped after construction.
+      probePeer: (machineId, signal) => this.#deps.probePeer?.(machineId, signal) ?? Promise.resolve(false),
       quietMs: this.#deps.thresholds.storeUpMs,
-    }, probe);
+      log: (line) => this.#deps.log(line),
+    }, req);
   }
 
   /** The store, or a `conflict` naming the phase when the Machine does not participate. */

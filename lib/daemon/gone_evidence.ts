@@ -10,7 +10,7 @@
  *   even a refusal, proves its daemon is alive.
  *
  * Both must hold. A Machine never heard from at all is judged by the probe alone. Everything here is pure; the
- * lifecycle gathers the evidence and asks.
+ * retire_machine.ts gathers the evidence and asks.
  *
  * @module
  */
