@@ -30,7 +30,8 @@ import type {
 import { RpcError } from "../rpc/mod.ts";
 import type { Machine, RemovalNotice, Store, VersionVector } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
-import type { PeerEvidence, PeerHint } from "./cluster_link.ts";
+import type { PeerHint } from "./cluster_link.ts";
+import type { PeerEvidence } from "./peer_evidence.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { listMachines } from "./membership.ts";

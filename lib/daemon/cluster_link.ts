@@ -31,12 +31,9 @@ import {
   hostRunner,
   managementAddress,
   type MeshPeer,
-  networkContains,
-  parseIpv4,
   parseIpv4Network,
   parseMachineSubnet,
   peerAllowedIps,
-  type PeerReport,
   type QuarantinedPeer,
   quarantinedPeers,
   readPeers,
@@ -52,7 +49,6 @@ import {
   createSyncApp,
   type Machine,
   readRemovalNotice,
-  type Rejection,
   type RemovalNotice,
   removedRefusal,
   type Store,
@@ -60,6 +56,7 @@ import {
 } from "../store/mod.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
 import { meshCaller } from "./mesh_rpc.ts";
+import { type PeerEvidence, PeerTraffic, RefusalLog } from "./peer_evidence.ts";
 
 /** A peer known before its row arrives: the Entry Machine to a joiner, a joiner admitted on the Entry Machine. */
 export interface PeerHint {
@@ -97,21 +94,6 @@ export interface ClusterLinkOptions {
   onRemoved?: (notice: RemovalNotice) => void;
 }
 
-/** What this Machine holds as evidence about its peers. */
-export interface PeerEvidence {
-  /** Latest handshake per public key (ms since the epoch). */
-  handshakes: Map<string, number | undefined>;
-  /** Last store traffic received per Machine id (ms since the epoch). */
-  traffic: Map<string, number>;
-  /** When the interface last counted bytes received from each peer, per public key (ms since the epoch); read at
-   * each tick, so as fresh as the tick period. Keepalives (every 25 s) and every reply count. */
-  received: Map<string, number>;
-  /** Replicated changes refused since the daemon started, per Machine id that delivered them (pushed or pulled). */
-  refused?: Map<string, number>;
-  /** Why the interface could not be read, if so. */
-  error?: string;
-}
-
 interface Peer {
   machineId: string;
   publicKey: string;
@@ -143,9 +125,7 @@ export class ClusterLink {
   readonly #options: ClusterLinkOptions;
   readonly #runner: CommandRunner;
   readonly #hints = new Map<string, PeerHint>();
-  readonly #traffic = new Map<string, number>();
-  readonly #received = new Map<string, number>();
-  readonly #rxBytes = new Map<string, number>();
+  readonly #evidence = new PeerTraffic();
   readonly #controller = new AbortController();
   readonly #agent: SyncAgent | undefined;
   readonly #driver: EndpointDriver | undefined;
@@ -161,11 +141,9 @@ export class ClusterLink {
   readonly #departed = new Map<string, { peer: Peer; until: number }>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   readonly #skipped = new Map<string, string>();
-  readonly #refusals = new Set<string>();
-  readonly #refusedBy = new Map<string, number>();
+  readonly #refusals = new RefusalLog((line) => this.#options.log(line));
   // The Machine each sync request came from, by its caller address: a push names its sender's site itself.
   readonly #callers = new WeakMap<Request, string>();
-  #refused = 0;
   // Retired Machines kept as quarantined peers, told they were removed on the mesh port and reaching nothing else.
   #quarantine: QuarantinedPeer[] = [];
   // This Machine itself was retired (its record says so, or a peer's refusal proved it): it syncs with nobody.
@@ -190,7 +168,7 @@ export class ClusterLink {
           if (event.type === "apply_done") this.#noteUrl(event.peer);
           if (event.type === "round_failed") this.#fail("sync", new Error(event.error));
           if (event.type === "refused") {
-            this.#noteRefused(event.peer, event.rejected, this.#peerOfUrl(event.peer));
+            this.#refusals.note(event.peer, event.rejected, this.#peerOfUrl(event.peer));
           }
           if (event.type === "removed") this.#learnRemoved(event.peer, event.details);
           if (event.type === "full_sync") {
@@ -210,7 +188,7 @@ export class ClusterLink {
 
   /** Replicated changes this Machine refused since it started (forged, unsigned, unadmitted, malformed). */
   get refusedChanges(): number {
-    return this.#refused;
+    return this.#refusals.count;
   }
 
   /** Why the mesh is not fully working now, if it is not (interface, firewall, listener). */
@@ -286,7 +264,7 @@ export class ClusterLink {
   /** Reads the handshakes now, with the store traffic seen so far. */
   async evidence(): Promise<PeerEvidence> {
     const settings = this.#options.settings;
-    const traffic = new Map(this.#traffic);
+    const traffic = this.#evidence.traffic();
     if (settings === undefined) {
       return {
         handshakes: new Map(),
@@ -298,19 +276,19 @@ export class ClusterLink {
     }
     try {
       const reports = await readPeers(this.#runner, settings.interfaceName);
-      this.#noteReceived(reports);
+      this.#evidence.noteReceived(reports);
       return {
         handshakes: new Map(reports.map((p) => [p.publicKey, p.latestHandshake])),
         traffic,
-        received: new Map(this.#received),
-        refused: new Map(this.#refusedBy),
+        received: this.#evidence.received(),
+        refused: this.#refusals.byMachine(),
       };
     } catch (error) {
       return {
         handshakes: new Map(),
         traffic,
-        received: new Map(this.#received),
-        refused: new Map(this.#refusedBy),
+        received: this.#evidence.received(),
+        refused: this.#refusals.byMachine(),
         error: messageOf(error),
       };
     }
@@ -439,7 +417,7 @@ export class ClusterLink {
     const gateway = parseMachineSubnet(this.#options.subnet).gateway;
     const app = createSyncApp(this.#options.store, {
       onRejected: (site, rejected, request) =>
-        this.#noteRefused(`Machine "${site.slice(0, 64)}"`, rejected, this.#callers.get(request)),
+        this.#refusals.note(`Machine "${site.slice(0, 64)}"`, rejected, this.#callers.get(request)),
     });
     const abort = new AbortController();
     try {
@@ -524,7 +502,7 @@ export class ClusterLink {
     }
     if (await this.#ensureFirewall() && this.#server === undefined) this.#listen();
     try {
-      this.#noteReceived(await readPeers(this.#runner, this.#options.settings!.interfaceName));
+      this.#evidence.noteReceived(await readPeers(this.#runner, this.#options.settings!.interfaceName));
       await this.#driver?.tick();
     } catch (error) {
       // The interface vanished (deleted by hand, wireguard-go killed): make it again on the next tick.
@@ -580,24 +558,6 @@ export class ClusterLink {
     }
     for (const id of this.#skipped.keys()) if (!seen.has(id)) this.#skipped.delete(id);
     return verdict.peers;
-  }
-
-  // A Machine that just left stays admitted for the grace its WireGuard peer keeps, so its last exchanges finish.
-  // Counts every refusal and logs each distinct reason once (bounded), so a flood of forged changes cannot flood
-  // the log.
-  #noteRefused(from: string, rejected: readonly Rejection[], deliveredBy: string | undefined): void {
-    this.#refused += rejected.length;
-    if (deliveredBy !== undefined && (this.#refusedBy.has(deliveredBy) || this.#refusedBy.size < 4096)) {
-      this.#refusedBy.set(deliveredBy, (this.#refusedBy.get(deliveredBy) ?? 0) + rejected.length);
-    }
-    for (const r of rejected) {
-      const reason = r.reason.replace(/^Refused change [^:]*:\d+: /, "").slice(0, 300);
-      if (this.#refusals.has(reason) || this.#refusals.size >= 256) continue;
-      this.#refusals.add(reason);
-      this.#options.log(
-        `store: refused a change from ${from}: ${r.reason.slice(0, 300)} (${this.#refused} so far)`,
-      );
-    }
   }
 
   // The Machine id a sync caller's address belongs to, when it is a current (or just departed) peer.
@@ -697,15 +657,6 @@ export class ClusterLink {
     });
   }
 
-  #noteReceived(reports: readonly PeerReport[]): void {
-    const now = Date.now();
-    for (const p of reports) {
-      const before = this.#rxBytes.get(p.publicKey);
-      if (before !== undefined && p.rxBytes > before) this.#received.set(p.publicKey, now);
-      this.#rxBytes.set(p.publicKey, p.rxBytes);
-    }
-  }
-
   #noteUrl(url: string): void {
     try {
       this.#noteAddress(new URL(url).hostname);
@@ -715,19 +666,6 @@ export class ClusterLink {
   }
 
   #noteAddress(address: string): void {
-    let ip: number;
-    try {
-      ip = parseIpv4(address);
-    } catch {
-      return;
-    }
-    const now = Date.now();
-    for (const peer of this.#peers.length > 0 ? this.#peers : this.#currentPeers()) {
-      try {
-        if (networkContains(parseIpv4Network(peer.subnet), ip)) this.#traffic.set(peer.machineId, now);
-      } catch {
-        // unreadable subnet
-      }
-    }
+    this.#evidence.noteAddress(address, () => this.#peers.length > 0 ? this.#peers : this.#currentPeers());
   }
 }

@@ -10,7 +10,7 @@
 import { type MembershipThresholds, observeMembership } from "../mesh/mod.ts";
 import type { ListedMachine, ListMachinesResponse } from "../rpc/mod.ts";
 import type { Machine } from "../store/mod.ts";
-import type { PeerEvidence } from "./cluster_link.ts";
+import type { PeerEvidence } from "./peer_evidence.ts";
 
 /** Builds the list answer from the rows and the evidence; pure. */
 export function listMachines(input: {
