@@ -14,7 +14,6 @@
 import { join } from "node:path";
 import type { ContainerSpec, Engine } from "../deploy/mod.ts";
 import {
-  type CopyWire,
   PROTOCOL_MAJOR,
   RpcError,
   type RpcHandlers,
@@ -23,8 +22,15 @@ import {
   type VolumeCopyWire,
 } from "../rpc/mod.ts";
 import { type ForwardTarget, readErrorResponse } from "./forward.ts";
-import type { Store, Volume } from "../store/mod.ts";
-import { writeFileAtomic } from "../util/mod.ts";
+import {
+  type Ledger,
+  readDefaultSizeFile,
+  readLedgerFile,
+  writeDefaultSizeFile,
+  writeLedgerFile,
+} from "./volume_ledger.ts";
+import { asRpc, copyFromWire, copyToWire, message, publishRows } from "./volume_wire.ts";
+import type { Store } from "../store/mod.ts";
 import {
   btrfsPoolRoot,
   checkVolumeName,
@@ -41,14 +47,6 @@ import {
   VolumeError,
   writePoolBinding,
 } from "../volume/mod.ts";
-
-/** What the ledger keeps per Volume. */
-interface LedgerEntry {
-  project?: string;
-  sizeBytes?: number;
-  epoch?: number;
-  floor?: number;
-}
 
 /** What the volume runtime needs from the daemon. */
 export interface VolumeHost {
@@ -108,32 +106,14 @@ export interface VolumeRuntime {
   stop(): Promise<void>;
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function asRpc(error: unknown): unknown {
-  if (error instanceof VolumeError) {
-    return new RpcError(error.code, error.message, { details: error.details, cause: error });
-  }
-  return error;
-}
-
 /** Opens the bound Pool, if any; a Pool that fails to open is reported, never fatal to the daemon. */
 export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntime> {
   const ledgerPath = join(host.dataDir, "volumes.json");
+  const readLedger = (): Promise<Ledger> => readLedgerFile(ledgerPath);
+  const writeLedger = (ledger: Ledger): Promise<void> => writeLedgerFile(ledgerPath, ledger);
   const defaultsPath = join(host.dataDir, "volume_defaults.json");
 
-  async function readDefaultSize(): Promise<number | undefined> {
-    try {
-      const parsed = JSON.parse(await Deno.readTextFile(defaultsPath)) as { "default_size_bytes"?: unknown };
-      const size = parsed?.default_size_bytes;
-      return typeof size === "number" && Number.isSafeInteger(size) && size > 0 ? size : undefined;
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return undefined;
-      throw new VolumeError("internal", `${defaultsPath} cannot be read: ${message(error)}`);
-    }
-  }
+  const readDefaultSize = (): Promise<number | undefined> => readDefaultSizeFile(defaultsPath);
   let binding: PoolBinding | undefined;
   let pool: Pool | undefined;
   let problem: string | undefined;
@@ -143,20 +123,6 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
     const run = tail.then(task, task);
     tail = run.catch(() => {});
     return run;
-  }
-
-  async function readLedger(): Promise<Record<string, LedgerEntry>> {
-    try {
-      const parsed = JSON.parse(await Deno.readTextFile(ledgerPath));
-      return typeof parsed === "object" && parsed !== null ? parsed : {};
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return {};
-      throw new VolumeError("internal", `${ledgerPath} cannot be read: ${message(error)}`);
-    }
-  }
-
-  async function writeLedger(ledger: Record<string, LedgerEntry>): Promise<void> {
-    await writeFileAtomic(ledgerPath, JSON.stringify(ledger, null, 2) + "\n", { mode: 0o600 });
   }
 
   async function open(next: PoolBinding): Promise<void> {
@@ -204,34 +170,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
   async function publish(): Promise<void> {
     const store = host.store();
     if (store === undefined || store.closed) return;
-    const { id: machineId } = host.self();
-    const now = await copies();
-    const observedAt = new Date().toISOString();
-    const seen = new Set<string>();
-    for (const copy of now) {
-      const row: Volume = {
-        id: `${copy.name}@${machineId}`,
-        "machine_id": machineId,
-        name: copy.name,
-        state: copy.role,
-        ...(copy.project === undefined ? {} : { project: copy.project }),
-        ...(copy.size_bytes === undefined ? {} : { "size_bytes": copy.size_bytes }),
-        ...(copy.used_bytes === undefined ? {} : { "used_bytes": copy.used_bytes }),
-        ...(copy.epoch === undefined ? {} : { epoch: copy.epoch }),
-        ...(copy.snapshot === undefined ? {} : { snapshot: copy.snapshot }),
-        // A Writer keeps its newest two run Snapshots; the row names them.
-        snapshots: copy.snapshots.slice(-2),
-        "observed_at": observedAt,
-      };
-      seen.add(row.id);
-      const current = store.volumes.get(row.id);
-      const { observed_at: _a, ...a } = current ?? {};
-      const { observed_at: _b, ...b } = row;
-      if (current === undefined || JSON.stringify(a) !== JSON.stringify(b)) store.volumes.put(row);
-    }
-    for (const row of store.volumes.list({ "machine_id": machineId })) {
-      if (!seen.has(row.id)) store.volumes.delete(row.id);
-    }
+    publishRows(store, host.self().id, await copies(), new Date().toISOString());
   }
 
   const timer = setInterval(() => {
@@ -317,22 +256,6 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
     if (held === undefined) return { role: "none" };
     if (held.writable) return { role: "writer", epoch: (await readLedger())[volume]?.epoch ?? 0 };
     return { role: "mirror", snapshot: held.snapshots[held.snapshots.length - 1] };
-  }
-
-  function toWire(copy: Copy): CopyWire {
-    return copy.role === "none"
-      ? { role: "none" }
-      : copy.role === "mirror"
-      ? { role: "mirror", snapshot: copy.snapshot }
-      : { role: "writer", epoch: copy.epoch };
-  }
-
-  function fromWire(wire: CopyWire): Copy {
-    return wire.role === "none"
-      ? { role: "none" }
-      : wire.role === "mirror"
-      ? { role: "mirror", snapshot: wire.snapshot! }
-      : { role: "writer", epoch: wire.epoch ?? 0 };
   }
 
   // A Writer keeps its own newest two run Snapshots, and so does a Mirror; never by another Machine's copy.
@@ -483,7 +406,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       "machine_id": self.id,
       volume,
       outcome,
-      copy: toWire(await currentCopy(volume)),
+      copy: copyToWire(await currentCopy(volume)),
       floor: (await readLedger())[volume]?.floor ?? 0,
     });
     const waitOn = async (task: CopyTask): Promise<SetVolumeCopyResponse> => {
@@ -502,7 +425,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
           "busy",
           `Another transition of Volume "${volume}" runs on Machine "${self.name}"`,
           {
-            details: { volume, copy: toWire(await currentCopy(volume)) },
+            details: { volume, copy: copyToWire(await currentCopy(volume)) },
           },
         );
       }
@@ -515,13 +438,13 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       const floor = ledger[volume]?.floor ?? 0;
       const current = await currentCopy(volume);
       const decision = decideCopy(current, floor, {
-        expected: fromWire(req.expected),
-        wanted: fromWire(req.wanted),
+        expected: copyFromWire(req.expected),
+        wanted: copyFromWire(req.wanted),
         gen: req.gen,
       });
       if (decision.kind === "refused") {
         throw new RpcError("conflict", `Volume "${volume}" on Machine "${self.name}": ${decision.message}`, {
-          details: { volume, reason: decision.reason, copy: toWire(current), floor },
+          details: { volume, reason: decision.reason, copy: copyToWire(current), floor },
         });
       }
       const next = floorAfter(floor, req.gen, decision);
@@ -658,9 +581,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
                   `Machine "${self.name}" has no Pool: bind one ("ployz machine pool --machine ${self.name} --set btrfs") before its default Volume size`,
                 );
               }
-              await writeFileAtomic(defaultsPath, JSON.stringify({ "default_size_bytes": wanted }) + "\n", {
-                mode: 0o600,
-              });
+              await writeDefaultSizeFile(defaultsPath, wanted);
               host.log(`volume: default Volume size set to ${wanted} bytes`);
             });
           }

@@ -1,0 +1,57 @@
+/**
+ * The volume runtime's local ledger (`<data>/volumes.json`, 0600): what the Pool cannot keep about each Volume held
+ * here — its Project, its size, a Writer's epoch and the SetVolumeCopy floor.
+ *
+ * @module
+ */
+
+import { writeFileAtomic } from "../util/mod.ts";
+import { VolumeError } from "../volume/mod.ts";
+import { message } from "./volume_wire.ts";
+
+/** What the ledger keeps per Volume. */
+export interface LedgerEntry {
+  project?: string;
+  sizeBytes?: number;
+  epoch?: number;
+  floor?: number;
+}
+
+/** The ledger, by Volume name. */
+export type Ledger = Record<string, LedgerEntry>;
+
+/** Reads the ledger at `path`; absent, it is empty. */
+export async function readLedgerFile(path: string): Promise<Ledger> {
+  try {
+    const parsed = JSON.parse(await Deno.readTextFile(path));
+    return typeof parsed === "object" && parsed !== null ? parsed : {};
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return {};
+    throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
+  }
+}
+
+/** Writes the ledger at `path` durably (atomic replace, 0600). */
+export async function writeLedgerFile(path: string, ledger: Ledger): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(ledger, null, 2) + "\n", { mode: 0o600 });
+}
+
+/**
+ * Reads the Machine's default Volume size at `path` (`<data>/volume_defaults.json`): for a Provisioned Volume
+ * whose `x-volumes` names none. Absent or not a positive integer, there is none.
+ */
+export async function readDefaultSizeFile(path: string): Promise<number | undefined> {
+  try {
+    const parsed = JSON.parse(await Deno.readTextFile(path)) as { "default_size_bytes"?: unknown };
+    const size = parsed?.default_size_bytes;
+    return typeof size === "number" && Number.isSafeInteger(size) && size > 0 ? size : undefined;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
+  }
+}
+
+/** Writes the Machine's default Volume size at `path` durably (atomic replace, 0600). */
+export async function writeDefaultSizeFile(path: string, bytes: number): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify({ "default_size_bytes": bytes }) + "\n", { mode: 0o600 });
+}
