@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import { writeFileAtomic } from "../util/mod.ts";
+import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { isMintedId, mintId } from "./ids.ts";
 
 /** The local record, as stored. */
@@ -65,13 +65,8 @@ export function machineFilePath(dataDir: string): string {
 /** Reads the record; `undefined` when there is none yet. A file that cannot be read as a record throws. */
 export async function readMachineFile(dataDir: string): Promise<LocalMachine | undefined> {
   const path = machineFilePath(dataDir);
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
+  const text = await readTextIfPresent(path);
+  if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { writeFileAtomic } from "../util/mod.ts";
+import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { VolumeError } from "../volume/mod.ts";
 import { message } from "./volume_wire.ts";
 
@@ -23,10 +23,11 @@ export type Ledger = Record<string, LedgerEntry>;
 /** Reads the ledger at `path`; absent, it is empty. */
 export async function readLedgerFile(path: string): Promise<Ledger> {
   try {
-    const parsed = JSON.parse(await Deno.readTextFile(path));
+    const text = await readTextIfPresent(path);
+    if (text === undefined) return {};
+    const parsed = JSON.parse(text);
     return typeof parsed === "object" && parsed !== null ? parsed : {};
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return {};
     throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
   }
 }

@@ -5,7 +5,7 @@
  */
 
 import { join } from "node:path";
-import { writeFileAtomic } from "../util/mod.ts";
+import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { LabError } from "./errors.ts";
 import type { DockerdConfig, DockerNetworking } from "./dockerd.ts";
 import type { LabPlan, Profile } from "./plan.ts";
@@ -50,13 +50,8 @@ export function statePath(dir: string): string {
 
 /** Reads the lab state; `undefined` when there is none. */
 export async function readState(dir: string): Promise<LabState | undefined> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(statePath(dir));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
+  const text = await readTextIfPresent(statePath(dir));
+  if (text === undefined) return undefined;
   try {
     return JSON.parse(text) as LabState;
   } catch (error) {

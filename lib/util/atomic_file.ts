@@ -53,3 +53,13 @@ export async function syncDir(dir: string, options: { tolerant?: boolean } = {})
     if (!options.tolerant) throw error;
   }
 }
+
+/** The text of `path`, or `undefined` when there is no such file; any other failure to read it throws. */
+export async function readTextIfPresent(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { writeFileAtomic } from "./atomic_file.ts";
+import { readTextIfPresent, writeFileAtomic } from "./atomic_file.ts";
 
 async function names(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -30,6 +30,19 @@ Deno.test("writeFileAtomic keeps the old file and removes its temp file when the
     await Deno.writeTextFile(join(path, "inside"), "x");
     await assert.rejects(writeFileAtomic(path, "data"));
     assert.deepEqual(await names(dir), ["target"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("readTextIfPresent: the text, undefined for an absent file, and other failures thrown", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = join(dir, "f.json");
+    assert.equal(await readTextIfPresent(path), undefined);
+    await Deno.writeTextFile(path, "{}\n");
+    assert.equal(await readTextIfPresent(path), "{}\n");
+    await assert.rejects(readTextIfPresent(dir), "a directory is not absent: it throws");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

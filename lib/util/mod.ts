@@ -1,5 +1,5 @@
 /**
- * One way to do each small thing every area needs: a durable atomic file write, a capped body read, a cancellable
+ * One way to do each small thing every area needs: a durable atomic file write, reading a file that may be absent, a capped body read, a cancellable
  * sleep and poll loop, stopping a child process, probing a unix socket, and the shared error codes with the coded
  * error every area's error extends.
  *
@@ -8,7 +8,7 @@
  * @module
  */
 
-export { type AtomicWriteOptions, syncDir, writeFileAtomic } from "./atomic_file.ts";
+export { type AtomicWriteOptions, readTextIfPresent, syncDir, writeFileAtomic } from "./atomic_file.ts";
 export { readBodyCapped } from "./body.ts";
 export { CodedError, ERROR_CODES, type ErrorCode, isErrorCode } from "./errors.ts";
 export { stopChild, type StopOptions } from "./process.ts";
