@@ -14,14 +14,13 @@
 import { join } from "node:path";
 import type { ContainerSpec, Engine } from "../deploy/mod.ts";
 import {
-  PROTOCOL_MAJOR,
   RpcError,
   type RpcHandlers,
   type SetVolumeCopyRequest,
   type SetVolumeCopyResponse,
   type VolumeCopyWire,
 } from "../rpc/mod.ts";
-import { type ForwardTarget, readErrorResponse } from "./forward.ts";
+import type { ForwardTarget } from "./forward.ts";
 import {
   type Ledger,
   readDefaultSizeFile,
@@ -30,13 +29,15 @@ import {
   writeLedgerFile,
 } from "./volume_ledger.ts";
 import { asRpc, copyFromWire, copyToWire, message, publishRows } from "./volume_wire.ts";
+import { COPY_TASK_MS, runStep, type StepContext } from "./volume_steps.ts";
+
+export { COPY_TASK_MS } from "./volume_steps.ts";
 import type { Store } from "../store/mod.ts";
 import {
   btrfsPoolRoot,
   checkVolumeName,
   type Copy,
   copyAfter,
-  type CopyStep,
   decideCopy,
   type Exec,
   floorAfter,
@@ -74,8 +75,6 @@ export interface VolumeHost {
 
 /** How long a SetVolumeCopy request waits on its task before answering `busy`. */
 export const COPY_ANSWER_MS = 3_000;
-/** The bound of one transition's task (a receive of a large Volume over the mesh). */
-export const COPY_TASK_MS = 30 * 60_000;
 
 /** A transition running as a bounded task. */
 interface CopyTask {
@@ -284,118 +283,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
     return (await mounting(volume, project)).map((c) => c.id);
   }
 
-  async function receive(
-    volume: string,
-    step: Extract<CopyStep, { kind: "receive" }>,
-    req: SetVolumeCopyRequest,
-  ) {
-    const self = host.self();
-    const from = req.source_machine_id;
-    if (from === undefined || from === self.id) {
-      throw new RpcError(
-        "invalid_argument",
-        `A receive of "${volume}" names the Machine to pull from (source_machine_id)`,
-      );
-    }
-    const peer = host.resolve?.(from);
-    if (peer === undefined) {
-      throw new RpcError(
-        "not_found",
-        `Machine "${self.name}" holds no row for Machine "${from}" to pull "${volume}" from`,
-      );
-    }
-    const p = requirePool();
-    if (req.size_bytes !== undefined) {
-      const space = await p.space();
-      if (space.freeBytes < Math.min(req.size_bytes, space.totalBytes) / 4) {
-        throw new RpcError(
-          "unavailable",
-          `Machine "${self.name}" has ${space.freeBytes} bytes free in its Pool: too little to receive "${volume}"`,
-        );
-      }
-    }
-    const signal = AbortSignal.any([
-      AbortSignal.timeout(COPY_TASK_MS),
-      ...(host.stopping ? [host.stopping] : []),
-    ]);
-    const response = await fetch(`http://${peer.hostname}:${peer.port}/rpc/ployz.volume.send.v1`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        "protocol_major": PROTOCOL_MAJOR,
-        volume,
-        snapshot: step.snapshot,
-        ...(step.base === undefined ? {} : { base: step.base }),
-      }),
-      signal,
-    });
-    if (!response.ok || response.body === null) {
-      const error = await readErrorResponse(response, `Machine "${peer.name}"`);
-      throw new RpcError(
-        error.code,
-        `Machine "${peer.name}" cannot send "${volume}@${step.snapshot}": ${error.message}`,
-      );
-    }
-    await p.receive(volume, step.snapshot, response.body, signal);
-    const ledger = await readLedger();
-    ledger[volume] = { ...ledger[volume], sizeBytes: req.size_bytes ?? ledger[volume]?.sizeBytes };
-    await writeLedger(ledger);
-    await prune(volume);
-  }
-
-  async function runStep(volume: string, step: CopyStep, req: SetVolumeCopyRequest): Promise<void> {
-    const p = requirePool();
-    const ledger = await readLedger();
-    switch (step.kind) {
-      case "receive":
-        return await receive(volume, step, req);
-      case "cut": {
-        // The Container stops and is kept (an undo starts it again); the final Snapshot is taken after it stopped.
-        for (const id of await containersOf(volume, ledger[volume]?.project)) {
-          await host.engine!.stopContainer(id);
-        }
-        const held = await p.inspect(volume);
-        if (!held?.snapshots.includes(step.snapshot)) await p.snapshot(volume, step.snapshot);
-        await p.demote(volume);
-        await prune(volume);
-        return;
-      }
-      case "promote": {
-        const size = req.size_bytes ?? ledger[volume]?.sizeBytes;
-        if (size === undefined) {
-          throw new RpcError("invalid_argument", `Promoting "${volume}" needs its size (size_bytes)`);
-        }
-        await p.promote(volume, step.snapshot, size);
-        const spec = req.start?.spec as ContainerSpec | undefined;
-        ledger[volume] = {
-          ...ledger[volume],
-          sizeBytes: size,
-          epoch: step.epoch,
-          ...(spec?.project === undefined ? {} : { project: spec.project }),
-        };
-        await writeLedger(ledger);
-        if (spec !== undefined) {
-          if (host.ensureStarted === undefined) {
-            throw new RpcError("unsupported", `Machine "${host.self().name}" cannot start Containers`);
-          }
-          await host.ensureStarted(spec);
-        }
-        return;
-      }
-      case "destroy": {
-        const users = await containersOf(volume, ledger[volume]?.project);
-        if (users.length > 0) {
-          throw new RpcError(
-            "conflict",
-            `Volume "${volume}" is mounted by ${users.length} Container(s) on Machine "${host.self().name}": remove its Service first`,
-          );
-        }
-        await p.destroy(volume);
-        return;
-      }
-    }
-  }
-
+  const steps: StepContext = { host, pool: requirePool, readLedger, writeLedger, containersOf, prune };
   const tasks = new Map<string, CopyTask>();
 
   async function setVolumeCopy(req: SetVolumeCopyRequest): Promise<SetVolumeCopyResponse> {
@@ -463,7 +351,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       const step = decision.step;
       host.log(`volume: ${volume}: ${step.kind} toward ${JSON.stringify(copyAfter(step))} (gen ${req.gen})`);
       const task: CopyTask = { key, finished: false, done: Promise.resolve() };
-      task.done = runStep(volume, step, req).then(
+      task.done = runStep(steps, volume, step, req).then(
         () => {
           task.finished = true;
         },
@@ -630,7 +518,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       const removed = await serial(async () => {
         if (await p.inspect(volume) === undefined) return false;
         const ledger = await readLedger();
-        await runStep(volume, { kind: "destroy" }, {
+        await runStep(steps, volume, { kind: "destroy" }, {
           volume,
           expected: { role: "none" },
           wanted: { role: "none" },
