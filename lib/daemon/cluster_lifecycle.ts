@@ -35,8 +35,9 @@ import type { PeerEvidence } from "./peer_evidence.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { listMachines } from "./membership.ts";
+import { checkFound, checkJoin } from "./cluster_entry.ts";
 import { retireGoneMachine } from "./retire_machine.ts";
-import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
+import { type MachineSubnet, parseSubnet } from "./subnet.ts";
 
 /** The Cluster link as the lifecycle uses it (`ClusterLink` in the daemon). */
 export interface LinkPort {
@@ -335,35 +336,9 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
 
   async #found(req: FoundRequest): Promise<LocalMachine> {
     const record = this.#record;
-    const subnet = parseSubnet(req.subnet ?? DEFAULT_SUBNET);
-    if (subnet === undefined) {
-      throw new RpcError(
-        "invalid_argument",
-        `Invalid subnet "${req.subnet}": expected an IPv4 /24 such as "${DEFAULT_SUBNET}"`,
-        { details: { field: "subnet" } },
-      );
-    }
-    if (record.phase === "participating") {
-      const clash = [
-        ["cluster_name", req.clusterName, record.cluster_name],
-        ["subnet", req.subnet === undefined ? undefined : subnet.subnet, record.subnet],
-        ["machine_name", req.machineName, record.name],
-      ].find(([, asked, held]) => asked !== undefined && asked !== held);
-      if (clash === undefined) return record;
-      const [field, asked, held] = clash;
-      throw new RpcError(
-        "conflict",
-        `Machine "${record.name}" already belongs to Cluster "${record.cluster_name}" (id "${record.cluster_id}"): ${field} is "${held}", not "${asked}"`,
-        { details: { field, "cluster_id": record.cluster_id ?? "" } },
-      );
-    }
-    if (record.phase !== "uninitialized") {
-      throw new RpcError(
-        "conflict",
-        `Machine "${record.name}" is ${record.phase} in Cluster "${record.cluster_name}": it cannot found another`,
-        { details: { phase: record.phase, "cluster_id": record.cluster_id ?? "" } },
-      );
-    }
+    const checked = checkFound(record, req);
+    if ("already" in checked) return checked.already;
+    const { subnet } = checked;
     // The founder admits itself; every later member is admitted by one already in.
     const admitSelf = (opened: Store): void => {
       if (typeof record.signing_key === "string") opened.admit(record.id, record.signing_key);
@@ -384,20 +359,9 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
 
   async #join(req: JoinRequest): Promise<LocalMachine> {
     const record = this.#record;
-    const subnet = parseSubnet(req.subnet);
-    if (subnet === undefined) {
-      throw new RpcError("invalid_argument", `Invalid subnet "${req.subnet}": expected an IPv4 /24`, {
-        details: { field: "subnet" },
-      });
-    }
-    if (record.phase !== "uninitialized") {
-      if (record.cluster_id === req.cluster_id && record.subnet === subnet.subnet) return record;
-      throw new RpcError(
-        "conflict",
-        `Machine "${record.name}" is already ${record.phase} in Cluster "${record.cluster_name}" (id "${record.cluster_id}") with subnet "${record.subnet}"`,
-        { details: { "cluster_id": record.cluster_id ?? "", phase: record.phase } },
-      );
-    }
+    const checked = checkJoin(record, req);
+    if ("already" in checked) return checked.already;
+    const { subnet } = checked;
     // The join the operator ran vouches for the Machines the Entry Machine knows; later admissions chain from them.
     const anchor = (opened: Store): void =>
       opened.addAnchors((req.members ?? []).map((m) => ({ id: m.id, signingKey: m.signing_key })));

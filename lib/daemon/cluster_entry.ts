@@ -1,0 +1,74 @@
+/**
+ * What found and join check before a Machine enters a Cluster: the subnet is a /24, and the Machine is not already
+ * in a Cluster, unless it is already in the one asked for (found and join are idempotent).
+ *
+ * @module
+ */
+
+import type { JoinRequest } from "../rpc/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
+import type { FoundRequest } from "./cluster_lifecycle.ts";
+import type { LocalMachine } from "./machine_file.ts";
+import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
+
+/** What a check allows: enter with this subnet, or nothing to do (the Machine is already where it was asked). */
+export type EntryCheck = { subnet: MachineSubnet } | { already: LocalMachine };
+
+/**
+ * Checks a found: the subnet (default {@linkcode DEFAULT_SUBNET}) is a /24; a participating Machine whose Cluster
+ * matches every field asked is already founded; any other phase, or a mismatch, is a `conflict` naming the field.
+ */
+export function checkFound(record: LocalMachine, req: FoundRequest): EntryCheck {
+  const subnet = parseSubnet(req.subnet ?? DEFAULT_SUBNET);
+  if (subnet === undefined) {
+    throw new RpcError(
+      "invalid_argument",
+      `Invalid subnet "${req.subnet}": expected an IPv4 /24 such as "${DEFAULT_SUBNET}"`,
+      { details: { field: "subnet" } },
+    );
+  }
+  if (record.phase === "participating") {
+    const clash = [
+      ["cluster_name", req.clusterName, record.cluster_name],
+      ["subnet", req.subnet === undefined ? undefined : subnet.subnet, record.subnet],
+      ["machine_name", req.machineName, record.name],
+    ].find(([, asked, held]) => asked !== undefined && asked !== held);
+    if (clash === undefined) return { already: record };
+    const [field, asked, held] = clash;
+    throw new RpcError(
+      "conflict",
+      `Machine "${record.name}" already belongs to Cluster "${record.cluster_name}" (id "${record.cluster_id}"): ${field} is "${held}", not "${asked}"`,
+      { details: { field, "cluster_id": record.cluster_id ?? "" } },
+    );
+  }
+  if (record.phase !== "uninitialized") {
+    throw new RpcError(
+      "conflict",
+      `Machine "${record.name}" is ${record.phase} in Cluster "${record.cluster_name}": it cannot found another`,
+      { details: { phase: record.phase, "cluster_id": record.cluster_id ?? "" } },
+    );
+  }
+  return { subnet };
+}
+
+/**
+ * Checks a join: the subnet is a /24; a Machine already in the asked Cluster with the asked subnet has nothing to
+ * do; one in any other Cluster is a `conflict`.
+ */
+export function checkJoin(record: LocalMachine, req: JoinRequest): EntryCheck {
+  const subnet = parseSubnet(req.subnet);
+  if (subnet === undefined) {
+    throw new RpcError("invalid_argument", `Invalid subnet "${req.subnet}": expected an IPv4 /24`, {
+      details: { field: "subnet" },
+    });
+  }
+  if (record.phase !== "uninitialized") {
+    if (record.cluster_id === req.cluster_id && record.subnet === subnet.subnet) return { already: record };
+    throw new RpcError(
+      "conflict",
+      `Machine "${record.name}" is already ${record.phase} in Cluster "${record.cluster_name}" (id "${record.cluster_id}") with subnet "${record.subnet}"`,
+      { details: { "cluster_id": record.cluster_id ?? "", phase: record.phase } },
+    );
+  }
+  return { subnet };
+}
