@@ -9,7 +9,7 @@
  * - **No answer now**: a bounded probe of the peer's Machine RPC over the mesh gets no answer at all. Any answer,
  *   even a refusal, proves its daemon is alive.
  *
- * Both must hold. A Machine never heard from at all is judged by the probe alone. Everything here is pure; the
+ * Both must hold. A Machine never heard from at all is judged by the probe alone. Everything here is pure;
  * retire_machine.ts gathers the evidence and asks.
  *
  * @module

@@ -1,6 +1,7 @@
 /**
  * The volume runtime's local ledger (`<data>/volumes.json`, 0600): what the Pool cannot keep about each Volume held
- * here — its Project, its size, a Writer's epoch and the SetVolumeCopy floor.
+ * here — its Project, its size, a Writer's epoch and the SetVolumeCopy floor — and the Machine's default Volume size
+ * (`<data>/volume_defaults.json`, 0600).
  *
  * @module
  */
@@ -43,11 +44,11 @@ export async function writeLedgerFile(path: string, ledger: Ledger): Promise<voi
  */
 export async function readDefaultSizeFile(path: string): Promise<number | undefined> {
   try {
-    const parsed = JSON.parse(await Deno.readTextFile(path)) as { "default_size_bytes"?: unknown };
-    const size = parsed?.default_size_bytes;
+    const text = await readTextIfPresent(path);
+    if (text === undefined) return undefined;
+    const size = (JSON.parse(text) as { "default_size_bytes"?: unknown })?.default_size_bytes;
     return typeof size === "number" && Number.isSafeInteger(size) && size > 0 ? size : undefined;
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
     throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
   }
 }
