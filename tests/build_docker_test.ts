@@ -148,15 +148,24 @@ dockerTest(
       await runBuilds(second.jobs, m.builder, (e) => again.push(e));
       assert.deepEqual(again.map((e) => e.type), ["planned"], "nothing sent or built");
 
-      // --no-cache: built again although up to date, and Docker runs the cached RUN step again.
+      // --no-cache: built again although up to date, and Docker runs the cached RUN step again. The new image gets
+      // a tag of its own; the content tag still names the image built first, as it does on every other Machine.
       const fresh: BuildEvent[] = [];
       const forced = await prepareBuilds(project, m.builder, (e) => fresh.push(e), { noCache: true });
-      assert.equal(forced.project.services.web.image, ref, "the content tag stays");
+      const rebuilt = forced.project.services.web.image;
+      refs.push(rebuilt);
+      assert.match(rebuilt, new RegExp(`^${ref}-[0-9a-f]{8}$`));
       assert.equal(forced.jobs[0].upToDate, false);
       await runBuilds(forced.jobs, m.builder, (e) => fresh.push(e));
       const logs = (list: BuildEvent[]): string[] => list.flatMap((e) => e.type === "log" ? [e.text] : []);
       assert.ok(logs(fresh).some((l) => /Running in/.test(l)), logs(fresh).join("\n"));
       assert.ok(!logs(fresh).some((l) => /Using cache/.test(l)), logs(fresh).join("\n"));
+      assert.equal((await s.raw.getImage(ref).inspect()).Id, image.Id, "the content tag did not move");
+      assert.notEqual((await s.raw.getImage(rebuilt).inspect()).Id, image.Id, "a rebuilt image is another");
+      // The next build of the same content keeps the rebuilt image the Service runs, while the builder holds it.
+      const kept = await prepareBuilds(project, m.builder, () => {}, { current: { web: rebuilt } });
+      assert.deepEqual([kept.project.services.web.image, kept.jobs[0].upToDate], [rebuilt, true]);
+      await runBuilds(kept.jobs, m.builder, () => {});
       // Without it, a build of the same steps (another label: another tag) takes them from the cache.
       const cached: BuildEvent[] = [];
       const relabelled = projectOf(project.name, [

@@ -2,9 +2,11 @@
 // m1 with replicas on every Machine. The builder (m1, the Entry Machine) builds with its own dockerd's build API,
 // m2 and m3 get the images by peer copy; a second Deploy builds nothing; an edited file rebuilds and replaces only
 // its Service; a failing RUN ends the Deploy before anything is replaced; `ployz build --builder m2` builds there.
-// Then: a context over the limit is refused before anything is sent; the CLI killed mid-upload leaves nothing on
-// the builder and a re-run succeeds; the builder cut off mid-build fails the build stage naming it, and a re-run
-// after healing succeeds.
+// Then: `ployz cleanup` removes superseded built images; `deploy --no-cache` builds again under tags of their own
+// and every Machine runs the one rebuilt image; a context over the limit is refused before anything is sent; the
+// CLI killed mid-upload (SIGKILL) leaves no temporary file on its side and nothing on the builder, and a re-run
+// succeeds; the builder cut off mid-build fails the build stage naming it, and a re-run after healing succeeds.
+// Abandoned uploads are removed after 10 s here (PLOYZ_BUILD_UPLOAD_IDLE_MS; 30 s by default).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { lastOutcome } from "./support/daemon.ts";
@@ -18,6 +20,7 @@ const IMAGE = "ployz-test/busybox:1";
 interface OpJson {
   kind: string;
   service: string;
+  reason?: string;
   "machine_name": string;
 }
 
@@ -99,6 +102,43 @@ async function readIn(lab: Lab, m: string, service: string, path: string): Promi
   return r.stdout;
 }
 
+/** Built images Machine `m` holds for Project "bld", by reference. */
+async function builtOn(lab: Lab, m: string): Promise<string[]> {
+  const r = await lab.docker(m, [
+    "images",
+    "--format",
+    "{{.Repository}}:{{.Tag}}",
+    "--filter",
+    "reference=bld-*",
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.trim().split("\n").filter((l) => l !== "").sort();
+}
+
+/** The image ids Project "bld"'s `service` containers on Machine `m` run. */
+async function runningIds(lab: Lab, m: string, service: string): Promise<string[]> {
+  const ps = await lab.docker(m, [
+    "ps",
+    "-q",
+    "--filter",
+    "label=ployz.project=bld",
+    "--filter",
+    `label=ployz.service=${service}`,
+  ]);
+  const ids = ps.stdout.trim().split("\n").filter((l) => l !== "");
+  assert.ok(ids.length > 0, `a ${service} container runs on ${m}`);
+  const r = await lab.docker(m, ["inspect", "--format", "{{.Image}}", ...ids]);
+  assert.equal(r.code, 0, r.stderr);
+  return [...new Set(r.stdout.trim().split("\n"))];
+}
+
+/** The id of image `ref` on Machine `m`. */
+async function imageIdOn(lab: Lab, m: string, ref: string): Promise<string> {
+  const r = await lab.docker(m, ["image", "inspect", "--format", "{{.Id}}", ref]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.trim();
+}
+
 /** Files in Machine `m`'s build upload directory. */
 function uploadsOn(lab: Lab, m: string): string[] {
   try {
@@ -147,10 +187,11 @@ function started(lab: Lab, m: string, args: string[], extra: Record<string, stri
 Deno.test(needs(["lab"], {
   name: "builds on a 3-Machine lab: built once on the builder, copied to peers, rebuilt only when changed",
   async fn(t) {
-    await using lab = await startLab("bd", 3);
+    await using lab = await startLab("bd", 3, { env: { PLOYZ_BUILD_UPLOAD_IDLE_MS: "10000" } });
     await machinesUp(lab, "m1", 3);
     const compose = await writeProject(join(lab.dir, "project"));
     const project = join(lab.dir, "project");
+    let firstWeb = "";
     const deploy = (...extra: string[]) =>
       lab.on("m1", ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", ...extra]);
 
@@ -163,6 +204,7 @@ Deno.test(needs(["lab"], {
       const planned = events.filter((e) => e.type === "planned");
       assert.deepEqual(planned.map((e) => [e.service, e.up_to_date]), [["api", false], ["web", false]]);
       const web = planned.find((e) => e.service === "web")!;
+      firstWeb = web.ref!;
       let onDisk = 0;
       for await (const entry of Deno.readDir(join(project, "web"))) {
         onDisk += (await Deno.stat(join(project, "web", entry.name))).size;
@@ -239,7 +281,10 @@ Deno.test(needs(["lab"], {
           /^Build of service "web" failed at stage "build" on Machine "m1": .*non-zero code: 7; stages "distribute" and "deploy" not attempted, nothing changed$/,
         );
         assert.deepEqual([error.details.service, error.details.stage], ["web", "build"]);
-        const failed = builds(r.stdout).find((e) => e.type === "failed") as { tail?: string[] } | undefined;
+        const failed = builds(r.stdout).find((e) => e.type === "failed") as
+          | { tail?: string[]; stage?: string }
+          | undefined;
+        assert.equal(failed?.stage, "build", r.stdout);
         assert.ok(failed?.tail?.some((l) => l.includes("broken step")), r.stdout);
         assert.doesNotMatch(r.stdout, /"type":"outcome"/, "nothing ran");
         for (const m of ["m1", "m2", "m3"]) assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v2\n");
@@ -253,7 +298,7 @@ Deno.test(needs(["lab"], {
         assert.equal(r.code, 0, r.stderr + r.stdout);
         const ref = /build web on m2 as (bld-web:[0-9a-f]{16})/.exec(r.stdout)?.[1];
         assert.ok(ref !== undefined, r.stdout);
-        assert.match(r.stdout, /build web: sending .* to m2 \(limit 512\.0 MiB\)/);
+        assert.match(r.stdout, /^--- build ---\nbuild web: sending .* to m2 \(limit 512\.0 MiB\)$/m);
         assert.match(r.stdout, /build web: built bld-web:/);
         assert.equal((await lab.docker("m2", ["image", "inspect", ref])).code, 0, "built on m2");
         assert.notEqual((await lab.docker("m1", ["image", "inspect", ref])).code, 0, "not on m1");
@@ -276,6 +321,76 @@ Deno.test(needs(["lab"], {
         assert.match(builder.stderr, /error\[not_found\]: No Machine "m9" for "--builder"/);
       },
     );
+    await t.step("ployz cleanup removes superseded built images with their stopped containers", async () => {
+      const running =
+        (await lab.docker("m1", ["ps", "--format", "{{.Image}}", "--filter", "label=ployz.project=bld"]))
+          .stdout.trim().split("\n").filter((i) => i.startsWith("bld-"));
+      const current = [...new Set(running)].sort();
+      assert.equal(current.length, 2, running.join(","));
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.ok((await builtOn(lab, m)).includes(firstWeb), `${firstWeb} on ${m}`);
+      }
+      // The replaced containers still hold the old image: `cleanup` removes them, then the images (prune's route).
+      const r = await lab.on("m1", ["cleanup", "-y", "--json"]);
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      for (const m of ["m1", "m2", "m3"]) {
+        assert.deepEqual(await builtOn(lab, m), current, `only the running built images stay on ${m}`);
+      }
+    });
+
+    await t.step(
+      "deploy --no-cache builds again under tags of their own; every Machine runs the one rebuilt image",
+      async () => {
+        await Deno.writeTextFile(join(project, "web/msg.txt"), "v2\n");
+        const before: Record<string, string> = {};
+        for (const service of ["api", "web"]) {
+          [before[service]] = await runningIds(lab, "m1", service);
+        }
+        const r = await deploy("--no-cache");
+        assert.equal(r.code, 0, r.stderr + r.stdout);
+        const events = builds(r.stdout);
+        const planned = events.filter((e) => e.type === "planned");
+        assert.deepEqual(planned.map((e) => [e.service, e.up_to_date]), [["api", false], ["web", false]]);
+        for (const e of planned) {
+          assert.match(e.ref!, new RegExp(`^bld-${e.service}:[0-9a-f]{16}-[0-9a-f]{8}$`));
+        }
+        const logs = events.filter((e) => e.type === "log" && e.service === "api").map((e) => e.text!);
+        assert.ok(logs.some((l) => /Running in/.test(l)), `api's RUN step ran again: ${logs.join("\n")}`);
+        assert.ok(!logs.some((l) => /Using cache/.test(l)), logs.join("\n"));
+        const outcome = lastOutcome<OutcomeJson>(r.stdout);
+        assert.equal(outcome.status, "succeeded");
+        const replaced = new Set(
+          outcome.completed.filter((op) => op.kind === "replace").map((op) => op.service),
+        );
+        assert.deepEqual([...replaced].sort(), ["api", "web"], JSON.stringify(outcome.completed));
+        for (const e of planned) {
+          const rebuilt = await imageIdOn(lab, "m1", e.ref!);
+          assert.notEqual(rebuilt, before[e.service], `${e.service} is another image`);
+          // The content tag still names the first build, on every Machine that holds it.
+          assert.equal(await imageIdOn(lab, "m1", e.ref!.slice(0, -9)), before[e.service]);
+          for (const m of ["m1", "m2", "m3"]) {
+            assert.deepEqual(await runningIds(lab, m, e.service), [rebuilt], `${e.service} on ${m}`);
+            assert.equal(await imageIdOn(lab, m, e.ref!), rebuilt, `${e.ref} on ${m}`);
+          }
+        }
+        for (const m of ["m1", "m2", "m3"]) assert.equal(await readIn(lab, m, "web", "/msg.txt"), "v2\n");
+        // The next Deploy of the same content keeps the rebuilt images: nothing built, nothing replaced (it only
+        // removes the containers the rebuilt ones superseded).
+        const again = await deploy();
+        assert.equal(again.code, 0, again.stderr + again.stdout);
+        assert.deepEqual(
+          builds(again.stdout).map((e) => [e.type, e.service, e.up_to_date, e.ref]),
+          planned.map((e) => ["planned", e.service, true, e.ref]),
+        );
+        const done = lastOutcome<OutcomeJson>(again.stdout).completed;
+        assert.deepEqual(
+          done.filter((op) => op.kind !== "remove" || op.reason !== "superseded"),
+          [],
+          JSON.stringify(done),
+        );
+      },
+    );
+
     await t.step(
       "a context over the limit fails before anything is sent, naming the limit, size and file",
       async () => {
@@ -309,7 +424,7 @@ Deno.test(needs(["lab"], {
         await Deno.writeTextFile(join(project, "web/msg.txt"), "v4\n");
         const args = ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", "--builder", "m2"];
         try {
-          // A killed CLI cannot remove its own temporary tar: it is kept inside the lab's directory, not /tmp.
+          // The CLI's temporary tar has no name once open: killed, it leaves nothing in its temporary directory.
           const tmp = join(lab.dir, "killed-tmp");
           await Deno.mkdir(tmp);
           const cli = started(lab, "m1", args, { TMPDIR: tmp });
@@ -322,6 +437,11 @@ Deno.test(needs(["lab"], {
           cli.child.kill("SIGKILL");
           const killed = await cli.done();
           assert.notEqual(killed.code, 0);
+          assert.deepEqual(
+            (await Array.fromAsync(Deno.readDir(tmp))).map((e) => e.name),
+            [],
+            "no temporary file left",
+          );
           const ref = builds(killed.stdout).find((e) => e.type === "planned" && e.service === "web")?.ref;
           assert.ok(
             ref !== undefined && !builds(killed.stdout).some((e) => e.type === "sent"),

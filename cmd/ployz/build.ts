@@ -8,7 +8,7 @@ import {
   prepareBuilds,
   runBuilds,
 } from "../../lib/operator/mod.ts";
-import { toWire } from "../../lib/deploy/mod.ts";
+import { stageHeading, toWire } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { jsonLine } from "./connect.ts";
 import { withDeployMachines } from "./deploy_machines.ts";
@@ -53,10 +53,19 @@ export function renderBuildEvent(event: BuildEvent, json: boolean): string {
   }
 }
 
-/** Prints build events on `io`, each as it comes; a failure's tail only when its output was not streamed. */
+/**
+ * Prints build events on `io`, each as it comes; a failure's tail only when its output was not streamed. As text,
+ * the build stage's heading comes before the first event of the builds themselves (what is planned is part of the
+ * Preview).
+ */
 export function buildPrinter(io: Io, json: boolean): (event: BuildEvent) => void {
   const streamed = new Set<string>();
+  let headed = false;
   return (event) => {
+    if (!json && !headed && event.type !== "planned") {
+      headed = true;
+      io.out(stageHeading("build"));
+    }
     if (event.type === "log") streamed.add(event.service);
     if (!json && event.type === "failed" && streamed.has(event.service)) {
       io.out(renderBuildEvent({ ...event, tail: [] }, false));
@@ -74,7 +83,8 @@ export const buildCommand: Command = {
   description:
     "Reads each context here (honouring .dockerignore), sends it to the builder (default: the Entry Machine)\n" +
     "and builds it there with Docker, tagged <project>-<service>:<content digest>. A context the builder has\n" +
-    "already built is up to date and not sent. --no-cache builds again without Docker's layer cache.",
+    "already built is up to date and not sent. --no-cache builds again without Docker's layer cache, under a\n" +
+    "tag of its own (<content digest>-<random>); `ployz deploy --no-cache` builds and deploys such an image.",
   positionals: [0, 1000],
   options: {
     ...COMPOSE_OPTIONS,

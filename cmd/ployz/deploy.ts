@@ -41,8 +41,9 @@ export const deployCommand: Command = {
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +
     "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.\n" +
     "build: Services are built first on --builder (default: the Entry Machine), then their images are distributed\n" +
-    "to the Machines that lack them, then deployed. --no-cache builds them again without Docker's layer cache\n" +
-    "(the image keeps its content tag, so containers already running it are not replaced).",
+    "to the Machines that lack them, then deployed. --no-cache builds them again without Docker's layer cache,\n" +
+    "under a tag of their own (<content digest>-<random>), which every Machine then runs: a rebuilt image is\n" +
+    "another image, and one tag never names two images across Machines.",
   options: {
     ...COMPOSE_OPTIONS,
     yes: { type: "boolean", short: "y" },

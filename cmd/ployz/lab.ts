@@ -107,7 +107,8 @@ const up: Command = {
     ` --insecure-registry HOST:PORT lets every dockerd pull from a plain-HTTP registry there (insecure-registries);` +
     ` --max-download-attempts N sets Docker's tries per layer (default 5, retried 5 s and more apart).` +
     ` PLOYZ_MEMBERSHIP_*, PLOYZ_MESH_TICK_MS, PLOYZ_SYNC_INTERVAL_MS,` +
-    ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS and PLOYZ_DNS_UPSTREAMS pass to every ployzd.`,
+    ` PLOYZ_RETIRE_AFTER_SECONDS, PLOYZ_INGRESS_RESCAN_SECONDS, PLOYZ_DNS_UPSTREAMS and PLOYZ_BUILD_UPLOAD_IDLE_MS` +
+    ` pass to every ployzd.`,
   options: {
     ...dirOption,
     machines: { type: "string" },

@@ -36,6 +36,17 @@ export const BUILD_MAX_MS = 30 * 60 * 1000;
 /** An upload whose next piece or build has not come this long after its last piece is abandoned and removed. */
 export const UPLOAD_IDLE_MS = 30 * 1000;
 
+/**
+ * `PLOYZ_BUILD_UPLOAD_IDLE_MS` (a whole number from 1000 to {@link UPLOAD_IDLE_MS}), else {@link UPLOAD_IDLE_MS}:
+ * tests lower how long an abandoned upload is kept. A value outside that range is ignored.
+ */
+export function uploadIdleMsFromEnv(
+  env: (name: string) => string | undefined = (n) => Deno.env.get(n),
+): number {
+  const ms = Number(env("PLOYZ_BUILD_UPLOAD_IDLE_MS") ?? NaN);
+  return Number.isInteger(ms) && ms >= 1000 && ms <= UPLOAD_IDLE_MS ? ms : UPLOAD_IDLE_MS;
+}
+
 /** What the build handlers need from the daemon. */
 export interface BuildHost {
   /** This Machine's Docker. */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { buildHandlers } from "./build_handlers.ts";
+import { buildHandlers, uploadIdleMsFromEnv } from "./build_handlers.ts";
 import { join } from "node:path";
 import { DockerError, type NetworkSpec, openEngine } from "../deploy/mod.ts";
 import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
@@ -294,6 +294,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       stopping: stopping.signal,
       log,
       pulled,
+      uploadIdleMs: uploadIdleMsFromEnv(),
     }),
     ...servingHandlers(lifecycle),
     ...volumes.handlers,

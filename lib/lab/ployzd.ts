@@ -21,7 +21,7 @@ const ENTRY = join(ROOT, "cmd", "ployzd.ts");
 
 /**
  * Variables a lab passes from its own environment to every ployzd: membership thresholds, timing, the retire bound,
- * the Ingress Proxy rescan period and Internal DNS's upstreams.
+ * the Ingress Proxy rescan period, Internal DNS's upstreams and how long an abandoned build upload is kept.
  */
 export const DAEMON_ENV_PREFIXES = [
   "PLOYZ_MEMBERSHIP_",
@@ -31,6 +31,7 @@ export const DAEMON_ENV_PREFIXES = [
   "PLOYZ_INGRESS_RESCAN_SECONDS",
   "PLOYZ_DNS_UPSTREAMS",
   "PLOYZ_ACME_",
+  "PLOYZ_BUILD_UPLOAD_IDLE_MS",
 ];
 
 /** The Machine's ployzd layout. */

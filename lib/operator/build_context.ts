@@ -1,13 +1,13 @@
 // A build context read on the operator's side: the directory a Compose `build:` names, filtered by its
 // `.dockerignore` as the docker CLI filters it, packed as a tar into a private temporary file (bounded in bytes and
-// entries), and summarised by a content digest of the files and the build inputs that decide the image. The digest
+// entries; unlinked as soon as it is open, so a CLI killed at any point leaves no file behind), and summarised by a content digest of the files and the build inputs that decide the image. The digest
 // tags the image, so an unchanged context is not built again.
 import ignoreModule from "@balena/dockerignore";
 import tarModule from "tar-stream";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { createWriteStream } from "node:fs";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { INLINE_DOCKERFILE_NAME, type NormalizedBuild } from "../deploy/mod.ts";
 import { OperatorError } from "./errors.ts";
 
@@ -47,8 +47,11 @@ export const MAX_CONTEXT_ENTRIES = 100_000;
 
 /** A context packed for sending. */
 export interface PackedContext {
-  /** The private temporary file holding the tar; remove it with {@link discardContext}. */
-  path: string;
+  /**
+   * The tar, in a temporary file already unlinked (only this open handle reaches it); close it with
+   * {@link discardContext}.
+   */
+  file: Deno.FsFile;
   /** Bytes of the tar: what is sent. */
   bytes: number;
   /** Bytes of the files it holds, as on disk. */
@@ -81,9 +84,36 @@ export function buildTag(digest: string): string {
   return digest.slice(0, 16);
 }
 
-/** Removes a packed context's temporary file; a missing one is fine. */
-export async function discardContext(packed: Pick<PackedContext, "path">): Promise<void> {
-  await Deno.remove(packed.path).catch(() => {});
+/** Closes a packed context's file, which frees its space (it has no name left); closing twice is fine. */
+export function discardContext(packed: Pick<PackedContext, "file">): Promise<void> {
+  try {
+    packed.file.close();
+  } catch {
+    // Closed already.
+  }
+  return Promise.resolve();
+}
+
+/** A private temporary file with its name already removed: nothing is left if this process is killed. */
+async function anonymousFile(): Promise<Deno.FsFile> {
+  const path = await Deno.makeTempFile({ prefix: "ployz-build-", suffix: ".tar" });
+  try {
+    await Deno.chmod(path, 0o600);
+    return await Deno.open(path, { read: true, write: true });
+  } finally {
+    await Deno.remove(path).catch(() => {});
+  }
+}
+
+/** A node Writable onto `file`, so tar-stream's pack can be piped into it with its back-pressure. */
+function writerOf(file: Deno.FsFile): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done): void {
+      (async () => {
+        for (let at = 0; at < chunk.length;) at += await file.write(chunk.subarray(at));
+      })().then(() => done(), done);
+    },
+  });
 }
 
 /** The build inputs besides the files that decide what is built, in a stable order. */
@@ -156,10 +186,9 @@ export async function packContext(
   const hasExceptions = patterns.some((line) => line.startsWith("!"));
   const always = new Set([dockerfile, ".dockerignore"]);
 
-  const path = await Deno.makeTempFile({ prefix: "ployz-build-", suffix: ".tar" });
-  await Deno.chmod(path, 0o600);
+  const file = await anonymousFile();
   const pack = tar.pack();
-  const out = createWriteStream(path);
+  const out = writerOf(file);
   const tarHash = createHash("sha256");
   const digest = createHash("sha256");
   let bytes = 0;
@@ -184,6 +213,8 @@ export async function packContext(
     out.on("finish", () => resolve());
     out.on("error", reject);
   });
+  // Awaited below once the pack is finalized; a refusal before that must not leave it unhandled.
+  written.catch(() => {});
   let entries = 0;
   let ignored = 0;
   let fileBytes = 0;
@@ -268,11 +299,11 @@ export async function packContext(
   } catch (error) {
     pack.destroy();
     out.destroy();
-    await discardContext({ path });
+    await discardContext({ file });
     throw error;
   }
   return {
-    path,
+    file,
     bytes,
     fileBytes,
     entries,

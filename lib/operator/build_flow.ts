@@ -61,7 +61,10 @@ export interface BuildJob {
   service: string;
   /** What the file says to build. */
   build: NormalizedBuild;
-  /** The reference the Service runs: `<project>-<service>:<digest>`. */
+  /**
+   * The reference the Service runs: `<project>-<service>:<digest>`, or with `-<random>` after it for an image
+   * built again with `--no-cache`.
+   */
   ref: string;
   /** Every tag the image gets: `ref`, then the file's `image:` if it names one. */
   tags: string[];
@@ -104,10 +107,16 @@ export interface PrepareOptions {
   /** Only these Services (`ployz build web api`); default every Service with `build:`. */
   services?: string[];
   /**
-   * `--no-cache`: build again even when the builder holds the image, without Docker's layer cache. The image keeps
-   * its content tag, so containers already running that tag are not replaced.
+   * `--no-cache`: build again even when the builder holds the image, without Docker's layer cache. The new image
+   * gets a tag of its own (the content tag, a dash and a random part): an image built again is another image, and
+   * a tag must name one image on every Machine, so the content tag is never moved onto it.
    */
   noCache?: boolean;
+  /**
+   * The reference each Service runs now (its Saved State): one built from the same content with `--no-cache` is
+   * kept while the builder holds it, so the next Deploy does not go back to the image built before it.
+   */
+  current?: Record<string, string>;
   /** Context limits; tests lower them. */
   limits?: ContextLimits;
 }
@@ -147,6 +156,17 @@ export function pickBuilder(machines: DeployMachines, wanted?: string): Builder 
     );
   }
   return { id: found.id, name: found.name, api: api as unknown as BuilderApi };
+}
+
+/** Every tag a build gives its image: `ref`, then the file's `image:` if it names another. */
+function tagsOf(ref: string, build: NormalizedBuild): string[] {
+  return build.image === null || build.image === ref ? [ref] : [ref, build.image];
+}
+
+/** A tag of its own for an image built again from `contentRef`'s content: the content tag, a dash, 8 hex digits. */
+function rebuildRef(contentRef: string): string {
+  const random = crypto.getRandomValues(new Uint8Array(4));
+  return `${contentRef}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 function stageError(service: string, stage: BuildStage, machine: string, error: unknown): OperatorError {
@@ -210,13 +230,17 @@ export async function prepareBuilds(
         throw stageError(service.name, "read context", builder.name, error);
       }
       const repository = `${project.name}-${service.name}`;
-      const ref = `${repository}:${buildTag(packed.digest)}`;
+      const contentRef = `${repository}:${buildTag(packed.digest)}`;
+      const asked = wanted === undefined || wanted.includes(service.name);
+      const running = options.current?.[service.name];
+      const rebuilt = running !== undefined && running.startsWith(`${contentRef}-`) ? running : undefined;
+      const ref = options.noCache && asked ? rebuildRef(contentRef) : rebuilt ?? contentRef;
       const job: BuildJob = {
         project: project.name,
         service: service.name,
         build,
         ref,
-        tags: build.image === null || build.image === ref ? [ref] : [ref, build.image],
+        tags: tagsOf(ref, build),
         digest: packed.digest,
         upToDate: false,
         packed,
@@ -228,27 +252,33 @@ export async function prepareBuilds(
         },
       };
       jobs.push(job);
-      services[service.name] = { ...service, image: ref };
-      if (wanted !== undefined && !wanted.includes(service.name)) {
+      if (!asked) {
         // Not asked for: the Service keeps the tag of its current context, nothing is built.
         job.upToDate = true;
       } else if (!options.noCache) {
         try {
           job.upToDate = (await builder.api.inspectImage({ ref })).present;
+          if (!job.upToDate && rebuilt !== undefined) {
+            // The rebuilt image is gone from the builder: the content tag serves again.
+            job.ref = contentRef;
+            job.tags = tagsOf(contentRef, build);
+            job.upToDate = (await builder.api.inspectImage({ ref: contentRef })).present;
+          }
         } catch (error) {
           throw stageError(service.name, "build", builder.name, error);
         }
       }
+      services[service.name] = { ...service, image: job.ref };
       if (job.upToDate) {
         await discardContext(packed);
         job.packed = undefined;
       }
-      if (wanted === undefined || wanted.includes(service.name)) {
+      if (asked) {
         report({
           type: "planned",
           service: service.name,
           machine: builder.name,
-          ref,
+          ref: job.ref,
           upToDate: job.upToDate,
           ...job.size,
           limit: options.limits?.maxBytes ?? MAX_CONTEXT_BYTES,
@@ -277,7 +307,8 @@ async function sendContext(
     limit: MAX_CONTEXT_BYTES,
   });
   const started = performance.now();
-  using file = await Deno.open(packed.path);
+  const file = packed.file;
+  await file.seek(0, Deno.SeekMode.Start);
   const piece = new Uint8Array(MAX_UPLOAD_PIECE);
   let offset = 0;
   for (;;) {

@@ -271,8 +271,10 @@ export async function deployProject(
     return await deployPrepared(machines, book, request, options, []);
   }
   const builder = pickBuilder(machines, options.builder);
+  const saved = book.savedState(request.project.name)?.compose as NormalizedProject | undefined;
   const prepared = await prepareBuilds(request.project, builder, (event) => options.report.build?.(event), {
     noCache: options.noCache,
+    current: Object.fromEntries(Object.entries(saved?.services ?? {}).map(([name, s]) => [name, s.image])),
   });
   try {
     return await deployPrepared(
@@ -367,7 +369,7 @@ async function deployPrepared(
       savedAt: new Date().toISOString(),
     });
   if (plan.ops.length === 0 && !options.dryRun) {
-    // Only `--no-cache` leaves a build pending with nothing to run: the image is rebuilt under its content tag.
+    // A build pending with nothing to run (a `--no-cache` build of a Service placed nowhere) still runs.
     if (builder !== undefined) await runStages(jobs, builder, options);
     save();
     options.report.event({

@@ -15,12 +15,14 @@ export {
 export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,
+  type DeployStage,
   type LeftContainer,
   type OpFailure,
+  opStage,
   opView,
   type Outcome,
   outcomeJson,
   type RetiringContainer,
   toWire,
 } from "./outcome.ts";
-export { type ProgressPrinter, progressPrinter, renderOutcome } from "./render.ts";
+export { type ProgressPrinter, progressPrinter, renderOutcome, stageHeading } from "./render.ts";

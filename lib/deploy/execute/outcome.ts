@@ -8,6 +8,18 @@
 
 import type { ContainerRef, Op } from "../plan/types.ts";
 
+/**
+ * The stages of a Deploy, in order: the context is read and sent and the image built (`build:` Services only),
+ * the images copied or pulled to the Machines that lack them, then the containers deployed. A failure names its
+ * stage; progress shows `build`, `distribute` and `deploy` as headings.
+ */
+export type DeployStage = "read context" | "send" | "build" | "distribute" | "deploy";
+
+/** The stage an operation belongs to: a peer copy or a pull distributes an image; every other deploys. */
+export function opStage(op: Pick<Op, "kind">): "distribute" | "deploy" {
+  return op.kind === "image" || op.kind === "pull" ? "distribute" : "deploy";
+}
+
 /** One compensating step taken after a replacement failed. */
 export interface CompensationStep {
   /** `stop_new` keeps the failed new container as evidence; `restart_old` serves the old one again. */
@@ -133,8 +145,10 @@ export function outcomeJson(outcome: Outcome): Record<string, unknown> {
   return toWire({
     ...outcome,
     completed: outcome.completed.map(opView),
-    failed: outcome.failed === undefined ? undefined : { ...outcome.failed, op: opView(outcome.failed.op) },
-    alsoFailed: outcome.alsoFailed?.map((f) => ({ ...f, op: opView(f.op) })),
+    failed: outcome.failed === undefined
+      ? undefined
+      : { ...outcome.failed, op: opView(outcome.failed.op), stage: opStage(outcome.failed.op) },
+    alsoFailed: outcome.alsoFailed?.map((f) => ({ ...f, op: opView(f.op), stage: opStage(f.op) })),
     notAttempted: outcome.notAttempted.map(opView),
   }) as Record<string, unknown>;
 }

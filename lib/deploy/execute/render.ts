@@ -8,7 +8,12 @@
 import { describeOp, opTarget } from "../plan/preview.ts";
 import type { Op } from "../plan/types.ts";
 import type { DeployEvent } from "./events.ts";
-import type { Outcome } from "./outcome.ts";
+import { type DeployStage, opStage, type Outcome } from "./outcome.ts";
+
+/** The heading line progress prints when `stage` begins. */
+export function stageHeading(stage: DeployStage): string {
+  return `--- ${stage} ---\n`;
+}
 
 /** Receives events; `finish` flushes what is left. */
 export interface ProgressPrinter {
@@ -25,15 +30,24 @@ interface Row {
 export function progressPrinter(write: (text: string) => void, options: { tty: boolean }): ProgressPrinter {
   const rows: Row[] = [];
   let drawn = 0;
+  // Line mode: the stage whose heading was printed last; an image copied before each Machine's first operation
+  // makes the stages alternate, and each change is shown.
+  let stage: DeployStage | undefined;
   const redraw = (): void => {
     const width = Math.max(0, ...rows.map((r) => opTarget(r.op).length));
-    const text = rows.map((r) =>
-      `\x1b[2K  ${String(r.op.index + 1).padStart(2)}. ${r.op.kind.padEnd(7)} ${
-        opTarget(r.op).padEnd(width)
-      }  ${r.status}\n`
-    ).join("");
-    write((drawn > 0 ? `\x1b[${drawn}A` : "") + text);
-    drawn = rows.length;
+    const lines: string[] = [];
+    rows.forEach((r, i) => {
+      if (i === 0 || opStage(rows[i - 1].op) !== opStage(r.op)) {
+        lines.push(`\x1b[2K${stageHeading(opStage(r.op))}`);
+      }
+      lines.push(
+        `\x1b[2K  ${String(r.op.index + 1).padStart(2)}. ${r.op.kind.padEnd(7)} ${
+          opTarget(r.op).padEnd(width)
+        }  ${r.status}\n`,
+      );
+    });
+    write((drawn > 0 ? `\x1b[${drawn}A` : "") + lines.join(""));
+    drawn = lines.length;
   };
   return {
     event(event: DeployEvent): void {
@@ -62,7 +76,11 @@ export function progressPrinter(write: (text: string) => void, options: { tty: b
       }
       row.status = line;
       if (options.tty) redraw();
-      else write(`[${row.op.index + 1}/${rows.length}] ${row.op.kind} ${opTarget(row.op)}: ${line}\n`);
+      else {
+        const heading = stage === opStage(row.op) ? "" : stageHeading(opStage(row.op));
+        stage = opStage(row.op);
+        write(`${heading}[${row.op.index + 1}/${rows.length}] ${row.op.kind} ${opTarget(row.op)}: ${line}\n`);
+      }
     },
   };
 }
@@ -111,9 +129,7 @@ export function renderOutcome(outcome: Outcome): string {
     lines.push(
       f.outcomeUnknown
         ? `Outcome unknown (the request was sent and no answer came; it may have acted): ${describeOp(f.op)}`
-        : `Failed${f.op.kind === "image" || f.op.kind === "pull" ? ' at stage "distribute"' : ""}: ${
-          describeOp(f.op)
-        }`,
+        : `Failed at stage "${opStage(f.op)}": ${describeOp(f.op)}`,
     );
     lines.push(`  error[${f.error.code}]: ${f.error.message}`);
     const logs = f.evidence?.logs;
