@@ -25,6 +25,7 @@ export const DEFAULT_JOBS = 3;
  * new and of unknown cost, so it starts first.
  */
 export const COST: Readonly<Record<string, number>> = {
+  "tests/lab_build_test.ts": 124,
   "tests/installer_ssh_test.ts": 113,
   "tests/lab_parallel_deploy_test.ts": 108,
   "tests/installer_e2e_test.ts": 104,
@@ -43,7 +44,6 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/deploy_e2e_test.ts": 41,
   "tests/lab_registry_test.ts": 36,
   "tests/lab_routing_test.ts": 33,
-  "tests/lab_build_test.ts": 32,
   "tests/upgrade_rpc_e2e_test.ts": 29,
   "tests/lab_placement_test.ts": 25,
   "tests/example_lab_test.ts": 23,
