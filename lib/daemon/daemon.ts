@@ -200,7 +200,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         down: () => lifecycle.downSet(),
         log,
         // The volume runtime starts after the lifecycle; a removal before it exists has no Pool copy to destroy.
-        removeProvisioned: (volume) => volumeRuntime.current?.remove(volume) ?? Promise.resolve(false),
+        removeProvisioned: (volume, project) =>
+          volumeRuntime.current?.remove(volume, project) ?? Promise.resolve(false),
       }),
   });
 

@@ -66,8 +66,8 @@ export interface ServingRuntimeOptions {
   retireAfterMs?: number;
   /** One line per notable event. */
   log?: (line: string) => void;
-  /** Destroys this Machine's copy of a Provisioned Volume a confirmed removal names. */
-  removeProvisioned?: (volume: string) => Promise<boolean>;
+  /** Destroys this Machine's copy of a Provisioned Volume a confirmed removal of `project` names. */
+  removeProvisioned?: (volume: string, project: string) => Promise<boolean>;
 }
 
 /** What the container handlers apply while the Machine serves. */

@@ -7,6 +7,7 @@
  */
 
 import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
+import { RpcError } from "../rpc/mod.ts";
 import { VolumeError } from "../volume/mod.ts";
 import { message } from "./volume_wire.ts";
 
@@ -56,4 +57,21 @@ export async function readDefaultSizeFile(path: string): Promise<number | undefi
 /** Writes the Machine's default Volume size at `path` durably (atomic replace, 0600). */
 export async function writeDefaultSizeFile(path: string, bytes: number): Promise<void> {
   await writeFileAtomic(path, JSON.stringify({ "default_size_bytes": bytes }) + "\n", { mode: 0o600 });
+}
+
+/**
+ * Refuses to remove `volume` for a removal of `project` when the ledger records it for another Project. The name
+ * prefix (`<project>_`) is checked before; the ledger is what this Machine itself recorded when the Volume was
+ * created or promoted here. A copy the ledger names no Project for (a Mirror received here) rests on the prefix.
+ */
+export function assertLedgerProject(ledger: Ledger, volume: string, project: string): void {
+  const owner = ledger[volume]?.project;
+  if (owner === undefined || owner === project) return;
+  throw new RpcError(
+    "conflict",
+    `Volume "${volume}" belongs to Project "${owner}", not "${project}": not removed`,
+    {
+      details: { volume, expected: project, found: owner },
+    },
+  );
 }

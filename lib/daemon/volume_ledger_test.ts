@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { RpcError } from "../rpc/mod.ts";
 import { VolumeError } from "../volume/mod.ts";
 import {
+  assertLedgerProject,
   readDefaultSizeFile,
   readLedgerFile,
   writeDefaultSizeFile,
@@ -37,4 +39,23 @@ Deno.test("ledger and default size: absent is empty, written is read back 0600, 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a removal of one Project never removes a Volume the ledger records for another", () => {
+  const ledger = {
+    "shop_data": { project: "shop" },
+    "shop_x_data": { project: "shop_x" },
+    "shop_m": { floor: 3 },
+  };
+  assertLedgerProject(ledger, "shop_data", "shop");
+  // Named under "shop_" but created here for Project "shop_x": the prefix alone would let "shop" remove it.
+  assert.throws(
+    () => assertLedgerProject(ledger, "shop_x_data", "shop"),
+    (e) =>
+      e instanceof RpcError && e.code === "conflict" &&
+      e.message === 'Volume "shop_x_data" belongs to Project "shop_x", not "shop": not removed',
+  );
+  // A copy the ledger names no Project for (a received Mirror) or does not know rests on the name prefix.
+  assertLedgerProject(ledger, "shop_m", "shop");
+  assertLedgerProject(ledger, "shop_new", "shop");
 });

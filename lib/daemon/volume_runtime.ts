@@ -22,6 +22,7 @@ import {
 } from "../rpc/mod.ts";
 import type { ForwardTarget } from "./forward.ts";
 import {
+  assertLedgerProject,
   type Ledger,
   readDefaultSizeFile,
   readLedgerFile,
@@ -98,9 +99,10 @@ export interface VolumeRuntime {
   /**
    * Destroys this Machine's copy of `volume` (Writer or Mirror, with its Snapshots): a removal the operator
    * confirmed as Data Loss (`ployz rm --volumes`). False when the Pool holds none; refuses while a Container here
-   * mounts it. Its floor is kept, so a late request of an older Volume Run is still refused.
+   * mounts it, and refuses (`conflict`) when this Machine's ledger records it for a Project other than `project`.
+   * Its floor is kept, so a late request of an older Volume Run is still refused.
    */
-  remove(volume: string): Promise<boolean>;
+  remove(volume: string, project: string): Promise<boolean>;
   /** Stops the periodic rewrite; resolves once the last write finished. */
   stop(): Promise<void>;
 }
@@ -505,7 +507,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       }
     },
     publish: () => serial(publish),
-    async remove(volume) {
+    async remove(volume, project) {
       checkVolumeName(volume);
       if (pool === undefined) return false;
       const p = pool;
@@ -518,6 +520,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       const removed = await serial(async () => {
         if (await p.inspect(volume) === undefined) return false;
         const ledger = await readLedger();
+        assertLedgerProject(ledger, volume, project);
         await runStep(steps, volume, { kind: "destroy" }, {
           volume,
           expected: { role: "none" },

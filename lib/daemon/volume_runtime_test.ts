@@ -44,8 +44,8 @@ Deno.test("a Machine without a Pool refuses a Provisioned Volume, naming it and 
     assert.equal(shown.pool, null);
     assert.deepEqual(shown.volumes, []);
     // A confirmed removal on a Machine without a Pool has no copy to destroy.
-    assert.equal(await runtime.remove("shop_data"), false);
-    await assert.rejects(runtime.remove("../etc"), /name|Volume/);
+    assert.equal(await runtime.remove("shop_data", "shop"), false);
+    await assert.rejects(runtime.remove("../etc", "shop"), /name|Volume/);
   } finally {
     await runtime.stop();
     await Deno.remove(dataDir, { recursive: true });

@@ -75,10 +75,10 @@ export interface ServingLoopOptions {
   /** One line per notable event. */
   log?: (line: string) => void;
   /**
-   * Destroys this Machine's copy of a Provisioned Volume a removal mark names (true when there was one); absent on
-   * a Machine without Pools, where only Docker volumes are removed.
+   * Destroys this Machine's copy of a Provisioned Volume a removal mark names, for the mark's Project (true when
+   * there was one); absent on a Machine without Pools, where only Docker volumes are removed.
    */
-  removeProvisioned?: (volume: string) => Promise<boolean>;
+  removeProvisioned?: (volume: string, project: string) => Promise<boolean>;
   /** ACME settings for https routes; without them no certificate is obtained here (certificates still load). */
   acme?: () => Promise<AcmeSettings>;
   /** Keeper overrides (tests): the ACME client, the bound on answer confirmations. */
@@ -369,7 +369,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
             log(`serving: removed volume "${volume}" (removal of ${mark.project}/${mark.service})`);
           }
           // A Provisioned Volume lives in the Pool, not in Docker: its copy here goes too (Writer or Mirror).
-          if (await options.removeProvisioned?.(volume)) {
+          if (await options.removeProvisioned?.(volume, mark.project)) {
             log(
               `serving: destroyed Provisioned Volume "${volume}" (removal of ${mark.project}/${mark.service})`,
             );
