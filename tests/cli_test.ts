@@ -87,3 +87,52 @@ Deno.test("the launchers pick each subcommand's permission set from deno.json", 
     deepEqual(argv.filter((a) => a.startsWith("--v8-flags")), expectedV8, `${program} ${args.join(" ")}`);
   }
 });
+
+Deno.test("bin/ployz runs the bundled CLI only while no source is newer than the bundle", async () => {
+  // A tree of its own: the launchers, a stand-in deno (never run: the launcher only prints), sources and a bundle.
+  const root = await Deno.makeTempDir({ prefix: "ployz-launch-" });
+  try {
+    for (const dir of ["bin", "cmd", "lib/util", "dist/bundle"]) {
+      await Deno.mkdir(join(root, dir), { recursive: true });
+    }
+    for (const file of ["ployz", "_launch.sh"]) {
+      await Deno.copyFile(join(ROOT, "bin", file), join(root, "bin", file));
+      await Deno.chmod(join(root, "bin", file), 0o755);
+    }
+    await Deno.writeTextFile(join(root, "deno"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    for (
+      const file of ["deno.json", "deno.lock", "cmd/ployz.ts", "lib/util/mod.ts", "dist/bundle/ployz.js"]
+    ) {
+      await Deno.writeTextFile(join(root, file), "\n");
+    }
+    const past = new Date(Date.now() - 60_000);
+    for (
+      const path of ["deno.json", "deno.lock", "cmd", "cmd/ployz.ts", "lib", "lib/util", "lib/util/mod.ts"]
+    ) {
+      await Deno.utime(join(root, path), past, past);
+    }
+    const entry = async (env: Record<string, string> = {}): Promise<string> => {
+      const out = await run(join(root, "bin", "ployz"), ["ps"], { PLOYZ_LAUNCHER_PRINT: "1", ...env });
+      equal(out.code, 0, out.stderr);
+      const argv = out.stdout.trim().split("\n");
+      equal(argv.at(-1), "ps", "the arguments follow the entry, the --bundle marker not among them");
+      return argv.at(-2)!;
+    };
+    equal(await entry(), join(root, "dist", "bundle", "ployz.js"));
+    equal(await entry({ PLOYZ_LAUNCHER_BUNDLE: "0" }), join(root, "cmd", "ployz.ts"));
+    // An edit after the bundle was made: the source runs, never the old bundle.
+    await Deno.utime(join(root, "lib/util/mod.ts"), new Date(), new Date(Date.now() + 1_000));
+    equal(await entry(), join(root, "cmd", "ployz.ts"));
+    await Deno.utime(join(root, "lib/util/mod.ts"), past, past);
+    // A file added (or removed) changes its directory.
+    await Deno.writeTextFile(join(root, "lib", "added.ts"), "\n");
+    equal(await entry(), join(root, "cmd", "ployz.ts"));
+    await Deno.remove(join(root, "lib", "added.ts"));
+    await Deno.utime(join(root, "lib"), past, past);
+    equal(await entry(), join(root, "dist", "bundle", "ployz.js"));
+    await Deno.remove(join(root, "dist", "bundle", "ployz.js"));
+    equal(await entry(), join(root, "cmd", "ployz.ts"));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

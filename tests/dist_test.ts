@@ -14,7 +14,10 @@ Deno.test("dist builds a checksummed offline tree and says plainly why nothing w
   const out = await Deno.makeTempDir({ prefix: "ployz-dist-" });
   try {
     const result = await runDist(out);
-    match(result.stdout, /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline/);
+    match(
+      result.stdout,
+      /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline from a fresh directory, the CLI bundled/,
+    );
     const compiled = await Array.fromAsync(Deno.readDir(join(out, "bin"))).catch(() => []);
     if (compiled.length === 0) {
       match(
@@ -66,13 +69,13 @@ Deno.test("dist builds checksummed macOS CLI trees: a Mach-O deno, bin/ployz onl
         await Deno.readTextFile(join(root, "bin", "ployz")),
         await Deno.readTextFile(join(ROOT, "bin", "ployz")),
       );
-      // The launcher's shape: it runs the tree's own deno on cmd/ployz.ts under the cli permission set.
+      // The launcher's shape: it runs the tree's own deno on the bundled CLI under the cli permission set.
       const printed = await run(join(root, "bin", "ployz"), ["ps"], { PLOYZ_LAUNCHER_PRINT: "1" });
       equal(printed.code, 0, printed.stderr);
       equal(
         printed.stdout.trim().split("\n").join(" "),
         `${root}/deno run --quiet --no-prompt --cached-only --frozen --config ${root}/deno.json -P=cli ` +
-          `${root}/cmd/ployz.ts ps`,
+          `${root}/dist/bundle/ployz.js ps`,
       );
       ok(
         await Deno.stat(join(root, "node_modules", "hono")).then(() => true, () => false),

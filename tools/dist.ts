@@ -12,6 +12,7 @@ import { basename, join, relative } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { publicKeyOf, RELEASE_PUBLIC_KEY, SIGNATURE_FILE, signSums } from "../lib/installer/mod.ts";
 import { TEST_RELEASE_SECRET_KEY } from "./release_test_key.ts";
+import { bundleCli, CLI_BUNDLE } from "./build/bundle.ts";
 import { compileTarget } from "./build/compile.ts";
 import { CLI_TARGETS, LINUX_TARGETS, type Target } from "./build/targets.ts";
 
@@ -26,12 +27,23 @@ const EXCLUDE = [/_test\.ts$/, /_bench\.ts$/, /\/testdata\//, /\/test_(support|h
 async function main(): Promise<void> {
   const targets = selectTargets(Deno.env.get("PLOYZ_DIST_TARGETS"));
   await Deno.mkdir(OUT, { recursive: true });
+  // One bundle for every tree: it is JavaScript, the same on each target.
+  const bundled = await Deno.makeTempDir({ prefix: "ployz-bundle-" });
+  try {
+    await bundleCli(ROOT, bundled);
+    await buildAll(targets, join(bundled, CLI_BUNDLE));
+  } finally {
+    await Deno.remove(bundled, { recursive: true });
+  }
+}
+
+async function buildAll(targets: Target[], bundle: string): Promise<void> {
   const artifacts: string[] = [];
   for (const target of targets) {
     const deno = await denoBinaryFor(target);
     if (CLI_TARGETS.includes(target)) {
       if (!deno) throw new Error(`dist: cannot obtain ${target.npmPackage}@${Deno.version.deno} from npm`);
-      artifacts.push(await buildTree(target, deno, "cli"));
+      artifacts.push(await buildTree(target, deno, bundle, "cli"));
       continue;
     }
     if (!deno) {
@@ -40,7 +52,7 @@ async function main(): Promise<void> {
       );
       continue;
     }
-    const tarball = await buildTree(target, deno);
+    const tarball = await buildTree(target, deno, bundle);
     if (target.triple === Deno.build.target) await verifyTreeOffline(tarball);
     artifacts.push(tarball);
     const compiled = await compileTarget(ROOT, target, join(OUT, "bin"));
@@ -81,7 +93,12 @@ async function denoBinaryFor(target: Target): Promise<string | undefined> {
   return (await exists(binary)) ? binary : undefined;
 }
 
-async function buildTree(target: Target, deno: string, kind: "full" | "cli" = "full"): Promise<string> {
+async function buildTree(
+  target: Target,
+  deno: string,
+  bundle: string,
+  kind: "full" | "cli" = "full",
+): Promise<string> {
   const name = `ployz-${kind === "cli" ? "cli-" : ""}${PLOYZ_VERSION}-${target.triple}`;
   const tree = join(OUT, name);
   await Deno.remove(tree, { recursive: true }).catch(() => {});
@@ -99,6 +116,9 @@ async function buildTree(target: Target, deno: string, kind: "full" | "cli" = "f
   }
   // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
   await copyVendored(join(ROOT, "node_modules"), join(tree, "node_modules"));
+  // Last, so no source in the tree is newer than it: bin/ployz runs it only then.
+  await Deno.mkdir(join(tree, CLI_BUNDLE, ".."), { recursive: true });
+  await Deno.copyFile(bundle, join(tree, CLI_BUNDLE));
   const tarball = join(OUT, `${name}.tar.gz`);
   await run("tar", [
     "--sort=name",
@@ -174,7 +194,16 @@ async function verifyTreeOffline(tarball: string): Promise<void> {
         );
       }
     }
-    console.log(`dist: verified ${basename(tarball)} runs offline from a fresh directory`);
+    // Unpacked, no source is newer than the bundle: the tree's ployz runs it.
+    const printed = await new Deno.Command(join(tree, "bin", "ployz"), {
+      args: ["version"],
+      env: { PLOYZ_LAUNCHER_PRINT: "1" },
+      stdout: "piped",
+    }).output();
+    if (!new TextDecoder().decode(printed.stdout).split("\n").includes(join(tree, CLI_BUNDLE))) {
+      throw new Error(`dist: the unpacked tree's bin/ployz does not run its bundle ${CLI_BUNDLE}`);
+    }
+    console.log(`dist: verified ${basename(tarball)} runs offline from a fresh directory, the CLI bundled`);
   } finally {
     await Deno.remove(scratch, { recursive: true });
   }
