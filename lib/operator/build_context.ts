@@ -2,8 +2,6 @@
 // `.dockerignore` as the docker CLI filters it, packed as a tar into a private temporary file (bounded in bytes and
 // entries; unlinked as soon as it is open, so a CLI killed at any point leaves no file behind), and summarised by a content digest of the files and the build inputs that decide the image. The digest
 // tags the image, so an unchanged context is not built again.
-import ignoreModule from "@balena/dockerignore";
-import tarModule from "tar-stream";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
@@ -36,9 +34,20 @@ interface TarPack {
   pipe<T extends NodeJS.WritableStream>(to: T): T;
 }
 
-// The package's types declare an ES default export over a CommonJS function; the value is the function.
-const dockerignore = ignoreModule as unknown as (options?: { ignorecase?: boolean }) => IgnoreRules;
-const tar = tarModule as unknown as { pack(): TarPack };
+/**
+ * The two CommonJS packages, loaded only when a context is packed: every other command (a Deploy without `build:`
+ * among them) starts without them. Their types declare an ES default export over a CommonJS function.
+ */
+async function packers(): Promise<{
+  dockerignore: (options?: { ignorecase?: boolean }) => IgnoreRules;
+  tar: { pack(): TarPack };
+}> {
+  const [ignoreModule, tarModule] = await Promise.all([import("@balena/dockerignore"), import("tar-stream")]);
+  return {
+    dockerignore: ignoreModule.default as unknown as (options?: { ignorecase?: boolean }) => IgnoreRules,
+    tar: tarModule.default as unknown as { pack(): TarPack },
+  };
+}
 
 /** Most bytes a context's tar may hold: it is sent over Machine RPC before anything is built. */
 export const MAX_CONTEXT_BYTES = 512 * 1024 * 1024;
@@ -181,6 +190,7 @@ export async function packContext(
     }
   }
   const patterns = await readIgnore(context);
+  const { dockerignore, tar } = await packers();
   const ignore = dockerignore({ ignorecase: false }).add(patterns);
   // With a "!" exception anywhere, an ignored directory may still hold files to send, so it is walked.
   const hasExceptions = patterns.some((line) => line.startsWith("!"));
