@@ -9,6 +9,8 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
   });
   const made = await s.engine.createContainer(spec);
   assert.equal(made.created, true);
+  // Just created here: started without the ownership look-up; a second start finds it running and leaves it.
+  await s.engine.startContainer(made.id, undefined, { name: made.name });
   await s.engine.startContainer(made.id);
 
   const seen = await s.engine.inspectContainer(spec.name);

@@ -233,7 +233,7 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       // A container made just now is not running yet; one found may be.
       const now = made.created ? undefined : await engine.inspectContainer(made.id, ctx.signal);
       if (now?.state !== "running") {
-        await startExplained(made.id, ctx.signal);
+        await startExplained(made.id, ctx.signal, made.created ? { name: made.name } : undefined);
         started = true;
       }
     }
@@ -242,9 +242,9 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
   }
 
   // A start refused over a taken host port names the Machine, the port and, where this daemon can see it, the holder.
-  async function startExplained(id: string, signal: AbortSignal): Promise<void> {
+  async function startExplained(id: string, signal: AbortSignal, created?: { name: string }): Promise<void> {
     try {
-      await engine.startContainer(id, signal);
+      await engine.startContainer(id, signal, created);
     } catch (error) {
       const conflict = portConflictOf((error as Error).message ?? "");
       if (conflict === null) throw error;

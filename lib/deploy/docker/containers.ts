@@ -301,12 +301,21 @@ export async function createContainer(
   }
 }
 
-/** Starts an owned container; one already running is left as it is. */
-export async function startContainer(client: Client, ref: string, signal?: AbortSignal): Promise<void> {
-  const target = await ownedTarget(client, "start", ref, signal);
-  await request(client, { operation: `start container "${displayName(target)}"`, cls: "start", signal }, {
+/**
+ * Starts an owned container; one already running is left as it is. `created` says `ref` is the id of a container
+ * this Machine created a moment ago (its own, by construction): it is started without being inspected first.
+ */
+export async function startContainer(
+  client: Client,
+  ref: string,
+  signal?: AbortSignal,
+  created?: { name: string },
+): Promise<void> {
+  const target = created === undefined ? await ownedTarget(client, "start", ref, signal) : undefined;
+  const name = created?.name ?? displayName(target!);
+  await request(client, { operation: `start container "${name}"`, cls: "start", signal }, {
     method: "POST",
-    path: `/containers/${seg(target.Id)}/start`,
+    path: `/containers/${seg(target?.Id ?? ref)}/start`,
     alsoOk: [304],
   });
 }

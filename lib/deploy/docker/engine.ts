@@ -110,8 +110,11 @@ export interface Engine {
     signal?: AbortSignal,
     options?: CreateOptions,
   ): Promise<CreatedContainer>;
-  /** Starts an owned container; one already running is left as it is. */
-  startContainer(ref: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Starts an owned container; one already running is left as it is. `created`: `ref` is the id of a container
+   * this Machine just created, started without inspecting it first.
+   */
+  startContainer(ref: string, signal?: AbortSignal, created?: { name: string }): Promise<void>;
   /** Stops an owned container: stop signal, then a kill after the grace (default: its own stop timeout, else 10 s). */
   stopContainer(ref: string, options?: { graceSeconds?: number; signal?: AbortSignal }): Promise<void>;
   /** Removes an owned container; a running one only with `force`. Volumes stay. */
@@ -231,7 +234,7 @@ export function openEngine(options: EngineOptions): Engine {
       };
     },
     createContainer: (spec, signal, opts) => createContainer(client, spec, signal, opts),
-    startContainer: (ref, signal) => startContainer(client, ref, signal),
+    startContainer: (ref, signal, created) => startContainer(client, ref, signal, created),
     stopContainer: (ref, opts) => stopContainer(client, ref, opts),
     removeContainer: (ref, opts) => removeContainer(client, ref, opts),
     removeVolume: (name, signal, project) => removeVolume(client, name, signal, project),
