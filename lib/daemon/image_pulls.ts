@@ -240,14 +240,15 @@ export class PullTasks {
           signal: this.host.stopping,
           onProgress: (p) => task.progress = p,
         });
+        const pulledAt = Date.now();
         const id = await this.host.engine.imageId(ref);
         if (id !== undefined) await this.host.pulled.add(id);
         await tagAsWritten(this.host.engine, ref, id);
         task.state = "done";
         this.host.log(
           `pulled image "${ref}": ${task.progress.layers} layers, ${task.progress.bytes} bytes in ${
-            Date.now() - task.startedAt
-          } ms`,
+            pulledAt - task.startedAt
+          } ms, recorded and tagged in ${Date.now() - pulledAt} ms`,
         );
       } catch (error) {
         task.state = "failed";
