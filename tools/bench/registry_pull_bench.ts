@@ -3,9 +3,11 @@
 // images of the same size (a random layer of PLOYZ_BENCH_LAYER_MB, default 20 MB, on busybox) that no Machine holds:
 // - ployz: `ployz deploy` of 1 Service x 3 replicas (one per Machine), --parallel PLOYZ_BENCH_PARALLEL (default 3),
 //   no health check, monitor 0 s:
-//   digest resolution, a pull task on each Machine, create and start;
+//   digest resolution, a pull task on each Machine, create and start; the CLI bundled as a release runs it, and
+//   once more (a fourth fresh image) loaded from source (PLOYZ_LAUNCHER_BUNDLE=0);
 // - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
-// - by hand, parallel: the same three pull+run sequences at once (a script would);
+// - by hand, parallel: the same three pull+run sequences at once (a script would); then, the image present,
+//   `docker run -d` on the three at once on Docker's default network and on the Ployz network (for the record);
 // - warm: the same `ployz deploy` again (nothing pulled, nothing to do), and with a changed environment variable
 //   (three replacements, nothing pulled);
 // - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
@@ -18,6 +20,7 @@ import { startRegistry } from "../../tests/support/registry.ts";
 import { IMAGE } from "../../tests/support/docker.ts";
 import { run } from "../../tests/support/spawn.ts";
 import { LAB_READY, Series } from "./lab_support.ts";
+import { bundleCli } from "../build/bundle.ts";
 
 const ROUNDS = Number(Deno.env.get("PLOYZ_BENCH_ROUNDS") ?? "3");
 const LAYER_MB = Number(Deno.env.get("PLOYZ_BENCH_LAYER_MB") ?? "20");
@@ -77,6 +80,8 @@ async function withStdin(
 if (!LAB_READY) {
   console.log("registry_pull_bench: needs root and the lab's commands; skipping");
 } else {
+  // The CLI as a release tree runs it: bundled into one file (tools/build/bundle.ts).
+  console.log(`bundled the CLI: ${await bundleCli(join(import.meta.dirname!, "..", ".."))}`);
   const samples = new Series();
   await using lab = await startLab("rp", 3);
   const namespace = `rp${lab.dir.split("-").pop()}-u`;
@@ -126,32 +131,48 @@ if (!LAB_READY) {
     };
     for (let round = 1; round <= ROUNDS; round++) {
       const viaPloyz = await fresh(`p${round}`);
+      const viaSource = await fresh(`o${round}`);
       const bySeq = await fresh(`s${round}`);
       const byPar = await fresh(`q${round}`);
       const compose = join(lab.dir, `bench${round}.yaml`);
-      const text = (env: string) =>
-        `name: bench${round}\nservices:\n  web:\n    image: ${viaPloyz}\n    command: ["sleep", "600"]\n` +
+      const project = (name: string, image: string, env: string) =>
+        `name: ${name}\nservices:\n  web:\n    image: ${image}\n    command: ["sleep", "600"]\n` +
         `    environment: {ROUND: "${env}"}\n    deploy: {replicas: 3}\n    healthcheck: {disable: true}\n` +
         `    stop_signal: SIGKILL\n`;
+      const text = (env: string) => project(`bench${round}`, viaPloyz, env);
       await Deno.writeTextFile(compose, text("a"));
-      const deploy = async (): Promise<number> => {
+      const fromSource = join(lab.dir, `benchsrc${round}.yaml`);
+      await Deno.writeTextFile(fromSource, project(`benchsrc${round}`, viaSource, "a"));
+      const deploy = async (file = compose, launcher: Record<string, string> = {}): Promise<number> => {
         const started = performance.now();
-        const out = await lab.on("m1", [
+        const out = await lab.ployz([
           "deploy",
           "-f",
-          compose,
+          file,
           "-y",
           "--parallel",
           PARALLEL,
           "--monitor",
           "0s",
-        ]);
+        ], { ...lab.envOn("m1"), ...launcher });
         const ms = performance.now() - started;
         if (out.code !== 0) throw new Error(`deploy failed: ${out.stderr}${out.stdout}`);
         return ms;
       };
-      if (round === 1 && TRACE) await trace(lab.envOn("m1"), compose);
-      else samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
+      if (round === 1 && TRACE) {
+        await trace(lab.envOn("m1"), compose);
+        for (const m of MACHINES) {
+          const log = await Deno.readTextFile(join(lab.dir, m, "ployzd.log")).catch(() => "");
+          for (const line of log.split("\n").filter((l) => l.includes("pulled image"))) {
+            console.log(`${m}: ${line}`);
+          }
+        }
+      } else samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
+      // The same cold Deploy with the CLI loaded module by module from source instead of the bundle.
+      samples.record(
+        "ployz deploy, cold, CLI from source (3 pulls, 3 containers)",
+        await deploy(fromSource, { PLOYZ_LAUNCHER_BUNDLE: "0" }),
+      );
 
       let started = performance.now();
       for (const m of MACHINES) {
@@ -165,6 +186,30 @@ if (!LAB_READY) {
         await must("docker", [...sock(m), "run", "-d", "--name", `hand-q${round}`, byPar, "sleep", "600"]);
       }));
       samples.record("docker pull + run by hand, three Machines at once", performance.now() - started);
+      // What starting a container costs by network, the image already present: Docker's default network (the
+      // baseline above) and the Ployz network a Deploy attaches to (user-defined bridge, Docker's embedded DNS).
+      for (
+        const [label, network] of [["default network", []], ["the ployz network", ["--network", "ployz"]]]
+      ) {
+        started = performance.now();
+        await Promise.all(MACHINES.map((m) =>
+          must("docker", [
+            ...sock(m),
+            "run",
+            "-d",
+            "--name",
+            `hand-${network.length}r${round}`,
+            ...network,
+            byPar,
+            "sleep",
+            "600",
+          ])
+        ));
+        samples.record(
+          `docker run by hand, image present, three Machines at once, ${label}`,
+          performance.now() - started,
+        );
+      }
 
       samples.record("ployz deploy, warm, nothing changed", await deploy());
       const shared = await fresh(`c${round}`);
@@ -182,8 +227,17 @@ if (!LAB_READY) {
       await Deno.writeTextFile(compose, text("b"));
       samples.record("ployz deploy, warm, 3 replaced (nothing pulled)", await deploy());
       await lab.on("m1", ["rm", `bench${round}`, "-y"]);
+      await lab.on("m1", ["rm", `benchsrc${round}`, "-y"]);
       for (const m of MACHINES) {
-        await run("docker", [...sock(m), "rm", "-f", `hand-s${round}`, `hand-q${round}`]);
+        await run("docker", [
+          ...sock(m),
+          "rm",
+          "-f",
+          `hand-s${round}`,
+          `hand-q${round}`,
+          `hand-0r${round}`,
+          `hand-2r${round}`,
+        ]);
       }
     }
     samples.print(0);
@@ -192,6 +246,12 @@ if (!LAB_READY) {
       return values[Math.floor(values.length / 2)];
     };
     const cold = median("ployz deploy, cold (3 pulls, 3 containers)");
+    const source = median("ployz deploy, cold, CLI from source (3 pulls, 3 containers)");
+    console.log(
+      `cold deploy, CLI from source / by hand at once: ${
+        (source / median("docker pull + run by hand, three Machines at once")).toFixed(2)
+      }x; bundled / from source: ${(cold / source).toFixed(2)}x`,
+    );
     console.log(
       `cold deploy / by hand one after another: ${
         (cold / median("docker pull + run by hand, one Machine after another")).toFixed(2)
