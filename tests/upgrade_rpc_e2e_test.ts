@@ -2,7 +2,9 @@
 // manages the dev dockerd through its bind-mounted socket, so an application container of this Machine runs for
 // real: the CLI is killed once the attempt is accepted, mutations and a second upgrade are refused busy, the
 // same command run again finds the same attempt and reports it succeeded with the verified version, the app
-// answers HTTP throughout and is never restarted. Prints the figures: request → verified ready, management
+// answers HTTP throughout and is never restarted. The installed ployz-observe unit, reading the dockerd's data
+// root and the host's /proc and cgroups through its own read-only mounts, shows real CPU and memory figures for a
+// busy container in `ployz top`, never a gap. Prints the figures: request → verified ready, management
 // downtime, application downtime. Needs Docker and the images from .ci/images.sh and .ci/images_systemd.sh.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
@@ -12,7 +14,7 @@ import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
 import { buildReleaseSource, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 
 const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
@@ -75,6 +77,20 @@ function prober(probe: () => Promise<void>, everyMs: number): { stop(): Promise<
   };
 }
 
+type MetricValue = { avg: number } | { sum: number } | { gap: string };
+
+interface TopJson {
+  machines: {
+    services: { project: string; service: string; values: Record<string, MetricValue> | null }[];
+  }[];
+}
+
+/** A figure of `ployz top --json`, or undefined for a gap or a missing value. */
+function figure(value: MetricValue | undefined): number | undefined {
+  if (value === undefined || "gap" in value) return undefined;
+  return "avg" in value ? value.avg : value.sum;
+}
+
 interface ProbeStats {
   ok: number;
   failed: number;
@@ -105,6 +121,9 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
     ];
     const client: MachineClient = connectMachine({ socketPath });
     try {
+      const dockerRoot = (await run("docker", ["info", "--format", "{{.DockerRootDir}}"], DOCKER_ENV)).stdout
+        .trim();
+      ok(dockerRoot.startsWith("/"), `docker info names no data root: "${dockerRoot}"`);
       const rel = await buildReleaseSource(work, ["0.1.0", "0.2.0"], grantUpgrades);
       await SystemdMachine.start(machine.name, [
         "-v",
@@ -116,6 +135,9 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         `${DOCKER_SOCKET}:/var/run/docker.sock`,
         "-v",
         `${hostRun}:/run/ployz`,
+        // Where an installed Machine's Observe Store finds the containers: Docker's data root, read-only.
+        "-v",
+        `${dockerRoot}:/var/lib/docker:ro`,
       ]);
 
       await t.step("install 0.1.0; the daemon serves the upgrade capabilities", async () => {
@@ -168,6 +190,17 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       let appId = "";
       await t.step("the Machine runs an application container on its Docker", async () => {
         await client.init({ "cluster_name": "upg", subnet: randomSubnet("10.217") });
+        // Busy in a bounded way, for the Observe Store's figures: a short CPU burst every second.
+        await client.ensureContainer({
+          spec: {
+            ...spec,
+            name: `ployz-upg-${RUN}-busy`,
+            creationKey: `ck-upg-busy-${RUN}`,
+            service: "busy",
+            cmd: ["sh", "-c", "while :; do seq 1 50000 > /dev/null; sleep 1; done"],
+          },
+          start: true,
+        });
         const made = await client.ensureContainer({ spec, start: true });
         appId = made.container.id;
         const inspected = JSON.parse(
@@ -186,6 +219,34 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
           await sleep(200);
         }
       });
+
+      await t.step(
+        "the installed ployz-observe unit shows real CPU and memory for a busy container",
+        async () => {
+          let last = "";
+          const values = await eventually(60_000, "ployz top figures for upg/busy", async () => {
+            const top = await run(Deno.execPath(), [...cliArgs, "top", "--json"], cliEnv);
+            last = top.stdout + top.stderr;
+            if (top.code !== 0) return undefined;
+            const busy = (JSON.parse(top.stdout) as TopJson).machines.flatMap((m) => m.services)
+              .find((s) => s.project === "upg" && s.service === "busy");
+            const cpu = figure(busy?.values?.cpu);
+            return cpu !== undefined && cpu > 0 ? busy!.values! : undefined;
+          }, 2_000).catch((error) => {
+            throw new Error(`${error instanceof Error ? error.message : error}; last ployz top: ${last}`);
+          });
+          ok(
+            (figure(values.memory) ?? 0) > 0,
+            `memory is a figure above zero, not ${JSON.stringify(values.memory)}`,
+          );
+          match(await machine.ok("systemctl is-active ployz-observe.service"), /^active$/);
+          console.log(
+            `ployz-observe unit: busy container cpu ${JSON.stringify(values.cpu)}, memory ${
+              JSON.stringify(values.memory)
+            }`,
+          );
+        },
+      );
 
       const app = prober(async () => {
         const response = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) });
