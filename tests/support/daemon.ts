@@ -70,10 +70,19 @@ export function spawnProgram(
   set: string,
   args: string[],
   stdin: "piped" | "null" = "null",
+  runtime: string[] = [],
 ): Deno.ChildProcess {
   const flags = permissionFlags(relocatedSet(set, env.layout));
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--quiet", ...flags, join(ROOT, "cmd", `${program}.ts`), ...args],
+    args: [
+      "run",
+      "--no-prompt",
+      "--quiet",
+      ...runtime,
+      ...flags,
+      join(ROOT, "cmd", `${program}.ts`),
+      ...args,
+    ],
     cwd: env.root,
     env: env.vars,
     clearEnv: true,
@@ -107,13 +116,20 @@ export interface Serving extends AsyncDisposable {
 /** Starts `ployzd serve` and waits until its socket answers DescribeContract. */
 export async function startServe(
   env: MachineEnv,
-  options: { rescanSeconds?: number } = {},
+  options: { rescanSeconds?: number; runtime?: string[] } = {},
 ): Promise<Serving> {
-  const child = spawnProgram(env, "ployzd", "serve", [
+  const child = spawnProgram(
+    env,
+    "ployzd",
     "serve",
-    "--rescan-seconds",
-    String(options.rescanSeconds ?? 5),
-  ]);
+    [
+      "serve",
+      "--rescan-seconds",
+      String(options.rescanSeconds ?? 5),
+    ],
+    "null",
+    options.runtime,
+  );
   void child.stdout.cancel();
   const stderr = new Response(child.stderr).text();
   async function stop(): Promise<{ code: number; stderr: string }> {

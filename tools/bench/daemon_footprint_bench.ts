@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { machineEnv, ployz, startServe } from "../../tests/support/daemon.ts";
 import { IMAGE, isSocket, randomSubnet } from "../../tests/support/docker.ts";
 import { ROOT } from "../../tests/support/spawn.ts";
+import { runtimeFlags } from "../../lib/permissions/mod.ts";
 
 const RUNS = 10;
 const ployzLauncher = join(ROOT, "bin", "ployz");
@@ -60,7 +61,13 @@ async function idleRss(socket: string): Promise<void> {
   const network = `ployz-footprint-${run}`;
   try {
     const env = await machineEnv(root, { dockerSocket: socket, dockerRoot: root, network, run });
-    await using serving = await startServe(env);
+    // The installed unit's and the lab's runtime flags, plus any being measured (PLOYZ_BENCH_SERVE_V8=--a,--b).
+    const extra = Deno.env.get("PLOYZ_BENCH_SERVE_V8");
+    const runtime = [
+      ...runtimeFlags("serve"),
+      ...(extra === undefined || extra === "" ? [] : [`--v8-flags=${extra}`]),
+    ];
+    await using serving = await startServe(env, { runtime });
     let r = await ployz(env, "machine", "init", "--name", "m1", "--subnet", randomSubnet("10.217"));
     if (r.code !== 0) throw new Error(`machine init failed: ${r.stderr}`);
     const compose = join(root, "compose.yaml");
@@ -78,7 +85,12 @@ async function idleRss(socket: string): Promise<void> {
     const rss = field("VmRSS") / 1024;
     console.log(
       `ployzd serve idle RSS after a 3-replica Deploy and 5 s idle: ${rss.toFixed(1)} MB ` +
-        `(peak ${(field("VmHWM") / 1024).toFixed(1)} MB; goal <= 80 MB)`,
+        `(peak ${(field("VmHWM") / 1024).toFixed(1)} MB; anonymous ${
+          (field("RssAnon") / 1024).toFixed(1)
+        } MB, ` +
+        `file ${(field("RssFile") / 1024).toFixed(1)} MB; goal <= 80 MB; ${
+          runtime.join(" ") || "no runtime flags"
+        })`,
     );
     r = await ployz(env, "rm", `fp${run}`, "-y");
     if (r.code !== 0) throw new Error(`rm failed: ${r.stdout}${r.stderr}`);
