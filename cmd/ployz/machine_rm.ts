@@ -4,7 +4,7 @@
 // retired mark that every Machine's readers honour (its rows leave every view, peers refuse it).
 import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
-import { retireGone } from "../../lib/operator/mod.ts";
+import { listedMachine, retireGone } from "../../lib/operator/mod.ts";
 import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
 import { targetMachine } from "./machine_target.ts";
@@ -82,23 +82,7 @@ export const machineRmCommand: Command = {
     const entry = entryMachine();
     try {
       const list = await entry.listMachines();
-      const byId = list.machines.filter((m) => m.id === wanted);
-      const matches = byId.length > 0 ? byId : list.machines.filter((m) => m.name === wanted);
-      if (matches.length === 0) {
-        throw new CliError(
-          "not_found",
-          `Cannot find Machine "${wanted}" in the observation of "${list.observer.machine_name}"`,
-        );
-      }
-      if (matches.length > 1) {
-        throw new CliError(
-          "ambiguous",
-          `Machine name "${wanted}" is held by ${matches.length} Machines (${
-            matches.map((m) => m.id).join(", ")
-          }): give the id`,
-        );
-      }
-      const row = matches[0];
+      const row = listedMachine(list, wanted);
       if (socket === undefined && ssh === undefined) {
         throw new UsageError(
           `Cannot remove Machine "${row.name}" (${row.id}): only it can tombstone its own row, so it must be reached; give its SSH destination or --socket PATH (nothing was changed)`,

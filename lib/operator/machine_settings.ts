@@ -4,6 +4,8 @@ import { labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
 import {
   type ConfigureMachineRequest,
   type ConfigureMachineResponse,
+  type ListedMachine,
+  type ListMachinesResponse,
   type MachineClient,
 } from "../rpc/mod.ts";
 import type { Allocation } from "../store/mod.ts";
@@ -93,6 +95,24 @@ export interface RetiredReport {
 }
 
 /**
+ * The one Machine `wanted` names in a Machine's observation: its id, else its name. Refused naming the observer
+ * when none matches, and naming the ids when several Machines hold the name.
+ */
+export function listedMachine(list: ListMachinesResponse, wanted: string): ListedMachine {
+  const byId = list.machines.filter((m) => m.id === wanted);
+  const found = byId.length > 0 ? byId : list.machines.filter((m) => m.name === wanted);
+  if (found.length === 0) {
+    throw new OperatorError(
+      "not_found",
+      `Cannot find Machine "${wanted}" in the observation of "${list.observer.machine_name}"`,
+      { machine: wanted },
+    );
+  }
+  if (found.length > 1) throw ambiguousMachine(wanted, found.map((m) => m.id));
+  return found[0];
+}
+
+/**
  * `machine rm M --gone`: has the Entry Machine mark M retired; the Entry Machine refuses while M answers a probe
  * or was heard from lately (a Machine that answers leaves by itself, `machine rm`). The subnet stays in `book`'s
  * allocation history as retired, so it is never handed out again by this operator.
@@ -114,19 +134,7 @@ export async function retireGone(
   const prior = options.receipts?.load("retire") as { status?: string; report?: RetiredReport } | undefined;
   if (prior?.status === "succeeded" && prior.report !== undefined) return prior.report;
   const list = await entry.listMachines();
-  const byId = list.machines.filter((m) => m.id === wanted);
-  const found = byId.length > 0 ? byId : list.machines.filter((m) => m.name === wanted);
-  if (found.length === 0) {
-    throw new OperatorError(
-      "not_found",
-      `Cannot find Machine "${wanted}" in the observation of "${list.observer.machine_name}"`,
-      { machine: wanted },
-    );
-  }
-  if (found.length > 1) {
-    throw ambiguousMachine(wanted, found.map((m) => m.id));
-  }
-  const row = found[0];
+  const row = listedMachine(list, wanted);
   if (row.id === list.observer.machine_id) {
     throw new OperatorError(
       "conflict",

@@ -99,6 +99,7 @@ export type { AuthLookup } from "./image_pins.ts";
 export {
   configureMachine,
   labelRequest,
+  listedMachine,
   onOff,
   retiredNotice,
   type RetiredReport,
