@@ -1,37 +1,48 @@
-// Volumes of 1 GiB between two lab Machines, measured in one run against their baseline:
-// - a full send over the mesh, `ployz volume mirror VOL --to m2` (m2 pulls ployz.volume.send.v1 from m1 over
-//   WireGuard and receives it into its Pool), against `btrfs send | btrfs receive` piped by hand between the same
-//   two Pools on the host (baseline); the ratio prints in the group's summary, and each run prints MiB/s;
-// - a Move with a fresh Mirror, `ployz volume move VOL --to M` (sync, cut, final incremental, Writer{start}): its
-//   total time, and the write-unavailable window it reports (cut → the target's Container started).
+// A 1 GiB Volume between two lab Machines, measured in one run against its baseline:
+// - full send over the mesh: `ployz volume mirror VOL --to m2` (m2 pulls ployz.volume.send.v1 from m1 over
+//   WireGuard and receives it into its Pool), against `btrfs send | btrfs receive` piped by hand between the same two
+//   Machines' namespaces and Pools (the baseline);
+// - incremental send of 256 MiB of new data: `ployz volume sync VOL`, against `btrfs send -p | btrfs receive` by hand;
+// - a Move with a fresh Mirror, `ployz volume move VOL --to M` (sync, cut, final incremental, Writer{start}): its total
+//   time and the write-unavailable window it reports (cut asked → the target's Writer{start} answered, its Container
+//   started).
+// Each group's summary prints the ratio of whole runs; the end prints the send throughput of the receive step alone
+// (MiB/s, median) against the baseline's, which is the figure to compare: a run also reads and fences every copy.
 // A Service writes a counter into the Volume all along. Needs root, Linux, the dev dockerd, btrfs-progs and every
-// command `ployz lab` runs; run it alone (`/work/wt/heavy`-style), never in CI.
+// command `ployz lab` runs; run it alone, through the heavy-test gate, never in CI.
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { labUp, missingCommands } from "../../lib/lab/mod.ts";
+import { labUp } from "../../lib/lab/mod.ts";
+import { LAB_READY, labDownSync, percentile, Series } from "./lab_support.ts";
 
 const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const IMAGE = "ployz-test/busybox:1";
 const PLOYZ = fileURLToPath(new URL("../../bin/ployz", import.meta.url));
 const MiB = 2 ** 20;
-const DATA_MIB = 1024;
+const FULL_MIB = 1024;
+const DELTA_MIB = 256;
 
-function ready(): boolean {
+function btrfsReady(): boolean {
   try {
-    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
-      Deno.statSync(HOST_DOCKER).isSocket === true &&
-      new Deno.Command("btrfs", { args: ["--version"], stdout: "null" }).outputSync().success;
+    return new Deno.Command("btrfs", { args: ["--version"], stdout: "null" }).outputSync().success;
   } catch {
     return false;
   }
 }
 
-const READY = ready();
+const READY = LAB_READY && btrfsReady();
 const tag = crypto.randomUUID().slice(0, 4);
 const dir = `/tmp/plz-bench-vol-${tag}`;
+const VOLUME = "bv_data";
 
 async function run(cmd: string, args: string[], env?: Record<string, string>): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" }).output();
+  const out = await new Deno.Command(cmd, {
+    args,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(600_000),
+  }).output();
   const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
   if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${text}`);
   return text;
@@ -47,20 +58,100 @@ function ployz(args: string[]): Promise<string> {
   });
 }
 
-/** Each Machine's Pool mount point on the host. */
+/** Each Machine's Pool mount point on the host, and its network namespace. */
 const where: Record<string, string> = {};
+const namespace: Record<string, string> = {};
+/** Throughput of the send itself (MiB/s) per case. */
+const throughput = new Series();
+/** A Move's figures (ms). */
+const moves = new Series();
 
 /** The Machine holding the Writer now, and the other one. */
 let writer = "m1";
 const other = (): string => writer === "m1" ? "m2" : "m1";
+const live = (): string => join(where[writer], "volumes", VOLUME);
+
+/** Writes `mib` MiB of fresh random data to `file` in the Writer's Volume and commits it. */
+async function fill(file: string, mib: number): Promise<void> {
+  await run("dd", [
+    "if=/dev/urandom",
+    `of=${join(live(), file)}`,
+    "bs=4M",
+    `count=${mib / 4}`,
+    "status=none",
+  ]);
+  await run("btrfs", ["filesystem", "sync", where[writer]]);
+}
+
+/** `btrfs send [-p base] snap` in m1's namespace piped into `btrfs receive into` in m2's, by the shell. */
+async function byHand(snapshot: string, into: string, base?: string): Promise<number> {
+  await Deno.mkdir(into, { recursive: true });
+  const started = performance.now();
+  await run("sh", [
+    "-c",
+    `ip netns exec "$1" btrfs send -q ${
+      base === undefined ? "" : '-p "$5"'
+    } "$2" | ip netns exec "$3" btrfs receive "$4"`,
+    "sh",
+    namespace.m1,
+    snapshot,
+    namespace.m2,
+    into,
+    base ?? "",
+  ]);
+  return performance.now() - started;
+}
+
+async function deleteSubvolume(path: string): Promise<void> {
+  try {
+    await Deno.lstat(path);
+  } catch {
+    return;
+  }
+  await run("btrfs", ["subvolume", "delete", path]);
+}
+
+/** The duration of a run's receive step on `machine`, as the run printed it. */
+function receiveStep(out: string, machine: string): number {
+  const step = new RegExp(`${machine}: \\S+ → Mirror@\\S+ \\(from \\S+\\) in (\\d+) ms`).exec(out);
+  if (step === null) throw new Error(`no receive step on ${machine} in:\n${out}`);
+  return Number(step[1]);
+}
+
+function rate(mib: number, ms: number): number {
+  return mib / (ms / 1000);
+}
 
 if (READY) {
-  await labUp({ machines: 2, dir, name: `bvol${tag}`, images: [IMAGE], poolBytes: 4096 * MiB });
-  globalThis.addEventListener("unload", () => {
-    // Synchronous on purpose: unload does not wait for promises.
-    new Deno.Command(PLOYZ, { args: ["lab", "down", "--dir", dir], stdout: "null", stderr: "null" })
-      .outputSync();
+  const up = await labUp({
+    machines: 2,
+    dir,
+    name: `bvol${tag}`,
+    images: [IMAGE],
+    poolBytes: 6144 * MiB,
   });
+  globalThis.addEventListener("unload", () => {
+    labDownSync(dir);
+    if (throughput.entries().next().done) return;
+    const median = (name: string): number | undefined => {
+      const values = [...throughput.entries()].find(([n]) => n === name)?.[1];
+      return values === undefined ? undefined : percentile(values, 0.5);
+    };
+    console.log("\nsend throughput of the receive step (MiB/s, each run):");
+    for (const [name, values] of throughput.entries()) {
+      console.log(`${name}: ${values.map((v) => v.toFixed(0)).join(", ")}`);
+    }
+    for (const kind of ["full", "incremental"]) {
+      const mesh = median(`${kind}: ployz over the mesh`);
+      const hand = median(`${kind}: btrfs send | btrfs receive by hand`);
+      if (mesh !== undefined && hand !== undefined) {
+        console.log(`${kind} send ratio (median ployz / median by hand): ${(mesh / hand).toFixed(2)}×`);
+      }
+    }
+    console.log("\nmove of a 1 GiB Volume with a fresh Mirror (ms):");
+    moves.print(0);
+  });
+  for (const m of up.state.plan.machines) namespace[m.name] = m.namespace;
   const shown = JSON.parse(await ployz(["machine", "pool", "--json"])) as {
     machines: { "machine_name": string; pool: { where: string } }[];
   };
@@ -72,39 +163,23 @@ if (READY) {
 services:
   db:
     image: ${IMAGE}
-    command: ["sh", "-c", "i=$$(cat /data/counter 2>/dev/null || echo 0); while true; do i=$$((i+1)); echo $$i > /data/counter; sleep 0.2; done"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; i=$$(cat /data/counter 2>/dev/null || echo 0); while true; do i=$$((i+1)); echo $$i > /data/counter; sleep 0.2; done"]
     volumes: [data:/data]
     x-machines: [m1]
     stop_grace_period: 1s
 x-volumes:
-  data: {size: 2G}
+  data: {size: 3G}
 `,
   );
   await ployz(["deploy", "-f", compose, "-y", "--monitor", "0s"]);
-  await run("dd", [
-    "if=/dev/urandom",
-    `of=${join(where.m1, "volumes", "bv_data", "big")}`,
-    "bs=4M",
-    `count=${DATA_MIB / 4}`,
-    "status=none",
-  ]);
-  await run("sync", []);
-  // The hand-piped baseline sends a read-only Snapshot of its own, kept beside the Pool's Volumes.
-  await run("btrfs", [
-    "subvolume",
-    "snapshot",
-    "-r",
-    join(where.m1, "volumes", "bv_data"),
-    join(where.m1, "bench-snap"),
-  ]);
-}
-
-function mibPerSecond(ms: number): string {
-  return (DATA_MIB / (ms / 1000)).toFixed(0);
+  await fill("big", FULL_MIB);
+  // The hand-piped baseline sends read-only Snapshots of its own, kept beside the Pool's Volumes.
+  await Deno.mkdir(join(where.m1, "bench-snaps"));
+  await run("btrfs", ["subvolume", "snapshot", "-r", live(), join(where.m1, "bench-snaps", "full")]);
 }
 
 Deno.bench({
-  name: "btrfs send | btrfs receive, piped by hand between the two Pools",
+  name: "btrfs send | btrfs receive, piped by hand between the two Machines",
   group: "full send of a 1 GiB Volume",
   baseline: true,
   n: 3,
@@ -112,20 +187,12 @@ Deno.bench({
   ignore: !READY,
   async fn(b) {
     const into = join(where.m2, "bench-recv");
-    await Deno.mkdir(into, { recursive: true });
     b.start();
-    const started = performance.now();
-    await run("sh", [
-      "-c",
-      `btrfs send -q "$1" | btrfs receive "$2"`,
-      "sh",
-      join(where.m1, "bench-snap"),
-      into,
-    ]);
-    const ms = performance.now() - started;
+    const ms = await byHand(join(where.m1, "bench-snaps", "full"), into);
     b.end();
-    console.log(`by hand: ${DATA_MIB} MiB in ${ms.toFixed(0)} ms = ${mibPerSecond(ms)} MiB/s`);
-    await run("btrfs", ["subvolume", "delete", join(into, "bench-snap")]);
+    throughput.record("full: btrfs send | btrfs receive by hand", rate(FULL_MIB, ms));
+    console.log(`by hand: ${FULL_MIB} MiB in ${ms.toFixed(0)} ms = ${rate(FULL_MIB, ms).toFixed(0)} MiB/s`);
+    await deleteSubvolume(join(into, "full"));
   },
 });
 
@@ -138,17 +205,88 @@ Deno.bench({
   async fn(b) {
     b.start();
     const started = performance.now();
-    const out = await ployz(["volume", "mirror", "bv_data", "--to", "m2"]);
+    const out = await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
     const ms = performance.now() - started;
     b.end();
-    const step = /m2: none → Mirror@\S+ \(from m1\) in (\d+) ms/.exec(out);
-    if (step === null) throw new Error(out);
+    const step = receiveStep(out, "m2");
+    throughput.record("full: ployz over the mesh", rate(FULL_MIB, step));
     console.log(
-      `ployz: whole run ${ms.toFixed(0)} ms = ${mibPerSecond(ms)} MiB/s; the receive step ${step[1]} ms = ${
-        mibPerSecond(Number(step[1]))
+      `ployz: whole run ${ms.toFixed(0)} ms; the receive step ${step} ms = ${
+        rate(FULL_MIB, step).toFixed(0)
       } MiB/s`,
     );
-    await ployz(["volume", "rm-mirror", "bv_data", "--on", "m2"]);
+    await ployz(["volume", "rm-mirror", VOLUME, "--on", "m2"]);
+  },
+});
+
+// Each incremental iteration first rewrites the same 256 MiB file with new random data (outside the timing), so
+// every send carries the same amount of changed data.
+let handBase: string | undefined;
+let handRound = 0;
+
+Deno.bench({
+  name: "btrfs send -p | btrfs receive, piped by hand between the two Machines",
+  group: "incremental send of 256 MiB",
+  baseline: true,
+  n: 3,
+  warmup: 0,
+  ignore: !READY,
+  async fn(b) {
+    const snaps = join(where.m1, "bench-snaps");
+    const into = join(where.m2, "bench-recv");
+    if (handBase === undefined) {
+      // The base both sides hold, sent in full once.
+      await byHand(join(snaps, "full"), into);
+      handBase = "full";
+    }
+    await fill("delta", DELTA_MIB);
+    const next = `inc${++handRound}`;
+    await run("btrfs", ["subvolume", "snapshot", "-r", live(), join(snaps, next)]);
+    b.start();
+    const ms = await byHand(join(snaps, next), into, join(snaps, handBase));
+    b.end();
+    throughput.record("incremental: btrfs send | btrfs receive by hand", rate(DELTA_MIB, ms));
+    console.log(`by hand: ${DELTA_MIB} MiB in ${ms.toFixed(0)} ms = ${rate(DELTA_MIB, ms).toFixed(0)} MiB/s`);
+    // Keep only the newest on both sides, as a Volume Run does.
+    await deleteSubvolume(join(snaps, handBase));
+    await deleteSubvolume(join(into, handBase));
+    handBase = next;
+  },
+});
+
+Deno.bench({
+  name: "ployz volume sync (over the mesh, whole run)",
+  group: "incremental send of 256 MiB",
+  n: 3,
+  warmup: 0,
+  ignore: !READY,
+  async fn(b) {
+    if (handBase !== undefined) {
+      // The baseline's copies are done with: their space goes back to the Pools.
+      await deleteSubvolume(join(where.m1, "bench-snaps", handBase));
+      await deleteSubvolume(join(where.m1, "bench-snaps", "full"));
+      await deleteSubvolume(join(where.m2, "bench-recv", handBase));
+      handBase = undefined;
+    }
+    const shown = JSON.parse(await ployz(["volume", "inspect", VOLUME, "--json"])) as {
+      copies: { "machine_name": string; copy: { role: string } }[];
+    };
+    if (shown.copies.find((c) => c.machine_name === "m2")?.copy.role !== "mirror") {
+      await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
+    }
+    await fill("delta", DELTA_MIB);
+    b.start();
+    const started = performance.now();
+    const out = await ployz(["volume", "sync", VOLUME]);
+    const ms = performance.now() - started;
+    b.end();
+    const step = receiveStep(out, "m2");
+    throughput.record("incremental: ployz over the mesh", rate(DELTA_MIB, step));
+    console.log(
+      `ployz: whole run ${ms.toFixed(0)} ms; the receive step ${step} ms = ${
+        rate(DELTA_MIB, step).toFixed(0)
+      } MiB/s`,
+    );
   },
 });
 
@@ -161,24 +299,22 @@ Deno.bench({
   async fn(b) {
     // A fresh Mirror on the target first, outside the timed part.
     const target = other();
-    const held = JSON.parse(await ployz(["volume", "inspect", "bv_data", "--json"])) as {
+    const held = JSON.parse(await ployz(["volume", "inspect", VOLUME, "--json"])) as {
       copies: { "machine_name": string; copy: { role: string } }[];
     };
     const there = held.copies.find((c) => c.machine_name === target)?.copy.role ?? "none";
-    await ployz(
-      there === "none" ? ["volume", "mirror", "bv_data", "--to", target] : ["volume", "sync", "bv_data"],
-    );
+    await ployz(there === "none" ? ["volume", "mirror", VOLUME, "--to", target] : ["volume", "sync", VOLUME]);
     b.start();
     const started = performance.now();
-    const out = await ployz(["volume", "move", "bv_data", "--to", target, "--json"]);
+    const out = await ployz(["volume", "move", VOLUME, "--to", target, "--json"]);
     const ms = performance.now() - started;
     b.end();
-    const result = JSON.parse(out.split("\n").find((l) => l.startsWith("{"))!) as {
-      state: string;
-      "unavailable_ms": number;
-    };
-    if (result.state !== "done") throw new Error(out);
+    const line = out.split("\n").find((l) => l.startsWith("{"));
+    const result = JSON.parse(line ?? "{}") as { state?: string; "unavailable_ms"?: number };
+    if (result.state !== "done" || result.unavailable_ms === undefined) throw new Error(out);
     writer = target;
+    moves.record("total", ms);
+    moves.record("write-unavailable (cut → target Writer started)", result.unavailable_ms);
     console.log(
       `move to ${target}: total ${ms.toFixed(0)} ms, write-unavailable ${result.unavailable_ms} ms`,
     );
