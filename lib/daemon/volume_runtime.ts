@@ -24,6 +24,7 @@ import type { ForwardTarget } from "./forward.ts";
 import {
   assertLedgerProject,
   type Ledger,
+  type LedgerEntry,
   readDefaultSizeFile,
   readLedgerFile,
   writeDefaultSizeFile,
@@ -72,6 +73,8 @@ export interface VolumeHost {
   stopping?: AbortSignal;
   /** Finds (by creation key) or creates a Container from `spec` through the container handlers, and starts it. */
   ensureStarted?(spec: ContainerSpec): Promise<void>;
+  /** Opens a bound Pool; {@link openBoundPool} unless a unit test hands in one of its own. */
+  openPool?(binding: PoolBinding, exec: Exec): Promise<Pool>;
 }
 
 /** How long a SetVolumeCopy request waits on its task before answering `busy`. */
@@ -128,7 +131,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
 
   async function open(next: PoolBinding): Promise<void> {
     try {
-      pool = await openBoundPool(next, host.exec);
+      pool = await (host.openPool ?? openBoundPool)(next, host.exec);
       problem = undefined;
     } catch (error) {
       pool = undefined;
@@ -285,7 +288,15 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
     return (await mounting(volume, project)).map((c) => c.id);
   }
 
-  const steps: StepContext = { host, pool: requirePool, readLedger, writeLedger, containersOf, prune };
+  // A transition's task runs outside the queue; its ledger change is queued, so it never writes back a ledger read
+  // before another Volume's floor was raised.
+  const patchLedger = (volume: string, patch: (entry: LedgerEntry) => LedgerEntry): Promise<void> =>
+    serial(async () => {
+      const ledger = await readLedger();
+      ledger[volume] = patch(ledger[volume] ?? {});
+      await writeLedger(ledger);
+    });
+  const steps: StepContext = { host, pool: requirePool, readLedger, patchLedger, containersOf, prune };
   const tasks = new Map<string, CopyTask>();
 
   async function setVolumeCopy(req: SetVolumeCopyRequest): Promise<SetVolumeCopyResponse> {
@@ -300,7 +311,9 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       floor: (await readLedger())[volume]?.floor ?? 0,
     });
     const waitOn = async (task: CopyTask): Promise<SetVolumeCopyResponse> => {
-      await Promise.race([task.done, new Promise((r) => setTimeout(r, COPY_ANSWER_MS))]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([task.done, new Promise((r) => (timer = setTimeout(r, COPY_ANSWER_MS)))]);
+      clearTimeout(timer);
       if (!task.finished) return await answer("busy");
       if (task.error !== undefined) {
         tasks.delete(volume);
@@ -309,21 +322,20 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       return await answer("done");
     };
     const running = tasks.get(volume);
-    if (running !== undefined && !running.finished) {
-      if (running.key !== key) {
+    if (running !== undefined && running.key === key) return await waitOn(running);
+    return await serial(async (): Promise<SetVolumeCopyResponse | CopyTask> => {
+      // Checked here, in turn, not before: a request queued behind one that started a task (a killed run's
+      // receive) must see that task, or it would be decided against a copy the task is still changing.
+      const now = tasks.get(volume);
+      if (now !== undefined && !now.finished) {
+        if (now.key === key) return now;
         throw new RpcError(
           "busy",
           `Another transition of Volume "${volume}" runs on Machine "${self.name}"`,
-          {
-            details: { volume, copy: copyToWire(await currentCopy(volume)) },
-          },
+          { details: { volume, copy: copyToWire(await currentCopy(volume)) } },
         );
       }
-      return await waitOn(running);
-    }
-    if (running !== undefined && running.key === key) return await waitOn(running);
-    tasks.delete(volume);
-    return await serial(async () => {
+      tasks.delete(volume);
       const ledger = await readLedger();
       const floor = ledger[volume]?.floor ?? 0;
       const current = await currentCopy(volume);
@@ -453,7 +465,7 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
                   `Machine "${self.name}" holds Volumes in its Pool at ${pool.where}: it cannot be bound to another`,
                 );
               }
-              const opened = await openBoundPool(next, host.exec);
+              const opened = await (host.openPool ?? openBoundPool)(next, host.exec);
               await writePoolBinding(host.dataDir, next);
               binding = next;
               pool = opened;
@@ -511,13 +523,13 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
       checkVolumeName(volume);
       if (pool === undefined) return false;
       const p = pool;
-      if (tasks.get(volume)?.finished === false) {
-        throw new RpcError(
-          "busy",
-          `A transition of Volume "${volume}" runs on Machine "${host.self().name}"`,
-        );
-      }
       const removed = await serial(async () => {
+        if (tasks.get(volume)?.finished === false) {
+          throw new RpcError(
+            "busy",
+            `A transition of Volume "${volume}" runs on Machine "${host.self().name}"`,
+          );
+        }
         if (await p.inspect(volume) === undefined) return false;
         const ledger = await readLedger();
         assertLedgerProject(ledger, volume, project);

@@ -10,7 +10,7 @@ import type { ContainerSpec } from "../deploy/mod.ts";
 import { PROTOCOL_MAJOR, RpcError, type SetVolumeCopyRequest } from "../rpc/mod.ts";
 import type { CopyStep, Pool } from "../volume/mod.ts";
 import { readErrorResponse } from "./forward.ts";
-import type { Ledger } from "./volume_ledger.ts";
+import type { Ledger, LedgerEntry } from "./volume_ledger.ts";
 import type { VolumeHost } from "./volume_runtime.ts";
 
 /** The bound of one transition's task (a receive of a large Volume over the mesh). */
@@ -24,8 +24,8 @@ export interface StepContext {
   pool(): Pool;
   /** Reads the ledger. */
   readLedger(): Promise<Ledger>;
-  /** Writes the ledger. */
-  writeLedger(ledger: Ledger): Promise<void>;
+  /** Changes `volume`'s ledger entry, in turn with every other change of the ledger. */
+  patchLedger(volume: string, patch: (entry: LedgerEntry) => LedgerEntry): Promise<void>;
   /** This Machine's Containers that mount `volume`. */
   containersOf(volume: string, project: string | undefined): Promise<string[]>;
   /** Keeps the newest two run Snapshots of `volume`. */
@@ -86,9 +86,7 @@ async function receive(
     );
   }
   await p.receive(volume, step.snapshot, response.body, signal);
-  const ledger = await ctx.readLedger();
-  ledger[volume] = { ...ledger[volume], sizeBytes: req.size_bytes ?? ledger[volume]?.sizeBytes };
-  await ctx.writeLedger(ledger);
+  await ctx.patchLedger(volume, (entry) => ({ ...entry, sizeBytes: req.size_bytes ?? entry.sizeBytes }));
   await ctx.prune(volume);
 }
 
@@ -122,13 +120,12 @@ export async function runStep(
       }
       await p.promote(volume, step.snapshot, size);
       const spec = req.start?.spec as ContainerSpec | undefined;
-      ledger[volume] = {
-        ...ledger[volume],
+      await ctx.patchLedger(volume, (entry) => ({
+        ...entry,
         sizeBytes: size,
         epoch: step.epoch,
         ...(spec?.project === undefined ? {} : { project: spec.project }),
-      };
-      await ctx.writeLedger(ledger);
+      }));
       if (spec !== undefined) {
         if (ctx.host.ensureStarted === undefined) {
           throw new RpcError("unsupported", `Machine "${ctx.host.self().name}" cannot start Containers`);

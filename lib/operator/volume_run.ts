@@ -11,7 +11,13 @@
  * @module
  */
 
-import type { CopyWire, MachineClient, MachinePoolResponse, SetVolumeCopyResponse } from "../rpc/mod.ts";
+import {
+  type CopyWire,
+  isCopyWire,
+  type MachineClient,
+  type MachinePoolResponse,
+  type SetVolumeCopyResponse,
+} from "../rpc/mod.ts";
 import type { ConfigStore, VolumeRunRecord } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
 import { OperatorError } from "./errors.ts";
@@ -260,6 +266,34 @@ export async function runVolume(
     );
   };
 
+  // The fence asks each Machine for the copy it holds, which raises its floor to this run's gen. A transition an
+  // earlier run started there (a killed run's receive) is waited on (`busy`); when it ended, the copy is what it left,
+  // not what this run read before: the Machine refuses the stale expected copy and reports the real one, and the
+  // fence is asked again at that. Once fenced, no older run's request changes the copy.
+  const fence = async (c: LiveCopy): Promise<void> => {
+    for (let tries = 0;; tries++) {
+      try {
+        await ask(c, c.copy);
+        return;
+      } catch (caught) {
+        const refused = caught as { code?: string; details?: { reason?: unknown; copy?: unknown } };
+        const now = refused.details?.copy;
+        if (
+          tries >= 3 || refused.code !== "conflict" || refused.details?.reason !== "stale_expected" ||
+          !isCopyWire(now)
+        ) {
+          throw caught;
+        }
+        host.progress(
+          `  ${c.machine.name}: ${describeWire(c.copy)} → ${
+            describeWire(now as CopyWire)
+          } by an earlier run's transition; fencing at that`,
+        );
+        c.copy = now as CopyWire;
+      }
+    }
+  };
+
   // A checkpoint that throws stops the run where it is, as if its operator died: the run stays open.
   let died: unknown;
   const checkpoint = async (point: string): Promise<void> => {
@@ -275,7 +309,7 @@ export async function runVolume(
   try {
     const copies = before.copies.filter((c) => !(c as { noPool?: boolean }).noPool);
     // The fence: every Machine read takes this run's gen as its floor before any step.
-    for (const c of copies) await ask(c, c.copy);
+    for (const c of copies) await fence(c);
     host.progress(`fenced ${copies.length} Machine(s) at gen ${run.gen}`);
     const writers = copies.filter((c) => c.copy.role === "writer");
     switch (request.kind) {

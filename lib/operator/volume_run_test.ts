@@ -9,14 +9,25 @@ import { runVolume, type VolumeRunHost, type VolumeRunMachine } from "./volume_r
 // Machines that apply the real transition table to an in-memory copy, answering `busy` once per step.
 let failOn: ((req: SetVolumeCopyRequest) => boolean) | undefined;
 
+interface MachineState {
+  copy: Copy;
+  floor: number;
+  down?: boolean;
+  freeBytes?: number;
+  usedBytes?: number;
+  changedBytes?: number;
+  /** A transition an earlier run started: answers `busy` to `asks` more requests, then leaves the copy `then`. */
+  foreign?: { asks: number; then: Copy };
+}
+
 function fakeMachine(
   name: string,
   start: Copy,
 ): VolumeRunMachine & {
-  state: { copy: Copy; floor: number; down?: boolean; freeBytes?: number; usedBytes?: number };
+  state: MachineState;
   asked: SetVolumeCopyRequest[];
 } {
-  const state: { copy: Copy; floor: number; down?: boolean; freeBytes?: number; usedBytes?: number } = {
+  const state: MachineState = {
     copy: start,
     floor: 0,
   };
@@ -48,12 +59,22 @@ function fakeMachine(
           snapshots: [],
           "size_bytes": 2 ** 30,
           ...(state.usedBytes === undefined ? {} : { "used_bytes": state.usedBytes }),
+          ...(state.changedBytes === undefined ? {} : { "changed_bytes": state.changedBytes }),
         }],
       }),
     setVolumeCopy(req: SetVolumeCopyRequest) {
       if (state.down) return unreachable();
       asked.push(req);
       if (failOn?.(req)) return Promise.reject(new RpcError("unavailable", "the link to the source broke"));
+      if (state.foreign !== undefined) {
+        if (state.foreign.asks-- > 0) {
+          return Promise.reject(
+            new RpcError("busy", `Another transition of Volume "v" runs on Machine "${name}"`),
+          );
+        }
+        state.copy = state.foreign.then;
+        state.foreign = undefined;
+      }
       const toCopy = (w: CopyWire): Copy =>
         w.role === "mirror"
           ? { role: "mirror", snapshot: w.snapshot! }
@@ -67,7 +88,9 @@ function fakeMachine(
         gen: req.gen,
       });
       if (d.kind === "refused") {
-        return Promise.reject(new RpcError("conflict", d.message, { details: { copy: wire(state.copy) } }));
+        return Promise.reject(
+          new RpcError("conflict", d.message, { details: { reason: d.reason, copy: wire(state.copy) } }),
+        );
       }
       state.floor = floorAfter(state.floor, req.gen, d);
       if (d.kind === "step") {
@@ -304,5 +327,24 @@ Deno.test("move whose source is cut off after the cut: stops with the stage and 
     const done = await runVolume(host, "v", { kind: "move", to: "m2" });
     assert.equal(done.state, "done", JSON.stringify(done.error));
     assert.deepEqual([m1.state.copy, m2.state.copy.role], [{ role: "mirror", snapshot: "g1-cut" }, "writer"]);
+  });
+});
+
+Deno.test("a run started right after a killed run's receive waits for it and fences at the copy it left", async () => {
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  // m2 shows none while the killed run's receive runs there (a half-received Snapshot is not a copy yet).
+  const m2 = fakeMachine("m2", { role: "none" });
+  m2.state.foreign = { asks: 3, then: { role: "mirror", snapshot: "g1-a" } };
+  await withHost([m1, m2], async (host, store, lines) => {
+    store.openVolumeRun("v", "move", "{}", new Date().toISOString());
+    store.closeVolumeRun("v", 1, "cancelled", "cancelled by the operator", new Date().toISOString());
+    const result = await runVolume(host, "v", { kind: "mirror", to: "m2" });
+    assert.equal(result.state, "done", JSON.stringify(result.error));
+    assert.equal(result.run.gen, 2);
+    assert.deepEqual(m2.state.copy, { role: "mirror", snapshot: "g1-a" });
+    assert.equal(m2.state.floor, 2, "m2 fenced at the new run's gen");
+    // No receive was asked beside the earlier one: the Mirror it left is kept (a sync brings it up to date).
+    assert.equal(m2.asked.filter((r) => r.wanted.role === "mirror" && r.expected.role === "none").length, 0);
+    assert.match(lines.join("\n"), /m2: none → Mirror@g1-a by an earlier run's transition; fencing at that/);
   });
 });

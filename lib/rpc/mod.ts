@@ -93,6 +93,7 @@ export type {
   VolumeContainerWire,
   VolumeCopyWire,
 } from "./volume_routes.ts";
+export { isCopyWire } from "./volume_routes.ts";
 export type {
   UpgradeAttemptWire,
   UpgradeMachineRequest,

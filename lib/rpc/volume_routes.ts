@@ -139,6 +139,11 @@ export const CopyWireSchema: z.ZodType<CopyWire> = z.object({
   path: ["snapshot"],
 });
 
+/** Whether `value` is a copy as the wire carries it (a Mirror names its Snapshot). */
+export function isCopyWire(value: unknown): value is CopyWire {
+  return CopyWireSchema.safeParse(value).success;
+}
+
 /** What `ployz.volume.set_copy.v1` asks: SetVolumeCopy, one step of a Volume Run. */
 export interface SetVolumeCopyRequest {
   /** The Volume. */
