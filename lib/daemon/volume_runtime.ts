@@ -165,6 +165,9 @@ export async function startVolumeRuntime(host: VolumeHost): Promise<VolumeRuntim
         snapshots: held.snapshots,
         "size_bytes": usage?.sizeBytes ?? entry.sizeBytes,
         "used_bytes": usage?.usedBytes,
+        ...(held.writable && usage?.changedBytes !== undefined
+          ? { "changed_bytes": usage.changedBytes }
+          : {}),
         ...(entry.project === undefined ? {} : { project: entry.project }),
       });
     }

@@ -42,6 +42,8 @@ export interface LiveCopy {
   sizeBytes?: number;
   /** Bytes used. */
   usedBytes?: number;
+  /** A Writer's bytes written since its newest Snapshot: about what an incremental send from it carries. */
+  changedBytes?: number;
   /** Bytes free in the Machine's Pool, as it reported them. */
   freeBytes?: number;
 }
@@ -138,6 +140,7 @@ export async function readCopies(
       ...(shown.pool === null ? { noPool: true } : {}),
       sizeBytes: held?.size_bytes,
       usedBytes: held?.used_bytes,
+      ...(held?.changed_bytes === undefined ? {} : { changedBytes: held.changed_bytes }),
       ...(shown.pool?.free_bytes === undefined ? {} : { freeBytes: shown.pool.free_bytes }),
     } as LiveCopy);
   }));
@@ -161,17 +164,37 @@ function only<T>(list: T[], what: string, volume: string): T {
 }
 
 /**
- * Refuses a full send into a Pool with less free space than the source's copy uses, before any step: the run
- * changes nothing, and the report names both Machines and both sizes. An incremental send (the target holds a
- * Mirror) is not estimated here; a receive that runs out of space fails before the cut just the same.
+ * Refuses a send into a Pool with less free space than it needs, before it is asked: the report names both Machines
+ * and both sizes, and `outcome` what that leaves (by default: nothing changed). A full send (the target holds
+ * nothing) needs what the source's copy uses; an incremental one (the target holds a Mirror) about what the Writer
+ * wrote since its newest Snapshot (btrfs: its qgroup's exclusive bytes, within a few KiB of the send stream's size;
+ * ZFS: `written`). When the Mirror is older than that Snapshot the send carries more, so the estimate is a floor:
+ * a Pool below it is refused for certain, one above it may still fill up, and that receive fails before any cut.
  */
-export function checkSpace(source: LiveCopy, target: LiveCopy, volume: string): void {
-  if (target.copy.role !== "none" || source.usedBytes === undefined || target.freeBytes === undefined) return;
-  if (target.freeBytes >= source.usedBytes) return;
+export function checkSpace(
+  source: LiveCopy,
+  target: LiveCopy,
+  volume: string,
+  outcome = `nothing changed; "${source.machine.name}" still holds the Writer`,
+): void {
+  const free = target.freeBytes;
+  if (free === undefined) return;
+  const details = { volume, machine: target.machine.name, source: source.machine.name, "free_bytes": free };
+  if (target.copy.role === "none") {
+    if (source.usedBytes === undefined || free >= source.usedBytes) return;
+    throw new OperatorError(
+      "unavailable",
+      `Machine "${target.machine.name}" has ${free} bytes free in its Pool and "${volume}" uses ${source.usedBytes} bytes on "${source.machine.name}": too little to receive it (${outcome})`,
+      { ...details, "used_bytes": source.usedBytes },
+    );
+  }
+  if (target.copy.role !== "mirror" || source.changedBytes === undefined || free >= source.changedBytes) {
+    return;
+  }
   throw new OperatorError(
     "unavailable",
-    `Machine "${target.machine.name}" has ${target.freeBytes} bytes free in its Pool and "${volume}" uses ${source.usedBytes} bytes on "${source.machine.name}": too little to receive it (nothing changed; "${source.machine.name}" still holds the Writer)`,
-    { volume, machine: target.machine.name, "free_bytes": target.freeBytes, "used_bytes": source.usedBytes },
+    `Machine "${target.machine.name}" has ${free} bytes free in its Pool and "${volume}" has ${source.changedBytes} bytes written on "${source.machine.name}" since its newest Snapshot: too little to receive the incremental send (${outcome})`,
+    { ...details, "changed_bytes": source.changedBytes },
   );
 }
 
@@ -342,6 +365,7 @@ export async function runVolume(
           throw new OperatorError("not_found", `Volume "${volume}" has no Mirror to sync`);
         }
         const snapshot = snapshotName(run.gen);
+        for (const m of mirrors) checkSpace(writer, m, volume);
         for (const m of mirrors) {
           await step(m, { role: "mirror", snapshot }, { source: writer, sizeBytes: writer.sizeBytes });
         }
@@ -442,6 +466,18 @@ export async function runVolume(
         source,
         sizeBytes: size,
       });
+      // The final incremental carries what was written since that sync: its estimate, against the target's space
+      // now, before the cut.
+      const now = await readCopies([source.machine, target.machine], volume);
+      const [s, t] = [source, target].map((c) => now.copies.find((n) => n.machine.id === c.machine.id));
+      if (s !== undefined && t !== undefined) {
+        checkSpace(
+          s,
+          t,
+          volume,
+          `the cut was not made; "${source.machine.name}" still holds the Writer and "${target.machine.name}" a Mirror`,
+        );
+      }
       await checkpoint("before-cut");
       figures.cutAt = performance.now();
       await step(source, { role: "mirror", snapshot: cut });

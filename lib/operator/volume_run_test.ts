@@ -348,3 +348,58 @@ Deno.test("a run started right after a killed run's receive waits for it and fen
     assert.match(lines.join("\n"), /m2: none → Mirror@g1-a by an earlier run's transition; fencing at that/);
   });
 });
+
+Deno.test("sync into a Mirror whose Pool is smaller than what the Writer wrote since: refused before any step", async () => {
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "mirror", snapshot: "g1-a" });
+  const m3 = fakeMachine("m3", { role: "mirror", snapshot: "g1-a" });
+  m1.state.changedBytes = 300 * 2 ** 20;
+  m2.state.freeBytes = 2 ** 30;
+  m3.state.freeBytes = 100 * 2 ** 20;
+  await withHost([m1, m2, m3], async (host) => {
+    const result = await runVolume(host, "v", { kind: "sync" });
+    assert.equal(result.state, "failed");
+    assert.equal(result.error?.code, "unavailable");
+    assert.equal(
+      result.error?.message,
+      `Machine "m3" has 104857600 bytes free in its Pool and "v" has 314572800 bytes written on "m1" since its newest Snapshot: too little to receive the incremental send (nothing changed; "m1" still holds the Writer)`,
+    );
+    // Neither Mirror was asked to receive: m2 had room, but the run refuses before its first step.
+    for (const m of [m2, m3]) {
+      assert.deepEqual(m.asked.map((r) => r.wanted.role), ["mirror"], "only the fence");
+    }
+    assert.deepEqual([m2.state.copy, m3.state.copy], [
+      { role: "mirror", snapshot: "g1-a" },
+      { role: "mirror", snapshot: "g1-a" },
+    ]);
+    // With room on both, the same sync runs.
+    m3.state.freeBytes = 2 ** 30;
+    const again = await runVolume(host, "v", { kind: "sync" });
+    assert.equal(again.state, "done", JSON.stringify(again.error));
+  });
+});
+
+Deno.test("move: a final incremental too large for the target is refused before the cut", async () => {
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "mirror", snapshot: "g1-a" });
+  m1.state.changedBytes = 10 * 2 ** 20;
+  m2.state.freeBytes = 100 * 2 ** 20;
+  // While the sync runs the Writer goes on writing: 200 MiB more by the time the cut would be asked.
+  failOn = (req) => {
+    if (req.wanted.role === "mirror" && req.wanted.snapshot?.endsWith("s")) {
+      m1.state.changedBytes = 200 * 2 ** 20;
+    }
+    return false;
+  };
+  await withHost([m1, m2], async (host) => {
+    const result = await runVolume(host, "v", { kind: "move", to: "m2" });
+    assert.equal(result.state, "failed");
+    assert.equal(
+      result.error?.message,
+      `Machine "m2" has 104857600 bytes free in its Pool and "v" has 209715200 bytes written on "m1" since its newest Snapshot: too little to receive the incremental send (the cut was not made; "m1" still holds the Writer and "m2" a Mirror)`,
+    );
+    assert.equal(m1.state.copy.role, "writer");
+    assert.match((m2.state.copy as { snapshot: string }).snapshot, /^g1-.*s$/, "the sync was received");
+    assert.deepEqual(m1.asked.map((r) => r.wanted.role), ["writer"], "only the fence reached m1: no cut");
+  });
+});

@@ -55,6 +55,8 @@ export interface VolumeCopyWire {
   "size_bytes"?: number;
   /** Bytes used. */
   "used_bytes"?: number;
+  /** A Writer's bytes written since its newest Snapshot: about what an incremental send from it carries. */
+  "changed_bytes"?: number;
   /** The Project whose Service made it. */
   project?: string;
   /** Fields a newer Machine adds. */
@@ -70,6 +72,7 @@ export const VolumeCopyWireSchema: z.ZodType<VolumeCopyWire> = z.looseObject({
   snapshots: z.array(z.string()),
   "size_bytes": z.number().optional(),
   "used_bytes": z.number().optional(),
+  "changed_bytes": z.number().optional(),
   project: z.string().optional(),
 });
 

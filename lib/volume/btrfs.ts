@@ -28,17 +28,22 @@ export function parseSubvolumeList(text: string): string[] {
   return paths;
 }
 
-/** Parses `btrfs qgroup show --raw -re` for qgroup `0/<id>`: referenced bytes and the referenced limit. */
+/**
+ * Parses `btrfs qgroup show --raw -re` for qgroup `0/<id>`: referenced bytes, the referenced limit, and the exclusive
+ * bytes (extents no other subvolume shares: for a writable Volume, what was written since its newest Snapshot).
+ */
 export function parseQgroup(text: string, id: number): VolumeUsage | undefined {
   for (const line of text.split("\n")) {
     const cols = line.trim().split(/\s+/);
     if (cols[0] !== `0/${id}`) continue;
     const used = Number(cols[1]);
+    const exclusive = Number(cols[2]);
     const limit = cols[3] === "none" || cols[3] === undefined ? undefined : Number(cols[3]);
     if (!Number.isSafeInteger(used)) return undefined;
     return {
       usedBytes: used,
       sizeBytes: limit !== undefined && Number.isSafeInteger(limit) ? limit : undefined,
+      ...(Number.isSafeInteger(exclusive) ? { changedBytes: exclusive } : {}),
     };
   }
   return undefined;
@@ -101,7 +106,8 @@ export function btrfsPool(root: string, exec: Exec): Pool {
 
   async function usage(volume: string): Promise<VolumeUsage> {
     let path = writable(volume);
-    if (!await exists(path)) {
+    const isWritable = await exists(path);
+    if (!isWritable) {
       const snaps = await snapshots(volume);
       if (snaps.length === 0) {
         throw new VolumeError("not_found", `Volume "${volume}" is not in the Pool at ${root}`);
@@ -115,6 +121,7 @@ export function btrfsPool(root: string, exec: Exec): Pool {
     if (parsed === undefined) {
       throw new VolumeError("internal", `No qgroup for Volume "${volume}" at ${root}`);
     }
+    if (!isWritable) delete parsed.changedBytes;
     return parsed;
   }
 

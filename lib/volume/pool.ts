@@ -21,6 +21,12 @@ export interface VolumeUsage {
   usedBytes: number;
   /** The size limit, or undefined when none is set. */
   sizeBytes: number | undefined;
+  /**
+   * Bytes written to the writable copy since its newest Snapshot (btrfs: the qgroup's exclusive bytes; ZFS:
+   * `written`): what an incremental send from that Snapshot carries, give or take its metadata. Undefined for a
+   * Mirror.
+   */
+  changedBytes?: number;
 }
 
 /** Space of the whole Pool. */

@@ -48,12 +48,27 @@ export function zfsPool(dataset: string, mountRoot: string, exec: Exec): Pool {
   }
 
   async function usage(volume: string): Promise<VolumeUsage> {
-    const text = await exec.run(["zfs", "get", "-H", "-p", "-o", "value", "referenced,refquota", ds(volume)]);
-    const [used, quota] = text.trim().split("\n").map((v) => Number(v.trim()));
+    const text = await exec.run([
+      "zfs",
+      "get",
+      "-H",
+      "-p",
+      "-o",
+      "value",
+      "referenced,refquota,written,readonly",
+      ds(volume),
+    ]);
+    const [used, quota, written] = text.trim().split("\n").map((v) => Number(v.trim()));
+    const readonly = text.trim().split("\n")[3]?.trim() === "on";
     if (!Number.isSafeInteger(used)) {
       throw new VolumeError("internal", `Cannot read the usage of "${ds(volume)}"`);
     }
-    return { usedBytes: used, sizeBytes: Number.isSafeInteger(quota) && quota > 0 ? quota : undefined };
+    return {
+      usedBytes: used,
+      sizeBytes: Number.isSafeInteger(quota) && quota > 0 ? quota : undefined,
+      // `written`: bytes written since the previous Snapshot; a Mirror (read-only) changes only by receives.
+      ...(Number.isSafeInteger(written) && !readonly ? { changedBytes: written } : {}),
+    };
   }
 
   return {

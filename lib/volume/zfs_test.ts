@@ -159,11 +159,11 @@ Deno.test("ZFS promote, demote, destroy and resize", async () => {
 
 Deno.test("ZFS usage and space read exact bytes (-p)", async () => {
   const fake = fakeZfs([
-    ["zfs get -H -p -o value referenced,refquota", "123\n0\n"],
+    ["zfs get -H -p -o value referenced,refquota,written,readonly", "123\n0\n45\noff\n"],
     ["zfs get -H -p -o value used,available", "1000\n9000\n"],
   ]);
   const pool = zfsPool("tank/ployz", "/v", fake.exec);
-  assert.deepEqual(await pool.usage("db"), { usedBytes: 123, sizeBytes: undefined });
+  assert.deepEqual(await pool.usage("db"), { usedBytes: 123, sizeBytes: undefined, changedBytes: 45 });
   assert.deepEqual(await pool.space(), { totalBytes: 10000, freeBytes: 9000 });
 });
 
