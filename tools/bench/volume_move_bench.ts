@@ -58,9 +58,10 @@ function ployz(args: string[]): Promise<string> {
   });
 }
 
-/** Each Machine's Pool mount point on the host, and its network namespace. */
+/** Each Machine's Pool mount point on the host, its network namespace, and its address on the mesh. */
 const where: Record<string, string> = {};
 const namespace: Record<string, string> = {};
+const meshAddress: Record<string, string> = {};
 /** Throughput of the send itself (MiB/s) per case. */
 const throughput = new Series();
 /** A Move's figures (ms). */
@@ -102,6 +103,35 @@ async function byHand(snapshot: string, into: string, base?: string): Promise<nu
   return performance.now() - started;
 }
 
+/**
+ * The same, with the stream carried over the mesh by `socat`: m2 listens on its mesh address (its Machine Gateway,
+ * where its daemon listens too) and m1 connects through WireGuard, as a daemon's pull does. Separates what the mesh
+ * costs from what ployz adds.
+ */
+async function overMesh(snapshot: string, into: string, base?: string): Promise<number> {
+  await Deno.mkdir(into, { recursive: true });
+  const port = String(20000 + Math.floor(Math.random() * 20000));
+  const receiver = `socat -u TCP-LISTEN:$1,bind=$2,reuseaddr STDOUT | btrfs receive "$3"`;
+  const sender = `if [ -n "$3" ]; then btrfs send -q -p "$3" "$1"; else btrfs send -q "$1"; fi |
+    socat -u STDIN TCP:$2,retry=50,interval=0.1`;
+  const started = performance.now();
+  await run("sh", [
+    "-c",
+    `ip netns exec "$1" sh -c '${receiver}' sh "$2" "$3" "$4" & listener=$!
+ip netns exec "$5" sh -c '${sender}' sh "$6" "$3:$2" "$7" || { kill $listener; exit 1; }
+wait $listener`,
+    "sh",
+    namespace.m2,
+    port,
+    meshAddress.m2,
+    into,
+    namespace.m1,
+    snapshot,
+    base ?? "",
+  ]);
+  return performance.now() - started;
+}
+
 async function deleteSubvolume(path: string): Promise<void> {
   try {
     await Deno.lstat(path);
@@ -116,6 +146,42 @@ function receiveStep(out: string, machine: string): number {
   const step = new RegExp(`${machine}: \\S+ → Mirror@\\S+ \\(from \\S+\\) in (\\d+) ms`).exec(out);
   if (step === null) throw new Error(`no receive step on ${machine} in:\n${out}`);
   return Number(step[1]);
+}
+
+/** CPU seconds used so far by the processes in the lab's namespaces, summed per program name (`comm`). */
+async function cpuByProgram(): Promise<Map<string, number>> {
+  const ticks = 100; // USER_HZ on Linux.
+  const used = new Map<string, number>();
+  for (const ns of Object.values(namespace)) {
+    for (const pid of (await run("ip", ["netns", "pids", ns])).split("\n").filter((l) => /^\d+$/.test(l))) {
+      try {
+        const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+        const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // utime and stime are fields 14 and 15 of stat, 12 and 13 after the comm.
+        used.set(comm, (used.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  }
+  return used;
+}
+
+/**
+ * Marks the CPU the lab's programs used so far; `report` prints what each spent since (short-lived ones, like btrfs
+ * send and receive, have exited by then and are not counted).
+ */
+async function cpuMark(): Promise<{ report(): Promise<void> }> {
+  const before = await cpuByProgram();
+  return {
+    async report() {
+      const after = await cpuByProgram();
+      const spent = [...after].map(([comm, s]) => [comm, s - (before.get(comm) ?? 0)] as const)
+        .filter(([, s]) => s >= 0.05).sort((a, b) => b[1] - a[1]);
+      console.log(`  CPU meanwhile: ${spent.map(([comm, s]) => `${comm} ${s.toFixed(1)} s`).join(", ")}`);
+    },
+  };
 }
 
 function rate(mib: number, ms: number): number {
@@ -142,16 +208,26 @@ if (READY) {
       console.log(`${name}: ${values.map((v) => v.toFixed(0)).join(", ")}`);
     }
     for (const kind of ["full", "incremental"]) {
-      const mesh = median(`${kind}: ployz over the mesh`);
+      const ployz = median(`${kind}: ployz over the mesh`);
       const hand = median(`${kind}: btrfs send | btrfs receive by hand`);
-      if (mesh !== undefined && hand !== undefined) {
-        console.log(`${kind} send ratio (median ployz / median by hand): ${(mesh / hand).toFixed(2)}×`);
+      const mesh = median(`${kind}: btrfs send | socat over the mesh | btrfs receive`);
+      if (ployz === undefined) continue;
+      if (hand !== undefined) {
+        console.log(`${kind} send ratio, ployz / by hand piped (medians): ${(ployz / hand).toFixed(2)}×`);
+      }
+      if (mesh !== undefined) {
+        console.log(
+          `${kind} send ratio, ployz / by hand over the mesh (medians): ${(ployz / mesh).toFixed(2)}×`,
+        );
       }
     }
     console.log("\nmove of a 1 GiB Volume with a fresh Mirror (ms):");
     moves.print(0);
   });
-  for (const m of up.state.plan.machines) namespace[m.name] = m.namespace;
+  for (const m of up.state.plan.machines) {
+    namespace[m.name] = m.namespace;
+    meshAddress[m.name] = m.gateway;
+  }
   const shown = JSON.parse(await ployz(["machine", "pool", "--json"])) as {
     machines: { "machine_name": string; pool: { where: string } }[];
   };
@@ -197,17 +273,42 @@ Deno.bench({
 });
 
 Deno.bench({
+  name: "btrfs send | socat over the mesh | btrfs receive, by hand",
+  group: "full send of a 1 GiB Volume",
+  n: 3,
+  warmup: 0,
+  ignore: !READY,
+  async fn(b) {
+    const into = join(where.m2, "bench-recv");
+    const cpu = await cpuMark();
+    b.start();
+    const ms = await overMesh(join(where.m1, "bench-snaps", "full"), into);
+    b.end();
+    await cpu.report();
+    throughput.record("full: btrfs send | socat over the mesh | btrfs receive", rate(FULL_MIB, ms));
+    console.log(
+      `over the mesh by hand: ${FULL_MIB} MiB in ${ms.toFixed(0)} ms = ${
+        rate(FULL_MIB, ms).toFixed(0)
+      } MiB/s`,
+    );
+    await deleteSubvolume(join(into, "full"));
+  },
+});
+
+Deno.bench({
   name: "ployz volume mirror --to m2 (over the mesh, whole run)",
   group: "full send of a 1 GiB Volume",
   n: 3,
   warmup: 0,
   ignore: !READY,
   async fn(b) {
+    const cpu = await cpuMark();
     b.start();
     const started = performance.now();
     const out = await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
     const ms = performance.now() - started;
     b.end();
+    await cpu.report();
     const step = receiveStep(out, "m2");
     throughput.record("full: ployz over the mesh", rate(FULL_MIB, step));
     console.log(
@@ -224,6 +325,31 @@ Deno.bench({
 let handBase: string | undefined;
 let handRound = 0;
 
+/** One incremental send by hand, `byHand` or `overMesh`, from the base both sides hold. */
+async function handIncremental(b: Deno.BenchContext, send: typeof byHand, series: string): Promise<number> {
+  const snaps = join(where.m1, "bench-snaps");
+  const into = join(where.m2, "bench-recv");
+  if (handBase === undefined) {
+    // The base both sides hold, sent in full once.
+    await byHand(join(snaps, "full"), into);
+    handBase = "full";
+  }
+  await fill("delta", DELTA_MIB);
+  const next = `inc${++handRound}`;
+  await run("btrfs", ["subvolume", "snapshot", "-r", live(), join(snaps, next)]);
+  const cpu = await cpuMark();
+  b.start();
+  const ms = await send(join(snaps, next), into, join(snaps, handBase));
+  b.end();
+  await cpu.report();
+  throughput.record(series, rate(DELTA_MIB, ms));
+  // Keep only the newest on both sides, as a Volume Run does.
+  await deleteSubvolume(join(snaps, handBase));
+  await deleteSubvolume(join(into, handBase));
+  handBase = next;
+  return ms;
+}
+
 Deno.bench({
   name: "btrfs send -p | btrfs receive, piped by hand between the two Machines",
   group: "incremental send of 256 MiB",
@@ -232,25 +358,28 @@ Deno.bench({
   warmup: 0,
   ignore: !READY,
   async fn(b) {
-    const snaps = join(where.m1, "bench-snaps");
-    const into = join(where.m2, "bench-recv");
-    if (handBase === undefined) {
-      // The base both sides hold, sent in full once.
-      await byHand(join(snaps, "full"), into);
-      handBase = "full";
-    }
-    await fill("delta", DELTA_MIB);
-    const next = `inc${++handRound}`;
-    await run("btrfs", ["subvolume", "snapshot", "-r", live(), join(snaps, next)]);
-    b.start();
-    const ms = await byHand(join(snaps, next), into, join(snaps, handBase));
-    b.end();
-    throughput.record("incremental: btrfs send | btrfs receive by hand", rate(DELTA_MIB, ms));
+    const ms = await handIncremental(b, byHand, "incremental: btrfs send | btrfs receive by hand");
     console.log(`by hand: ${DELTA_MIB} MiB in ${ms.toFixed(0)} ms = ${rate(DELTA_MIB, ms).toFixed(0)} MiB/s`);
-    // Keep only the newest on both sides, as a Volume Run does.
-    await deleteSubvolume(join(snaps, handBase));
-    await deleteSubvolume(join(into, handBase));
-    handBase = next;
+  },
+});
+
+Deno.bench({
+  name: "btrfs send -p | socat over the mesh | btrfs receive, by hand",
+  group: "incremental send of 256 MiB",
+  n: 3,
+  warmup: 0,
+  ignore: !READY,
+  async fn(b) {
+    const ms = await handIncremental(
+      b,
+      overMesh,
+      "incremental: btrfs send | socat over the mesh | btrfs receive",
+    );
+    console.log(
+      `over the mesh by hand: ${DELTA_MIB} MiB in ${ms.toFixed(0)} ms = ${
+        rate(DELTA_MIB, ms).toFixed(0)
+      } MiB/s`,
+    );
   },
 });
 
@@ -275,11 +404,13 @@ Deno.bench({
       await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
     }
     await fill("delta", DELTA_MIB);
+    const cpu = await cpuMark();
     b.start();
     const started = performance.now();
     const out = await ployz(["volume", "sync", VOLUME]);
     const ms = performance.now() - started;
     b.end();
+    await cpu.report();
     const step = receiveStep(out, "m2");
     throughput.record("incremental: ployz over the mesh", rate(DELTA_MIB, step));
     console.log(
