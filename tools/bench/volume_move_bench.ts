@@ -22,15 +22,16 @@ const MiB = 2 ** 20;
 const FULL_MIB = 1024;
 const DELTA_MIB = 256;
 
-function btrfsReady(): boolean {
+/** Whether `command flag` runs (btrfs-progs; socat carries the by-hand send over the mesh). */
+function runs(command: string, flag: string): boolean {
   try {
-    return new Deno.Command("btrfs", { args: ["--version"], stdout: "null" }).outputSync().success;
+    return new Deno.Command(command, { args: [flag], stdout: "null", stderr: "null" }).outputSync().success;
   } catch {
     return false;
   }
 }
 
-const READY = LAB_READY && btrfsReady();
+const READY = LAB_READY && runs("btrfs", "--version") && runs("socat", "-V");
 const tag = crypto.randomUUID().slice(0, 4);
 const dir = `/tmp/plz-bench-vol-${tag}`;
 const VOLUME = "bv_data";
@@ -148,15 +149,15 @@ function receiveStep(out: string, machine: string): number {
   return Number(step[1]);
 }
 
-/** CPU seconds used so far by the processes in the lab's namespaces, summed per program name (`comm`). */
+/** CPU seconds used so far by the processes in the lab's namespaces, per Machine and program name (`comm`). */
 async function cpuByProgram(): Promise<Map<string, number>> {
   const ticks = 100; // USER_HZ on Linux.
   const used = new Map<string, number>();
-  for (const ns of Object.values(namespace)) {
+  for (const [machine, ns] of Object.entries(namespace)) {
     for (const pid of (await run("ip", ["netns", "pids", ns])).split("\n").filter((l) => /^\d+$/.test(l))) {
       try {
         const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-        const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        const comm = `${machine} ${stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))}`;
         const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
         // utime and stime are fields 14 and 15 of stat, 12 and 13 after the comm.
         used.set(comm, (used.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks);
