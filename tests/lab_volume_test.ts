@@ -3,7 +3,7 @@
 // bind-mounted and limited to its size, recorded in the replicated `volumes` rows; `ployz machine pool` shows the
 // Pools and copies; a Machine holding only a Mirror refuses to create a Container on it, naming the check; Volume
 // Runs (mirror, sync, move) over the mesh; a Deploy after a Move keeps the Service where the Writer is whatever
-// x-machines names; faults (a target without space, the operator killed before and after the cut, the source
+// x-machines names; faults (a target without space for a full or an incremental send, the operator killed before and after the cut, the source
 // partitioned after the cut) leave one Writer and no lost write; rm --volumes destroys every copy; and the lab
 // leaves no mount or loop device behind.
 import assert from "node:assert/strict";
@@ -520,6 +520,52 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
           const after = await inspect();
           assert.equal(after.m1, "writer");
           assert.match(after.m2, /^mirror@g\d+-/);
+        },
+      );
+
+      await t.step(
+        "a sync whose Mirror's Pool lacks room for what the Writer wrote since is refused before it sends",
+        async () => {
+          const before = await inspect();
+          const freeOn = async (m: string): Promise<number> => {
+            await run("btrfs", ["filesystem", "sync", where[m]]);
+            const pool = (await pools()).machines.find((p) => p.machine_name === m)!.pool as {
+              "free_bytes"?: number;
+            };
+            assert(typeof pool.free_bytes === "number", JSON.stringify(pool));
+            return pool.free_bytes;
+          };
+          // 16 MiB of new data on m1, and m2's Pool filled to 4 MiB free beside its Mirror.
+          const fresh = new Uint8Array(16 * MiB);
+          for (let at = 0; at < fresh.length; at += 65536) {
+            crypto.getRandomValues(fresh.subarray(at, at + 65536));
+          }
+          const delta = join(livePath("m1"), "delta");
+          await Deno.writeFile(delta, fresh);
+          const filler = join(where.m2, "filler");
+          const filled = await run("fallocate", ["-l", String(await freeOn("m2") - 4 * MiB), filler]);
+          assert.equal(filled.code, 0, filled.stderr);
+          try {
+            assert((await freeOn("m2")) < 8 * MiB, "m2's Pool is nearly full");
+            const synced = await lab.on("m1", ["volume", "sync", "vol_data"]);
+            assert.notEqual(synced.code, 0, synced.stderr);
+            assert.match(
+              synced.stderr,
+              /error\[unavailable\]: Volume run failed: Machine "m2" has \d+ bytes free in its Pool and "vol_data" has \d+ bytes written on "m1" since its newest Snapshot: too little to receive the incremental send \(nothing changed; "m1" still holds the Writer\)/,
+            );
+            const written = Number(/has (\d+) bytes written on "m1"/.exec(synced.stderr)![1]);
+            assert(
+              written >= 16 * MiB && written < 17 * MiB,
+              `the estimate is the 16 MiB written: ${written}`,
+            );
+            assert.deepEqual(await inspect(), before, "no copy changed");
+          } finally {
+            await Deno.remove(filler);
+            await Deno.remove(delta);
+            await eventually(30_000, "m2's Pool has room again", async () => {
+              return (await freeOn("m2")) > 128 * MiB ? true : undefined;
+            });
+          }
         },
       );
 
