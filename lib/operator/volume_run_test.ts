@@ -403,3 +403,15 @@ Deno.test("move: a final incremental too large for the target is refused before 
     assert.deepEqual(m1.asked.map((r) => r.wanted.role), ["writer"], "only the fence reached m1: no cut");
   });
 });
+
+Deno.test("a step answered busy after the Machine waited on it is asked again at once, not after the pause", async () => {
+  const m1 = fakeMachine("m1", { role: "writer", epoch: 0 });
+  const m2 = fakeMachine("m2", { role: "none" });
+  await withHost([m1, m2], async (host) => {
+    // Each receive answers busy once; with a 5 s pause between asks of its own step the run would take 5 s more.
+    const started = performance.now();
+    const result = await runVolume({ ...host, busyPauseMs: 5_000 }, "v", { kind: "mirror", to: "m2" });
+    assert.equal(result.state, "done", JSON.stringify(result.error));
+    assert(performance.now() - started < 2_000, `took ${performance.now() - started} ms`);
+  });
+});
