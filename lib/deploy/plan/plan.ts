@@ -205,6 +205,16 @@ function changeOf(
   return { change: "NeedsRecreate", changed: [] };
 }
 
+/** Where an operation of one slot of a Service acts: the Machine, the Project, the Service and the slot. */
+function slotOn(
+  m: MachineObservation,
+  project: string,
+  service: string,
+  slot: string,
+): { machineId: string; machineName: string; project: string; service: string; slot: string } {
+  return { machineId: m.machineId, machineName: m.machineName, project, service, slot };
+}
+
 interface ServicePlan {
   ops: Draft[];
   summary: ServiceSummary;
@@ -228,13 +238,7 @@ function planService(
   const monitorMs = service.update.monitorMs ?? options.monitorMs ?? DEFAULT_MONITOR_MS;
   const gate: HealthGate | null = options.skipHealth ? null : healthGate(service.healthcheck, monitorMs);
   const { order, reason } = updateOrder(service);
-  const base = (m: MachineObservation, slot: string) => ({
-    machineId: m.machineId,
-    machineName: m.machineName,
-    project: project.name,
-    service: service.name,
-    slot,
-  });
+  const base = (m: MachineObservation, slot: string) => slotOn(m, project.name, service.name, slot);
   const hooks = placed.filter((p) => p.container.slot === "hook");
   const slotted = placed.filter((p) => p.container.slot !== "hook");
   const changes: Draft[] = [];
@@ -433,13 +437,7 @@ function planCompletion(options: PlanOptions, service: NormalizedService, placed
     p.container.spec_digest === digest && p.container.state === "exited" && p.container.exit_code === 0
   );
   const summary = { service: service.name, desired: 1, upToDate: 0, changing: 0, removing: 0 };
-  const base = (m: MachineObservation, slot: string) => ({
-    machineId: m.machineId,
-    machineName: m.machineName,
-    project: project.name,
-    service: service.name,
-    slot,
-  });
+  const base = (m: MachineObservation, slot: string) => slotOn(m, project.name, service.name, slot);
   if (done !== undefined) {
     const extra = placed.filter((p) => p !== done);
     summary.upToDate = 1;
