@@ -1,19 +1,20 @@
 // Cold Deploy from a registry vs `docker pull` + `docker run` by hand, on the same three lab dockerds in the same run.
-// A 3-Machine lab, Debian's docker-registry in its underlay namespace (TLS, htpasswd). Each round pushes two fresh
+// A 3-Machine lab, Debian's docker-registry in its underlay namespace (TLS, htpasswd). Each round pushes fresh
 // images of the same size (a random layer of PLOYZ_BENCH_LAYER_MB, default 20 MB, on busybox) that no Machine holds:
 // - ployz: `ployz deploy` of 1 Service x 3 replicas (one per Machine), --parallel PLOYZ_BENCH_PARALLEL (default 3),
 //   no health check, monitor 0 s:
 //   digest resolution, a pull task on each Machine, create and start; the CLI bundled as a release runs it, and
-//   once more (a fourth fresh image) loaded from source (PLOYZ_LAUNCHER_BUNDLE=0);
+//   once more (a fourth fresh image) loaded from source (PLOYZ_LAUNCHER_BUNDLE=0), the two first in turn;
 // - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
 // - by hand, parallel: the same three pull+run sequences at once (a script would); then, the image present,
 //   `docker run -d` on the three at once on Docker's default network and on the Ployz network (for the record);
-// - warm: the same `ployz deploy` again (nothing pulled, nothing to do), and with a changed environment variable
-//   (three replacements, nothing pulled);
+// - warm: the same `ployz deploy` again (nothing pulled, nothing to do; bundled and from source), and with a
+//   changed environment variable (three replacements, nothing pulled);
 // - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
 //   own transfer, which a pull operation runs) and by m3 from m1 over the mesh (`ployz image copy`, which an image
 //   operation runs: the time the target Machine reports for save, transfer and load, without the CLI's start).
-// Run: sudo deno run --allow-all tools/bench/registry_pull_bench.ts (PLOYZ_BENCH_ROUNDS, default 3).
+// Run: sudo deno run --allow-all tools/bench/registry_pull_bench.ts (PLOYZ_BENCH_ROUNDS, default 3; even rounds
+// run the CLI from source first).
 import { join } from "node:path";
 import { startLab } from "../../tests/support/lab.ts";
 import { startRegistry } from "../../tests/support/registry.ts";
@@ -31,6 +32,8 @@ const MACHINES = ["m1", "m2", "m3"];
 const PARALLEL = Deno.env.get("PLOYZ_BENCH_PARALLEL") ?? "3";
 /** With PLOYZ_BENCH_TRACE=1 the first cold deploy prints when each of its events arrived, instead of counting. */
 const TRACE = Deno.env.get("PLOYZ_BENCH_TRACE") === "1";
+/** The launcher's environment that runs the CLI from source instead of its bundle. */
+const SOURCE = { PLOYZ_LAUNCHER_BUNDLE: "0" };
 
 /** Runs a cold `ployz deploy --json` and prints each event's arrival, in ms from the command's start. */
 async function trace(env: Record<string, string>, compose: string): Promise<void> {
@@ -159,6 +162,14 @@ if (!LAB_READY) {
         if (out.code !== 0) throw new Error(`deploy failed: ${out.stderr}${out.stdout}`);
         return ms;
       };
+      // The same cold Deploy with the CLI loaded module by module from source instead of the bundle; the two go
+      // first in turn, so neither always runs beside the other's fresh containers.
+      const sourceCold = async (): Promise<void> =>
+        samples.record(
+          "ployz deploy, cold, CLI from source (3 pulls, 3 containers)",
+          await deploy(fromSource, SOURCE),
+        );
+      if (round % 2 === 0) await sourceCold();
       if (round === 1 && TRACE) {
         await trace(lab.envOn("m1"), compose);
         for (const m of MACHINES) {
@@ -168,11 +179,7 @@ if (!LAB_READY) {
           }
         }
       } else samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
-      // The same cold Deploy with the CLI loaded module by module from source instead of the bundle.
-      samples.record(
-        "ployz deploy, cold, CLI from source (3 pulls, 3 containers)",
-        await deploy(fromSource, { PLOYZ_LAUNCHER_BUNDLE: "0" }),
-      );
+      if (round % 2 === 1) await sourceCold();
 
       let started = performance.now();
       for (const m of MACHINES) {
@@ -212,6 +219,10 @@ if (!LAB_READY) {
       }
 
       samples.record("ployz deploy, warm, nothing changed", await deploy());
+      samples.record(
+        "ployz deploy, warm, nothing changed, CLI from source",
+        await deploy(fromSource, SOURCE),
+      );
       const shared = await fresh(`c${round}`);
       await must("docker", [...sock("m1"), "pull", shared], dockerEnv);
       started = performance.now();
@@ -250,7 +261,12 @@ if (!LAB_READY) {
     console.log(
       `cold deploy, CLI from source / by hand at once: ${
         (source / median("docker pull + run by hand, three Machines at once")).toFixed(2)
-      }x; bundled / from source: ${(cold / source).toFixed(2)}x`,
+      }x; bundled / from source: ${
+        (cold / source).toFixed(2)
+      }x; warm, nothing changed, bundled / from source: ${
+        (median("ployz deploy, warm, nothing changed") /
+          median("ployz deploy, warm, nothing changed, CLI from source")).toFixed(2)
+      }x`,
     );
     console.log(
       `cold deploy / by hand one after another: ${
