@@ -295,7 +295,7 @@ Deno.test(needs(["docker"], {
           const path = await writeCompose(env, `${project}x`, { edge: { port: busy } });
           const r = await ployz(env, ...deployArgs(path));
           equal(r.code, 1, r.stdout + r.stderr);
-          match(r.stdout, new RegExp(`Failed: create .*\\n.*${busy}`));
+          match(r.stdout, new RegExp(`Failed at stage "deploy": create .*\\n.*${busy}`));
         } finally {
           taken.close();
         }
