@@ -96,8 +96,21 @@ async function idleRss(socket: string): Promise<void> {
     if (r.code !== 0) throw new Error(`rm failed: ${r.stdout}${r.stderr}`);
   } finally {
     const socketArg = `unix://${socket}`;
-    await new Deno.Command("docker", { args: ["-H", socketArg, "network", "rm", network], stderr: "null" })
-      .output();
+    const docker = async (args: string[]): Promise<string> =>
+      new TextDecoder().decode(
+        (await new Deno.Command("docker", {
+          args: ["-H", socketArg, ...args],
+          stdout: "piped",
+          stderr: "null",
+        })
+          .output()).stdout,
+      );
+    // Everything the run made carries its label, the ingress proxy too (it holds host ports 80 and 443).
+    const ids = (await docker(["ps", "-aq", "--filter", `label=ployz.test=${run}`])).split("\n").filter((
+      id,
+    ) => id);
+    if (ids.length > 0) await docker(["rm", "-f", ...ids]);
+    await docker(["network", "rm", network]);
     await Deno.remove(root, { recursive: true });
   }
 }
