@@ -313,6 +313,40 @@ async function deployPrepared(
   jobs: BuildJob[],
   builder?: Builder,
 ): Promise<FlowResult> {
+  // Confirmed already (-y, not a dry run): the builds run while the Machines are observed and the plan is made,
+  // and the Preview waits for them. A failed build still ends the Deploy before anything is saved or replaced.
+  const early = builder !== undefined && options.yes && !options.dryRun && jobs.some((job) => !job.upToDate)
+    ? runStages(jobs, builder, options).then(() => undefined, (error: unknown) => ({ error }))
+    : undefined;
+  const built = async (): Promise<void> => {
+    if (early !== undefined) {
+      const failed = await early;
+      if (failed !== undefined) throw failed.error;
+    } else if (builder !== undefined) await runStages(jobs, builder, options);
+  };
+  try {
+    return await planAndRun(machines, book, request, options, {
+      jobs,
+      builder,
+      built,
+      early: early !== undefined,
+    });
+  } catch (error) {
+    // The contexts are closed only once their uploads ended; a failed build, the earlier stage, is what is told.
+    const failed = await early;
+    throw failed?.error ?? error;
+  }
+}
+
+/** Plans the prepared Deploy, runs its builds (`built`) once confirmed, then executes it. */
+async function planAndRun(
+  machines: DeployMachines,
+  book: DeployBook,
+  request: { project: NormalizedProject; warnings: string[]; sourcePath: string; monitorMs?: number },
+  options: FlowOptions,
+  builds: { jobs: BuildJob[]; builder?: Builder; built: () => Promise<void>; early: boolean },
+): Promise<FlowResult> {
+  const { jobs, builder, built } = builds;
   // Every Machine runs the digest resolved here, once: a moved tag is a changed spec, never a mix.
   const pinning = pinImages(
     request.project,
@@ -360,6 +394,7 @@ async function deployPrepared(
   const pullsStarted = options.yes && !options.dryRun && jobs.length === 0 && plan.dataLoss.length === 0
     ? startPulls(plan, new Map(machines.handles.map((h) => [h.id, h.api])), options)
     : undefined;
+  if (builds.early) await built();
   const go = await confirmPlan(plan, options);
   const save = (): void =>
     book.saveState({
@@ -370,7 +405,7 @@ async function deployPrepared(
     });
   if (plan.ops.length === 0 && !options.dryRun) {
     // A build pending with nothing to run (a `--no-cache` build of a Service placed nowhere) still runs.
-    if (builder !== undefined) await runStages(jobs, builder, options);
+    await built();
     save();
     options.report.event({
       type: "outcome",
@@ -389,7 +424,7 @@ async function deployPrepared(
   }
   if (!go) return { status: options.dryRun ? "previewed" : "declined", plan };
   // Built before anything is saved or replaced: a failed build ends the Deploy here.
-  if (builder !== undefined) await runStages(jobs, builder, options);
+  await built();
   save();
   const outcome = await executeAndRecord(plan, machines, book, {
     ...options,
