@@ -1,7 +1,13 @@
 // The Deploy flow on fake Machines (pure logic; the real path is tests/deploy_e2e_test.ts and
 // tests/lab_deploy_test.ts): what it observes, refuses, asks, runs, records and reports.
 import { deepEqual, equal, ok, rejects } from "node:assert/strict";
-import { CAPABILITIES } from "../rpc/mod.ts";
+import {
+  type BuildFrame,
+  type BuildRequest,
+  type BuildUploadRequest,
+  type BuildUploadResponse,
+  CAPABILITIES,
+} from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { deployProject, type FlowOptions } from "./deploy_flow.ts";
 import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
@@ -159,4 +165,87 @@ services:
       op.kind === "create" && op.spec.image === "shop-web:0123456789abcdef"
     ),
   );
+});
+
+/** A Machine that builds: it takes the context's pieces and answers a build with `frames` (then holds the image). */
+class BuildingMachine extends FakeMachine {
+  received = 0;
+  frames: BuildFrame[] = [{ type: "log", text: "Step 1/1 : FROM app:1" }];
+
+  buildUpload(r: BuildUploadRequest): Promise<BuildUploadResponse> {
+    this.calls.push("upload");
+    this.received = r.offset + atob(r.data).length;
+    return Promise.resolve({ received: this.received });
+  }
+  buildImage(r: BuildRequest): Promise<ReadableStream<Uint8Array>> {
+    this.calls.push("build");
+    const frames = [...this.frames];
+    if (!frames.some((f) => f.type === "failed")) {
+      this.images.add(r.tags[0]);
+      frames.push({ type: "done", "image_id": "sha256:1", "duration_ms": 1, built: true });
+    }
+    const text = frames.map((f) => JSON.stringify(f) + "\n").join("");
+    return Promise.resolve(new Response(text).body!);
+  }
+}
+
+async function buildProject(): Promise<{ project: typeof SHOP; dir: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "ployz-flow-" });
+  await Deno.writeTextFile(`${dir}/Dockerfile`, "FROM app:1\n");
+  const project = compose(`name: shop
+services:
+  web:
+    build: ${dir}
+    deploy: { replicas: 1 }
+`);
+  return { project, dir };
+}
+
+Deno.test("with -y a build runs while the plan is made; the Preview and the operations follow it", async () => {
+  const { project, dir } = await buildProject();
+  try {
+    const one = new BuildingMachine("m1", "one");
+    const report = recorder();
+    report.build = (event) => report.log.push(`build ${event.type}`);
+    const result = await deployProject(
+      cluster([one]),
+      new FakeBook(),
+      request(project),
+      options(report, { yes: true }),
+    );
+    equal(result.status === "ran" ? result.outcome.status : undefined, "succeeded");
+    const preview = report.log.findIndex((l) => l.startsWith("preview"));
+    deepEqual(report.log.slice(0, preview), [
+      "build planned",
+      "build sending",
+      "build sent",
+      "build log",
+      "build built",
+    ]);
+    deepEqual(one.calls.slice(0, 2), ["upload", "build"]);
+    ok(one.calls.some((c) => c.startsWith("ensure")), one.calls.join(","));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("with -y a failed build is what is told, even when the plan is refused too, and nothing runs", async () => {
+  const { project, dir } = await buildProject();
+  try {
+    const one = new BuildingMachine("m1", "one");
+    one.frames.push({ type: "failed", code: "invalid_argument", message: "exit 7", tail: ["broken step"] });
+    one.missing.add(CAPABILITIES.waitHealthy);
+    const book = new FakeBook();
+    await rejects(
+      deployProject(cluster([one]), book, request(project), options(recorder(), { yes: true })),
+      (e: CodedError) =>
+        e.code === "invalid_argument" &&
+        /^Build of service "web" failed at stage "build" on Machine "one": exit 7; stages "distribute" and "deploy" not attempted, nothing changed$/
+          .test(e.message),
+    );
+    ok(!one.calls.some((c) => c.startsWith("ensure")), one.calls.join(","));
+    equal(book.savedState("shop"), undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
