@@ -5,6 +5,7 @@ import {
   permissionFlags,
   permissionSet,
   relocate,
+  runtimeEnvironment,
   runtimeFlags,
 } from "../permissions/mod.ts";
 import { environmentLine, quoteExecWord, quotePath } from "./systemd_escape.ts";
@@ -164,6 +165,7 @@ export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): Un
   const env = [
     environmentLine("DENO_DIR", `/var/cache/ployz/${subcommand}`),
     environmentLine("NO_COLOR", "1"),
+    ...Object.entries(runtimeEnvironment(subcommand)).map(([k, v]) => environmentLine(k, v)),
     ...layoutEnvironment(layout),
   ];
   const lines = [

@@ -69,6 +69,8 @@ Deno.test("renderUnit() passes a relocated layout as PLOYZ_* variables and reloc
 Deno.test("only the serve unit tells its daemon that systemd keeps the DNS and Observe Store runtime units", () => {
   const [serve, dns, observe] = units();
   match(serve.text, /^Environment="PLOYZ_RUNTIME_UNITS=systemd"$/m);
+  // Measured in tools/bench/daemon_footprint_bench.ts: fewer malloc arenas, lower idle RSS.
+  match(serve.text, /^Environment="MALLOC_ARENA_MAX=2"$/m);
   ok(!dns.text.includes("PLOYZ_RUNTIME_UNITS"), dns.text);
   ok(!observe.text.includes("PLOYZ_RUNTIME_UNITS"), observe.text);
 });

@@ -9,7 +9,14 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { netnsPath } from "../mesh/mod.ts";
-import { type Layout, permissionFlags, permissionSet, relocate, runtimeFlags } from "../permissions/mod.ts";
+import {
+  type Layout,
+  permissionFlags,
+  permissionSet,
+  relocate,
+  runtimeEnvironment,
+  runtimeFlags,
+} from "../permissions/mod.ts";
 import { connectMachine, type MachineClient } from "../rpc/mod.ts";
 import { LabError } from "./errors.ts";
 import { pollUntil } from "../util/mod.ts";
@@ -78,6 +85,7 @@ export function daemonEnv(m: MachinePlan, extra: Record<string, string> = {}): R
     PLOYZ_WG_INTERFACE: m.wgInterface,
     PLOYZ_WG_PORT: "51820",
     PLOYZ_ADVERTISE_ENDPOINTS: `${m.underlayAddress}:51820`,
+    ...runtimeEnvironment("serve"),
     ...extra,
   };
 }

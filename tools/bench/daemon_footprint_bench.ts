@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { machineEnv, ployz, startServe } from "../../tests/support/daemon.ts";
 import { IMAGE, isSocket, randomSubnet } from "../../tests/support/docker.ts";
 import { ROOT } from "../../tests/support/spawn.ts";
-import { runtimeFlags } from "../../lib/permissions/mod.ts";
+import { runtimeEnvironment, runtimeFlags } from "../../lib/permissions/mod.ts";
 
 const RUNS = 10;
 const ployzLauncher = join(ROOT, "bin", "ployz");
@@ -61,6 +61,10 @@ async function idleRss(socket: string): Promise<void> {
   const network = `ployz-footprint-${run}`;
   try {
     const env = await machineEnv(root, { dockerSocket: socket, dockerRoot: root, network, run });
+    // The installed unit's environment, or none to measure what it changes (PLOYZ_BENCH_SERVE_ENV=none).
+    if (Deno.env.get("PLOYZ_BENCH_SERVE_ENV") !== "none") {
+      Object.assign(env.vars, runtimeEnvironment("serve"));
+    }
     // The installed unit's and the lab's runtime flags, plus any being measured (PLOYZ_BENCH_SERVE_V8=--a,--b).
     const extra = Deno.env.get("PLOYZ_BENCH_SERVE_V8");
     const runtime = [
@@ -90,6 +94,10 @@ async function idleRss(socket: string): Promise<void> {
         } MB, ` +
         `file ${(field("RssFile") / 1024).toFixed(1)} MB; goal <= 80 MB; ${
           runtime.join(" ") || "no runtime flags"
+        }; environment ${
+          Deno.env.get("PLOYZ_BENCH_SERVE_ENV") === "none"
+            ? "not set"
+            : JSON.stringify(runtimeEnvironment("serve"))
         })`,
     );
     r = await ployz(env, "rm", `fp${run}`, "-y");
