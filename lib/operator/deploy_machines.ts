@@ -1,5 +1,5 @@
 // The Machines a Deploy observes and acts on: every Machine the Entry Machine lists, each reached through it over
-// the mesh, or kept as an omission with the reason it is not asked (DESIGN.md, bet 4).
+// the mesh, or kept as an omission with the reason it is not asked (docs/bets.md, bet 4).
 import type { ContainerSpec, MachineApi, MachineHandle, ObservationOmission } from "../deploy/mod.ts";
 import type { FanOutTarget, MachineClient } from "../rpc/mod.ts";
 

@@ -1,4 +1,4 @@
-// Drain, a bounded command (DESIGN.md bet 3): the Machine turns its own workload acceptance off, then each Project
+// Drain, a bounded command (docs/bets.md, bet 3): the Machine turns its own workload acceptance off, then each Project
 // with a Saved State and containers there is deployed again, which re-places its replicated slots on Machines
 // that accept them (start-first, health-gated) and removes them from the drained Machine. Global slots and the
 // Provisioned Volume copies in its Pool stay and are listed (a Drain moves no data: `ployz volume move` does). It ends when the last Deploy ends, and reports each Project; nothing continues after it.

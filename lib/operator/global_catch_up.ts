@@ -2,7 +2,7 @@
 // Global Service (and the Ingress Proxy, itself Global) on the Machine that just joined. It only creates on that
 // Machine (its images are the digests the last Deploy pinned, pulled or copied from a peer by the Deploy's rules; no
 // tag is resolved again), never replaces, moves or removes anything, never retries, and says per
-// Project what it placed, what failed and where it could not tell whether the Machine is eligible (DESIGN.md, bet 3:
+// Project what it placed, what failed and where it could not tell whether the Machine is eligible (docs/bets.md, bet 3:
 // no background reconciler; the operator's next Deploy finishes whatever this pass left).
 import {
   deployIntent,

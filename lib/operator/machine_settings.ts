@@ -1,5 +1,5 @@
 // Machine Labels and acceptance flags: the operator names a Machine, and the change is sent to that Machine, which
-// writes its own record and row (DESIGN.md bet 6). Parsing the command's words is pure and lives here too.
+// writes its own record and row (docs/bets.md, bet 6). Parsing the command's words is pure and lives here too.
 import { labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
 import {
   type ConfigureMachineRequest,

@@ -1,5 +1,5 @@
 // The Machines a command fans out to: every Machine row the Entry Machine holds, each with a way to reach it or
-// the reason it is not asked (DESIGN.md bets 1 and 4). Asking, deadlines and the Partial Result are lib/rpc's
+// the reason it is not asked (docs/bets.md, bets 1 and 4). Asking, deadlines and the Partial Result are lib/rpc's
 // fanOut; this lists who to ask.
 import {
   CAPABILITIES,
