@@ -31,8 +31,8 @@ export interface ExecStartRequest {
   rows?: number;
 }
 
-/** Strict reader of {@link ExecStartRequest}. */
-export const ExecStartRequestSchema: z.ZodType<ExecStartRequest> = z.strictObject({
+/** Reader of {@link ExecStartRequest}; fields it does not know are ignored. */
+export const ExecStartRequestSchema: z.ZodType<ExecStartRequest> = z.object({
   id,
   cmd: z.array(z.string().max(64 * 1024)).min(1).max(1024),
   tty: z.boolean(),
@@ -60,8 +60,8 @@ export interface ExecAttachRequest {
   session: string;
 }
 
-/** Strict reader of {@link ExecAttachRequest}. */
-export const ExecAttachRequestSchema: z.ZodType<ExecAttachRequest> = z.strictObject({ session: id });
+/** Reader of {@link ExecAttachRequest}; fields it does not know are ignored. */
+export const ExecAttachRequestSchema: z.ZodType<ExecAttachRequest> = z.object({ session: id });
 
 /** What `ployz.container.exec_input.v1` asks: any of stdin bytes, a new terminal size, the end of stdin. */
 export interface ExecInputRequest {
@@ -77,8 +77,8 @@ export interface ExecInputRequest {
   eof?: boolean;
 }
 
-/** Strict reader of {@link ExecInputRequest}. */
-export const ExecInputRequestSchema: z.ZodType<ExecInputRequest> = z.strictObject({
+/** Reader of {@link ExecInputRequest}; fields it does not know are ignored. */
+export const ExecInputRequestSchema: z.ZodType<ExecInputRequest> = z.object({
   session: id,
   data: z.string().max(Math.ceil(MAX_EXEC_INPUT / 3) * 4).optional(),
   cols: size.optional(),

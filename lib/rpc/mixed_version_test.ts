@@ -4,7 +4,7 @@
 // field of the wrong type is still refused naming it.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import type { RpcHandlers } from "./app.ts";
-import { CAPABILITIES } from "./catalog.ts";
+import { CAPABILITIES, CATALOG } from "./catalog.ts";
 import { connectMachine, type MachineClient } from "./client.ts";
 import type { ObservedContainerWire } from "./container_routes.ts";
 import { RpcError } from "./errors.ts";
@@ -196,4 +196,15 @@ Deno.test("ployz.machine.upgrade.v1 alone refuses fields it does not know: it fa
   equal(error.details.field, "source");
   match(error.message, /field "source": unknown field/);
   equal(reached, false);
+});
+
+Deno.test("every request reader but ployz.machine.upgrade.v1 ignores a field it does not know", () => {
+  const refusing: string[] = [];
+  for (const [name, route] of Object.entries(CATALOG)) {
+    const parsed = route.request.safeParse({ "field_of_a_newer_client": 1 });
+    if (!parsed.success && parsed.error.issues.some((issue) => issue.code === "unrecognized_keys")) {
+      refusing.push(name);
+    }
+  }
+  deepEqual(refusing, ["upgradeMachine"]);
 });
