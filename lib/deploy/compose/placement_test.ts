@@ -75,6 +75,7 @@ Deno.test("labelKeyProblem refuses what cannot be a label key", () => {
 Deno.test("loadCompose reads deploy.placement.constraints and refuses a bad one at file:line:col", () => {
   const { project } = loadCompose({
     path: "compose.yaml",
+    projectName: "shop",
     text: [
       "services:",
       "  web:",
@@ -86,12 +87,18 @@ Deno.test("loadCompose reads deploy.placement.constraints and refuses a bad one 
     env: {},
   });
   assert.deepEqual(project.services.web.constraints, ["node.labels.region == eu", "node.hostname != m2"]);
-  const plain = loadCompose({ path: "compose.yaml", text: "services:\n  web:\n    image: nginx\n", env: {} });
+  const plain = loadCompose({
+    path: "compose.yaml",
+    projectName: "shop",
+    text: "services:\n  web:\n    image: nginx\n",
+    env: {},
+  });
   assert.equal("constraints" in plain.project.services.web, false);
   assert.throws(
     () =>
       loadCompose({
         path: "compose.yaml",
+        projectName: "shop",
         text: [
           "services:",
           "  web:",
