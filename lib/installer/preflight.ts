@@ -1,9 +1,10 @@
 // Bounded preflight of a staged release, before anything running is changed: its own `bin/ployzd version
 // --json` must report exactly the expected version, and `bin/ployzd dns --probe` must say this binary can serve
 // Internal DNS.
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
+import { checkAttemptId } from "./attempt.ts";
 import { InstallError } from "./errors.ts";
-import { execBounded, tail } from "./exec.ts";
+import { execBounded, type ExecResult, SYSTEM_PATH, tail } from "./exec.ts";
 
 /** What preflight observed. */
 export interface PreflightResult {
@@ -24,12 +25,63 @@ export interface PreflightTimeouts {
 
 const DEFAULT_TIMEOUTS: PreflightTimeouts = { versionMs: 90_000, probeMs: 60_000 };
 
-/** Runs the staged release's own launcher; `sh` runs it so no staged path needs its own run grant. */
-function runStaged(tree: string, args: string[], timeoutMs: number, env: Record<string, string>) {
-  return execBounded("sh", [join(tree, "bin", "ployzd"), ...args], {
-    timeoutMs,
-    env: { ...env, RUST_BACKTRACE: "0" },
-  });
+/**
+ * The `systemd-run` argv that runs the staged release's own launcher as the transient unit `unit`, waiting for it
+ * with its output piped back and its exit code passed on. systemd-run (already granted) starts it because Deno
+ * cannot grant running a staged file: a run grant names a path that exists when the process starts, and the staged
+ * tree does not exist yet ("Can't escalate parent thread permissions" in a Worker, "Requires write access" to it
+ * when run directly). RuntimeMaxSec stops the unit even if this process dies before it.
+ */
+export function stagedRunArgs(
+  unit: string,
+  tree: string,
+  args: string[],
+  timeoutMs: number,
+  env: Record<string, string>,
+): string[] {
+  if (!/^ployz-preflight-[a-z0-9-]{1,64}\.service$/.test(unit)) {
+    throw new RangeError(`Invalid unit "${unit}"`);
+  }
+  if (!isAbsolute(tree) || /[\s\\]/.test(tree)) throw new RangeError(`Invalid staged tree "${tree}"`);
+  const setenv = Object.entries({ PATH: SYSTEM_PATH, LANG: "C.UTF-8", NO_COLOR: "1", ...env }).map(
+    ([k, v]) => {
+      if (!/^[A-Z_][A-Z0-9_]*$/.test(k) || /[\n\0]/.test(v)) {
+        throw new RangeError(`Invalid environment entry "${k}"`);
+      }
+      return `--setenv=${k}=${v}`;
+    },
+  );
+  return [
+    `--unit=${unit}`,
+    "--quiet",
+    "--wait",
+    "--pipe",
+    "--collect",
+    "--service-type=exec",
+    `--property=RuntimeMaxSec=${Math.ceil(timeoutMs / 1000) + 5}`,
+    "--property=TimeoutStopSec=5",
+    ...setenv,
+    "--",
+    join(tree, "bin", "ployzd"),
+    ...args,
+  ];
+}
+
+/** Runs the staged launcher through systemd-run; at the deadline the unit is stopped, not only its client. */
+async function runStaged(
+  unit: string,
+  tree: string,
+  args: string[],
+  timeoutMs: number,
+  env: Record<string, string>,
+): Promise<ExecResult> {
+  const result = await execBounded(
+    "systemd-run",
+    stagedRunArgs(unit, tree, args, timeoutMs, { ...env, RUST_BACKTRACE: "0" }),
+    { timeoutMs },
+  );
+  if (result.timedOut) await execBounded("systemctl", ["stop", unit], { timeoutMs: 30_000 }).catch(() => {});
+  return result;
 }
 
 /** Where the staged release runs its checks. */
@@ -40,6 +92,8 @@ export interface PreflightContext {
   dnsSpec: string;
   /** `PLOYZ_*` layout variables, so the staged release looks where this Machine keeps its files. */
   env: Record<string, string>;
+  /** The attempt, which names the transient units: `ployz-preflight-<attempt>-<random>-version|probe`. */
+  attemptId: string;
 }
 
 /**
@@ -53,7 +107,10 @@ export async function preflight(
   timeouts: PreflightTimeouts = DEFAULT_TIMEOUTS,
 ): Promise<PreflightResult> {
   const env = { ...context.env, DENO_DIR: context.denoDir };
-  const version = await runStaged(tree, ["version", "--json"], timeouts.versionMs, env);
+  // A random part: a unit left by an earlier run of the same attempt never blocks this one.
+  const unit = (step: string): string =>
+    `ployz-preflight-${checkAttemptId(context.attemptId)}-${crypto.randomUUID().slice(0, 8)}-${step}.service`;
+  const version = await runStaged(unit("version"), tree, ["version", "--json"], timeouts.versionMs, env);
   if (version.timedOut) {
     throw new InstallError(
       "unavailable",
@@ -84,7 +141,7 @@ export async function preflight(
     );
   }
   if (!(await Deno.stat(context.dnsSpec).then((i) => i.isFile, () => false))) return { dnsProbe: "no_spec" };
-  const probe = await runStaged(tree, ["dns", "--probe"], timeouts.probeMs, env);
+  const probe = await runStaged(unit("probe"), tree, ["dns", "--probe"], timeouts.probeMs, env);
   const verdict = classifyProbe(probe.code, probe.timedOut, probe.stderr);
   if (verdict === "failed") {
     throw new InstallError(

@@ -125,6 +125,7 @@ export async function runAttempt(
       denoDir: join(staging, "deno-dir"),
       dnsSpec: join(paths.layout.runDir, "dns.json"),
       env: layoutEnv(paths.layout),
+      attemptId: record.id,
     });
     await enter("prerequisites", { "dns_probe": checked.dnsProbe });
     const firstSetup = from === undefined;
