@@ -174,6 +174,7 @@ function codeOf(error: unknown): string {
 /** The running pulls of this Machine. */
 export class PullTasks {
   readonly #tasks = new Map<string, Task>();
+  readonly #recording = new Set<Promise<void>>();
 
   /** Serves the pull tasks of `host`. */
   constructor(readonly host: PullHost) {}
@@ -240,23 +241,47 @@ export class PullTasks {
           signal: this.host.stopping,
           onProgress: (p) => task.progress = p,
         });
-        const pulledAt = Date.now();
-        const id = await this.host.engine.imageId(ref);
-        if (id !== undefined) await this.host.pulled.add(id);
-        await tagAsWritten(this.host.engine, ref, id);
-        task.state = "done";
-        this.host.log(
-          `pulled image "${ref}": ${task.progress.layers} layers, ${task.progress.bytes} bytes in ${
-            pulledAt - task.startedAt
-          } ms, recorded and tagged in ${Date.now() - pulledAt} ms`,
-        );
       } catch (error) {
         task.state = "failed";
         task.error = { code: codeOf(error), message: error instanceof Error ? error.message : String(error) };
         this.host.log(`pull of image "${ref}" failed: ${task.error.code}: ${task.error.message}`);
+        return;
       }
+      // Done once Docker holds the image: the record (a durable write) and the tag follow beside the answer, not
+      // before it. Containers run the pinned reference, and prune leaves alone an image it has no record of yet.
+      const recording = this.#record(ref, task.progress, Date.now() - task.startedAt);
+      this.#recording.add(recording);
+      recording.finally(() => this.#recording.delete(recording));
+      task.state = "done";
     })();
     return task;
+  }
+
+  /** Records `ref` as Ployz's and tags it as written; failures are logged, never thrown. */
+  async #record(ref: string, progress: PullProgress, pulledMs: number): Promise<void> {
+    const started = Date.now();
+    try {
+      const id = await this.host.engine.imageId(ref);
+      await Promise.all([
+        id === undefined ? undefined : this.host.pulled.add(id),
+        tagAsWritten(this.host.engine, ref, id),
+      ]);
+      this.host.log(
+        `pulled image "${ref}": ${progress.layers} layers, ${progress.bytes} bytes in ${pulledMs} ms, ` +
+          `recorded and tagged in ${Date.now() - started} ms`,
+      );
+    } catch (error) {
+      this.host.log(
+        `pulled image "${ref}" in ${pulledMs} ms; recording it failed: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+      );
+    }
+  }
+
+  /** Resolves once every finished pull is recorded and tagged. */
+  async recorded(): Promise<void> {
+    await Promise.all([...this.#recording]);
   }
 
   #answer(task: Task, state: PullImageResponse["state"]): PullImageResponse {

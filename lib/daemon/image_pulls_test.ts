@@ -69,6 +69,7 @@ Deno.test("a pull is one task however many ask; it answers progress, then done, 
     assert.equal((await waiting).state, "done");
     assert.equal((await tasks.pull(REF, undefined, 0, signal)).state, "present");
     assert.equal(fake.pulls, 1);
+    await tasks.recorded();
     assert.ok((await pulled.ids()).has(ID), "recorded as Ployz's");
     const again = JSON.parse(await Deno.readTextFile(join(dir, "pulled_images.json")));
     assert.deepEqual(again.ids, [ID]);
@@ -104,6 +105,7 @@ Deno.test("a failed pull answers its code once; the next ask starts it again", a
     fake.release();
     assert.equal((await retry).state, "done");
     assert.equal(fake.pulls, 2);
+    await tasks.recorded();
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -123,6 +125,43 @@ Deno.test("a pinned reference copied from a peer is found through its alias, wit
       dockerRef: ID,
       repoDigests: [`reg.example/app@sha256:${"a".repeat(64)}`],
     });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a pull answers done once Docker holds the image; recording it as Ployz's follows beside the answer", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const fake = fakeEngine();
+    let unblock: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => unblock = resolve);
+    /** A record whose durable write waits until released (a slow disk). */
+    class SlowRecord extends PulledImages {
+      override async add(id: string, ref?: string): Promise<void> {
+        await blocked;
+        await super.add(id, ref);
+      }
+    }
+    const pulled = new SlowRecord(join(dir, "p.json"));
+    const lines: string[] = [];
+    const tasks = new PullTasks({
+      engine: fake.engine,
+      machineId: () => "m1",
+      pulled,
+      stopping: new AbortController().signal,
+      log: (line) => lines.push(line),
+    });
+    const signal = new AbortController().signal;
+    assert.equal((await tasks.pull(REF, undefined, 20, signal)).state, "running");
+    const waiting = tasks.pull(REF, undefined, 5_000, signal);
+    fake.release();
+    assert.equal((await waiting).state, "done");
+    assert.equal((await pulled.ids()).has(ID), false, "not recorded yet");
+    unblock();
+    await tasks.recorded();
+    assert.ok((await pulled.ids()).has(ID));
+    assert.match(lines.join("\n"), /pulled image ".*": 2 layers, 10 bytes in \d+ ms, recorded and tagged in/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -6,6 +6,7 @@
 // Machine) stays as written and is copied between Machines as before.
 import {
   digestFor,
+  DOCKER_HUB,
   type ImageRef,
   type ImageSource,
   type NormalizedProject,
@@ -71,13 +72,16 @@ async function holders(machines: DeployMachines, ref: string): Promise<Held[]> {
   return answers.flatMap((a) => a.status === "fulfilled" && a.value !== undefined ? [a.value] : []);
 }
 
+/** Asks registry `host` for the digest of `ref`; `signal` withdraws the question. */
+type Asker = (ref: string, host: string, signal?: AbortSignal) => Promise<string>;
+
 /** Asks a registry for the digest of a reference, through the first Machine that can ask registries. */
 function registryAsker(
   machines: DeployMachines,
   auth: AuthLookup,
-): (ref: string, host: string) => Promise<string> {
+): Asker {
   let asker: Promise<DeployMachineApi | undefined> | undefined;
-  return async (ref, host) => {
+  return async (ref, host, signal) => {
     asker ??= resolver(machines);
     const api = await asker;
     if (api === undefined || api.resolveImage === undefined) {
@@ -87,7 +91,10 @@ function registryAsker(
       );
     }
     const credentials = await auth(host);
-    return (await api.resolveImage({ ref, ...(credentials === undefined ? {} : { auth: credentials }) }))
+    signal?.throwIfAborted();
+    return (await api.resolveImage({ ref, ...(credentials === undefined ? {} : { auth: credentials }) }, {
+      signal,
+    }))
       .digest;
   };
 }
@@ -161,13 +168,18 @@ export async function pinImages(
   return { project: out, sources, warnings };
 }
 
+/** Whether the reference names a registry, and that registry is not Docker Hub (a bare name is Docker Hub's). */
+function namesRegistry(parsed: ImageRef): boolean {
+  return parsed.domain !== DOCKER_HUB;
+}
+
 async function pinOne(
   written: string,
   parsed: ImageRef,
   policy: Policy,
   services: string[],
   machines: DeployMachines,
-  ask: (ref: string, host: string) => Promise<string>,
+  ask: Asker,
   warnings: string[],
   pinnedBy = "the Compose file",
 ): Promise<ImageSource> {
@@ -191,6 +203,15 @@ async function pinOne(
   let registryState: ImageSource["registryState"] | undefined;
   let registryMessage: string | undefined;
   if (digest === undefined) {
+    // A registry the reference names (the operator's own) is asked while the Machines are, one round trip instead
+    // of two in a row; its answer is used only when they show it is needed (pull_policy: always, or no Machine
+    // holds the tag), and the question is withdrawn otherwise. Docker Hub, which meters requests, and a name
+    // without a registry (often an image built on a Machine) are asked only when needed.
+    const withdraw = new AbortController();
+    const early = policy === "always" || (policy === "missing" && namesRegistry(parsed))
+      ? ask(written, registry, withdraw.signal)
+      : undefined;
+    early?.catch(() => {});
     const held = await holders(machines, written);
     const machineDigest = held.map((h) => ({ machine: h.machine, digest: digestFor(parsed, h.digests) }))
       .find((h) => h.digest !== undefined);
@@ -203,7 +224,7 @@ async function pinOne(
         );
       }
       try {
-        digest = await ask(written, registry);
+        digest = await (early ?? ask(written, registry));
         from = `registry "${registry}"`;
         registryState = "available";
       } catch (error) {
@@ -226,9 +247,11 @@ async function pinOne(
         );
       }
     } else if (machineDigest !== undefined) {
+      withdraw.abort();
       digest = machineDigest.digest;
       from = `Machine "${machineDigest.machine}"`;
     } else {
+      withdraw.abort();
       // Built or loaded on a Machine: no registry knows it; Machines copy it from each other.
       return { ...base, ref: written, from: `Machine "${held[0].machine}"`, registryState: "none" };
     }

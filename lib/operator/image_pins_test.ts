@@ -317,3 +317,55 @@ Deno.test("a refused image and a Machine that cannot be observed end in the refu
   assert.equal(refused?.code, "not_found", String(refused));
   assert.match(refused.message, /reg\.example:5000\/shop\/web:1/);
 });
+
+/** A Machine whose image look-ups answer only when released, and which records what the registry was asked. */
+class HeldLookups extends FakeMachine {
+  release: () => void = () => {};
+  readonly #released = new Promise<void>((resolve) => this.release = resolve);
+  asked: { ref: string; signal?: AbortSignal }[] = [];
+  override async inspectImage(r: { ref: string }): ReturnType<FakeMachine["inspectImage"]> {
+    this.calls.push(`inspect ${r.ref}`);
+    await this.#released;
+    return await super.inspectImage(r);
+  }
+  override resolveImage(
+    r: { ref: string; auth?: { password?: string } },
+    options?: { signal?: AbortSignal },
+  ): Promise<{ ref: string; digest: string }> {
+    this.asked.push({ ref: r.ref, signal: options?.signal });
+    return super.resolveImage(r);
+  }
+}
+
+Deno.test("a registry the reference names is asked while the Machines are, and withdrawn when one holds the tag", async () => {
+  const cold = new HeldLookups("id1", "m1");
+  cold.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  const pinning = pinImages(shop(), cluster([cold]), noAuth);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(cold.asked.map((a) => a.ref), [`${REG}/shop/web:1`], "asked before the Machines answered");
+  cold.release();
+  const pinned = await pinning;
+  assert.equal(pinned.project.services.web.image, `${REG}/shop/web:1@${D1}`);
+  assert.equal(cold.asked.length, 1, "the early answer is the one used");
+  assert.equal(cold.asked[0].signal?.aborted, false);
+
+  const warm = new HeldLookups("id1", "m1");
+  warm.images.add(`${REG}/shop/web:1`);
+  warm.images.add(`${REG}/shop/web:1@${D2}`);
+  warm.repoDigests.set(`${REG}/shop/web:1`, [`${REG}/shop/web@${D2}`]);
+  warm.registry = new Map([[`${REG}/shop/web:1`, D1]]);
+  warm.release();
+  const kept = await pinImages(shop(), cluster([warm]), noAuth);
+  assert.equal(
+    kept.project.services.web.image,
+    `${REG}/shop/web:1@${D2}`,
+    "the Machine's digest, not the moved tag",
+  );
+  assert.equal(warm.asked[0].signal?.aborted, true, "the early question was withdrawn");
+
+  const hub = new HeldLookups("id1", "m1");
+  hub.images.add("shop/web:1");
+  hub.release();
+  await pinImages(shop("missing", "shop/web:1"), cluster([hub]), noAuth);
+  assert.deepEqual(hub.asked, [], "Docker Hub is asked only when needed");
+});

@@ -57,7 +57,15 @@ export type { ListedImage, LoadedImages, PullProgress } from "./images.ts";
 export type { DockerImage } from "./docker_types.ts";
 export { type DemuxedFrame, Demuxer } from "./demux.ts";
 export type { RegistryAuth } from "./client.ts";
-export { digestFor, type ImageRef, parseImageRef, pinRef, registryHost, repositoryOf } from "./reference.ts";
+export {
+  digestFor,
+  DOCKER_HUB,
+  type ImageRef,
+  parseImageRef,
+  pinRef,
+  registryHost,
+  repositoryOf,
+} from "./reference.ts";
 export { BUILD_TAIL_LINES, BuildError, type BuildOptions, type BuiltImage } from "./build.ts";
 export type { EventOptions } from "./events.ts";
 export type { ExecConnection, ExecOptions, ExecState } from "./exec.ts";

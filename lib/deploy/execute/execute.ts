@@ -109,8 +109,16 @@ async function ensureRunning(ctx: Context, spec: ContainerSpec): Promise<Observe
   return (await ctx.api.startContainer({ id: container.id })).container;
 }
 
-async function gate(ctx: Context, container: ContainerRef, health: HealthGate | null): Promise<void> {
+async function gate(
+  ctx: Context,
+  container: ContainerRef,
+  health: HealthGate | null,
+  seen?: ObservedContainerView,
+): Promise<void> {
   if (health === null) return;
+  // With no monitor period and no healthcheck, the gate asks one thing: is it running? The Machine's answer to the
+  // create, observed after the start, already says; asking again would only cost a round trip.
+  if (health.monitorMs === 0 && seen?.state === "running" && seen.health === "none") return;
   ctx.phase("waiting_for_health", `${container.name}: up to ${Math.round(health.deadlineMs / 1000)} s`);
   const answer = await ctx.api.waitHealthy({
     id: container.id,
@@ -196,7 +204,7 @@ async function replace(ctx: Context, op: ReplaceOp): Promise<ContainerRef> {
   try {
     const c = await ensureRunning(ctx, op.spec);
     fresh = ref(c);
-    await gate(ctx, fresh, op.health);
+    await gate(ctx, fresh, op.health, c);
   } catch (error) {
     // The replacement failed: stop the new container (kept as evidence) and serve the old one again.
     fresh ??= await findByKey(ctx, op.spec).then((c) => c && ref(c), () => undefined);
@@ -454,8 +462,9 @@ async function hook(ctx: Context, op: HookOp): Promise<ContainerRef> {
 async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefined> {
   switch (op.kind) {
     case "create": {
-      const c = ref(await ensureRunning(ctx, op.spec));
-      await gate(ctx, c, op.health);
+      const seen = await ensureRunning(ctx, op.spec);
+      const c = ref(seen);
+      await gate(ctx, c, op.health, seen);
       return c;
     }
     case "replace":

@@ -138,3 +138,34 @@ Deno.test("re-running a plan under the same Deployment finds its containers and 
   assert.equal(again.status, "succeeded");
   assert.equal(m.containers.size, 3);
 });
+
+Deno.test("with no monitor period and no healthcheck, the create's own answer passes the gate; otherwise it is asked", async () => {
+  const quick = new FakeMachine();
+  const p = project([service("web", { replicas: 1 })]);
+  const plan = planDeploy({ intent: deployIntent(p, D2), snapshot: await snapshotOf(quick), monitorMs: 0 });
+  assert.equal((await executePlan(plan, new Map([[quick.id, quick]]))).status, "succeeded");
+  assert.deepEqual(
+    quick.calls.filter((c) => c.startsWith("health")),
+    [],
+    "running, no healthcheck: no second ask",
+  );
+
+  const checked = new FakeMachine();
+  const ensure = checked.ensureContainer.bind(checked);
+  // The container has a healthcheck (still starting when the create answers): the gate waits on the Machine.
+  checked.ensureContainer = async (r) => {
+    const answer = await ensure(r);
+    return { ...answer, container: { ...answer.container, health: "starting" } };
+  };
+  const again = planDeploy({
+    intent: deployIntent(p, D2),
+    snapshot: await snapshotOf(checked),
+    monitorMs: 0,
+  });
+  assert.equal((await executePlan(again, new Map([[checked.id, checked]]))).status, "succeeded");
+  assert.equal(checked.calls.filter((c) => c.startsWith("health")).length, 1);
+
+  const monitored = new FakeMachine();
+  assert.equal((await run(p, monitored)).status, "succeeded");
+  assert.equal(monitored.calls.filter((c) => c.startsWith("health")).length, 1, "a monitor period is waited");
+});

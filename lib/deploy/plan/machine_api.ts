@@ -172,7 +172,10 @@ export interface MachineApi {
     error?: { code: string; message: string };
   }>;
   /** `ployz.image.resolve.v1`: the digest the registry serves; absent on a client that cannot ask it. */
-  resolveImage?(request: { ref: string; auth?: RegistryAuth }): Promise<{ ref: string; digest: string }>;
+  resolveImage?(
+    request: { ref: string; auth?: RegistryAuth },
+    options?: { signal?: AbortSignal },
+  ): Promise<{ ref: string; digest: string }>;
   /** `ployz.image.pull_from_peer.v1`; absent on a client that cannot ask it. */
   pullImageFromPeer?(
     request: { ref: string; "from_machine_id": string; "timeout_ms"?: number },
