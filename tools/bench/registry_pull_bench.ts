@@ -6,8 +6,10 @@
 //   digest resolution, a pull task on each Machine, create and start; the CLI bundled as a release runs it, and
 //   once more (a fourth fresh image) loaded from source (PLOYZ_LAUNCHER_BUNDLE=0), the two first in turn;
 // - by hand, sequential: on m1, m2, m3 in turn `docker pull` then `docker run -d` (what an operator types);
-// - by hand, parallel: the same three pull+run sequences at once (a script would); then, the image present,
-//   `docker run -d` on the three at once on Docker's default network and on the Ployz network (for the record);
+// - by hand, parallel: the same three pull+run sequences at once (a script would), on Docker's default network
+//   (the baseline of the goal) and, a fifth fresh image, with `--network ployz` (the network a Deploy attaches to,
+//   a user-defined bridge whose embedded DNS Docker sets up on every start: an extra line, for the record); then,
+//   the image present, `docker run -d` on the three at once on each of the two networks;
 // - warm: the same `ployz deploy` again (nothing pulled, nothing to do; bundled and from source), and with a
 //   changed environment variable (three replacements, nothing pulled);
 // - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
@@ -137,6 +139,7 @@ if (!LAB_READY) {
       const viaSource = await fresh(`o${round}`);
       const bySeq = await fresh(`s${round}`);
       const byPar = await fresh(`q${round}`);
+      const byParPloyz = await fresh(`n${round}`);
       const compose = join(lab.dir, `bench${round}.yaml`);
       const project = (name: string, image: string, env: string) =>
         `name: ${name}\nservices:\n  web:\n    image: ${image}\n    command: ["sleep", "600"]\n` +
@@ -193,6 +196,26 @@ if (!LAB_READY) {
         await must("docker", [...sock(m), "run", "-d", "--name", `hand-q${round}`, byPar, "sleep", "600"]);
       }));
       samples.record("docker pull + run by hand, three Machines at once", performance.now() - started);
+      started = performance.now();
+      await Promise.all(MACHINES.map(async (m) => {
+        await must("docker", [...sock(m), "pull", byParPloyz], dockerEnv);
+        await must("docker", [
+          ...sock(m),
+          "run",
+          "-d",
+          "--name",
+          `hand-n${round}`,
+          "--network",
+          "ployz",
+          byParPloyz,
+          "sleep",
+          "600",
+        ]);
+      }));
+      samples.record(
+        "docker pull + run by hand, three Machines at once, on the ployz network",
+        performance.now() - started,
+      );
       // What starting a container costs by network, the image already present: Docker's default network (the
       // baseline above) and the Ployz network a Deploy attaches to (user-defined bridge, Docker's embedded DNS).
       for (
@@ -246,6 +269,7 @@ if (!LAB_READY) {
           "-f",
           `hand-s${round}`,
           `hand-q${round}`,
+          `hand-n${round}`,
           `hand-0r${round}`,
           `hand-2r${round}`,
         ]);
@@ -275,6 +299,15 @@ if (!LAB_READY) {
         (cold / median("docker pull + run by hand, three Machines at once")).toFixed(2)
       }x ` +
         `(${LAYER_MB} MB layer, ${ROUNDS} rounds, --parallel ${PARALLEL}, medians)`,
+    );
+    console.log(
+      `(extra line) cold deploy / by hand at once with --network ployz: ${
+        (cold / median("docker pull + run by hand, three Machines at once, on the ployz network")).toFixed(2)
+      }x; CLI from source: ${
+        (source / median("docker pull + run by hand, three Machines at once, on the ployz network")).toFixed(
+          2,
+        )
+      }x`,
     );
     console.log(
       `peer copy over the mesh / registry pull: ${
