@@ -6,39 +6,19 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
-import { machinesUp, startLab } from "./support/lab.ts";
+import { labLoad, machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually, sleep } from "./support/poll.ts";
+import { webService } from "./support/web_service.ts";
 
 const HOST = "drain.test";
-const COMPOSE = `name: shop
-services:
-  web:
-    image: ${IMAGE}
-    command: ["sh", "-c", "echo $$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]
-    deploy: {replicas: 6}
-    stop_grace_period: 1s
-    x-ports: ["${HOST}:80/http"]
-    healthcheck:
-      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]
-      interval: 1s
-      timeout: 2s
-      retries: 2
-  agent:
+const COMPOSE = "name: shop\nservices:\n" +
+  webService({ name: "web", index: "$$HOSTNAME", deploy: "{replicas: 6}", ports: [`${HOST}:80/http`] }) +
+  `  agent:
     image: ${IMAGE}
     command: ["sleep", "3600"]
     stop_grace_period: 1s
     deploy: {mode: global}
-`;
-
-// One request after another through this Machine's port 80 until the stop file appears: a fresh connection each
-// time, no retry; every answer other than 200 is a failure.
-const LOAD = `
-host=$1; stop=$2
-while [ ! -e "$stop" ]; do
-  out=$(curl -sS -m 5 -H "Host: $host" -o /dev/null -w '%{http_code}' http://127.0.0.1/ 2>&1); rc=$?
-  echo "$rc|$out"
-done
 `;
 
 interface Listed {
@@ -109,25 +89,15 @@ Deno.test(needs(["lab"], {
     }
 
     // The Drain, under a request loop through every Machine's Ingress Proxy.
-    const stopFile = join(lab.dir, "load-stop");
-    const loops = ["m1", "m2", "m3"].map((m) => ({
-      m,
-      done: lab.ployz(["lab", "exec", m, "--dir", lab.dir, "--", "sh", "-c", LOAD, "sh", HOST, stopFile]),
-    }));
+    const load = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
     await sleep(1_000);
     const started = Date.now();
     const drained = await lab.on("m1", ["machine", "drain", "m2", "--monitor", "1s", "--json"]);
     const seconds = (Date.now() - started) / 1000;
     await sleep(1_000);
-    await Deno.writeTextFile(stopFile, "");
-    let served = 0;
-    const failures: string[] = [];
-    for (const { m, done } of loops) {
-      for (const line of (await done).stdout.split("\n").filter((l) => l !== "")) {
-        if (line === "0|200") served++;
-        else failures.push(`${m}: ${line}`);
-      }
-    }
+    const figures = await load.stop();
+    const served = figures.reduce((n, f) => n + f.served, 0);
+    const failures = figures.flatMap((f) => f.failures.map((line) => `${f.machine}: ${line}`));
     assert.equal(drained.code, 0, drained.stderr + drained.stdout);
     const report = JSON.parse(drained.stdout.trim().split("\n").at(-1)!);
     assert.equal(report.type, "drain");

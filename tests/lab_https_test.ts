@@ -12,6 +12,7 @@ import { startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
+import { webService } from "./support/web_service.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 const UNDERLAY = "192.0.2.1";
@@ -25,23 +26,19 @@ const INTRA = "intra.example.test";
 
 // The second name is written without a protocol: an ingress route is https unless it says otherwise.
 function compose(project: string, mark = "a"): string {
-  return [
-    `name: ${project}`,
-    "services:",
-    "  web:",
-    "    image: ployz-test/busybox:1",
-    `    command: ["sh", "-c", "echo hello-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]`,
-    `    environment: {MARK: "${mark}"}`,
-    "    deploy: {replicas: 2}",
-    "    stop_grace_period: 1s",
-    `    x-ports: ["${HOSTS[0]}:80/https", "${HOSTS[1]}:80", "${LATE}:80/https", "${INTERNAL}:80/https", ` +
-    `"${INTRA}:80/https"]`,
-    "    healthcheck:",
-    `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
-    "      interval: 1s",
-    "      timeout: 2s",
-    "      retries: 2",
-  ].join("\n") + "\n";
+  return `name: ${project}\nservices:\n` + webService({
+    name: "web",
+    index: "hello-$$HOSTNAME",
+    mark,
+    deploy: "{replicas: 2}",
+    ports: [
+      `${HOSTS[0]}:80/https`,
+      `${HOSTS[1]}:80`,
+      `${LATE}:80/https`,
+      `${INTERNAL}:80/https`,
+      `${INTRA}:80/https`,
+    ],
+  });
 }
 
 /**

@@ -11,28 +11,18 @@ import { outcomeOf } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
 import { labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
+import { webService } from "./support/web_service.ts";
 import { sleep } from "./support/poll.ts";
 
 const HOST = "api.pf.test";
 
 function compose(mark: string, replicas: number): string {
-  return `name: pf
-services:
-  api:
-    image: ployz-test/busybox:1
-    command: ["sh", "-c", "echo $$MARK-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]
-    environment: {MARK: "${mark}"}
-    deploy:
-      replicas: ${replicas}
-      update_config: {order: stop-first}
-    stop_grace_period: 1s
-    x-ports: ["${HOST}:80/http"]
-    healthcheck:
-      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]
-      interval: 1s
-      timeout: 2s
-      retries: 2
-`;
+  return "name: pf\nservices:\n" + webService({
+    name: "api",
+    mark,
+    deploy: `{replicas: ${replicas}, update_config: {order: stop-first}}`,
+    ports: [`${HOST}:80/http`],
+  });
 }
 
 function summary(what: string, figures: LoadFigures[]): string {

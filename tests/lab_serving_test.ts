@@ -18,6 +18,7 @@ import { eventually, sleep } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { labDocker, labLoad, type LoadFigures, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
+import { webService } from "./support/web_service.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 /** The retire bound the lab's ployzd run with (PLOYZ_RETIRE_AFTER_SECONDS). */
@@ -37,23 +38,13 @@ function httpService(
   replicas: number,
   mark: string,
 ): string {
-  return [
-    `name: ${project}`,
-    "services:",
-    `  ${service}:`,
-    "    image: ployz-test/busybox:1",
-    `    command: ["sh", "-c", "echo $$MARK-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]`,
-    `    environment: {MARK: "${mark}"}`,
-    `    deploy: {replicas: ${replicas}}`,
-    "    stop_grace_period: 1s",
-    `    x-machines: [${machine}]`,
-    `    x-ports: ["${host}:80/http"]`,
-    "    healthcheck:",
-    `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
-    "      interval: 1s",
-    "      timeout: 2s",
-    "      retries: 2",
-  ].join("\n") + "\n";
+  return `name: ${project}\nservices:\n` + webService({
+    name: service,
+    mark,
+    deploy: `{replicas: ${replicas}}`,
+    machines: [machine],
+    ports: [`${host}:80/http`],
+  });
 }
 
 interface Inspected {

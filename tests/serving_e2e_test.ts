@@ -14,6 +14,7 @@ import { DOCKER_SOCKET } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import { alive, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { webService } from "./support/web_service.ts";
 
 const RUN = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
 const PROJECT = `srv${RUN}`;
@@ -27,22 +28,8 @@ function freePort(): number {
 }
 
 function compose(image: string, mark: string): string {
-  return [
-    `name: ${PROJECT}`,
-    "services:",
-    "  web:",
-    `    image: ${image}`,
-    `    command: ["sh", "-c", "echo $$MARK-$$HOSTNAME > /www/index.html && exec httpd -f -p 80 -h /www"]`,
-    `    environment: {MARK: "${mark}"}`,
-    "    deploy: {replicas: 2}",
-    "    stop_grace_period: 1s",
-    `    x-ports: ["${HOST}:80/http"]`,
-    "    healthcheck:",
-    `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
-    "      interval: 1s",
-    "      timeout: 2s",
-    "      retries: 2",
-  ].join("\n") + "\n";
+  return `name: ${PROJECT}\nservices:\n` +
+    webService({ name: "web", image, mark, deploy: "{replicas: 2}", ports: [`${HOST}:80/http`] });
 }
 
 /** `ployzd serve` under its relocated set, plus what this test's layout adds: the Caddy admin socket, the Host

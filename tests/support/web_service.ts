@@ -1,0 +1,42 @@
+// The web Service the serving tests deploy, as Compose text: busybox httpd on port 80 serving one line as its
+// index, health-checked by wget every second (so a Deploy's health gate passes within seconds), stopped within 1 s.
+import { IMAGE } from "./docker.ts";
+
+/** What varies between the tests' web Services. */
+export interface WebService {
+  /** The Service's name. */
+  name: string;
+  /** Its image; the test busybox by default. */
+  image?: string;
+  /** Shell words echoed into the index; `$$MARK-$$HOSTNAME` by default (`$$` is Compose's escaped `$`). */
+  index?: string;
+  /** The `MARK` environment variable, when the index names it. */
+  mark?: string;
+  /** The `deploy` mapping in flow style, such as `{replicas: 2}`. */
+  deploy: string;
+  /** `x-machines`, when the Service is pinned. */
+  machines?: string[];
+  /** `x-ports`: the Ingress routes, such as `shop.test:80/http`. */
+  ports: string[];
+}
+
+/** The Service as the lines of a Compose `services:` entry, indented by two spaces, ending with a newline. */
+export function webService(service: WebService): string {
+  const index = service.index ?? "$$MARK-$$HOSTNAME";
+  const list = (values: string[]): string => `[${values.map((v) => JSON.stringify(v)).join(", ")}]`;
+  return [
+    `  ${service.name}:`,
+    `    image: ${service.image ?? IMAGE}`,
+    `    command: ["sh", "-c", "echo ${index} > /www/index.html && exec httpd -f -p 80 -h /www"]`,
+    ...(service.mark === undefined ? [] : [`    environment: {MARK: "${service.mark}"}`]),
+    `    deploy: ${service.deploy}`,
+    "    stop_grace_period: 1s",
+    ...(service.machines === undefined ? [] : [`    x-machines: ${list(service.machines)}`]),
+    `    x-ports: ${list(service.ports)}`,
+    "    healthcheck:",
+    `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
+    "      interval: 1s",
+    "      timeout: 2s",
+    "      retries: 2",
+  ].join("\n") + "\n";
+}
