@@ -5,18 +5,12 @@
 // against its size on disk, printed once. Run: deno bench --allow-all tools/bench/build_bench.ts
 import { join } from "node:path";
 import { type Lab, startLab } from "../../tests/support/lab.ts";
-import { LAB_READY, labDownSync } from "./lab_support.ts";
+import { LAB_READY, labDownSync, mustRun } from "./lab_support.ts";
 
 const IMAGE = "ployz-test/busybox:1";
 let lab: Lab | undefined;
 let project = "";
 let counter = 0;
-
-async function mustRun(promise: Promise<{ code: number; stdout: string; stderr: string }>): Promise<string> {
-  const r = await promise;
-  if (r.code !== 0) throw new Error(r.stderr + r.stdout);
-  return r.stdout;
-}
 
 if (LAB_READY) {
   lab = await startLab("bb", 1);

@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LabState, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
+import { eventually } from "../../tests/support/poll.ts";
 import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
 
 const HOST = "bench.example.test";
@@ -125,17 +126,11 @@ async function setUp(): Promise<void> {
     "caddyfile",
   ]);
   // Until both answer with the certificate (ployz's proxy loads it on its next pass).
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      handshakes(443);
-      handshakes(8443);
-      break;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  await eventually(60_000, "both listeners answer with the certificate", () => {
+    handshakes(443);
+    handshakes(8443);
+    return true;
+  });
 }
 
 if (LAB_READY) {

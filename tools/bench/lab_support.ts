@@ -1,11 +1,12 @@
 /**
  * What the lab benchmarks share: whether this host can run a lab, named series of samples with their percentiles,
- * and a lab taken down when the benchmark process ends.
+ * a lab taken down when the benchmark process ends, and a program's output that must have succeeded.
  *
  * @module
  */
 import { fileURLToPath } from "node:url";
 import { lacking } from "../../tests/support/needs.ts";
+import type { RunResult } from "../../tests/support/spawn.ts";
 
 /** Root, Linux, the Docker socket and every command `ployz lab` runs: a lab benchmark runs only then. */
 export const LAB_READY: boolean = lacking("lab") === undefined;
@@ -49,4 +50,11 @@ export function labDownSync(dir: string): void {
     stdout: "null",
     stderr: "null",
   }).outputSync();
+}
+
+/** The stdout of a program that ran, or an error carrying its output when it exited non-zero. */
+export async function mustRun(result: Promise<RunResult>): Promise<string> {
+  const r = await result;
+  if (r.code !== 0) throw new Error(r.stderr + r.stdout);
+  return r.stdout;
 }

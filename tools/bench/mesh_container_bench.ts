@@ -8,6 +8,7 @@
 // p50/p99 (curl's time_total) and requests per second print at the end. Asserts nothing.
 import { daemonClient, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
 import type { LabState } from "../../lib/lab/mod.ts";
+import { eventually } from "../../tests/support/poll.ts";
 import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
 
 const IMAGE = "ployz-test/busybox:1";
@@ -66,16 +67,10 @@ async function setUp(): Promise<void> {
   docker(m1, ["run", "-d", "--name", "cli", "--network", "ployz", IMAGE, "sleep", "3600"]);
   clientPid = Number(docker(m1, ["inspect", "-f", "{{.State.Pid}}", "cli"]));
   // Until the mesh carries the first request (peers' handshakes happen on the first packet).
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      curl(["-m", "2", ...urls("m2", 1)]);
-      break;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  await eventually(60_000, "the mesh carries a request to m2", () => {
+    curl(["-m", "2", ...urls("m2", 1)]);
+    return true;
+  });
 }
 
 if (LAB_READY) {

@@ -2,54 +2,23 @@
 // `ployz rm PROJECT -y` until it reports done (removal mark, every proxy acked, each Machine stops and removes its
 // own), against the baseline of an operator removing the same containers by hand, `docker rm -f` of the ids on each
 // Machine one after another. Each iteration deploys the Project first, outside the timed part.
-// Needs root, Linux, the dev dockerd and every command `ployz lab` runs.
+// Needs root, Linux, the dev dockerd and every command `ployz lab` runs (tests/support/lab.ts brings the lab up).
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { labUp, missingCommands } from "../../lib/lab/mod.ts";
+import { IMAGE } from "../../tests/support/docker.ts";
+import { type Lab, startLab } from "../../tests/support/lab.ts";
+import { LAB_READY, labDownSync, mustRun } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
-const PLOYZ = fileURLToPath(new URL("../../bin/ployz", import.meta.url));
 const MACHINES = ["m1", "m2", "m3"];
-
-function ready(): boolean {
-  try {
-    return Deno.build.os === "linux" && Deno.uid() === 0 && missingCommands().length === 0 &&
-      Deno.statSync(HOST_DOCKER).isSocket === true;
-  } catch {
-    return false;
-  }
-}
-
-const READY = ready();
-const tag = crypto.randomUUID().slice(0, 4);
-const dir = `/tmp/plz-bench-rm-${tag}`;
-const compose = join(dir, "rmb.yaml");
-
-async function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" }).output();
-  const text = new TextDecoder().decode(out.stdout);
-  if (!out.success) {
-    throw new Error(`${cmd} ${args.join(" ")}: ${text}${new TextDecoder().decode(out.stderr)}`);
-  }
-  return text;
-}
+let lab: Lab | undefined;
+let compose = "";
 
 function ployz(args: string[]): Promise<string> {
-  return run(PLOYZ, args, {
-    PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
-    PLOYZ_CONFIG_DIR: join(dir, "operator"),
-    PLOYZ_RUN_DIR: join(dir, "m1", "run"),
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-  });
-}
-
-function docker(m: string, args: string[]): Promise<string> {
-  return run("docker", ["-H", `unix://${join(dir, m, "docker.sock")}`, ...args]);
+  return mustRun(lab!.on("m1", args));
 }
 
 async function ids(m: string): Promise<string[]> {
-  return (await docker(m, ["ps", "-aq", "--filter", "label=ployz.project=rmb"])).split("\n").filter((s) => s);
+  return (await mustRun(lab!.docker(m, ["ps", "-aq", "--filter", "label=ployz.project=rmb"]))).split("\n")
+    .filter((s) => s);
 }
 
 async function deployTen(): Promise<void> {
@@ -58,8 +27,11 @@ async function deployTen(): Promise<void> {
   if (count !== 10) throw new Error(`expected 10 containers, found ${count}`);
 }
 
-if (READY) {
-  await labUp({ machines: 3, dir, name: `brm${tag}`, images: [IMAGE] });
+if (LAB_READY) {
+  lab = await startLab("brm", 3);
+  const dir = lab.dir;
+  globalThis.addEventListener("unload", () => labDownSync(dir));
+  compose = join(dir, "rmb.yaml");
   await Deno.writeTextFile(
     compose,
     `name: rmb
@@ -76,11 +48,6 @@ services:
     stop_grace_period: 1s
 `,
   );
-  globalThis.addEventListener("unload", () => {
-    // Synchronous on purpose: unload does not wait for promises.
-    new Deno.Command(PLOYZ, { args: ["lab", "down", "--dir", dir], stdout: "null", stderr: "null" })
-      .outputSync();
-  });
 }
 
 Deno.bench({
@@ -89,12 +56,12 @@ Deno.bench({
   baseline: true,
   n: 5,
   warmup: 0,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     await deployTen();
     const byMachine = await Promise.all(MACHINES.map(async (m) => [m, await ids(m)] as const));
     b.start();
-    for (const [m, list] of byMachine) await docker(m, ["rm", "-f", ...list]);
+    for (const [m, list] of byMachine) await mustRun(lab!.docker(m, ["rm", "-f", ...list]));
     b.end();
   },
 });
@@ -104,7 +71,7 @@ Deno.bench({
   group: "remove a Project of 10 containers on 3 Machines",
   n: 5,
   warmup: 0,
-  ignore: !READY,
+  ignore: !LAB_READY,
   async fn(b) {
     await deployTen();
     b.start();
