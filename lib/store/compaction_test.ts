@@ -1,29 +1,7 @@
 import assert from "node:assert/strict";
 import { openStore, type Store } from "./store.ts";
 import { SyncAgent } from "./sync_agent.ts";
-import { createSyncApp } from "./sync_app.ts";
-
-interface Served {
-  store: Store;
-  url: string;
-  close(): Promise<void>;
-}
-
-function serve(siteId: string, now?: () => number): Served {
-  const store = openStore({ path: ":memory:", siteId, clusterId: "cluster-1", now });
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    createSyncApp(store).fetch,
-  );
-  return {
-    store,
-    url: `http://127.0.0.1:${server.addr.port}`,
-    close: async () => {
-      await server.shutdown();
-      store.close();
-    },
-  };
-}
+import { serveStore } from "./test_support.ts";
 
 // Live rows only, with their winners: what every replica must agree on whatever each has compacted.
 function liveRows(store: Store): string {
@@ -82,9 +60,9 @@ Deno.test("a compacted version pushed again is a duplicate and brings no row bac
 });
 
 Deno.test("a replica behind a peer's compaction rejoins by a full sync and converges", async () => {
-  const a = serve("m1");
-  const b = serve("m2");
-  const c = serve("m3");
+  const a = serveStore("m1");
+  const b = serveStore("m2");
+  const c = serveStore("m3");
   try {
     // Everyone starts level.
     for (let i = 0; i < 20; i++) a.store.cluster.put({ name: `k${i}`, value: 0 });

@@ -1,29 +1,9 @@
 import assert from "node:assert/strict";
 import { StoreError } from "./errors.ts";
 import { CLUSTER_HEADER } from "./protocol.ts";
-import { openStore, type Store } from "./store.ts";
+import { openStore } from "./store.ts";
 import { SyncAgent } from "./sync_agent.ts";
-import { createSyncApp } from "./sync_app.ts";
-
-interface Served {
-  store: Store;
-  url: string;
-  close(): Promise<void>;
-}
-
-function serve(siteId: string, clusterId = "cluster-1"): Served {
-  const store = openStore({ path: ":memory:", siteId, clusterId });
-  const app = createSyncApp(store);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
-  return {
-    store,
-    url: `http://127.0.0.1:${server.addr.port}`,
-    close: async () => {
-      await server.shutdown();
-      store.close();
-    },
-  };
-}
+import { serveStore } from "./test_support.ts";
 
 async function post(url: string, body: string, cluster?: string): Promise<{ status: number; json: unknown }> {
   const headers: Record<string, string> = { "content-type": "application/json" };
@@ -33,8 +13,8 @@ async function post(url: string, body: string, cluster?: string): Promise<{ stat
 }
 
 Deno.test("syncOnce pulls what is missing and pushes what the peer lacks", async () => {
-  const a = serve("m1");
-  const b = serve("m2");
+  const a = serveStore("m1");
+  const b = serveStore("m2");
   try {
     for (let i = 0; i < 30; i++) a.store.cluster.put({ name: `k${i}`, value: i });
     b.store.machines.put({ id: "m2", name: "two" });
@@ -57,8 +37,8 @@ Deno.test("syncOnce pulls what is missing and pushes what the peer lacks", async
 });
 
 Deno.test("a started agent pushes new changes to peers at once", async () => {
-  const a = serve("m1");
-  const b = serve("m2");
+  const a = serveStore("m1");
+  const b = serveStore("m2");
   const agent = new SyncAgent(a.store, { peers: () => [b.url], antiEntropyMs: 60_000, pushDelayMs: 1 });
   try {
     agent.start();
@@ -77,8 +57,8 @@ Deno.test("a started agent pushes new changes to peers at once", async () => {
 });
 
 Deno.test("a peer from another cluster, or naming none, is refused", async () => {
-  const a = serve("m1", "cluster-1");
-  const other = serve("m9", "cluster-2");
+  const a = serveStore("m1", "cluster-1");
+  const other = serveStore("m9", "cluster-2");
   try {
     const body = JSON.stringify({ site: "m9", changes: [] });
     const missing = await post(`${a.url}/store/v1/push`, body);
@@ -105,7 +85,7 @@ Deno.test("a peer from another cluster, or naming none, is refused", async () =>
 });
 
 Deno.test("a push with malformed changes applies the rest and lists the rejects", async () => {
-  const a = serve("m1");
+  const a = serveStore("m1");
   const source = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
   try {
     const good = source.cluster.put({ name: "x", value: 1 });
