@@ -6,8 +6,8 @@
  * @module
  */
 
-import { x25519 } from "@noble/curves/ed25519.js";
 import { dirname, join } from "node:path";
+import { ensurePrivateKeyFile } from "../mesh/mod.ts";
 import { generateSigningSecret } from "../store/mod.ts";
 import { writeFileAtomic } from "../util/mod.ts";
 
@@ -63,14 +63,9 @@ async function ensureSecret(
   return { secret, generated: true };
 }
 
-/** Reads the key pair, generating it on first use, and returns the public key. */
-export async function ensureKeyPair(dataDir: string): Promise<PublicKey> {
-  const { secret, generated } = await ensureSecret(
-    keyPath(dataDir),
-    "WireGuard private key",
-    () => x25519.utils.randomSecretKey(),
-  );
-  return { publicKey: toBase64(x25519.getPublicKey(secret)), generated };
+/** Reads the key pair, generating it on first use (lib/mesh's key file), and returns the public key. */
+export function ensureKeyPair(dataDir: string): Promise<PublicKey> {
+  return ensurePrivateKeyFile(keyPath(dataDir));
 }
 
 /** Where the Ed25519 secret that signs this Machine's replicated changes lives. */
