@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { openStore } from "../store/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 import type { Certificate, Container } from "../store/mod.ts";
 import { canonical } from "./caddy_loader.ts";
 import { listCertificates, requestRenewal } from "./certificate_admin.ts";
@@ -15,6 +16,9 @@ import {
   usableCertificate,
 } from "./certificates.ts";
 import { servingLabels } from "./labels.ts";
+
+// Keeper passes run on timers: poll for what they record, bounded.
+const SOON = { timeoutMs: 5_000, intervalMs: 10 };
 
 // Self-signed test material (P-256, 100 years) made with openssl; used nowhere else.
 const dir = new URL("./testdata/", import.meta.url);
@@ -193,13 +197,13 @@ Deno.test("the keeper on the asker obtains, publishes answers as rows, withdraws
   });
   try {
     keeper.consider(["app.example.test"]);
-    await waitFor(() => store.certificates.get("app.example.test")?.pem !== undefined);
+    assert.ok(await pollUntil(() => store.certificates.get("app.example.test")?.pem !== undefined, SOON));
     const row = store.certificates.get("app.example.test");
     assert.equal(row?.renewed_by, "m1");
     assert.equal(row?.source, "acme");
     assert.deepEqual(seen, ["tok.thumb"]);
     assert.equal(store.acmeChallenges.get("tok"), undefined, "the answer is withdrawn");
-    await waitFor(() => !keeper.state().get("app.example.test")?.running);
+    assert.ok(await pollUntil(() => !keeper.state().get("app.example.test")?.running, SOON));
 
     // A forced renewal that the CA refuses keeps the certificate and records the CA's text.
     const askedAt = new Date(Date.parse(String(row?.renewed_at)) + 1).toISOString();
@@ -207,12 +211,12 @@ Deno.test("the keeper on the asker obtains, publishes answers as rows, withdraws
     fail = "Error creating new order :: too many certificates already issued";
     issued = OTHER_PEM;
     keeper.consider(["app.example.test"]);
-    await waitFor(() => store.certificateErrors.get("app.example.test") !== undefined);
+    assert.ok(await pollUntil(() => store.certificateErrors.get("app.example.test") !== undefined, SOON));
     const after = store.certificates.get("app.example.test");
     assert.equal(after?.pem, PEM, "the old certificate stays");
     assert.match(String(store.certificateErrors.get("app.example.test")?.error), /too many certificates/);
     assert.match(String(listCertificates(store)[0].last_error), /too many certificates already issued/);
-    await waitFor(() => !keeper.state().get("app.example.test")?.running);
+    assert.ok(await pollUntil(() => !keeper.state().get("app.example.test")?.running, SOON));
     const state = keeper.state().get("app.example.test");
     assert.equal(state?.failures, 1);
     assert.ok((state?.retryAtMs ?? 0) > Date.now() + 20_000, "backs off before the next attempt");
@@ -226,7 +230,7 @@ Deno.test("the keeper on the asker obtains, publishes answers as rows, withdraws
     issued = PEM;
     keeper.consider(["app.example.test"]);
     assert.equal(keeper.state().get("app.example.test")?.running, true, "the new request skips the pause");
-    await waitFor(() => store.certificateErrors.get("app.example.test") === undefined);
+    assert.ok(await pollUntil(() => store.certificateErrors.get("app.example.test") === undefined, SOON));
     assert.equal(listCertificates(store)[0].last_error, undefined);
     assert.equal(store.certificates.get("app.example.test")?.renewed_by, "m1");
     assert.ok(lines.some((l) => /cannot renew "app\.example\.test": .*too many/.test(l)));
@@ -257,14 +261,6 @@ Deno.test("a Machine that is not the asker starts nothing", async () => {
   store.close();
   assert.equal(asked, 0);
 });
-
-async function waitFor(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 Deno.test("two Machines that both obtained a name converge on one winner and both serve it", () => {
   const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "c" });

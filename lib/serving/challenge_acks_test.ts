@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { openStore } from "../store/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 import type { Ack, Container } from "../store/mod.ts";
 import { startCertificateKeeper } from "./certificate_keeper.ts";
 import {
@@ -11,6 +12,9 @@ import {
   staleChallengeAcks,
 } from "./challenge_acks.ts";
 import { INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
+
+// Keeper passes run on timers: poll for what they record, bounded.
+const SOON = { timeoutMs: 5_000, intervalMs: 10 };
 
 const PEM = Deno.readTextFileSync(new URL("./testdata/app.example.test.pem", import.meta.url));
 const KEY = Deno.readTextFileSync(new URL("./testdata/app.example.test.key", import.meta.url));
@@ -165,7 +169,7 @@ Deno.test("the keeper asks the CA to validate only after every Machine confirmed
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(askedWith, undefined, "not validated while m3 has not confirmed");
     confirmed = ["m1", "m2", "m3"];
-    await waitFor(() => store.certificates.get("app.example.test") !== undefined);
+    assert.ok(await pollUntil(() => store.certificates.get("app.example.test") !== undefined, SOON));
     assert.deepEqual(askedWith, ["m1", "m2", "m3"]);
     assert.ok(
       lines.some((l) => /the answer for "app\.example\.test" is served by m1, m2, m3 \(confirmed in/.test(l)),
@@ -202,7 +206,7 @@ Deno.test("past the bound the keeper validates with the Machines that confirmed 
   });
   try {
     keeper.consider(["app.example.test"]);
-    await waitFor(() => store.certificateErrors.get("app.example.test") !== undefined);
+    assert.ok(await pollUntil(() => store.certificateErrors.get("app.example.test") !== undefined, SOON));
     assert.match(
       String(store.certificateErrors.get("app.example.test")?.error),
       /connection refused \(validation was asked although m3 did not confirm serving the answer within 0.2 s\)/,
@@ -210,13 +214,13 @@ Deno.test("past the bound the keeper validates with the Machines that confirmed 
     assert.ok(
       lines.some((l) => /asking the CA to validate "app\.example\.test" though m3 did not confirm/.test(l)),
     );
-    await waitFor(() => !keeper.state().get("app.example.test")?.running);
+    assert.ok(await pollUntil(() => !keeper.state().get("app.example.test")?.running, SOON));
 
     // Nobody confirms: the CA is never asked, and the report names the stage and the Machines.
     answered = [];
     fail = false;
     keeper.consider(["www.example.test"]);
-    await waitFor(() => store.certificateErrors.get("www.example.test") !== undefined);
+    assert.ok(await pollUntil(() => store.certificateErrors.get("www.example.test") !== undefined, SOON));
     assert.match(
       String(store.certificateErrors.get("www.example.test")?.error),
       /awaited m1, m2, m3\); the CA was not asked to validate/,
@@ -226,11 +230,3 @@ Deno.test("past the bound the keeper validates with the Machines that confirmed 
     store.close();
   }
 });
-
-async function waitFor(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
