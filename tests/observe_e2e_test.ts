@@ -8,7 +8,7 @@ import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/
 import { ROOT } from "./support/spawn.ts";
 import { DOCKER_SOCKET, dockerRootOf, IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 
 const BURSTS = 6;
 const PER_BURST = 50;
@@ -67,21 +67,6 @@ async function history(client: Deno.HttpClient, body: Record<string, unknown>): 
   return json.lines;
 }
 
-async function waitFor<T>(what: string, deadlineMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await sleep(250);
-  }
-  throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-}
-
 function expected(stream: "out" | "err"): string[] {
   const lines: string[] = [];
   for (let b = 1; b <= BURSTS; b++) for (let i = 1; i <= PER_BURST; i++) lines.push(`${stream} ${b}-${i}`);
@@ -131,14 +116,15 @@ Deno.test(needs(["docker"], {
       });
       const selector = { service: `web-${run}`, since: "0", limit: 10_000 };
       observe.start();
-      await waitFor("observe.sock", 30_000, async () => (await history(client, selector)) && true);
+      await eventually(30_000, "observe.sock", async () => (await history(client, selector)) && true, 250);
       await container.start();
 
       // Some lines are in, more are coming: kill -9 mid-stream, then start again.
-      await waitFor(
-        "the first lines",
+      await eventually(
         30_000,
+        "the first lines",
         async () => (await history(client, selector)).length >= 40 || undefined,
+        250,
       );
       const killed = await observe.stop("SIGKILL");
       assert.notEqual(killed.code, 0);
@@ -146,10 +132,10 @@ Deno.test(needs(["docker"], {
 
       await container.wait();
       const all = BURSTS * PER_BURST * 2;
-      const lines = await waitFor("every line", 60_000, async () => {
+      const lines = await eventually(60_000, "every line", async () => {
         const got = await history(client, selector);
         return got.length >= all ? got : undefined;
-      });
+      }, 250);
       assert.equal(lines.length, all, "no line twice");
       assert.deepEqual(lines.filter((l) => l.stream === "stdout").map((l) => l.text), expected("out"));
       assert.deepEqual(lines.filter((l) => l.stream === "stderr").map((l) => l.text), expected("err"));

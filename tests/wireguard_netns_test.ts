@@ -19,16 +19,7 @@ import {
   syncRoutes,
 } from "../lib/mesh/mod.ts";
 import { needs } from "./support/needs.ts";
-import { sleep } from "./support/poll.ts";
-
-async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await sleep(300);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+import { eventually } from "./support/poll.ts";
 
 Deno.test(needs(["wireguard"], {
   name: "two namespaces handshake over wireguard-go and route Machine Subnets and Management Addresses",
@@ -115,11 +106,11 @@ Deno.test(needs(["wireguard"], {
         remembered: undefined,
       }]);
       const changes: string[] = [];
-      await waitFor("a handshake from namespace A to B", 45_000, async () => {
+      await eventually(45_000, "a handshake from namespace A to B", async () => {
         changes.push(...(await driver.tick()).map((c) => c.endpoint));
         await ra.run("ping", ["-c", "1", "-W", "1", b.gw]);
-        return (await readHandshakes(ra, a.wg)).get(keys[1]) !== undefined;
-      });
+        return (await readHandshakes(ra, a.wg)).get(keys[1]) !== undefined || undefined;
+      }, 300);
       assert.ok(changes.includes(`${b.under}:51820`), `the driver moved off the dead endpoint: ${changes}`);
       assert.equal(driver.selected(keys[1]), `${b.under}:51820`);
       const handshake = (await readHandshakes(ra, a.wg)).get(keys[1])!;
@@ -145,14 +136,14 @@ Deno.test(needs(["wireguard"], {
     }
     // wireguard-go exits when its interface goes, and removes its UAPI socket.
     for (const s of sides) {
-      await waitFor(`the UAPI socket of "${s.wg}" to go`, 10_000, async () => {
+      await eventually(10_000, `the UAPI socket of "${s.wg}" to go`, async () => {
         try {
           await Deno.stat(`/var/run/wireguard/${s.wg}.sock`);
-          return false;
+          return undefined;
         } catch {
           return true;
         }
-      });
+      }, 300);
     }
   },
 }));
