@@ -191,6 +191,21 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         ]);
         return r.code === 0 ? true : undefined;
       });
+      // https requests to `host` through every Machine's port 443 in turn until `stop` exists; prints
+      // "<requests> <failures>" for judgeLoad. `curlFlags` add to each request (-f counts HTTP errors as failures).
+      const httpsLoad = (host: string, stop: string, curlFlags: string[] = []): Promise<RunResult> => {
+        const flags = ["-sS", ...curlFlags, "-m", "5", "-o", "/dev/null", "--cacert", root].join(" ");
+        const script = [
+          "n=0; f=0",
+          `while [ ! -e ${stop} ]; do`,
+          ...MACHINES.map((m) =>
+            `  curl ${flags} --resolve ${host}:443:${ADDRESS[m]} https://${host}/ || f=$((f+1)); n=$((n+1))`
+          ),
+          "done",
+          'echo "$n $f"',
+        ].join("\n");
+        return underlay(["sh", "-c", script]);
+      };
 
       // The asker is the smallest Machine id; DNS sends the CA for each name to other Machines than the asker.
       const listed = JSON.parse(
@@ -476,17 +491,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         "a forced renewal reaches all 3 Machines with a new serial; no request fails meanwhile",
         async () => {
           const stop = join(lab.dir, "load.stop");
-          const script = [
-            "n=0; f=0",
-            `while [ ! -e ${stop} ]; do`,
-            ...MACHINES.map((m) =>
-              `  curl -sS -m 5 -o /dev/null --cacert ${root} --resolve ${HOSTS[0]}:443:${ADDRESS[m]} ` +
-              `https://${HOSTS[0]}/ || f=$((f+1)); n=$((n+1))`
-            ),
-            "done",
-            'echo "$n $f"',
-          ].join("\n");
-          const load = underlay(["sh", "-c", script]);
+          const load = httpsLoad(HOSTS[0], stop);
           const old = serials.get(HOSTS[0]);
           const began = Date.now();
           const renew = await cert(["renew", HOSTS[0]]);
@@ -520,17 +525,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         "a redeploy under a load loop over https through every Machine fails nothing",
         async () => {
           const stop = join(lab.dir, "redeploy.stop");
-          const script = [
-            "n=0; f=0",
-            `while [ ! -e ${stop} ]; do`,
-            ...MACHINES.map((m) =>
-              `  curl -sS -f -m 5 -o /dev/null --cacert ${root} --resolve ${HOSTS[1]}:443:${ADDRESS[m]} ` +
-              `https://${HOSTS[1]}/ || f=$((f+1)); n=$((n+1))`
-            ),
-            "done",
-            'echo "$n $f"',
-          ].join("\n");
-          const load = underlay(["sh", "-c", script]);
+          const load = httpsLoad(HOSTS[1], stop, ["-f"]);
           const file = join(lab.dir, "compose.yaml");
           await Deno.writeTextFile(file, compose("tls", "b"));
           const r = await deployVia("m1");
