@@ -8,6 +8,7 @@ import { mintId } from "./ids.ts";
 import { type LocalMachine, readMachineFile } from "./machine_file.ts";
 import { machineToWire } from "./machine_handlers.ts";
 import { parseSubnet } from "./subnet.ts";
+import { sleep } from "../util/mod.ts";
 
 const KEY = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
@@ -152,7 +153,7 @@ Deno.test("join: joining until caught up with the Entry Machine, then participat
     assert.throws(() => f.lifecycle.participatingStore("set a Serving Pointer"), /it is joining/);
     const deadline = Date.now() + 5_000;
     while (f.lifecycle.record.phase !== "participating" && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
     }
     const record = f.lifecycle.record;
     assert.equal(record.phase, "participating");

@@ -8,6 +8,7 @@ import { DEFAULT_CLUSTER_NETWORK, DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/
 import { openStore } from "../store/mod.ts";
 import { ClusterLink } from "./cluster_link.ts";
 import { SYNC_PORT } from "./mesh_settings.ts";
+import { sleep } from "../util/mod.ts";
 
 const GATEWAY = "127.77.0.1";
 
@@ -25,7 +26,7 @@ async function until(what: string, ms: number, check: () => Promise<boolean>): P
   const started = Date.now();
   while (Date.now() - started < ms) {
     if (await check()) return Date.now() - started;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
 }
@@ -70,7 +71,7 @@ Deno.test("the mesh listener runs only while the firewall guards it, checked on 
   try {
     link.start();
     await until("a failed firewall attempt", 2_000, () => Promise.resolve(state.iptablesCalls > 0));
-    await new Promise((r) => setTimeout(r, 3 * tickMs));
+    await sleep(3 * tickMs);
     assert.equal(await listening(), false, "a listener without its firewall rules");
     assert.match(link.meshError ?? "", /firewall: .*stand-in failure/);
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Engine, PullProgress } from "../deploy/mod.ts";
-import { CodedError } from "../util/mod.ts";
+import { CodedError, sleep } from "../util/mod.ts";
 import { localImage, PulledImages, PullTasks } from "./image_pulls.ts";
 
 const REF = `reg.example/app:1@sha256:${"a".repeat(64)}`;
@@ -92,7 +92,7 @@ Deno.test("a failed pull answers its code once; the next ask starts it again", a
     });
     const signal = new AbortController().signal;
     const first = tasks.pull(REF, undefined, 5_000, signal);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
     fake.release(new CodedError("unavailable", 'registry "reg.example" could not be reached'));
     const failed = await first;
     assert.equal(failed.state, "failed");
@@ -101,7 +101,7 @@ Deno.test("a failed pull answers its code once; the next ask starts it again", a
       message: 'registry "reg.example" could not be reached',
     });
     const retry = tasks.pull(REF, undefined, 5_000, signal);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
     fake.release();
     assert.equal((await retry).state, "done");
     assert.equal(fake.pulls, 2);

@@ -8,6 +8,7 @@ import {
   localizeIngress,
   supervisedDnsRunner,
 } from "./serving_runtime.ts";
+import { sleep } from "../util/mod.ts";
 
 Deno.test("an Ingress Proxy spec gets this Machine's admin directory, HTTP port and network; others are unchanged", () => {
   const spec = ingressContainerSpec({ machineId: "m1", deployment: "d1" });
@@ -63,7 +64,7 @@ async function exitsOf(
     await dns.ensure();
     const deadline = Date.now() + (options.waitMs ?? 10_000);
     while (lines.length < count && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   } finally {
     await dns.close();

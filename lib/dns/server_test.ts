@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createDnsServer, MAX_TCP_CONNECTIONS } from "./server.ts";
+import { sleep } from "../util/mod.ts";
 
 // True when the server closed the connection within `ms` (a read ends), false while it keeps it open.
 async function closedWithin(conn: Deno.TcpConn, ms: number): Promise<boolean> {
@@ -34,7 +35,7 @@ Deno.test("the DNS server keeps at most MAX_TCP_CONNECTIONS clients and serves n
     // The slots come back as the server sees clients leave.
     let served = false;
     for (let attempt = 0; attempt < 20 && !served; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
       const late = await Deno.connect({ hostname: "127.0.0.1", port });
       conns.push(late);
       served = !(await closedWithin(late, 300));

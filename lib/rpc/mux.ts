@@ -12,6 +12,8 @@
  * @module
  */
 
+import { sleep } from "../util/mod.ts";
+
 /** The greeting the bridge sends first. */
 export const MUX_HELLO = "ployz-mux/1";
 /** Largest payload of one frame. */
@@ -246,7 +248,7 @@ export function muxSession(
         if (frame.type === FRAME.data) {
           controller.enqueue(frame.payload);
           while ((controller.desiredSize ?? 0) < -STREAM_HIGH_WATER && streams.has(frame.stream)) {
-            await new Promise((resolve) => setTimeout(resolve, 5));
+            await sleep(5);
           }
         } else if (frame.type === FRAME.eof) {
           streams.delete(frame.stream);

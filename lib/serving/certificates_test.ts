@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { openStore } from "../store/mod.ts";
-import { pollUntil } from "../util/mod.ts";
+import { pollUntil, sleep } from "../util/mod.ts";
 import type { Certificate, Container } from "../store/mod.ts";
 import { canonical } from "./caddy_loader.ts";
 import { listCertificates, requestRenewal } from "./certificate_admin.ts";
@@ -224,7 +224,7 @@ Deno.test("the keeper on the asker obtains, publishes answers as rows, withdraws
     assert.equal(keeper.state().get("app.example.test")?.running, false, "no attempt inside the pause");
     // A new request from the operator is acted on at once, pause or not.
     const asked = store.certificates.get("app.example.test")!;
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     store.certificates.put({ ...asked, "renew_requested_at": new Date().toISOString() });
     fail = undefined;
     issued = PEM;

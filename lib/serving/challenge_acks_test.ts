@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { openStore } from "../store/mod.ts";
-import { pollUntil } from "../util/mod.ts";
+import { pollUntil, sleep } from "../util/mod.ts";
 import type { Ack, Container } from "../store/mod.ts";
 import { startCertificateKeeper } from "./certificate_keeper.ts";
 import {
@@ -163,10 +163,10 @@ Deno.test("the keeper asks the CA to validate only after every Machine confirmed
   });
   try {
     keeper.consider(["app.example.test"]);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.equal(askedWith, undefined, "not validated while m2 and m3 have not confirmed");
     confirmed = ["m1", "m2"];
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.equal(askedWith, undefined, "not validated while m3 has not confirmed");
     confirmed = ["m1", "m2", "m3"];
     assert.ok(await pollUntil(() => store.certificates.get("app.example.test") !== undefined, SOON));

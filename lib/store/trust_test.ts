@@ -7,6 +7,7 @@ import { changeMessage, ChangeSigner, generateSigningSecret, SignatureVerifier }
 import { openStore, type Store } from "./store.ts";
 import { SyncAgent } from "./sync_agent.ts";
 import { createSyncApp } from "./sync_app.ts";
+import { sleep } from "../util/mod.ts";
 
 const CLUSTER = "cluster-t";
 
@@ -419,7 +420,7 @@ Deno.test("an anti-entropy round whose peer list throws is reported and the agen
   try {
     agent.start();
     store.cluster.put({ name: "x", value: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     await agent.stop();
     assert.deepEqual(unhandled, []);
     assert.ok(calls >= 3, `rounds kept running (${calls})`);

@@ -12,6 +12,7 @@ import type { DeployEvent } from "./events.ts";
 import { executePlan } from "./execute.ts";
 import { dependencies } from "./schedule.ts";
 import { renderOutcome } from "./render.ts";
+import { sleep } from "../../util/mod.ts";
 
 const D = "d2".padEnd(32, "0");
 
@@ -30,14 +31,14 @@ class Slow {
         if (typeof value !== "function") return value;
         return async (...args: unknown[]) => {
           if (this.cut) {
-            await new Promise((r) => setTimeout(r, this.ms));
+            await sleep(this.ms);
             throw new RpcLikeError();
           }
           if (key !== "ensureContainer") return await value.apply(target, args);
           Slow.inFlight++;
           Slow.peak = Math.max(Slow.peak, Slow.inFlight);
           try {
-            await new Promise((r) => setTimeout(r, this.ms));
+            await sleep(this.ms);
             return await value.apply(target, args);
           } finally {
             Slow.inFlight--;

@@ -4,6 +4,7 @@ import { tempDir } from "../test_support.ts";
 import { containerId, labels, writeConfig } from "./fixtures.ts";
 import { Sampler } from "./sampler.ts";
 import { diskFreeSource, SlowTick } from "./slow_tick.ts";
+import { sleep } from "../../util/mod.ts";
 
 Deno.test("a slow source that never answers is the gap timeout, and sampling rounds never wait on it", async () => {
   await using dir = await tempDir();
@@ -42,7 +43,7 @@ Deno.test("a slow source that never answers is the gap timeout, and sampling rou
   assert.equal(notes.length, 1);
   assert.match(notes[0], /"disk_free" did not answer within 50 ms/);
   release!();
-  await new Promise((r) => setTimeout(r, 0));
+  await sleep(0);
   await tick.tick();
   assert.equal(reads, 2);
   assert.equal(tick.values()["disk_free"], 7);
