@@ -9,17 +9,10 @@
  */
 
 export { VolumeError } from "./errors.ts";
-export { DEFAULT_TIMEOUT_MS, type Exec, type ExecRunOptions, type ExecStream, hostExec } from "./exec.ts";
-export {
-  checkSize,
-  checkSnapshotName,
-  checkVolumeName,
-  MAX_VOLUME_BYTES,
-  MIN_VOLUME_BYTES,
-} from "./names.ts";
+export { type Exec, type ExecRunOptions, type ExecStream, hostExec } from "./exec.ts";
+export { checkVolumeName } from "./names.ts";
 export type { Pool, PoolKind, PoolSpace, PoolVolume, SendStream, VolumeUsage } from "./pool.ts";
-export { btrfsPool, openBtrfsPool, parseFilesystemUsage, parseQgroup, parseSubvolumeList } from "./btrfs.ts";
-export { zfsPool } from "./zfs.ts";
+export { openBtrfsPool } from "./btrfs.ts";
 export {
   btrfsPoolRoot,
   openBoundPool,
@@ -32,12 +25,9 @@ export {
   type Copy,
   copyAfter,
   type CopyDecision,
-  copyProblem,
   type CopyRequest,
   type CopyStep,
   decideCopy,
-  describeCopy,
   floorAfter,
   type RefusalReason,
-  sameCopy,
 } from "./copy.ts";
