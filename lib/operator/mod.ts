@@ -52,18 +52,9 @@ export {
   type PrepareOptions,
   runBuilds,
 } from "./build_flow.ts";
-export {
-  buildTag,
-  type ContextLimits,
-  discardContext,
-  MAX_CONTEXT_BYTES,
-  MAX_CONTEXT_ENTRIES,
-  packContext,
-  type PackedContext,
-} from "./build_context.ts";
+export { type ContextLimits, type PackedContext } from "./build_context.ts";
 export {
   type RestartApi,
-  restartLeg,
   type RestartOptions,
   restartOrder,
   type RestartReceipt,
@@ -126,7 +117,6 @@ export {
 export {
   cancelRemoval,
   type PendingMachine,
-  type RemovalApi,
   type RemovalBook,
   type RemovalOptions,
   type RemovalOutcome,
@@ -144,7 +134,6 @@ export {
   type CleanupReport,
   type CleanupTarget,
   type OldContainer,
-  oldContainers,
   previewCleanup,
   runCleanup,
 } from "./cleanup.ts";
