@@ -20,7 +20,6 @@ export type {
   PermissionValue,
   ScopedPermission,
 } from "./sets.ts";
-export { allowedScopes } from "./sets.ts";
 export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
 export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";

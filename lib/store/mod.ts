@@ -81,17 +81,10 @@ export {
 } from "./store.ts";
 export type { SiteVersions, VersionVector } from "./vector.ts";
 export { generateSigningSecret, signingPublicKey } from "./signing.ts";
-export { MAX_CLOCK_SKEW_MS } from "./hlc.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
 export { readRemovalNotice, type RemovalNotice, removedRefusal } from "./removal_notice.ts";
 export type { ErrorBody, PushResponse } from "./protocol.ts";
-export {
-  COMPACTION_HORIZON_MS,
-  SyncAgent,
-  type SyncEvent,
-  type SyncResult,
-  type SyncStats,
-} from "./sync_agent.ts";
+export { SyncAgent, type SyncEvent, type SyncResult, type SyncStats } from "./sync_agent.ts";
 export {
   type Allocation,
   ConfigStore,
