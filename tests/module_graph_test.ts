@@ -36,6 +36,36 @@ Deno.test("ployzd serve loads neither the Observe Store, the lab, dockerode, acm
   }
 });
 
+Deno.test("ployzd serve loads neither the Compose loader, YAML, the planner nor the installer's upgrade path", async () => {
+  const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"]);
+  ok(!loaded.npm.includes("yaml"), loaded.npm.join(" "));
+  // Of lib/deploy, the daemon takes the Machine side only (lib/deploy/machine/mod.ts): Docker, and the label and
+  // placement rules it re-checks on each create.
+  const deploy = loaded.files.filter((f) =>
+    f.startsWith("lib/deploy/") && !f.startsWith("lib/deploy/docker/")
+  );
+  deepEqual(deploy, [
+    "lib/deploy/compose/placement.ts",
+    "lib/deploy/compose/serving_labels.ts",
+    "lib/deploy/machine/mod.ts",
+  ]);
+  // Of lib/installer, what an idle daemon runs: paths, unit rendering and the "is an upgrade running" check. The
+  // upgrade path (request, staging, signatures, activation, SSH provisioning) is imported on the first upgrade.
+  deepEqual(loaded.files.filter((f) => f.startsWith("lib/installer/")), [
+    "lib/installer/attempt.ts",
+    "lib/installer/errors.ts",
+    "lib/installer/machine/mod.ts",
+    "lib/installer/paths.ts",
+    "lib/installer/running.ts",
+    "lib/installer/systemd_escape.ts",
+    "lib/installer/units.ts",
+  ]);
+  ok(
+    loaded.files.includes("lib/daemon/upgrade_handlers.ts"),
+    "the graph reaches the daemon's upgrade routes",
+  );
+});
+
 Deno.test("ployz version and ployz --help load the command list only", async () => {
   const loaded = await loadedModules("cmd/ployz.ts");
   deepEqual([...areasOf(loaded.files)].sort(), ["cli", "util"]);

@@ -2,7 +2,8 @@
  * Local lint rules for Ployz.
  *
  * `ployz/area-boundary`: a module outside `lib/<area>/` (another area, `cmd/`, `tests/`, `tools/`) reaches
- * `lib/<area>/` only through that area's `mod.ts`, so each area keeps one small public surface. It holds for
+ * `lib/<area>/` only through that area's `mod.ts` (or a sub-area's `lib/<area>/<part>/mod.ts`, a narrower door for
+ * a process that needs only that part), so each area keeps one small public surface. It holds for
  * every way one module names another: `import … from`, `export … from`, `export * from` and `import("…")`
  * with a literal specifier. `lib/util` is the leaf every area may import (through its `mod.ts`) and it imports no
  * other area, so it can never close a cycle.
@@ -32,6 +33,8 @@ export function boundaryViolation(from: string, spec: string): string | undefine
     return `Import "${spec}" reaches into lib/${targetArea}: lib/${LEAF} imports no other area`;
   }
   if (target.endsWith(`/lib/${targetArea}/mod.ts`)) return undefined;
+  // A narrower door: a sub-area's own mod.ts (lib/deploy/machine/mod.ts), so a process can load part of an area.
+  if (new RegExp(`/lib/${targetArea}/[^/]+/mod\\.ts$`).test(target)) return undefined;
   return `Import "${spec}" reaches into lib/${targetArea}: import "lib/${targetArea}/mod.ts" instead`;
 }
 

@@ -38,6 +38,14 @@ Deno.test("area-boundary holds for cmd/, tests/ and tools/ too, and lets an area
   deepEqual(reported("/repo/tests/a_test.ts", `import { x } from "./support/spawn.ts";`), []);
 });
 
+Deno.test("area-boundary lets a module through a sub-area's own mod.ts, a narrower door, and no deeper", () => {
+  deepEqual(reported("/repo/lib/daemon/x.ts", `import { x } from "../deploy/machine/mod.ts";`), []);
+  deepEqual(reported("/repo/lib/daemon/x.ts", `import("../installer/machine/mod.ts");`), []);
+  deepEqual(reported("/repo/lib/daemon/x.ts", `import { x } from "../deploy/machine/x/mod.ts";`), [
+    `Import "../deploy/machine/x/mod.ts" reaches into lib/deploy: import "lib/deploy/mod.ts" instead`,
+  ]);
+});
+
 Deno.test("area-boundary keeps lib/util a leaf: it imports no other area, even through its mod.ts", () => {
   deepEqual(reported("/repo/lib/util/x.ts", `import { a } from "../store/mod.ts";`), [
     `Import "../store/mod.ts" reaches into lib/store: lib/util imports no other area`,

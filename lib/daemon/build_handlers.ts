@@ -17,7 +17,7 @@
 
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { BuildError, type Engine } from "../deploy/mod.ts";
+import { BuildError, type Engine } from "../deploy/machine/mod.ts";
 import {
   type BuildFrame,
   type BuildRequest,

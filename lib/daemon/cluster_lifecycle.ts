@@ -16,7 +16,7 @@
  */
 
 import { join } from "node:path";
-import type { Engine, NetworkSpec } from "../deploy/mod.ts";
+import type { Engine, NetworkSpec } from "../deploy/machine/mod.ts";
 import type { MembershipThresholds } from "../mesh/mod.ts";
 import type {
   ConfigureMachineRequest,

@@ -12,7 +12,7 @@ import {
   LABELS,
   placementRefusal,
   validateSpec,
-} from "../deploy/mod.ts";
+} from "../deploy/machine/mod.ts";
 import { isIngressProxy } from "../serving/mod.ts";
 import {
   type ContainerResponse,

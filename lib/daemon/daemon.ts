@@ -10,8 +10,8 @@
 
 import { buildHandlers, uploadIdleMsFromEnv } from "./build_handlers.ts";
 import { join } from "node:path";
-import { DockerError, type NetworkSpec, openEngine } from "../deploy/mod.ts";
-import { DEFAULT_INSTALL_PATHS } from "../installer/mod.ts";
+import { DockerError, type NetworkSpec, openEngine } from "../deploy/machine/mod.ts";
+import { DEFAULT_INSTALL_PATHS } from "../installer/machine/mod.ts";
 import { DEFAULT_MEMBERSHIP_THRESHOLDS, defaultEndpoints, parseMachineSubnet } from "../mesh/mod.ts";
 import { DEFAULT_LAYOUT } from "../permissions/mod.ts";
 import {

@@ -10,7 +10,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { Demuxer, type Engine } from "../deploy/mod.ts";
+import { Demuxer, type Engine } from "../deploy/machine/mod.ts";
 import { sleep } from "../util/mod.ts";
 import {
   type ExecFrame,

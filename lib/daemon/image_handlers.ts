@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Engine } from "../deploy/mod.ts";
+import type { Engine } from "../deploy/machine/mod.ts";
 import {
   type ListedImageView,
   PEER_PULL_DEFAULT_MS,

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { Engine, PullProgress, RegistryAuth } from "../deploy/mod.ts";
+import type { Engine, PullProgress, RegistryAuth } from "../deploy/machine/mod.ts";
 import type { PullImageResponse } from "../rpc/mod.ts";
 import { CodedError, writeFileAtomic } from "../util/mod.ts";
 

@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { z } from "zod";
-import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
+import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/machine/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { isMintedId, mintId } from "./ids.ts";

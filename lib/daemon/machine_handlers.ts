@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Engine } from "../deploy/mod.ts";
+import type { Engine } from "../deploy/machine/mod.ts";
 import { type MachineRecord, type ObserveStatus, PROTOCOL_MAJOR, type RpcHandlers } from "../rpc/mod.ts";
 import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
 import { type LocalMachine, recordLabels } from "./machine_file.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { DockerError, type Engine, type NetworkSpec } from "../deploy/mod.ts";
+import { DockerError, type Engine, type NetworkSpec } from "../deploy/machine/mod.ts";
 
 /** What {@link watchMachineNetwork} needs. */
 export interface MachineNetworkOptions {

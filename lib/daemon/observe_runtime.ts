@@ -10,7 +10,7 @@
 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { renderRuntimeUnit, type UnitOptions } from "../installer/mod.ts";
+import { renderRuntimeUnit, type UnitOptions } from "../installer/machine/mod.ts";
 import { type Layout, permissionFlags, permissionSet, relocate, runtimeFlags } from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns, systemdUnitRunner } from "../serving/mod.ts";
 import { doorRunner } from "./systemd_door.ts";

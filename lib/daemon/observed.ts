@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type HealthResult, LABELS, type ObservedContainer } from "../deploy/mod.ts";
+import { type HealthResult, LABELS, type ObservedContainer } from "../deploy/machine/mod.ts";
 import type { HealthEvidenceWire, ObservedContainerWire, WaitHealthyResponse } from "../rpc/mod.ts";
 import type { Container } from "../store/mod.ts";
 

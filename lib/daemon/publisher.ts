@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Engine, ObservedContainer } from "../deploy/mod.ts";
+import type { Engine, ObservedContainer } from "../deploy/machine/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
 import { toRow } from "./observed.ts";
 import { sleep } from "../util/mod.ts";

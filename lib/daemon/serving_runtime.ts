@@ -11,7 +11,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import type { ContainerDns, ContainerSpec, Engine } from "../deploy/mod.ts";
+import type { ContainerDns, ContainerSpec, Engine } from "../deploy/machine/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
 import {
   DEFAULT_LAYOUT,

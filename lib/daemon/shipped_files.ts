@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { type ContainerSpec, type Engine, fileCopyName, LABELS } from "../deploy/mod.ts";
+import { type ContainerSpec, type Engine, fileCopyName, LABELS } from "../deploy/machine/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 
 async function present(path: string): Promise<boolean> {

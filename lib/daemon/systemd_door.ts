@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { SystemdDoor } from "../installer/mod.ts";
+import type { SystemdDoor } from "../installer/machine/mod.ts";
 
 /**
  * The door, by the name the serve set grants: the installer links `<bin dir>/ployz-systemd` to the current

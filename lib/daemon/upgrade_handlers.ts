@@ -3,20 +3,18 @@
  * request to lib/installer, which records the attempt and starts its worker as the transient unit
  * `ployz-upgrade-<id>` through the ployz-systemd door (the daemon runs neither `systemctl` nor `systemd-run`),
  * always from the release source the Machine was installed from. `ployz.machine.upgrade_status.v1` reads the record back; a
- * worker gone without a result reads `interrupted`. See {@link MutationGate} for the interlock.
+ * worker gone without a result reads `interrupted`. See {@link MutationGate} for the interlock. The installer's
+ * upgrade path is imported when either route is first called, so an idle daemon does not carry it.
  *
  * @module
  */
 
 import {
   type AttemptRecord,
-  InstallError,
   type InstallPaths,
-  readAttempt,
-  requestUpgrade,
   runningAttempt,
   type SystemdDoor,
-} from "../installer/mod.ts";
+} from "../installer/machine/mod.ts";
 import { doorSystemd } from "./systemd_door.ts";
 import {
   CAPABILITIES,
@@ -26,6 +24,7 @@ import {
   type RpcHandlers,
   type UpgradeAttemptWire,
 } from "../rpc/mod.ts";
+import { CodedError, importOnFirstUse } from "../util/mod.ts";
 import type { MutationGate } from "./mutation_gate.ts";
 
 /** The routes that change the Machine: refused during an upgrade attempt, and counted by the gate. */
@@ -60,10 +59,16 @@ function doorOf(host: UpgradeHost): SystemdDoor {
 }
 
 function toRpc(error: unknown): unknown {
-  if (error instanceof InstallError) {
+  // An InstallError, or the one-line error of an upgrade path that could not be loaded.
+  if (error instanceof CodedError && !(error instanceof RpcError)) {
     return new RpcError(error.code, error.message, { details: { ...error.details }, cause: error });
   }
   return error;
+}
+
+// The upgrade path (staging, signatures, activation) is loaded when an upgrade is first asked, not at start.
+function installer(): Promise<typeof import("../installer/mod.ts")> {
+  return importOnFirstUse("lib/installer/mod.ts", () => import("../installer/mod.ts"));
 }
 
 function toWire(record: AttemptRecord): UpgradeAttemptWire {
@@ -75,6 +80,7 @@ export function upgradeHandlers(host: UpgradeHost): Pick<RpcHandlers, "upgradeMa
   return {
     async upgradeMachine(req) {
       try {
+        const { requestUpgrade } = await installer();
         const accepted = await host.gate.admitUpgrade(
           host.machineName(),
           () =>
@@ -91,6 +97,7 @@ export function upgradeHandlers(host: UpgradeHost): Pick<RpcHandlers, "upgradeMa
     },
     async upgradeStatus(req) {
       try {
+        const { readAttempt } = await installer();
         return { attempt: toWire(await readAttempt(host.paths, req.id, doorOf(host))) };
       } catch (error) {
         throw toRpc(error);

@@ -12,7 +12,7 @@
  */
 
 import { join } from "node:path";
-import type { ContainerSpec, Engine } from "../deploy/mod.ts";
+import type { ContainerSpec, Engine } from "../deploy/machine/mod.ts";
 import {
   RpcError,
   type RpcHandlers,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ContainerSpec } from "../deploy/mod.ts";
+import type { ContainerSpec } from "../deploy/machine/mod.ts";
 import { PROTOCOL_MAJOR, RpcError, type SetVolumeCopyRequest } from "../rpc/mod.ts";
 import type { CopyStep, Pool } from "../volume/mod.ts";
 import { readErrorResponse } from "./forward.ts";

@@ -2,17 +2,25 @@
 // outcome whose worker is still alive. A record whose worker is gone is settled as `interrupted` on the way.
 import { type AttemptRecord, isTerminal, listAttempts } from "./attempt.ts";
 import type { InstallPaths } from "./paths.ts";
-import { directSystemd, readAttempt } from "./request.ts";
 import type { SystemdDoor } from "./systemd.ts";
+import { importOnFirstUse } from "../util/mod.ts";
 
-/** The attempt still running on this Machine (any path: local, SSH or RPC), if any. */
+/**
+ * The attempt still running on this Machine (any path: local, SSH or RPC), if any; `door` defaults to systemd
+ * reached directly. The daemon asks before every mutation, so the common answer (no unfinished record) reads the
+ * attempt records only: the request path, which judges a worker alive, is loaded once a record is unfinished.
+ */
 export async function runningAttempt(
   paths: InstallPaths,
-  door: SystemdDoor = directSystemd(paths),
+  door?: SystemdDoor,
 ): Promise<AttemptRecord | undefined> {
   for (const record of await listAttempts(paths)) {
     if (isTerminal(record)) continue;
-    const now = await readAttempt(paths, record.id, door);
+    const { directSystemd, readAttempt } = await importOnFirstUse(
+      "lib/installer/request.ts",
+      () => import("./request.ts"),
+    );
+    const now = await readAttempt(paths, record.id, door ?? directSystemd(paths));
     if (!isTerminal(now)) return now;
   }
   return undefined;

@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import { renderRuntimeUnit, type UnitFile, type UnitOptions } from "../installer/mod.ts";
+import { renderRuntimeUnit, type UnitFile, type UnitOptions } from "../installer/machine/mod.ts";
 import { writeFileAtomic } from "../util/mod.ts";
 
 /** Where runtime units live; gone at reboot, as dns.json is. */

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Engine, ObservedContainer } from "../deploy/mod.ts";
-import { LABELS } from "../deploy/mod.ts";
+import type { Engine, ObservedContainer } from "../deploy/machine/mod.ts";
+import { LABELS } from "../deploy/machine/mod.ts";
 import {
   type IngressHolds,
   type IngressRecord,

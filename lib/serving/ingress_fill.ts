@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { MachineApi } from "../deploy/mod.ts";
+import type { MachineApi } from "../deploy/machine/mod.ts";
 import {
   INGRESS_PROJECT,
   INGRESS_SERVICE,

@@ -6,7 +6,7 @@
  */
 
 import { join } from "node:path";
-import type { ContainerSpec } from "../deploy/mod.ts";
+import type { ContainerSpec } from "../deploy/machine/mod.ts";
 import { CADDY_ADMIN_DIR_IN_CONTAINER } from "./caddy_admin.ts";
 
 /** The Project the Ingress Proxy belongs to. */

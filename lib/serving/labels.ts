@@ -6,10 +6,10 @@
  * @module
  */
 
-import { SERVING_LABELS } from "../deploy/mod.ts";
+import { SERVING_LABELS } from "../deploy/machine/mod.ts";
 import type { Container } from "../store/mod.ts";
 
-export { SERVING_LABELS, servingLabels, type ServingSource } from "../deploy/mod.ts";
+export { SERVING_LABELS, servingLabels, type ServingSource } from "../deploy/machine/mod.ts";
 
 /** One HTTP(S) ingress route of a Service, as carried in the `ployz.ingress` label. */
 export interface IngressRoute {

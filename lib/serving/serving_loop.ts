@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { Engine } from "../deploy/mod.ts";
+import type { Engine } from "../deploy/machine/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
 import { writeAcks } from "./acks.ts";
 import {

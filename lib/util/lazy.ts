@@ -1,0 +1,22 @@
+import { CodedError } from "./errors.ts";
+
+/**
+ * Imports a module the process needs only for a rarely used path, on first use, so the process does not carry
+ * it from the start. `load` calls `import()` with a literal specifier, so `deno compile` and bundles still include
+ * the module; Deno caches it after the first call. A module that cannot be loaded (a release
+ * tree with a file missing or damaged) is one `internal` {@linkcode CodedError} naming `name` and the module Deno
+ * could not load.
+ */
+export async function importOnFirstUse<T>(name: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0].trim()
+      .replace(/\.$/, "");
+    throw new CodedError(
+      "internal",
+      `Cannot load module "${name}": ${message}; this installation is damaged, reinstall the release`,
+      { details: { module: name }, cause: error },
+    );
+  }
+}
