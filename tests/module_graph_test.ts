@@ -36,7 +36,7 @@ Deno.test("ployzd serve loads neither the Observe Store, the lab, dockerode, acm
   }
 });
 
-Deno.test("ployzd serve loads neither the Compose loader, YAML, the planner nor the installer's upgrade path", async () => {
+Deno.test("ployzd serve loads neither the Compose loader, YAML, the planner, the DNS server nor the installer's upgrade path", async () => {
   const loaded = await loadedModules("cmd/ployzd.ts", ["cmd/ployzd/serve.ts"]);
   ok(!loaded.npm.includes("yaml"), loaded.npm.join(" "));
   // Of lib/deploy, the daemon takes the Machine side only (lib/deploy/machine/mod.ts): Docker, and the label and

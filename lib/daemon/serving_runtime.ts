@@ -12,7 +12,7 @@
 
 import { fileURLToPath } from "node:url";
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/machine/mod.ts";
-import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/mod.ts";
+import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/writer/mod.ts";
 import {
   DEFAULT_LAYOUT,
   type Layout,

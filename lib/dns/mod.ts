@@ -20,6 +20,6 @@
 // Only what other areas and the programs use; the answering, the zone and the wire stay inside the area.
 export { probeDnsSpec, type ProbeResult } from "./probe.ts";
 export { type DnsReplicaInput, type DnsServiceInput, type DnsSpecInput, renderDnsSpec } from "./render.ts";
-export { DNS_EXIT_UNSUPPORTED_SPEC, type DnsExit, runDns, type RunDnsOptions } from "./run.ts";
-export { type DnsReplica, type DnsService, type DnsSpec } from "./spec.ts";
+export { type DnsExit, runDns, type RunDnsOptions } from "./run.ts";
+export { DNS_EXIT_UNSUPPORTED_SPEC, type DnsReplica, type DnsService, type DnsSpec } from "./spec.ts";
 export { writeDnsSpec } from "./write.ts";

@@ -21,12 +21,6 @@ export interface RunDnsOptions {
   drainMaxMs?: number;
 }
 
-/**
- * The exit status of `ployzd dns` when this build cannot serve the spec's format and handed the port back: a
- * supervisor must not start the same build again until the spec or the binary changes.
- */
-export const DNS_EXIT_UNSUPPORTED_SPEC = 3;
-
 /** How a run ended: stopped by its signal, or handed the port back because the spec is too new. */
 export type DnsExit = { kind: "stopped" } | { kind: "unsupported"; reason: string };
 

@@ -5,6 +5,12 @@ import { isIPv4, isIPv6 } from "./ip.ts";
 /** The dns.json format this build reads and writes. A reader refuses only a different `format`. */
 export const DNS_SPEC_FORMAT = 1;
 
+/**
+ * The exit status of `ployzd dns` when this build cannot serve the spec's format and handed the port back: a
+ * supervisor must not start the same build again until the spec or the binary changes.
+ */
+export const DNS_EXIT_UNSUPPORTED_SPEC = 3;
+
 /** One running replica of a Service: where it answers and which Machine holds it. */
 export interface DnsReplica {
   /** The container's IPv4 address on the Cluster network. */

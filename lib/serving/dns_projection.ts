@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { DnsServiceInput, DnsSpecInput } from "../dns/mod.ts";
+import type { DnsServiceInput, DnsSpecInput } from "../dns/writer/mod.ts";
 import type { Container, ServingPointer } from "../store/mod.ts";
 import { type ServingContext, servingGroups } from "./serving_set.ts";
 

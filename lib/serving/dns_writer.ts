@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type DnsSpecInput, renderDnsSpec, writeDnsSpec } from "../dns/mod.ts";
+import { type DnsSpecInput, renderDnsSpec, writeDnsSpec } from "../dns/writer/mod.ts";
 
 /** Writes dns.json for a projection when it differs from the last one written. */
 export class DnsSpecWriter {
