@@ -4,12 +4,13 @@
 //
 // It builds a real lab, so it runs only when asked: `PLOYZ_BENCH_LAB=1 deno bench -A tools/bench/lab_footprint_bench.ts`
 // (root, the dev engine at PLOYZ_DOCKER_SOCKET). PLOYZ_BENCH_TREE=/path/to/checkout measures another checkout's
-// programs (for before/after figures) with this file's procedure.
-import { join } from "node:path";
+// programs with this file's procedure; several, comma-separated (`/tmp/before,.`), are measured one after the
+// other in the same run, for before/after figures.
+import { join, resolve } from "node:path";
 import { countByArea, loadedModules } from "../module_graph.ts";
 import { ROOT, run } from "../../tests/support/spawn.ts";
 
-const TREE = Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT;
+const TREES = (Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT).split(",").map((t) => resolve(t.trim()));
 const IMAGE = "ployz-test/busybox:1";
 const IDLE_MS = 15_000;
 const SUBCOMMANDS = ["serve", "dns", "observe"] as const;
@@ -35,7 +36,7 @@ function machineProcesses(runDir: string): Map<string, ProcessFigure> {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
       const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
-      const at = argv.findIndex((a) => a.endsWith("cmd/ployzd.ts"));
+      const at = argv.findIndex((a) => /\/ployzd\.(ts|js)$/.test(a));
       if (at < 0) continue;
       const env = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
       if (!env.includes(`PLOYZ_RUN_DIR=${runDir}`)) continue;
@@ -55,7 +56,7 @@ function machineProcesses(runDir: string): Map<string, ProcessFigure> {
   return found;
 }
 
-async function labFootprint(): Promise<void> {
+async function labFootprint(tree: string): Promise<void> {
   const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
   const dir = `/tmp/plz-fp-${tag}`;
   const env = {
@@ -64,7 +65,7 @@ async function labFootprint(): Promise<void> {
     PLOYZ_MESH_TICK_MS: "2000",
   };
   const ployz = (args: string[], extra: Record<string, string> = {}) =>
-    run(join(TREE, "bin", "ployz"), args, { ...env, ...extra });
+    run(join(tree, "bin", "ployz"), args, { ...env, ...extra });
   const must = async (args: string[], extra: Record<string, string> = {}) => {
     const r = await ployz(args, extra);
     if (r.code !== 0) throw new Error(`ployz ${args.join(" ")} failed: ${r.stderr}${r.stdout}`);
@@ -88,7 +89,7 @@ async function labFootprint(): Promise<void> {
         else console.log(`${m}: no ployzd ${sub} process found`);
       }
     }
-    console.log(`idle RSS on a 3-Machine lab, ${IDLE_MS / 1000} s after a 3-replica Deploy (${TREE}):`);
+    console.log(`idle RSS on a 3-Machine lab, ${IDLE_MS / 1000} s after a 3-replica Deploy (${tree}):`);
     const goals: Record<string, number> = { serve: 80, dns: 45, observe: 60 };
     for (const sub of SUBCOMMANDS) {
       const list = figures[sub].map((p) => `${p.rssMb.toFixed(1)}`).join(" / ");
@@ -117,9 +118,10 @@ async function graphs(): Promise<void> {
   }
 }
 
-if (TREE === ROOT) await graphs();
-if (Deno.env.get("PLOYZ_BENCH_LAB") === "1") await labFootprint();
-else console.log("lab_footprint: set PLOYZ_BENCH_LAB=1 to build a 3-Machine lab and measure idle RSS");
+if (TREES.includes(resolve(ROOT))) await graphs();
+if (Deno.env.get("PLOYZ_BENCH_LAB") === "1") {
+  for (const tree of TREES) await labFootprint(tree);
+} else console.log("lab_footprint: set PLOYZ_BENCH_LAB=1 to build a 3-Machine lab and measure idle RSS");
 
 // `deno bench` needs at least one case; this one times what the figures above explain.
 Deno.bench({
