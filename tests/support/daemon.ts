@@ -9,6 +9,7 @@ import {
   relocate,
 } from "../../lib/permissions/mod.ts";
 import { connectMachine, RpcError } from "../../lib/rpc/mod.ts";
+import { stopChild } from "../../lib/util/mod.ts";
 import { sleep } from "./poll.ts";
 import { ROOT, type RunResult } from "./spawn.ts";
 
@@ -133,12 +134,7 @@ export async function startServe(
   void child.stdout.cancel();
   const stderr = new Response(child.stderr).text();
   async function stop(): Promise<{ code: number; stderr: string }> {
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // Already gone.
-    }
-    return { code: (await child.status).code, stderr: await stderr };
+    return { code: (await stopChild(child)).code, stderr: await stderr };
   }
   const serving: Serving = {
     child,

@@ -8,6 +8,7 @@ import net from "node:net";
 import { join } from "node:path";
 import { type DnsSpec, renderDnsSpec } from "../../lib/dns/mod.ts";
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
+import { stopChild } from "../../lib/util/mod.ts";
 import { ROOT, type TempLayout } from "./spawn.ts";
 
 /**
@@ -146,11 +147,7 @@ export function startDns(layout: TempLayout, flags: string[], args: string[] = [
     waitFor,
     exited,
     async [Symbol.asyncDispose](): Promise<void> {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // Already gone.
-      }
+      await stopChild(child, { signal: "SIGKILL" });
       await status;
       await reading;
     },

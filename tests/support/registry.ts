@@ -2,6 +2,7 @@
 // (a CA and a server certificate made here with openssl) and htpasswd basic auth (apache2-utils' htpasswd -B),
 // listening on loopback or inside a network namespace (a lab's underlay). Stopped and removed on dispose.
 import { join } from "node:path";
+import { stopChild } from "../../lib/util/mod.ts";
 import { run } from "./spawn.ts";
 import { eventually } from "./poll.ts";
 
@@ -162,12 +163,7 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
   };
   const stop = async (): Promise<void> => {
     if (child === undefined) return;
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // Already gone.
-    }
-    await child.status;
+    await stopChild(child);
     child = undefined;
   };
   try {
