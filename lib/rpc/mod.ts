@@ -51,7 +51,6 @@ export type {
   ResolveImageRequest,
   ResolveImageResponse,
 } from "./image_routes.ts";
-export { PULL_WAIT_MAX_MS } from "./image_routes.ts";
 export type {
   AdmitPeerRequest,
   AdmitPeerResponse,
