@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { type ContainerSpec, type Engine, fileCopyName, LABELS } from "../deploy/machine/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
+import { writeFileAtomic } from "../util/mod.ts";
 
 async function present(path: string): Promise<boolean> {
   try {
@@ -57,18 +58,13 @@ export async function materializeFiles(
         { details: { container: spec.name, target: file.target } },
       );
     }
-    const temporary = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-    try {
-      await Deno.writeFile(temporary, bytes, { mode: 0o600, createNew: true });
-      if (file.uid !== undefined || file.gid !== undefined) {
-        await Deno.chown(temporary, file.uid ?? 0, file.gid ?? 0);
-      }
-      await Deno.chmod(temporary, file.mode ?? 0o444);
-      await Deno.rename(temporary, path);
-    } catch (error) {
-      await Deno.remove(temporary).catch(() => {});
-      throw error;
-    }
+    // Durable before it takes its name: a copy is content-addressed, so a torn one would never be written again.
+    await writeFileAtomic(path, bytes, {
+      mode: file.mode ?? 0o444,
+      owner: file.uid !== undefined || file.gid !== undefined
+        ? { uid: file.uid ?? 0, gid: file.gid ?? 0 }
+        : undefined,
+    });
   }
 }
 

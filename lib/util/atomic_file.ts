@@ -11,6 +11,8 @@ import { basename, dirname, join } from "node:path";
 export interface AtomicWriteOptions {
   /** The file's mode; the umask does not narrow it. Default 0o644. */
   mode?: number;
+  /** Its owner, set before it takes its name (needs the privilege to chown); by default this process's. */
+  owner?: { uid?: number; gid?: number };
 }
 
 /**
@@ -31,7 +33,10 @@ export async function writeFileAtomic(
     let written = 0;
     while (written < bytes.length) written += await file.write(bytes.subarray(written));
     await file.sync();
-    // The umask may have narrowed `mode` at creation.
+    if (options.owner !== undefined) {
+      await Deno.chown(temp, options.owner.uid ?? null, options.owner.gid ?? null);
+    }
+    // The umask may have narrowed `mode` at creation, and a chown clears set-id bits.
     await Deno.chmod(temp, mode);
     await Deno.rename(temp, path);
   } catch (error) {

@@ -22,6 +22,20 @@ Deno.test("writeFileAtomic replaces the file whole, with its mode, and leaves no
   }
 });
 
+Deno.test("writeFileAtomic gives the file its owner before its name, then its mode", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = join(dir, "secret");
+    const owner = { uid: Deno.uid()!, gid: Deno.gid()! };
+    await writeFileAtomic(path, "s3cret", { mode: 0o440, owner });
+    const stat = await Deno.stat(path);
+    assert.deepEqual([stat.uid, stat.gid, stat.mode! & 0o7777], [owner.uid, owner.gid, 0o440]);
+    assert.deepEqual(await names(dir), ["secret"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("writeFileAtomic keeps the old file and removes its temp file when the rename fails", async () => {
   const dir = await Deno.makeTempDir();
   try {
