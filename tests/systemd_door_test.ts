@@ -28,6 +28,7 @@ Deno.test("the systemd door refuses anything but its verbs on Ployz units, befor
       /^error\[invalid_argument\]: Invalid unit "sshd\.service": not a Ployz unit$/,
     ],
     [["active", "ployz-upgrade-../x.service"], /Invalid unit/],
+    [["active", "ployz-dns@c.service"], /Invalid unit/],
     [
       ["start", "ployz-dns.service"],
       /Invalid request "start ployz-dns\.service": expected ensure dns\|observe/,

@@ -19,6 +19,7 @@ import { eventually, sleep } from "./support/poll.ts";
 const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-upg-${RUN}`;
+const UPSTREAM = "127.0.0.53";
 
 /**
  * What the daemon needs beyond deno.json's serve set to take upgrade requests here: reading the test's release
@@ -77,6 +78,87 @@ function prober(probe: () => Promise<void>, everyMs: number): { stop(): Promise<
   };
 }
 
+/** What a dig loop saw: queries sent, answered with the expected address, and the failures' first lines. */
+interface DigTally {
+  sent: number;
+  answered: number;
+  lost: string[];
+}
+
+const FORWARDED = { name: "fwd.upg-test", address: "192.0.2.7" };
+
+/**
+ * Runs real `dig` in the Machine's network namespace, one query at a time with a 1 s timeout and a single try
+ * (what a stub resolver's first attempt sees), alternating a Service name and a forwarded name at about 16 q/s,
+ * until stopped. A refusal (ICMP port unreachable), a timeout or a wrong answer counts as lost.
+ */
+function digLoop(pid: string, server: string, names: Record<string, string>, stopFile: string): {
+  stop(): Promise<DigTally>;
+} {
+  const queries = Object.keys(names).join(" ");
+  const script = `while [ ! -e '${stopFile}' ]; do for n in ${queries}; do ` +
+    `a=$(dig @${server} +tries=1 +time=1 +short "$n" A 2>&1 | tr '\\n' ' '); echo "$n $a"; done; sleep 0.1; done`;
+  const child = new Deno.Command("nsenter", {
+    args: [`--net=/proc/${pid}/ns/net`, "sh", "-c", script],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  return {
+    async stop(): Promise<DigTally> {
+      await Deno.writeTextFile(stopFile, "");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      const out = await output.finally(() => clearTimeout(timer));
+      const tally: DigTally = { sent: 0, answered: 0, lost: [] };
+      for (const line of new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "")) {
+        tally.sent++;
+        const [name, ...answer] = line.trim().split(" ");
+        if (answer.join(" ") === names[name]) tally.answered++;
+        else tally.lost.push(line);
+      }
+      return tally;
+    },
+  };
+}
+
+/**
+ * How long a DNS switch took, from systemd's own journal lines: the new unit's "Starting", its "Serving spec" line,
+ * and the old unit's "Stopped" (or "Deactivated").
+ */
+async function switchFigures(machine: SystemdMachine, next: string, old: string): Promise<string> {
+  const lines = (await machine.exec(`journalctl -u ${next} -u ${old} --no-pager -o short-unix`)).stdout.split(
+    "\n",
+  );
+  const at = (pattern: RegExp): number | undefined => {
+    const line = lines.findLast((l) => pattern.test(l));
+    return line === undefined ? undefined : Number(line.split(" ")[0]) * 1000;
+  };
+  const started = at(new RegExp(`Starting ${next.replace(/[@.]/g, "\\$&")}`));
+  const serving = at(/ployzd dns: Serving spec/);
+  const stopped = at(
+    new RegExp(
+      `(Stopped|Deactivated successfully).*${old.replace(/[@.]/g, "\\$&")}|${
+        old.replace(/[@.]/g, "\\$&")
+      }: Deactivated`,
+    ),
+  );
+  if (started === undefined || serving === undefined || stopped === undefined) {
+    return "switch timing not in the journal";
+  }
+  return `new unit starting → serving ${Math.round(serving - started)} ms, → old unit stopped ${
+    Math.round(stopped - started)
+  } ms`;
+}
+
+/** The DNS slots' ActiveStates inside the Machine, e.g. `{a: "active", b: "inactive"}`. */
+async function dnsSlots(machine: SystemdMachine): Promise<Record<string, string>> {
+  const states = (await machine.ok(
+    "systemctl show --property=ActiveState --value ployz-dns@a.service ployz-dns@b.service ployz-dns.service",
+  )).split("\n").filter((l) => l !== "");
+  return { a: states[0], b: states[1], legacy: states[2] };
+}
+
 type MetricValue = { avg: number } | { sum: number } | { gap: string };
 
 interface TopJson {
@@ -120,6 +202,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       join(ROOT, "cmd", "ployz.ts"),
     ];
     const client: MachineClient = connectMachine({ socketPath });
+    let upstream: Deno.ChildProcess | undefined;
     try {
       const dockerRoot = (await run("docker", ["info", "--format", "{{.DockerRootDir}}"], DOCKER_ENV)).stdout
         .trim();
@@ -144,6 +227,8 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         await machine.ok(
           "mkdir -p /etc/systemd/system/ployz-serve.service.d && printf '%s\\n' '[Service]' " +
             `'Environment=PLOYZ_WG_INTERFACE=none PLOYZ_DOCKER_NETWORK=${NETWORK} PLOYZ_DOCKER_LABELS=ployz.test=${RUN}' ` +
+            // Internal DNS forwards to a dnsmasq inside the Machine, never to this host's resolvers.
+            `'Environment=PLOYZ_DNS_UPSTREAMS=${UPSTREAM}' ` +
             "> /etc/systemd/system/ployz-serve.service.d/test.conf",
         );
         const r = await machine.exec("PLOYZ_RELEASE_SOURCE=/releases sh /install.sh --skip-prerequisites");
@@ -188,8 +273,39 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       let appUrl = "";
       let appStartedAt = "";
       let appId = "";
+      const subnet = randomSubnet("10.217");
+      const gateway = subnet.replace(/\.0\/24$/, ".1");
+      // The Machine's own network namespace: Internal DNS binds the Machine Gateway there (the bridge itself
+      // lives on this host's dockerd), dnsmasq stands in for the upstream resolver, and dig asks from there.
+      const pid = (await run("docker", ["inspect", "--format", "{{.State.Pid}}", machine.name], DOCKER_ENV))
+        .stdout
+        .trim();
+      ok(/^[1-9][0-9]*$/.test(pid), `no pid for ${machine.name}: "${pid}"`);
+      const inMachine = ["--net=/proc/" + pid + "/ns/net"];
+      equal(
+        (await run("nsenter", [...inMachine, "ip", "addr", "add", `${gateway}/32`, "dev", "lo"])).code,
+        0,
+      );
+      upstream = new Deno.Command("nsenter", {
+        args: [
+          ...inMachine,
+          "dnsmasq",
+          "--keep-in-foreground",
+          "--conf-file=/dev/null",
+          "--no-resolv",
+          "--no-hosts",
+          "--bind-interfaces",
+          `--listen-address=${UPSTREAM}`,
+          `--address=/${FORWARDED.name}/${FORWARDED.address}`,
+          `--pid-file=${join(work, "dnsmasq.pid")}`,
+        ],
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      let names: Record<string, string> = {};
       await t.step("the Machine runs an application container on its Docker", async () => {
-        await client.init({ "cluster_name": "upg", subnet: randomSubnet("10.217") });
+        await client.init({ "cluster_name": "upg", subnet });
         // Busy in a bounded way, for the Observe Store's figures: a short CPU burst every second.
         await client.ensureContainer({
           spec: {
@@ -208,6 +324,10 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         )[0];
         appStartedAt = inspected.State.StartedAt;
         appUrl = `http://${inspected.NetworkSettings.Networks[NETWORK].IPAddress}/`;
+        names = {
+          "web.upg.internal": inspected.NetworkSettings.Networks[NETWORK].IPAddress,
+          [FORWARDED.name]: FORWARDED.address,
+        };
         const deadline = Date.now() + 20_000;
         while (true) {
           const answer = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) }).then(
@@ -248,6 +368,21 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         },
       );
 
+      await t.step(
+        "Internal DNS runs as ployz-dns@a and answers a Service name and a forwarded name",
+        async () => {
+          await eventually(60_000, "Internal DNS answers in the Machine", async () => {
+            const probe = digLoop(pid, gateway, names, join(work, "dig-ready"));
+            await sleep(300);
+            const tally = await probe.stop();
+            await Deno.remove(join(work, "dig-ready"));
+            return tally.sent > 0 && tally.lost.length === 0 ? tally : undefined;
+          }, 500);
+          deepEqual(await dnsSlots(machine), { a: "active", b: "inactive", legacy: "inactive" });
+        },
+      );
+
+      const dns = digLoop(pid, gateway, names, join(work, "dig-upgrade"));
       const app = prober(async () => {
         const response = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) });
         await response.text();
@@ -260,6 +395,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       let attemptId = "";
       let appStats: ProbeStats | undefined;
       let managementStats: ProbeStats | undefined;
+      let dnsStats: DigTally | undefined;
       try {
         await t.step("the CLI is killed once the attempt is accepted; the attempt goes on", async () => {
           const cli = new Deno.Command(Deno.execPath(), {
@@ -333,9 +469,37 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             } ms; serve restart → ready ${ms(status.attempt.restart_started_at, status.attempt.ready_at)} ms`,
           );
         });
+
+        await t.step(
+          "the new daemon moved DNS onto 0.2.0 in ployz-dns@b, then stopped ployz-dns@a",
+          async () => {
+            await eventually(60_000, "ployz-dns@b serving, ployz-dns@a stopped", async () => {
+              const slots = await dnsSlots(machine);
+              return slots.a === "inactive" && slots.b === "active" ? slots : undefined;
+            }, 500);
+            match(
+              await machine.ok("systemctl cat ployz-dns@b.service | grep '^ExecStart='"),
+              /\/releases\/0\.2\.0\/cmd\/ployzd\.ts dns$/,
+            );
+            equal(await machine.ok("ls /run/systemd/system | grep -c '^ployz-dns' || true"), "1");
+            // TCP moved too (SO_REUSEPORT needs both slots to run as the same user).
+            const tcp = await run("nsenter", [
+              ...inMachine,
+              "dig",
+              `@${gateway}`,
+              "+tcp",
+              "+tries=1",
+              "+time=2",
+              "+short",
+              "web.upg.internal",
+            ]);
+            equal(tcp.stdout.trim(), names["web.upg.internal"], tcp.stdout + tcp.stderr);
+          },
+        );
       } finally {
         appStats = await app.stop();
         managementStats = await management.stop();
+        dnsStats = await dns.stop();
       }
 
       await t.step("the app answered throughout and was never restarted; mutations work again", async () => {
@@ -346,6 +510,13 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             managementStats!.longestOutageMs
           } ms`,
         );
+        console.log(
+          `internal dns across the upgrade: ${dnsStats!.sent} queries sent, ${dnsStats!.answered} answered, ${
+            dnsStats!.lost.length
+          } lost; ${await switchFigures(machine, "ployz-dns@b.service", "ployz-dns@a.service")}`,
+        );
+        deepEqual(dnsStats!.lost, [], "DNS queries lost across the upgrade-driven restart");
+        ok(dnsStats!.sent > 100, `only ${dnsStats!.sent} DNS queries ran`);
         equal(appStats!.failed, 0, "application downtime");
         ok(appStats!.ok > 20, `only ${appStats!.ok} probes ran`);
         const inspected = JSON.parse((await run("docker", ["inspect", appId], DOCKER_ENV)).stdout)[0];
@@ -355,8 +526,87 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         const after = await fresh.ensureContainer({ spec, start: true });
         deepEqual([after.created, after.started, after.container.id], [false, false, appId]);
       });
+
+      await t.step(
+        "a Machine still on the single ployz-dns.service moves to the pair losing no query",
+        async () => {
+          // An earlier release's state: one ployz-dns.service runtime unit serving, no slot.
+          await machine.ok(
+            "cp /run/systemd/system/ployz-dns@b.service /run/systemd/system/ployz-dns.service && " +
+              "systemctl daemon-reload && systemctl start ployz-dns.service",
+          );
+          await eventually(30_000, "ployz-dns.service serving", async () => {
+            const said = await machine.exec(
+              "journalctl -u ployz-dns.service --no-pager -o cat | grep -c 'Serving spec'",
+            );
+            return said.stdout.trim() !== "0" && said.stdout.trim() !== "" ? true : undefined;
+          }, 300);
+          await machine.ok(
+            "systemctl stop ployz-dns@b.service && rm /run/systemd/system/ployz-dns@b.service && systemctl daemon-reload",
+          );
+          const loop = digLoop(pid, gateway, names, join(work, "dig-migrate"));
+          let tally: DigTally;
+          try {
+            await sleep(500);
+            // What the daemon runs at every start.
+            await machine.ok("ployz-systemd ensure dns");
+            await sleep(500);
+          } finally {
+            tally = await loop.stop();
+          }
+          deepEqual(await dnsSlots(machine), { a: "active", b: "inactive", legacy: "inactive" });
+          equal(
+            await machine.ok("ls /run/systemd/system | grep '^ployz-dns' || true"),
+            "ployz-dns@a.service",
+          );
+          console.log(
+            `internal dns, ployz-dns.service → ployz-dns@a: ${tally.sent} sent, ${tally.answered} answered, ${tally.lost.length} lost; ${await switchFigures(
+              machine,
+              "ployz-dns@a.service",
+              "ployz-dns.service",
+            )}`,
+          );
+          deepEqual(tally.lost, [], "DNS queries lost moving off the single unit");
+        },
+      );
+
+      await t.step("control: stopping and starting the DNS unit, as before, does lose queries", async () => {
+        const loop = digLoop(pid, gateway, names, join(work, "dig-control"));
+        let tally: DigTally;
+        try {
+          await sleep(500);
+          await machine.ok("systemctl restart ployz-dns@a.service");
+          await eventually(30_000, "DNS answering again", async () => {
+            const r = await run("nsenter", [
+              ...inMachine,
+              "dig",
+              `@${gateway}`,
+              "+tries=1",
+              "+time=1",
+              "+short",
+              FORWARDED.name,
+            ]);
+            return r.stdout.trim() === FORWARDED.address ? true : undefined;
+          }, 200);
+        } finally {
+          tally = await loop.stop();
+        }
+        console.log(
+          `internal dns control, stop-then-start: ${tally.sent} sent, ${tally.answered} answered, ${tally.lost.length} lost (${
+            tally.lost.slice(0, 2).join(" | ")
+          })`,
+        );
+        ok(
+          tally.lost.length > 0,
+          "a stop-then-start restart should lose queries, or the loop cannot see a gap",
+        );
+      });
     } finally {
       client.close();
+      if (upstream !== undefined) {
+        upstream.kill("SIGKILL");
+        await upstream.status;
+      }
       await machine.remove();
       const filters = ["--filter", `label=ployz.test=${RUN}`];
       const ids = (await run("docker", ["ps", "-aq", ...filters], DOCKER_ENV)).stdout.split("\n").filter((

@@ -12,7 +12,7 @@ import {
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { systemdDnsRunner } from "../../lib/serving/mod.ts";
 
-const UNIT = /^ployz-(upgrade-[a-z0-9]{6,32}|serve|dns|observe)\.service$/;
+const UNIT = /^ployz-(upgrade-[a-z0-9]{6,32}|serve|dns|dns@[ab]|observe)\.service$/;
 
 function refuse(message: string): CliError {
   return new CliError("invalid_argument", message);
@@ -29,8 +29,10 @@ export const systemdDoor: Command = {
   usage: "ensure dns|observe | active UNIT | run-worker ATTEMPT VERSION [--ready-timeout SECONDS]",
   description: [
     "ensure dns|observe: writes the runtime unit of ployzd dns or ployzd observe for this release (only when its",
-    "text changed), reloads systemd and starts (or restarts) it.",
-    "active UNIT: prints the ActiveState of ployz-serve, ployz-dns, ployz-observe or ployz-upgrade-<id>.",
+    "text changed), reloads systemd and starts (or restarts) it. DNS moves to new software by starting the idle",
+    "one of ployz-dns@a and ployz-dns@b, waiting until it serves, then stopping the old one.",
+    "active UNIT: prints the ActiveState of ployz-serve, ployz-dns@a|b (or the older ployz-dns), ployz-observe",
+    "or ployz-upgrade-<id>.",
     "run-worker ATTEMPT VERSION: starts ployz-upgrade-<ATTEMPT>, running the current release's own",
     "ployzd install --attempt ATTEMPT.",
   ].join("\n"),
@@ -46,8 +48,10 @@ export const systemdDoor: Command = {
     if (verb === "ensure" && rest.length === 1) {
       // The same unit the daemon rendered for itself: this deno, and the release through `current`.
       const options = { deno: Deno.execPath(), appDir: join(paths.prefix, "current"), layout };
-      if (rest[0] === "dns") await systemdDnsRunner(options).ensure();
-      else if (rest[0] === "observe") await systemdObserveRunner(options).ensure();
+      // DNS names its release itself, so the old process keeps its own tree while the new one starts beside it.
+      if (rest[0] === "dns") {
+        await systemdDnsRunner({ ...options, appDir: await Deno.realPath(options.appDir) }).ensure();
+      } else if (rest[0] === "observe") await systemdObserveRunner(options).ensure();
       else throw refuse(`Invalid runtime unit "${rest[0]}": expected dns or observe`);
       return 0;
     }

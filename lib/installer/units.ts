@@ -58,6 +58,8 @@ const COMMON_HARDENING = [
 interface UnitSpec {
   description: string;
   after: string[];
+  /** Whether `<command> --probe` must pass before the command starts (`ExecStartPre`). */
+  probe?: boolean;
   /** Directives specific to this unit's job. */
   service: (layout: Layout) => string[];
 }
@@ -89,8 +91,13 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
   dns: {
     description: "Ployz Internal DNS",
     after: ["network-online.target"],
+    // New software starts serving only once it says it can serve the current spec.
+    probe: true,
     service: () => [
       "DynamicUser=yes",
+      // One dynamic user for both runtime slots (and the older single unit): TCP SO_REUSEPORT binds the
+      // successor beside its predecessor only when both run as the same UID.
+      "User=ployz-dns",
       "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
       "AmbientCapabilities=CAP_NET_BIND_SERVICE",
       "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
@@ -176,6 +183,9 @@ export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): Un
     "",
     "[Service]",
     "Type=simple",
+    ...(spec.probe
+      ? [`ExecStartPre=${[...argv, "--probe"].map((w) => quoteExecWord("ExecStartPre", w)).join(" ")}`]
+      : []),
     `ExecStart=${argv.map((w) => quoteExecWord("ExecStart", w)).join(" ")}`,
     ...env,
     `CacheDirectory=ployz/${subcommand}`,

@@ -1,6 +1,6 @@
 import { equal, match, ok, throws } from "node:assert/strict";
 import { join } from "node:path";
-import { renderUnit, type UnitSubcommand } from "./units.ts";
+import { renderRuntimeUnit, renderUnit, type UnitSubcommand } from "./units.ts";
 import { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
@@ -110,7 +110,13 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "ployz-units-" });
     try {
       const scores: string[] = [];
-      for (const unit of units()) {
+      // DNS runs as the daemon's runtime units ployz-dns@a and @b: verified under such a name too.
+      const dnsSlot = {
+        subcommand: "dns" as const,
+        ...renderRuntimeUnit("dns", { deno: Deno.execPath(), appDir: ROOT }),
+        name: "ployz-dns@a.service",
+      };
+      for (const unit of [...units(), dnsSlot]) {
         const path = join(dir, unit.name);
         await Deno.writeTextFile(path, unit.text);
         const verify = await new Deno.Command("systemd-analyze", { args: ["verify", path], stderr: "piped" })
