@@ -20,6 +20,11 @@ const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-upg-${RUN}`;
 const UPSTREAM = "127.0.0.53";
+/**
+ * Where dig asks from: an address in the Cluster network (10.210.0.0/16), as a container's would be; the dns
+ * permission set lets Internal DNS answer there (and to port 53 anywhere), nowhere else.
+ */
+const CLIENT = `10.210.${1 + Math.floor(Math.random() * 254)}.9`;
 
 /**
  * What the daemon needs beyond deno.json's serve set to take upgrade requests here: reading the test's release
@@ -97,7 +102,7 @@ function digLoop(pid: string, server: string, names: Record<string, string>, sto
 } {
   const queries = Object.keys(names).join(" ");
   const script = `while [ ! -e '${stopFile}' ]; do for n in ${queries}; do ` +
-    `a=$(dig @${server} +tries=1 +time=1 +short "$n" A 2>&1 | tr '\\n' ' '); echo "$n $a"; done; sleep 0.1; done`;
+    `a=$(dig -b ${CLIENT} @${server} +tries=1 +time=1 +short "$n" A 2>&1 | tr '\\n' ' '); echo "$n $a"; done; sleep 0.1; done`;
   const child = new Deno.Command("nsenter", {
     args: [`--net=/proc/${pid}/ns/net`, "sh", "-c", script],
     stdin: "null",
@@ -282,10 +287,12 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         .trim();
       ok(/^[1-9][0-9]*$/.test(pid), `no pid for ${machine.name}: "${pid}"`);
       const inMachine = ["--net=/proc/" + pid + "/ns/net"];
-      equal(
-        (await run("nsenter", [...inMachine, "ip", "addr", "add", `${gateway}/32`, "dev", "lo"])).code,
-        0,
-      );
+      for (const address of [gateway, CLIENT]) {
+        equal(
+          (await run("nsenter", [...inMachine, "ip", "addr", "add", `${address}/32`, "dev", "lo"])).code,
+          0,
+        );
+      }
       upstream = new Deno.Command("nsenter", {
         args: [
           ...inMachine,
@@ -371,13 +378,20 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       await t.step(
         "Internal DNS runs as ployz-dns@a and answers a Service name and a forwarded name",
         async () => {
-          await eventually(60_000, "Internal DNS answers in the Machine", async () => {
+          let last: string[] = [];
+          await eventually(30_000, "Internal DNS answers in the Machine", async () => {
             const probe = digLoop(pid, gateway, names, join(work, "dig-ready"));
             await sleep(300);
             const tally = await probe.stop();
             await Deno.remove(join(work, "dig-ready"));
+            last = tally.lost;
             return tally.sent > 0 && tally.lost.length === 0 ? tally : undefined;
-          }, 500);
+          }, 500).catch(async (error) => {
+            const journal = await machine.exec(
+              "journalctl -u 'ployz-dns*' -u ployz-serve.service --no-pager -n 40; ip -4 addr; cat /run/ployz/dns.json",
+            );
+            throw new Error(`${error.message}; lost: ${last.slice(0, 4).join(" | ")}\n${journal.stdout}`);
+          });
           deepEqual(await dnsSlots(machine), { a: "active", b: "inactive", legacy: "inactive" });
         },
       );
@@ -486,6 +500,8 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             const tcp = await run("nsenter", [
               ...inMachine,
               "dig",
+              "-b",
+              CLIENT,
               `@${gateway}`,
               "+tcp",
               "+tries=1",
@@ -580,6 +596,8 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             const r = await run("nsenter", [
               ...inMachine,
               "dig",
+              "-b",
+              CLIENT,
               `@${gateway}`,
               "+tries=1",
               "+time=1",
