@@ -67,7 +67,10 @@ export {
   type ServingProblem,
 } from "./caddy_projection.ts";
 export {
+  DNS_UNITS,
   type DnsRunner,
+  type DnsSystemd,
+  LEGACY_DNS_UNIT,
   RUNTIME_UNIT_DIR,
   systemdDnsRunner,
   systemdRuns,
