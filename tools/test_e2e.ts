@@ -77,6 +77,7 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/dns_e2e_test.ts": 1,
   "tests/docker_events_test.ts": 1,
   "tests/docker_registry_test.ts": 1,
+  "tests/exec_handlers_docker_test.ts": 1,
   "tests/module_graph_test.ts": 1,
   "tests/request_caps_e2e_test.ts": 1,
   "tests/shipped_files_docker_test.ts": 1,

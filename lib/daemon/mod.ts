@@ -38,3 +38,4 @@ export { type MeshSettings, meshSettingsFromEnv } from "./mesh_settings.ts";
 export { materializeFiles, pruneFiles } from "./shipped_files.ts";
 export { type ObserveRunner, systemdObserveRunner } from "./observe_runtime.ts";
 export { type BuildHandlers, buildHandlers, type BuildHost } from "./build_handlers.ts";
+export { execHandlers, type ExecHost } from "./exec_handlers.ts";

@@ -1,14 +1,14 @@
-// The exec handlers against a real dockerd (PLOYZ_DOCKER_SOCKET; ignored without one unless CI is set): a TTY
-// session and a plain one, stdin in, stdout and stderr apart, the exit code out, a foreign container refused.
+// The exec handlers against a real dockerd (PLOYZ_DOCKER_SOCKET): a TTY session and a plain one, stdin in,
+// stdout and stderr apart, the exit code out, a foreign container refused.
 import { deepEqual, equal, match, rejects } from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { openEngine } from "../deploy/mod.ts";
-import { type ExecFrame, parseExecFrame, type RpcError } from "../rpc/mod.ts";
-import { execHandlers } from "./exec_handlers.ts";
+import { execHandlers } from "../lib/daemon/mod.ts";
+import { openEngine } from "../lib/deploy/mod.ts";
+import { type ExecFrame, parseExecFrame, type RpcError } from "../lib/rpc/mod.ts";
+import { DOCKER_SOCKET as SOCKET, IMAGE } from "./support/docker.ts";
+import { needs } from "./support/needs.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
 const MACHINE = "m-exec-test";
-const HAVE = await Deno.stat(SOCKET).then((s) => s.isSocket, () => false);
 
 async function docker(args: string[]): Promise<string> {
   const out = await new Deno.Command("docker", {
@@ -33,11 +33,9 @@ function output(list: ExecFrame[], stream: "stdout" | "stderr"): string {
     .join("");
 }
 
-Deno.test({
+Deno.test(needs(["docker", `image:${IMAGE}`], {
   name: "exec handlers run a command in an owned container, with and without a TTY, and pass its exit code",
-  ignore: !HAVE && Deno.env.get("CI") === undefined,
   async fn() {
-    if (!HAVE) throw new Error(`Docker socket "${SOCKET}" is absent and CI is set`);
     const name = `ployz-exec-test-${crypto.randomUUID().slice(0, 8)}`;
     await docker([
       "run",
@@ -50,7 +48,7 @@ Deno.test({
       "ployz.managed=1",
       "--label",
       `ployz.machine=${MACHINE}`,
-      "ployz-test/busybox:1",
+      IMAGE,
       "sleep",
       "300",
     ]);
@@ -100,4 +98,4 @@ Deno.test({
       await docker(["rm", "-f", name]).catch(() => "");
     }
   },
-});
+}));
