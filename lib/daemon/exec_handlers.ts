@@ -11,7 +11,7 @@
 
 import { Buffer } from "node:buffer";
 import { Demuxer, type Engine } from "../deploy/machine/mod.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil } from "../util/mod.ts";
 import {
   type ExecFrame,
   type ExecInputResponse,
@@ -93,14 +93,12 @@ export function execHandlers(host: ExecHost): RpcHandlers {
 
   /** The exit code once Docker says the process ended (its stream can end a moment before); null if unknown. */
   async function exitCodeOf(session: Session): Promise<number | null> {
-    const deadline = Date.now() + EXIT_WITHIN_MS;
     try {
-      for (;;) {
+      const exited = await pollUntil(async () => {
         const state = await host.engine.inspectExec(session.id);
-        if (!state.running) return state.exitCode;
-        if (Date.now() > deadline) return null;
-        await sleep(50);
-      }
+        return state.running ? undefined : { code: state.exitCode };
+      }, { timeoutMs: EXIT_WITHIN_MS, intervalMs: 50 });
+      return exited?.code ?? null;
     } catch (error) {
       host.log(`exec ${session.id.slice(0, 12)}: cannot read its exit code: ${messageOf(error)}`);
       return null;
