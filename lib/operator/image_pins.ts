@@ -202,6 +202,8 @@ async function pinOne(
   let from = digest === undefined ? "" : pinnedBy;
   let registryState: ImageSource["registryState"] | undefined;
   let registryMessage: string | undefined;
+  // How many Machines answered that they hold the tag by the digest that is pinned: they hold the pinned reference.
+  let holdingPinned = 0;
   if (digest === undefined) {
     // A registry the reference names (the operator's own) is asked while the Machines are, one round trip instead
     // of two in a row; its answer is used only when they show it is needed (pull_policy: always, or no Machine
@@ -249,6 +251,7 @@ async function pinOne(
     } else if (machineDigest !== undefined) {
       withdraw.abort();
       digest = machineDigest.digest;
+      holdingPinned = held.filter((h) => digestFor(parsed, h.digests) === digest).length;
       from = `Machine "${machineDigest.machine}"`;
     } else {
       withdraw.abort();
@@ -258,9 +261,10 @@ async function pinOne(
   }
   const ref = pinRef(parsed, digest!);
   if (registryState === undefined) {
-    // Ask the registry only when some Machine lacks the digest: it decides between a pull and a peer copy.
-    const held = await holders(machines, ref);
-    if (held.length < machines.handles.length) {
+    // Ask the registry only when some Machine lacks the digest: it decides between a pull and a peer copy. When
+    // every Machine already said it holds the tag by this digest, asking them again would tell nothing new.
+    const held = holdingPinned === machines.handles.length ? [] : await holders(machines, ref);
+    if (holdingPinned < machines.handles.length && held.length < machines.handles.length) {
       try {
         await ask(`${repositoryOf(parsed)}@${digest}`, registry);
         registryState = "available";

@@ -369,3 +369,27 @@ Deno.test("a registry the reference names is asked while the Machines are, and w
   await pinImages(shop("missing", "shop/web:1"), cluster([hub]), noAuth);
   assert.deepEqual(hub.asked, [], "Docker Hub is asked only when needed");
 });
+
+Deno.test("when every Machine holds the tag by one digest, the pinned reference is not asked about again", async () => {
+  const machines = [new FakeMachine("id1", "m1"), new FakeMachine("id2", "m2")];
+  const asked: string[] = [];
+  for (const m of machines) {
+    m.images.add(`${REG}/shop/web:1`);
+    m.repoDigests.set(`${REG}/shop/web:1`, [`${REG}/shop/web@${D1}`]);
+    const inspect = m.inspectImage.bind(m);
+    m.inspectImage = (r) => {
+      asked.push(`${m.name} ${r.ref}`);
+      return inspect(r);
+    };
+  }
+  const pinned = await pinImages(shop(), cluster(machines), noAuth);
+  assert.equal(pinned.project.services.web.image, `${REG}/shop/web:1@${D1}`);
+  assert.equal(pinned.sources[0].registryState, "available");
+  assert.deepEqual(asked.sort(), [`m1 ${REG}/shop/web:1`, `m2 ${REG}/shop/web:1`]);
+
+  // One Machine holds the tag by another digest: the pinned reference is asked about on every Machine.
+  machines[1].repoDigests.set(`${REG}/shop/web:1`, [`${REG}/shop/web@${D2}`]);
+  asked.length = 0;
+  await pinImages(shop(), cluster(machines), noAuth);
+  assert.equal(asked.filter((a) => a.endsWith(`@${D1}`) || a.endsWith(`@${D2}`)).length, 2);
+});
