@@ -34,6 +34,19 @@ dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch"
   assert.equal(count, 1);
 });
 
+dockerTest("a network named after another's id prefix is found by its exact name", async (s) => {
+  const made = await s.engine.ensureNetwork({ name: `ployz-test-${s.id}`, ...testSubnet() });
+  // Docker's inspect by this name answers the first network until one has the exact name, which then wins.
+  const prefix = made.id.slice(0, 12);
+  const second = testSubnet();
+  const byPrefix = await s.engine.ensureNetwork({ name: prefix, ...second });
+  assert.equal(byPrefix.created, true);
+  assert.notEqual(byPrefix.id, made.id);
+  const exact = await s.engine.ensureNetwork({ name: prefix, ...second });
+  assert.equal(exact.created, false);
+  assert.equal(exact.id, byPrefix.id);
+});
+
 dockerTest("a network Ployz does not own is refused, not adopted", async (s) => {
   const name = `ployz-test-${s.id}-foreign`;
   const { subnet, gateway } = testSubnet();

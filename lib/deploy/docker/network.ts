@@ -69,12 +69,27 @@ export function masqueradeProblem(found: DockerNetwork): string | undefined {
     `${MASQUERADE_OPTION}=false)${redeploy}`;
 }
 
-/** Finds a network by exact name (Docker's name filter matches substrings); `undefined` when absent. */
+/**
+ * Finds a network by exact name; `undefined` when absent. Docker's inspect answers an exact name before an id
+ * prefix, so one call usually settles it (every container create asks); a different network found that way (a name
+ * that is another network's id prefix) or none falls back to the list, whose name filter matches substrings.
+ */
 export async function findNetwork(
   client: Client,
   name: string,
   signal?: AbortSignal,
 ): Promise<DockerNetwork | undefined> {
+  try {
+    const direct = await request(client, { operation: `inspect network "${name}"`, cls: "inspect", signal }, {
+      method: "GET",
+      path: `/networks/${seg(name)}`,
+    }) as DockerNetwork;
+    if (direct.Name === name) return direct;
+  } catch (error) {
+    if (!(error instanceof DockerError) || error.code === "unavailable" || error.code === "internal") {
+      throw error;
+    }
+  }
   const rows = await request(client, { operation: `list networks named "${name}"`, cls: "list", signal }, {
     method: "GET",
     path: "/networks",
