@@ -8,6 +8,13 @@
  * mesh firewall (lib/mesh) masquerades only what leaves the Cluster network instead. A network created before that
  * cannot be changed in place: {@link masqueradeProblem} says so, with the fix.
  *
+ * A container starts more slowly here than on Docker's default bridge, and nothing in this network's options
+ * changes that: Docker gives every container on a user-defined network its embedded DNS server, and each start runs
+ * dockerd again inside the container's namespace to install that server's NAT rules (eleven `iptables` runs on
+ * Docker 20.10), which the default bridge skips. No network or endpoint option turns the server off, and the
+ * Machine needs its own network (its subnet is routed over the mesh). `tools/bench/registry_pull_bench.ts` prints
+ * `docker run` on both networks side by side.
+ *
  * @module
  */
 
