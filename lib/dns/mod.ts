@@ -11,8 +11,11 @@
  * Serving outlives the daemon ({@link runDns}): nothing is bound before the first spec loads, a bad spec keeps
  * the last good one, and a spec from a newer release hands the port back and ends the process. A restart overlaps
  * the old and new processes on the same addresses (UDP SO_REUSEADDR, TCP SO_REUSEPORT): start the new process,
- * wait for its "Serving spec" line, then SIGTERM the old one, which drains what it queued and exits. This needs
- * `--unstable-net` (`Deno.listenDatagram`).
+ * wait for its "Serving spec" line, then SIGTERM the old one, which drains what it queued and exits. Under systemd
+ * the daemon does the same with two alternating runtime units, `ployz-dns@a` and `ployz-dns@b` (lib/serving's
+ * `systemdDnsRunner`): systemd cannot hand the sockets over instead, because Deno adopts no inherited UDP socket
+ * (`node:dgram` `bind({fd})` refuses it, `Deno.listenDatagram` takes no fd). This needs `--unstable-net`
+ * (`Deno.listenDatagram`).
  *
  * @module
  */
