@@ -496,6 +496,11 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
               /\/releases\/0\.2\.0\/cmd\/ployzd\.ts dns$/,
             );
             equal(await machine.ok("ls /run/systemd/system | grep -c '^ployz-dns' || true"), "1");
+            // The new binary's probe ran before it started serving.
+            match(
+              await machine.ok("journalctl -u ployz-dns@b.service --no-pager -o cat"),
+              /Can serve the spec "\/run\/ployz\/dns\.json"[^\n]*\n(.*\n)*.*Serving spec/,
+            );
             // TCP moved too (SO_REUSEPORT needs both slots to run as the same user).
             const tcp = await run("nsenter", [
               ...inMachine,
