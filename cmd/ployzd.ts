@@ -14,7 +14,14 @@ import { ployzd, subcommandSet } from "./ployzd/program.ts";
 /** Runs `ployzd` with `args` and returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   if (Deno.build.standalone || Deno.env.get("PLOYZ_SUBCOMMAND_ISOLATION") === "worker") {
-    const set = relocate(permissionSet(subcommandSet(args[0])), layoutFromEnv((k) => Deno.env.get(k)));
+    const layout = layoutFromEnv((k) => Deno.env.get(k));
+    let set = relocate(permissionSet(subcommandSet(args[0])), layout);
+    if (args[0] === "install") {
+      // As bin/ployzd does: the install set plus only the host of this invocation's release source.
+      const installer = await import("../lib/installer/mod.ts");
+      const paths = { ...installer.DEFAULT_INSTALL_PATHS, layout };
+      set = installer.withReach(set, await installer.installReach(paths, args.slice(1)));
+    }
     return await runInWorker(new URL("./ployzd_worker.ts", import.meta.url), set, { args });
   }
   return await dispatch(ployzd, args, processIo());

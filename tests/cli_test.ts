@@ -2,7 +2,13 @@
 // permission set each launcher picks.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
-import { type PermissionSetName, permissionSetNames, runtimeFlags } from "../lib/permissions/mod.ts";
+import {
+  permissionFlags,
+  permissionSet,
+  type PermissionSetName,
+  permissionSetNames,
+  runtimeFlags,
+} from "../lib/permissions/mod.ts";
 import { ROOT, run } from "./support/spawn.ts";
 
 const PLOYZD = join(ROOT, "bin", "ployzd");
@@ -64,7 +70,6 @@ Deno.test("the launchers pick each subcommand's permission set from deno.json", 
     [PLOYZD, ["serve"], "serve"],
     [PLOYZD, ["dns"], "dns"],
     [PLOYZD, ["observe"], "observe"],
-    [PLOYZD, ["install"], "install"],
     [PLOYZD, ["dial-stdio"], "dial-stdio"],
     [PLOYZD, ["version"], "none"],
     [PLOYZD, ["--help"], "none"],
@@ -85,6 +90,31 @@ Deno.test("the launchers pick each subcommand's permission set from deno.json", 
     const named = permissionSetNames().find((name: PermissionSetName) => name === args[0]);
     const expectedV8 = program === PLOYZD && named !== undefined ? runtimeFlags(named) : [];
     deepEqual(argv.filter((a) => a.startsWith("--v8-flags")), expectedV8, `${program} ${args.join(" ")}`);
+  }
+});
+
+Deno.test("bin/ployzd install runs under the install set plus only its release source's host", async () => {
+  const base = permissionFlags(permissionSet("install"));
+  const cases: [string[], string | undefined][] = [
+    [["--from", "/tmp/x/ployz-0.1.0-t.tar.gz", "--source", "/srv/releases"], undefined],
+    [
+      ["--upgrade", "--source", "https://user:secret@releases.example.com/ployz", "--version", "0.2.0"],
+      "releases.example.com:443",
+    ],
+    [["--from", "/tmp/a.tar.gz", "--source=http://127.0.0.1:8787/"], "127.0.0.1:8787"],
+    [["--status", "abcdef12"], undefined],
+    [["--help"], undefined],
+  ];
+  for (const [args, host] of cases) {
+    const out = await run(PLOYZD, ["install", ...args], { PLOYZ_LAUNCHER_PRINT: "1" });
+    equal(out.code, 0, out.stderr);
+    const argv = out.stdout.trim().split("\n");
+    ok(!argv.some((a) => a.startsWith("-P")), argv.join(" "));
+    const flags = argv.filter((a) => /^--(allow|deny)-|^--ignore-env$/.test(a));
+    const expected = base.map((f) => f.startsWith("--allow-net=") && host !== undefined ? `${f},${host}` : f);
+    deepEqual(flags, expected, args.join(" "));
+    deepEqual(argv.slice(-args.length - 2), [join(ROOT, "cmd", "ployzd.ts"), "install", ...args]);
+    ok(!flags.join(" ").includes("secret"), "no credential reaches a grant");
   }
 });
 

@@ -82,22 +82,37 @@ const CASES: Case[] = [
     inside: (l) => [
       { op: "read", target: "/etc/hostname" },
       { op: "write", target: join(l.dataDir, "install", "attempt.json") },
+      // Readiness: the new daemon's socket.
+      { op: "connect-unix", target: join(l.runDir, "ployz.sock") },
     ],
     outside: (l) => [
       { op: "write", target: join(l.dataDir, "machine.json") },
       { op: "run", target: "/bin/true" },
+      { op: "run", target: "sh" },
+      // No network but the daemon's socket: bin/ployzd adds only the release source's host:port.
+      { op: "connect-unix", target: l.dockerSocket },
+      { op: "connect-unix", target: join(l.runDir, "observe.sock") },
+      { op: "connect-tcp", target: "10.210.1.1:51000" },
+      { op: "connect-tcp", target: "169.254.169.254:80" },
+      { op: "connect-tcp", target: "127.0.0.1:80" },
     ],
-    // It reads and fetches releases from wherever the operator names, but never this Machine's secrets, its
-    // Docker, its Observe Store, the mesh or a cloud metadata service.
+    // It reads releases from wherever the operator names, but never this Machine's secrets.
     denied: (l) => [
       { op: "read", target: join(l.dataDir, "keys", "sign.key") },
       { op: "read", target: join(l.dataDir, "store.db") },
       { op: "read", target: join(l.dataDir, "files", "shop", "secret.txt") },
       { op: "read", target: "/etc/shadow" },
-      { op: "connect-unix", target: l.dockerSocket },
-      { op: "connect-unix", target: join(l.runDir, "observe.sock") },
-      { op: "connect-tcp", target: "10.210.1.1:51000" },
-      { op: "connect-tcp", target: "169.254.169.254:80" },
+    ],
+  },
+  {
+    set: "install-grants",
+    inside: (l) => [{ op: "read", target: join(l.dataDir, "install", "source.json") }],
+    outside: (l) => [
+      { op: "read", target: join(l.dataDir, "machine.json") },
+      { op: "write", target: join(l.dataDir, "install", "source.json") },
+      { op: "connect-unix", target: join(l.runDir, "ployz.sock") },
+      { op: "connect-tcp", target: "127.0.0.1:80" },
+      { op: "run", target: "/bin/true" },
     ],
   },
   {
@@ -177,6 +192,24 @@ for (const c of CASES) {
   }
 }
 
+Deno.test("the install set reaches the Machine RPC socket the way its readiness check does", async () => {
+  // The RPC client speaks HTTP to http://localhost over the unix socket: Deno checks both grants.
+  await using layout = await tempLayout();
+  const flags = permissionFlags(relocate(permissionSet("install"), layoutFromEnv((k) => layout.env[k])));
+  const out = await run(DENO, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    ...flags,
+    fixture("rpc_reach_probe.ts"),
+    join(layout.runDir, "ployz.sock"),
+  ], layout.env);
+  equal(out.code, 0, out.stderr);
+  const result = JSON.parse(out.stdout);
+  // The test socket accepts and hangs up: any outcome but a permission refusal.
+  equal(/Requires|NotCapable/.test(result.message ?? ""), false, result.message);
+});
+
 Deno.test("every permission set in deno.json has a case here", () => {
   deepEqual(permissionSetNames().filter((n) => n !== "lab").sort(), CASES.map((c) => c.set).sort());
 });
@@ -204,6 +237,7 @@ Deno.test("deno's own -P=install reading deno.json refuses the Machine's keys, D
       ["read", "/var/lib/ployz/keys/sign.key"],
       ["connect-unix", "/var/run/docker.sock"],
       ["connect-tcp", "10.210.0.1:51000"],
+      ["connect-tcp", "127.0.0.1:80"],
     ]
   ) {
     equal((await probeConfig("install", op, target)).error, "NotCapable", `${op} ${target}`);

@@ -4,6 +4,7 @@ import {
   type AttemptRecord,
   checkAttemptId,
   DEFAULT_INSTALL_PATHS,
+  INSTALL_OPTIONS,
   InstallError,
   installFrom,
   type InstallPaths,
@@ -35,22 +36,8 @@ export const install: Command = {
     "default --source). Prerequisites are installed only when asked, or when missing at first",
     "setup; never by --upgrade. There is no automatic rollback; the previous release stays for manual recovery.",
   ].join("\n"),
-  options: {
-    from: { type: "string" },
-    source: { type: "string" },
-    version: { type: "string" },
-    channel: { type: "string" },
-    upgrade: { type: "boolean" },
-    attempt: { type: "string" },
-    status: { type: "string" },
-    json: { type: "boolean" },
-    wait: { type: "boolean" },
-    "request-key": { type: "string" },
-    "ready-timeout": { type: "string" },
-    "record-source": { type: "string" },
-    "install-prerequisites": { type: "boolean" },
-    "skip-prerequisites": { type: "boolean" },
-  },
+  options: INSTALL_OPTIONS,
+
   async run({ values, io }): Promise<number> {
     const modes = ["from", "upgrade", "attempt", "status"].filter((m) => values[m] !== undefined);
     if (modes.length !== 1) {

@@ -33,6 +33,8 @@ export type { InstallPaths } from "./paths.ts";
 /** The Machine layout units and install paths refer to (from lib/permissions). */
 
 export { checkVersion } from "./release.ts";
+export { INSTALL_OPTIONS, installReach, sourceNetScope, withReach } from "./grants.ts";
+export type { InstallReach } from "./grants.ts";
 export {
   publicKeyOf,
   RELEASE_PUBLIC_KEY,

@@ -49,6 +49,7 @@ export async function tempLayout(): Promise<TempLayout> {
   await Deno.mkdir(join(layout.dockerRoot, "containers", "c1", "local-logs"), { recursive: true });
   await Deno.writeTextFile(join(layout.dockerRoot, "containers", "c1", "local-logs", "container.log"), "");
   await Deno.writeTextFile(join(layout.runDir, "dns.json"), "{}");
+  await Deno.writeTextFile(join(layout.dataDir, "install", "source.json"), "{}");
   const listeners = [layout.dockerSocket, join(layout.runDir, "ployz.sock")].map((path) =>
     Deno.listen({ transport: "unix", path })
   );

@@ -20,8 +20,10 @@ export function compiledGrants(): { ployzd: string[]; ployz: string[] } {
     permissionSet(n)
   );
   const cliSets = permissionSetNames().filter((n) => n === "cli" || n === "lab").map((n) => permissionSet(n));
+  // The network wholesale: the install Worker is narrowed to its release source's host, known only at run time.
+  const anySource = { net: true };
   return {
-    ployzd: [...permissionFlags(unionOf(daemonSets)), "--unstable-worker-options"],
+    ployzd: [...permissionFlags(unionOf([...daemonSets, anySource])), "--unstable-worker-options"],
     ployz: permissionFlags(unionOf(cliSets)),
   };
 }
