@@ -93,25 +93,34 @@ Deno.test("the launchers pick each subcommand's permission set from deno.json", 
   }
 });
 
-Deno.test("bin/ployzd install runs under the install set plus only its release source's host", async () => {
+Deno.test("bin/ployzd install runs under the install set plus only its release source and artifact", async () => {
   const base = permissionFlags(permissionSet("install"));
-  const cases: [string[], string | undefined][] = [
-    [["--from", "/tmp/x/ployz-0.1.0-t.tar.gz", "--source", "/srv/releases"], undefined],
+  // Arguments, the host:port added to --allow-net, the paths added to --allow-read.
+  const cases: [string[], string | undefined, string[]][] = [
+    [["--from", "/tmp/x/ployz-0.1.0-t.tar.gz", "--source", "/srv/releases"], undefined, [
+      "/tmp/x/ployz-0.1.0-t.tar.gz",
+      "/srv/releases",
+    ]],
     [
       ["--upgrade", "--source", "https://user:secret@releases.example.com/ployz", "--version", "0.2.0"],
       "releases.example.com:443",
+      [],
     ],
-    [["--from", "/tmp/a.tar.gz", "--source=http://127.0.0.1:8787/"], "127.0.0.1:8787"],
-    [["--status", "abcdef12"], undefined],
-    [["--help"], undefined],
+    [["--from", "/tmp/a.tar.gz", "--source=http://127.0.0.1:8787/"], "127.0.0.1:8787", ["/tmp/a.tar.gz"]],
+    [["--status", "abcdef12"], undefined, []],
+    [["--help"], undefined, []],
   ];
-  for (const [args, host] of cases) {
+  for (const [args, host, reads] of cases) {
     const out = await run(PLOYZD, ["install", ...args], { PLOYZ_LAUNCHER_PRINT: "1" });
     equal(out.code, 0, out.stderr);
     const argv = out.stdout.trim().split("\n");
     ok(!argv.some((a) => a.startsWith("-P")), argv.join(" "));
     const flags = argv.filter((a) => /^--(allow|deny)-|^--ignore-env$/.test(a));
-    const expected = base.map((f) => f.startsWith("--allow-net=") && host !== undefined ? `${f},${host}` : f);
+    const expected = base.map((f) => {
+      if (f.startsWith("--allow-net=") && host !== undefined) return `${f},${host}`;
+      if (f.startsWith("--allow-read=") && reads.length > 0) return `${f},${reads.join(",")}`;
+      return f;
+    });
     deepEqual(flags, expected, args.join(" "));
     deepEqual(argv.slice(-args.length - 2), [join(ROOT, "cmd", "ployzd.ts"), "install", ...args]);
     ok(!flags.join(" ").includes("secret"), "no credential reaches a grant");

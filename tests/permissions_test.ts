@@ -80,7 +80,7 @@ const CASES: Case[] = [
   {
     set: "install",
     inside: (l) => [
-      { op: "read", target: "/etc/hostname" },
+      { op: "read", target: join(l.dataDir, "install", "source.json") },
       { op: "write", target: join(l.dataDir, "install", "attempt.json") },
       // Readiness: the new daemon's socket.
       { op: "connect-unix", target: join(l.runDir, "ployz.sock") },
@@ -89,6 +89,9 @@ const CASES: Case[] = [
       { op: "write", target: join(l.dataDir, "machine.json") },
       { op: "run", target: "/bin/true" },
       { op: "run", target: "sh" },
+      // Only its own paths: bin/ployzd adds the release source and the artifact an invocation names.
+      { op: "read", target: "/etc/hostname" },
+      { op: "read", target: join(l.dataDir, "machine.json") },
       // No network but the daemon's socket: bin/ployzd adds only the release source's host:port.
       { op: "connect-unix", target: l.dockerSocket },
       { op: "connect-unix", target: join(l.runDir, "observe.sock") },
@@ -96,7 +99,7 @@ const CASES: Case[] = [
       { op: "connect-tcp", target: "169.254.169.254:80" },
       { op: "connect-tcp", target: "127.0.0.1:80" },
     ],
-    // It reads releases from wherever the operator names, but never this Machine's secrets.
+    // Even where a named release source would cover them, never this Machine's secrets.
     denied: (l) => [
       { op: "read", target: join(l.dataDir, "keys", "sign.key") },
       { op: "read", target: join(l.dataDir, "store.db") },
@@ -242,8 +245,10 @@ Deno.test("deno's own -P=install reading deno.json refuses the Machine's keys, D
   ) {
     equal((await probeConfig("install", op, target)).error, "NotCapable", `${op} ${target}`);
   }
-  // Still reads what an operator names, anywhere else.
-  deepEqual(await probeConfig("install", "read", "/etc/hostname"), { ok: true });
+  // Nothing but its own paths: what an operator names is added by bin/ployzd for that invocation.
+  equal((await probeConfig("install", "read", "/etc/hostname")).error, "NotCapable");
+  const own = await probeConfig("install", "read", "/usr/lib/ployz/release-test-key");
+  equal(own.ok || own.error !== "NotCapable", true, JSON.stringify(own));
 });
 
 Deno.test("deno's own -P=dns reading deno.json refuses docker.sock and /etc writes", async () => {

@@ -1,12 +1,12 @@
 /**
  * What one `ployzd install` invocation may reach beyond the fixed install set: the host of its http(s) release
- * source. The launcher (`bin/ployzd`) asks for these grants before it starts the installer, so the installer is
+ * source, or its directory source, and the artifact it was handed. The launcher (`bin/ployzd`) asks for these grants before it starts the installer, so the installer is
  * never granted the network wholesale.
  *
  * @module
  */
 
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { parseArgs } from "node:util";
 import type { PermissionSet, PermissionValue, ScopedPermission } from "../permissions/mod.ts";
 import { attemptsDir, type InstallPaths, installStateDir } from "./paths.ts";
@@ -29,10 +29,12 @@ export const INSTALL_OPTIONS = {
   "skip-prerequisites": { type: "boolean" },
 } as const;
 
-/** What an invocation reaches: the release source it fetches from, if any. */
+/** What an invocation reaches: the release source it fetches from and the artifact it installs, if any. */
 export interface InstallReach {
   /** A directory or an `http(s)://` base URL. */
   source?: string;
+  /** The local artifact of `--from`. */
+  tarball?: string;
 }
 
 /**
@@ -46,6 +48,9 @@ export async function installReach(paths: InstallPaths, args: string[]): Promise
     values = parseArgs({ args, options: INSTALL_OPTIONS, allowPositionals: true, strict: true }).values;
   } catch {
     return {};
+  }
+  if (typeof values.from === "string") {
+    return { tarball: values.from, ...(typeof values.source === "string" ? { source: values.source } : {}) };
   }
   if (typeof values.source === "string") return { source: values.source };
   if (values.upgrade === true) {
@@ -79,11 +84,23 @@ export function sourceNetScope(source: string): string | undefined {
   return `${url.hostname}:${port}`;
 }
 
-/** The install set widened by exactly `reach`: an http(s) source's `host:port` added to its net scopes. */
+/**
+ * The install set widened by exactly `reach`: an http(s) source's `host:port` added to its net scopes, a directory
+ * source and the artifact to its read scopes. The set's own exceptions still win over what is added.
+ */
 export function withReach(set: PermissionSet, reach: InstallReach): PermissionSet {
+  const out = { ...set };
   const host = reach.source === undefined ? undefined : sourceNetScope(reach.source);
-  if (host === undefined) return set;
-  return { ...set, net: addScopes(set.net, [host]) };
+  if (host !== undefined) out.net = addScopes(set.net, [host]);
+  // A directory source as openReleaseSource accepts it; the artifact as named (Deno resolves a relative one
+  // against the working directory, as the command does).
+  const directory = host === undefined && reach.source !== undefined && isAbsolute(reach.source) &&
+      !reach.source.split("/").includes("..")
+    ? [reach.source]
+    : [];
+  const files = [...(reach.tarball ? [reach.tarball] : []), ...directory];
+  if (files.length > 0) out.read = addScopes(set.read, files);
+  return out;
 }
 
 function addScopes(

@@ -1,8 +1,9 @@
 import { deepEqual, equal } from "node:assert/strict";
 import { join } from "node:path";
-import { DEFAULT_LAYOUT } from "../permissions/mod.ts";
+import { DEFAULT_LAYOUT, permissionSet } from "../permissions/mod.ts";
 import { installReach, sourceNetScope, withReach } from "./grants.ts";
 import type { InstallPaths } from "./paths.ts";
+import { PREREQUISITES } from "./prerequisites.ts";
 
 Deno.test("an http(s) source grants its host and port only; a directory or anything else grants no network", () => {
   equal(sourceNetScope("https://ployz.sh"), "ployz.sh:443");
@@ -15,13 +16,12 @@ Deno.test("an http(s) source grants its host and port only; a directory or anyth
   equal(sourceNetScope("https://"), undefined);
 });
 
-Deno.test("withReach adds the source host to the set's net scopes and nothing else", () => {
+Deno.test("withReach adds an http(s) source's host to the set's net scopes and nothing else", () => {
   const set = { net: ["unix:/run/ployz/ployz.sock"], read: ["/usr/lib/ployz"], run: ["tar"] };
   deepEqual(withReach(set, { source: "https://r.example:8443/x" }), {
     ...set,
     net: ["unix:/run/ployz/ployz.sock", "r.example:8443"],
   });
-  deepEqual(withReach(set, { source: "/srv/releases" }), set);
   deepEqual(withReach(set, {}), set);
   deepEqual(withReach({}, { source: "http://h" }), { net: ["h:80"] });
 });
@@ -37,6 +37,7 @@ Deno.test("installReach finds the source in the arguments, the saved source or t
     };
     await Deno.mkdir(join(root, "data", "install", "attempts"), { recursive: true });
     deepEqual(await installReach(paths, ["--from", "/t/a.tar.gz", "--source", "http://h:1"]), {
+      tarball: "/t/a.tar.gz",
       source: "http://h:1",
     });
     deepEqual(await installReach(paths, ["--upgrade"]), { source: undefined });
@@ -59,5 +60,30 @@ Deno.test("installReach finds the source in the arguments, the saved source or t
     deepEqual(await installReach(paths, ["--bogus", "--source", "http://h"]), {});
   } finally {
     await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("withReach adds a directory source and the artifact to read, never a relative or walking source", () => {
+  const set = {
+    read: { allow: ["/usr/lib/ployz"], deny: ["/etc/shadow"] },
+    net: ["unix:/run/ployz/ployz.sock"],
+  };
+  deepEqual(withReach(set, { source: "/srv/rel", tarball: "/tmp/t/a.tar.gz" }), {
+    ...set,
+    read: { allow: ["/usr/lib/ployz", "/tmp/t/a.tar.gz", "/srv/rel"], deny: ["/etc/shadow"] },
+  });
+  deepEqual(withReach(set, { source: "https://h/x", tarball: "a.tar.gz" }), {
+    read: { allow: ["/usr/lib/ployz", "a.tar.gz"], deny: ["/etc/shadow"] },
+    net: ["unix:/run/ployz/ployz.sock", "h:443"],
+  });
+  deepEqual(withReach(set, { source: "srv/rel" }), set);
+  deepEqual(withReach(set, { source: "/srv/../etc" }), set);
+});
+
+Deno.test("the install set reads every file that shows a prerequisite is present", () => {
+  // An unreadable evidence file would read as a missing package, and first setup would install it.
+  const read = permissionSet("install").read as { allow: string[] };
+  for (const p of PREREQUISITES) {
+    for (const path of p.evidence) equal(read.allow.includes(path), true, `${p.name}: ${path}`);
   }
 });
