@@ -89,6 +89,9 @@ const CASES: Case[] = [
       { op: "write", target: join(l.dataDir, "machine.json") },
       { op: "run", target: "/bin/true" },
       { op: "run", target: "sh" },
+      // apt-get runs dpkg itself; the installer hashes in process.
+      { op: "run", target: "dpkg" },
+      { op: "run", target: "sha256sum" },
       // Only its own paths: bin/ployzd adds the release source and the artifact an invocation names.
       { op: "read", target: "/etc/hostname" },
       { op: "read", target: join(l.dataDir, "machine.json") },
