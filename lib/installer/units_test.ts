@@ -71,6 +71,10 @@ Deno.test("only the serve unit tells its daemon that systemd keeps the DNS and O
   match(serve.text, /^Environment="PLOYZ_RUNTIME_UNITS=systemd"$/m);
   // Measured in tools/bench/daemon_footprint_bench.ts: fewer malloc arenas, lower idle RSS.
   match(serve.text, /^Environment="MALLOC_ARENA_MAX=2"$/m);
+  // Measured in tools/bench/lab_footprint_bench.ts: large transient buffers go back to the system once freed.
+  match(serve.text, /^Environment="MALLOC_MMAP_THRESHOLD_=131072"$/m);
+  match(serve.text, /^Environment="MALLOC_TRIM_THRESHOLD_=131072"$/m);
+  ok(!dns.text.includes("MALLOC_"), dns.text);
   ok(!dns.text.includes("PLOYZ_RUNTIME_UNITS"), dns.text);
   ok(!observe.text.includes("PLOYZ_RUNTIME_UNITS"), observe.text);
 });
