@@ -6,13 +6,12 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, RpcError } from "../lib/rpc/mod.ts";
 import { buildCaddyImage, get } from "./support/caddy.ts";
-import { type MachineEnv, machineEnv, outcomeOf, ployz } from "./support/daemon.ts";
+import { machineEnv, outcomeOf, ployz, spawnProgram } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
-import { alive, ROOT, run } from "./support/spawn.ts";
+import { alive, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { webService } from "./support/web_service.ts";
 
@@ -34,35 +33,6 @@ function compose(image: string, mark: string): string {
 
 /** `ployzd serve` under its relocated set, plus what this test's layout adds: the Caddy admin socket, the Host
  * Caddy's admin API checks, and running this deno to spawn `ployzd dns` (no systemd here). */
-function spawnServe(env: MachineEnv): Deno.ChildProcess {
-  const set = relocate(permissionSet("serve"), env.layout);
-  const net = Array.isArray(set.net) ? set.net : [];
-  const runs = Array.isArray(set.run) ? set.run : [];
-  const flags = permissionFlags({
-    ...set,
-    net: [...net, `unix:${join(env.layout.runDir, "caddy", "admin.sock")}`, "ployz"],
-    run: [...runs, Deno.execPath()],
-  });
-  return new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--quiet",
-      ...flags,
-      join(ROOT, "cmd", "ployzd.ts"),
-      "serve",
-      "--rescan-seconds",
-      "5",
-    ],
-    cwd: env.root,
-    env: env.vars,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-}
-
 /** Collects stderr lines as they arrive. */
 function lines(stream: ReadableStream<Uint8Array>): { all: string[]; done: Promise<void> } {
   const all: string[] = [];
@@ -134,7 +104,12 @@ Deno.test(needs(["docker"], {
     // Inside the default Cluster network: the dns permission set may answer only clients there.
     const subnet = `10.210.${128 + Math.floor(Math.random() * 127)}.0/24`;
     const gateway = subnet.replace(/0\/24$/, "1");
-    let serve: Deno.ChildProcess | undefined = spawnServe(env);
+    let serve: Deno.ChildProcess | undefined = spawnProgram(env, "ployzd", "serve", [
+      "serve",
+      "--rescan-seconds",
+      "5",
+    ]);
+    void serve.stdout.cancel();
     const log = lines(serve.stderr);
     const dnsPids: number[] = [];
     const socket = join(env.layout.runDir, "ployz.sock");
