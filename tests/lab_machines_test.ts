@@ -10,7 +10,7 @@ import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
-import { fetchInLab, ployzCli } from "./support/lab.ts";
+import { fetchInLab, labAddress, ployzCli } from "./support/lab.ts";
 import { readRows, storeDigest } from "./support/lab_store.ts";
 import { needs } from "./support/needs.ts";
 
@@ -152,18 +152,7 @@ Deno.test(needs(["lab"], {
         console.log(`row web3: m3 → m1 in ${Date.now() - written} ms (polling every 500 ms)`);
       });
 
-      const address = (await ok([
-        "lab",
-        "exec",
-        "m3",
-        ...at,
-        "--",
-        "docker",
-        "inspect",
-        "-f",
-        "{{.NetworkSettings.Networks.ployz.IPAddress}}",
-        "web3",
-      ])).stdout.trim();
+      const address = await labAddress({ ployz, ok }, dir, "m3", "web3");
       assert.match(address, /^10\.210\.2\.\d+$/);
       const fetchFromM1 = (): Promise<RunResult> => ployz(fetchInLab(dir, "m1", `http://${address}/`));
       assert.match((await fetchFromM1()).stdout, /hello-from-web3\s+rc=0/, "m1's container reaches m3's");

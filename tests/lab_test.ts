@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { wgInterfaceName } from "../lib/lab/mod.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { exists, run } from "./support/spawn.ts";
-import { fetchInLab, ployzCli } from "./support/lab.ts";
+import { fetchInLab, labAddress, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const { ployz, ok } = ployzCli({ PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET });
@@ -65,18 +65,7 @@ Deno.test(needs(["lab"], {
         "-c",
         "mkdir -p /www && echo hello-from-m3 > /www/index.html && exec httpd -f -p 80 -h /www",
       ]);
-      const address = (await ok([
-        "lab",
-        "exec",
-        "m3",
-        ...at,
-        "--",
-        "docker",
-        "inspect",
-        "-f",
-        "{{.NetworkSettings.Networks.ployz.IPAddress}}",
-        "web",
-      ])).stdout.trim();
+      const address = await labAddress({ ployz, ok }, dir, "m3", "web");
       assert.match(address, /^10\.210\.2\.\d+$/, "the container is on m3's Machine Subnet");
       const fetch = fetchInLab(dir, "m1", `http://${address}/`);
 

@@ -41,6 +41,12 @@ export function fetchInLab(dir: string, m: string, url: string): string[] {
   return ["lab", "exec", m, "--dir", dir, "--", "docker", ...onPloyzNetwork(script)];
 }
 
+/** The address of container `name` on Machine `m`'s `ployz` network, as `ployz lab exec … docker inspect` reads it. */
+export async function labAddress(cli: Cli, dir: string, m: string, name: string): Promise<string> {
+  const inspect = ["docker", "inspect", "-f", "{{.NetworkSettings.Networks.ployz.IPAddress}}", name];
+  return (await cli.ok(["lab", "exec", m, "--dir", dir, "--", ...inspect])).stdout.trim();
+}
+
 /** `docker` arguments that run `script` with `sh -c` in a throwaway container on a Machine's `ployz` network. */
 export function onPloyzNetwork(script: string): string[] {
   return ["run", "--rm", "--network", "ployz", IMAGE, "sh", "-c", script];
