@@ -27,8 +27,15 @@ const CASES: Case[] = [
     inside: (l) => [
       { op: "write", target: join(l.dataDir, "machine.json") },
       { op: "connect-unix", target: l.dockerSocket },
+      // Peers' sync port on every private network a Cluster may be founded on (`machine init --subnet`).
+      { op: "net-granted", target: "10.210.0.1:51000" },
+      { op: "net-granted", target: "10.217.0.1:51000" },
+      { op: "net-granted", target: "172.20.3.1:51000" },
+      { op: "net-granted", target: "192.168.7.1:51000" },
     ],
     outside: () => [
+      { op: "net-granted", target: "203.0.113.1:51000" },
+      { op: "net-granted", target: "10.217.0.1:22" },
       { op: "read", target: "/etc/shadow" },
       { op: "write", target: "/etc/ployz-probe" },
       { op: "connect-tcp", target: "127.0.0.2:80" },
@@ -56,8 +63,13 @@ const CASES: Case[] = [
     inside: (l) => [
       { op: "read", target: join(l.runDir, "dns.json") },
       { op: "listen-udp", target: "127.0.0.1:53" },
+      // Replies to container clients on any private Cluster network, at whatever port they asked from.
+      { op: "net-granted", target: "10.217.1.9:40000" },
+      { op: "net-granted", target: "172.20.3.9:40000" },
+      { op: "net-granted", target: "192.168.7.9:40000" },
     ],
     outside: (l) => [
+      { op: "net-granted", target: "203.0.113.9:40000" },
       { op: "connect-unix", target: l.dockerSocket },
       { op: "write", target: "/etc/ployz-probe" },
       { op: "read", target: join(l.dataDir, "machine.json") },

@@ -22,7 +22,7 @@ const NETWORK = `ployz-upg-${RUN}`;
 const UPSTREAM = "127.0.0.53";
 /**
  * Where dig asks from: an address in the Cluster network (10.210.0.0/16), as a container's would be; the dns
- * permission set lets Internal DNS answer there (and to port 53 anywhere), nowhere else.
+ * permission set lets Internal DNS answer in the private ranges a Cluster network may use (and port 53 anywhere).
  */
 const CLIENT = `10.210.${1 + Math.floor(Math.random() * 254)}.9`;
 

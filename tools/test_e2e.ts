@@ -73,6 +73,7 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/serve_mesh_failure_test.ts": 2,
   "tests/store_compaction_test.ts": 2,
   "tests/systemd_door_test.ts": 2,
+  "tests/dns_network_netns_test.ts": 2,
   "tests/compose_corpus_test.ts": 1,
   "tests/dns_e2e_test.ts": 1,
   "tests/docker_events_test.ts": 1,

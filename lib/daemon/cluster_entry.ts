@@ -1,6 +1,6 @@
 /**
- * What found and join check before a Machine enters a Cluster: the subnet is a /24, and the Machine is not already
- * in a Cluster, unless it is already in the one asked for (found and join are idempotent).
+ * What found and join check before a Machine enters a Cluster: the subnet is a /24 in a private range, and the
+ * Machine is not already in a Cluster, unless it is already in the one asked for (found and join are idempotent).
  *
  * @module
  */
@@ -9,7 +9,20 @@ import type { JoinRequest } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import type { FoundRequest } from "./cluster_lifecycle.ts";
 import type { LocalMachine } from "./machine_file.ts";
-import { DEFAULT_SUBNET, type MachineSubnet, parseSubnet } from "./subnet.ts";
+import { DEFAULT_SUBNET, inPrivateRange, type MachineSubnet, parseSubnet, PRIVATE_RANGES } from "./subnet.ts";
+
+// A Machine only reaches its peers' sync port and answers its containers' DNS inside the private ranges (the
+// serve and dns permission sets): a Cluster founded elsewhere would come up and then fail silently.
+function refuseOutsidePrivateRanges(subnet: MachineSubnet): void {
+  if (inPrivateRange(subnet)) return;
+  throw new RpcError(
+    "invalid_argument",
+    `Invalid subnet "${subnet.subnet}": a Machine subnet must lie in a private range (${
+      PRIVATE_RANGES.join(", ")
+    })`,
+    { details: { field: "subnet" } },
+  );
+}
 
 /** What a check allows: enter with this subnet, or nothing to do (the Machine is already where it was asked). */
 export type EntryCheck = { subnet: MachineSubnet } | { already: LocalMachine };
@@ -27,6 +40,7 @@ export function checkFound(record: LocalMachine, req: FoundRequest): EntryCheck 
       { details: { field: "subnet" } },
     );
   }
+  refuseOutsidePrivateRanges(subnet);
   if (record.phase === "participating") {
     const clash = [
       ["cluster_name", req.clusterName, record.cluster_name],
@@ -62,6 +76,7 @@ export function checkJoin(record: LocalMachine, req: JoinRequest): EntryCheck {
       details: { field: "subnet" },
     });
   }
+  refuseOutsidePrivateRanges(subnet);
   if (record.phase !== "uninitialized") {
     if (record.cluster_id === req.cluster_id && record.subnet === subnet.subnet) return { already: record };
     throw new RpcError(

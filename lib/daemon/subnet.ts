@@ -4,6 +4,12 @@
  * @module
  */
 
+/**
+ * The private IPv4 ranges (RFC 1918) a Machine subnet may lie in. deno.json's `serve` set reaches peers on :51000
+ * and its `dns` set answers containers only inside these, so found and join refuse a subnet anywhere else.
+ */
+export const PRIVATE_RANGES: readonly string[] = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
+
 /** The subnet `init` picks when none is given. */
 export const DEFAULT_SUBNET = "10.210.1.0/24";
 
@@ -25,4 +31,10 @@ export function parseSubnet(text: string): MachineSubnet | undefined {
   }
   const base = octets.join(".");
   return { subnet: `${base}.0/24`, gateway: `${base}.1` };
+}
+
+/** Whether a parsed Machine subnet lies in one of {@linkcode PRIVATE_RANGES}. */
+export function inPrivateRange(subnet: MachineSubnet): boolean {
+  const [a, b] = subnet.subnet.split(".").map(Number);
+  return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
 }

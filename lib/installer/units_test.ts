@@ -30,7 +30,10 @@ Deno.test("renderUnit() puts exactly the subcommand's permission set into ExecSt
   );
   const elsewhere = renderUnit("dns", { deno: "/usr/lib/ployz/deno", appDir: "/usr/lib/ployz" }).text;
   ok(elsewhere.includes(",/usr/lib/ployz/cmd,/usr/lib/ployz/lib "), elsewhere);
-  match(dns.text, /--allow-net=0\.0\.0\.0\/0:53,0\.0\.0\.0:0,10\.210\.0\.0\/16 /);
+  match(
+    dns.text,
+    /--allow-net=0\.0\.0\.0\/0:53,0\.0\.0\.0:0,10\.0\.0\.0\/8,172\.16\.0\.0\/12,192\.168\.0\.0\/16 /,
+  );
   ok(!dns.text.includes("docker.sock"), "the dns unit must not reach docker.sock");
   ok(!/MemoryDenyWriteExecute/.test(units().map((u) => u.text).join("\n")));
 });

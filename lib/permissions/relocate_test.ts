@@ -28,7 +28,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 Deno.test("permissionFlags() renders sets as deno flags, env ignore included", () => {
   deepEqual(permissionFlags(permissionSet("dns")), [
     `--allow-read=/run/ployz/dns.json,/etc/resolv.conf,${ROOT}cmd,${ROOT}lib`,
-    "--allow-net=0.0.0.0/0:53,0.0.0.0:0,10.210.0.0/16",
+    "--allow-net=0.0.0.0/0:53,0.0.0.0:0,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
     "--allow-env=PLOYZ_*",
     "--ignore-env",
   ]);

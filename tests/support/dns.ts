@@ -85,10 +85,19 @@ export interface DnsProcess extends AsyncDisposable {
   exited(ms?: number): Promise<number>;
 }
 
-/** Starts `ployzd dns` (or `dns --probe` via `args`) as a real process under `flags`. */
-export function startDns(layout: TempLayout, flags: string[], args: string[] = []): DnsProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ployzdDnsArgs(flags, args),
+/**
+ * Starts `ployzd dns` (or `dns --probe` via `args`) as a real process under `flags`, inside network namespace
+ * `namespace` when given (`ip netns exec` execs, so the child's pid is the daemon's own).
+ */
+export function startDns(
+  layout: TempLayout,
+  flags: string[],
+  args: string[] = [],
+  namespace?: string,
+): DnsProcess {
+  const inNamespace = namespace === undefined ? [] : ["netns", "exec", namespace, Deno.execPath()];
+  const child = new Deno.Command(namespace === undefined ? Deno.execPath() : "ip", {
+    args: [...inNamespace, ...ployzdDnsArgs(flags, args)],
     env: { ...layout.env, NO_COLOR: "1", RUST_BACKTRACE: "0" },
     clearEnv: true,
     stdin: "null",
