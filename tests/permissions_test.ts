@@ -113,6 +113,7 @@ const CASES: Case[] = [
       { op: "connect-tcp", target: "10.210.1.1:51000" },
       { op: "connect-tcp", target: "169.254.169.254:80" },
       { op: "connect-tcp", target: "127.0.0.1:80" },
+      { op: "connect-tcp", target: "localhost:80" },
     ],
     // Even where a named release source would cover them, never this Machine's secrets.
     denied: (l) => [
@@ -211,7 +212,8 @@ for (const c of CASES) {
 }
 
 Deno.test("the install set reaches the Machine RPC socket the way its readiness check does", async () => {
-  // The RPC client speaks HTTP to http://localhost over the unix socket: Deno checks both grants.
+  // Deno checks a fetch's URL host even over a unix socket: readiness names the host "ployz", never localhost,
+  // whose port 80 is the Machine's own ingress.
   await using layout = await tempLayout();
   const flags = permissionFlags(relocate(permissionSet("install"), layoutFromEnv((k) => layout.env[k])));
   const out = await run(DENO, [

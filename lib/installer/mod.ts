@@ -47,6 +47,7 @@ export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts"
 export { installFrom, readAttempt, requestUpgrade, runWorker, startUpgradeWorker } from "./request.ts";
 export { activeState, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
 export { runningAttempt } from "./running.ts";
+export { waitReady } from "./readiness.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";
 export { shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh.ts";

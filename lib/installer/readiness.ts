@@ -1,6 +1,6 @@
 // Readiness: the new daemon answers DescribeContract on its socket with exactly the target version. A started
 // process or an accepted connection alone is not readiness.
-import { connectMachine } from "../rpc/mod.ts";
+import { connectMachine, type ConnectOptions } from "../rpc/mod.ts";
 import type { ReadyEvidence } from "./attempt.ts";
 import { InstallError } from "./errors.ts";
 import { pollUntil } from "../util/mod.ts";
@@ -13,7 +13,7 @@ export async function waitReady(
 ): Promise<ReadyEvidence> {
   let last = "no answer yet";
   const ready = await pollUntil(async (): Promise<ReadyEvidence | undefined> => {
-    using client = connectMachine({ socketPath });
+    using client = connectMachine(overSocket(socketPath));
     try {
       const contract = await client.describeContract({ signal: AbortSignal.timeout(3_000) });
       if (contract.daemon_version === version) {
@@ -37,4 +37,27 @@ export async function waitReady(
       timeoutMs / 1000
     } s: ${last}`,
   );
+}
+
+/**
+ * The daemon's socket as a transport whose requests name the host `ployz`, never `localhost`: Deno checks a
+ * fetch's URL host even when the client goes over a unix socket, and a `localhost:80` grant would also reach the
+ * Machine's ingress on its loopback.
+ */
+function overSocket(socketPath: string): ConnectOptions {
+  const http = Deno.createHttpClient({ proxy: { transport: "unix", path: socketPath } });
+  return {
+    label: socketPath,
+    fetch: async (request) => {
+      const url = new URL(request.url);
+      return await fetch(`http://ployz${url.pathname}${url.search}`, {
+        method: request.method,
+        headers: request.headers,
+        body: request.body === null ? undefined : await request.arrayBuffer(),
+        signal: request.signal,
+        client: http,
+      });
+    },
+    onClose: () => http.close(),
+  };
 }
