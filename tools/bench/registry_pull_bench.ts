@@ -9,7 +9,9 @@
 // - by hand, parallel: the same three pull+run sequences at once (a script would), on Docker's default network
 //   (the baseline of the goal) and, a fifth fresh image, with `--network ployz` (the network a Deploy attaches to,
 //   a user-defined bridge whose embedded DNS Docker sets up on every start: an extra line, for the record); then,
-//   the image present, `docker run -d` on the three at once on each of the two networks;
+//   the image present, `docker run -d` on the three at once on each of the two networks; the pulls and runs at
+//   once go before the Deploys in even rounds and after them in odd ones, and each round's own ratio of the cold
+//   Deploy to them is kept too (its median is printed beside the ratio of the medians);
 // - warm: the same `ployz deploy` again (nothing pulled, nothing to do; bundled and from source), and with a
 //   changed environment variable (three replacements, nothing pulled);
 // - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
@@ -22,7 +24,7 @@ import { startLab } from "../../tests/support/lab.ts";
 import { startRegistry } from "../../tests/support/registry.ts";
 import { IMAGE } from "../../tests/support/docker.ts";
 import { run } from "../../tests/support/spawn.ts";
-import { LAB_READY, Series } from "./lab_support.ts";
+import { LAB_READY, percentile, Series } from "./lab_support.ts";
 import { bundleCli } from "../build/bundle.ts";
 
 const ROUNDS = Number(Deno.env.get("PLOYZ_BENCH_ROUNDS") ?? "3");
@@ -134,6 +136,8 @@ if (!LAB_READY) {
       await must("docker", [...sock("m1"), "rmi", "-f", id]);
       return ref;
     };
+    /** Each round's cold Deploy over its own pulls and runs by hand at once. */
+    const roundRatios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const viaPloyz = await fresh(`p${round}`);
       const viaSource = await fresh(`o${round}`);
@@ -172,7 +176,41 @@ if (!LAB_READY) {
           "ployz deploy, cold, CLI from source (3 pulls, 3 containers)",
           await deploy(fromSource, SOURCE),
         );
+      // By hand, the three Machines at once, on each network; even rounds run it before the Deploys, odd ones
+      // after, so neither side always meets the other's aftermath (the daemons' bookkeeping, the pushes above).
+      let handAtOnce = NaN;
+      const atOnce = async (): Promise<void> => {
+        let started = performance.now();
+        await Promise.all(MACHINES.map(async (m) => {
+          await must("docker", [...sock(m), "pull", byPar], dockerEnv);
+          await must("docker", [...sock(m), "run", "-d", "--name", `hand-q${round}`, byPar, "sleep", "600"]);
+        }));
+        handAtOnce = performance.now() - started;
+        samples.record("docker pull + run by hand, three Machines at once", handAtOnce);
+        started = performance.now();
+        await Promise.all(MACHINES.map(async (m) => {
+          await must("docker", [...sock(m), "pull", byParPloyz], dockerEnv);
+          await must("docker", [
+            ...sock(m),
+            "run",
+            "-d",
+            "--name",
+            `hand-n${round}`,
+            "--network",
+            "ployz",
+            byParPloyz,
+            "sleep",
+            "600",
+          ]);
+        }));
+        samples.record(
+          "docker pull + run by hand, three Machines at once, on the ployz network",
+          performance.now() - started,
+        );
+      };
+      if (round % 2 === 0) await atOnce();
       if (round % 2 === 0) await sourceCold();
+      let coldMs = NaN;
       if (round === 1 && TRACE) {
         await trace(lab.envOn("m1"), compose);
         for (const m of MACHINES) {
@@ -181,8 +219,16 @@ if (!LAB_READY) {
             console.log(`${m}: ${line}`);
           }
         }
-      } else samples.record("ployz deploy, cold (3 pulls, 3 containers)", await deploy());
+      } else {
+        coldMs = await deploy();
+        samples.record("ployz deploy, cold (3 pulls, 3 containers)", coldMs);
+      }
       if (round % 2 === 1) await sourceCold();
+      if (round % 2 === 1) await atOnce();
+      // The same round's two figures, taken a few seconds apart: a ratio less at the mercy of the host's load.
+      if (!Number.isNaN(coldMs)) {
+        roundRatios.push(coldMs / handAtOnce);
+      }
 
       let started = performance.now();
       for (const m of MACHINES) {
@@ -190,32 +236,6 @@ if (!LAB_READY) {
         await must("docker", [...sock(m), "run", "-d", "--name", `hand-s${round}`, bySeq, "sleep", "600"]);
       }
       samples.record("docker pull + run by hand, one Machine after another", performance.now() - started);
-      started = performance.now();
-      await Promise.all(MACHINES.map(async (m) => {
-        await must("docker", [...sock(m), "pull", byPar], dockerEnv);
-        await must("docker", [...sock(m), "run", "-d", "--name", `hand-q${round}`, byPar, "sleep", "600"]);
-      }));
-      samples.record("docker pull + run by hand, three Machines at once", performance.now() - started);
-      started = performance.now();
-      await Promise.all(MACHINES.map(async (m) => {
-        await must("docker", [...sock(m), "pull", byParPloyz], dockerEnv);
-        await must("docker", [
-          ...sock(m),
-          "run",
-          "-d",
-          "--name",
-          `hand-n${round}`,
-          "--network",
-          "ployz",
-          byParPloyz,
-          "sleep",
-          "600",
-        ]);
-      }));
-      samples.record(
-        "docker pull + run by hand, three Machines at once, on the ployz network",
-        performance.now() - started,
-      );
       // What starting a container costs by network, the image already present: Docker's default network (the
       // baseline above) and the Ployz network a Deploy attaches to (user-defined bridge, Docker's embedded DNS).
       for (
@@ -299,6 +319,11 @@ if (!LAB_READY) {
         (cold / median("docker pull + run by hand, three Machines at once")).toFixed(2)
       }x ` +
         `(${LAYER_MB} MB layer, ${ROUNDS} rounds, --parallel ${PARALLEL}, medians)`,
+    );
+    console.log(
+      `cold deploy / by hand at once, median of the rounds' own ratios: ${
+        percentile(roundRatios, 0.5).toFixed(2)
+      }x`,
     );
     console.log(
       `(extra line) cold deploy / by hand at once with --network ployz: ${
