@@ -21,17 +21,16 @@
  */
 
 import {
+  clusterNetworkOf,
   type CommandRunner,
   DEFAULT_CLUSTER_NETWORK,
   EndpointDriver,
   ensureContainerForwarding,
   ensureInterface,
   ensureMeshFirewall,
-  formatIpv4Network,
   hostRunner,
   managementAddress,
   type MeshPeer,
-  parseIpv4Network,
   parseMachineSubnet,
   peerAllowedIps,
   type QuarantinedPeer,
@@ -41,7 +40,6 @@ import {
   removeMeshFirewall,
   setPeerEndpoint,
   setPeers,
-  subnetInNetwork,
   syncRoutes,
   usablePeers,
 } from "../mesh/mod.ts";
@@ -106,18 +104,6 @@ const DEPARTED_GRACE_MS = 30_000;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-// The Cluster network peers' subnets must lie in: the configured one when it holds this Machine's own subnet,
-// else (a Cluster founded on another network) the /16 around this Machine's subnet.
-function clusterNetworkOf(ownSubnet: string, configured: string): string {
-  try {
-    if (subnetInNetwork(ownSubnet, configured)) return configured;
-    const own = parseIpv4Network(ownSubnet);
-    return formatIpv4Network({ address: (own.address & 0xffff0000) >>> 0, prefix: 16 });
-  } catch {
-    return configured;
-  }
 }
 
 /** The daemon's mesh and replication; see the module comment. */

@@ -62,6 +62,20 @@ export function machineSubnets(clusterNetwork: string): string[] {
   return subnets;
 }
 
+/**
+ * The Cluster network a Machine's peers' subnets must lie in: `configured` when it holds `ownSubnet`, else (a
+ * Cluster founded on another network with `machine init --subnet`) the /16 around `ownSubnet`.
+ */
+export function clusterNetworkOf(ownSubnet: string, configured: string = DEFAULT_CLUSTER_NETWORK): string {
+  try {
+    if (subnetInNetwork(ownSubnet, configured)) return configured;
+    const own = parseIpv4Network(ownSubnet);
+    return formatIpv4Network({ address: (own.address & 0xffff0000) >>> 0, prefix: 16 });
+  } catch {
+    return configured;
+  }
+}
+
 /** Whether a Machine Subnet lies inside a Cluster network. */
 export function subnetInNetwork(subnet: string, clusterNetwork: string): boolean {
   return networkContains(

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  clusterNetworkOf,
   DEFAULT_CLUSTER_NETWORK,
   machineSubnets,
   managementAddress,
@@ -30,6 +31,14 @@ Deno.test("parseMachineSubnet() gives the gateway and refuses other prefixes", (
   assert.throws(() => parseMachineSubnet("10.210.3.1/24"), /host bits are set/);
   assert.equal(subnetInNetwork("10.210.3.0/24", DEFAULT_CLUSTER_NETWORK), true);
   assert.equal(subnetInNetwork("10.211.3.0/24", DEFAULT_CLUSTER_NETWORK), false);
+});
+
+Deno.test("clusterNetworkOf() is the configured network when it holds the subnet, else the /16 around it", () => {
+  assert.equal(clusterNetworkOf("10.210.3.0/24"), DEFAULT_CLUSTER_NETWORK);
+  assert.equal(clusterNetworkOf("10.217.1.0/24"), "10.217.0.0/16");
+  assert.equal(clusterNetworkOf("192.168.7.0/24", "10.0.0.0/8"), "192.168.0.0/16");
+  assert.equal(clusterNetworkOf("10.9.1.0/24", "10.0.0.0/8"), "10.0.0.0/8");
+  assert.equal(clusterNetworkOf("not a subnet"), DEFAULT_CLUSTER_NETWORK);
 });
 
 Deno.test("managementAddress() is fdcc: plus the key's first 14 bytes", () => {

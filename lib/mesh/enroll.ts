@@ -22,6 +22,7 @@
  */
 
 import { CAPABILITIES, type ListedMachine, type MachineClient, type MachineRecord } from "../rpc/mod.ts";
+import { clusterNetworkOf } from "./addressing.ts";
 import { chooseSubnet, type SubnetClaim } from "./allocation.ts";
 import { networksOverlap, parseIpv4Network } from "./cidr.ts";
 import { type SubnetCollision, subnetCollisions } from "./collisions.ts";
@@ -64,7 +65,7 @@ export interface EnrollOptions {
   history: AllocationHistory;
   /** Machine Name the joiner takes; default its current name. */
   machineName?: string;
-  /** The Cluster network; default `10.210.0.0/16`. */
+  /** The Cluster network; default the Entry Machine's (see {@linkcode clusterNetworkOf}). */
   network?: string;
   /** How long to wait for the joiner to catch up; default 60 000 ms. */
   timeoutMs?: number;
@@ -168,7 +169,8 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
     } else {
       const claims: SubnetClaim[] = saved.map((a) => ({ subnet: a.subnet }));
       subnet = chooseSubnet({
-        network: options.network,
+        // The Entry Machine's Cluster network, also for a Cluster founded outside the default one.
+        network: options.network ?? clusterNetworkOf(entryRow.subnet),
         observed: others.map((m) => ({ subnet: m.subnet! })),
         history: claims,
       }).subnet;

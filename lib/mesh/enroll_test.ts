@@ -34,14 +34,15 @@ function memoryHistory(events: string[]): AllocationHistory & { saved: { subnet:
   };
 }
 
-function entryHandlers(events: string[]): RpcHandlers {
+/** The Entry Machine m1 and a peer m2 at `<net>.0` and `<net>.1`. */
+function entryHandlers(events: string[], net = "10.210"): RpcHandlers {
   const machine = {
     id: "e",
     name: "m1",
     phase: "participating",
     "cluster_id": "c1",
     "cluster_name": "lab",
-    subnet: "10.210.0.0/24",
+    subnet: `${net}.0.0/24`,
     "public_key": KEY_E,
   };
   return {
@@ -54,12 +55,12 @@ function entryHandlers(events: string[]): RpcHandlers {
           {
             id: "e",
             name: "m1",
-            subnet: "10.210.0.0/24",
+            subnet: `${net}.0.0/24`,
             endpoints: ["192.0.2.11:51820"],
             "public_key": KEY_E,
             membership: "up",
           },
-          { id: "x", name: "m2", subnet: "10.210.1.0/24", endpoints: [], membership: "up" },
+          { id: "x", name: "m2", subnet: `${net}.1.0/24`, endpoints: [], membership: "up" },
           ...(events.some((e) => e.startsWith("join"))
             ? [{ id: "j", name: "m3", endpoints: [], membership: "up" }]
             : []),
@@ -155,4 +156,17 @@ Deno.test("enrollMachine refuses an Entry Machine outside a Cluster and a joiner
   equal(refused.code, "conflict");
   ok(/another Cluster "other"/.test(refused.message), refused.message);
   deepEqual(events, []);
+});
+
+Deno.test("enrollMachine allocates in the Entry Machine's Cluster network when it was founded outside the default", async () => {
+  const events: string[] = [];
+  using entry = client(entryHandlers(events, "10.217"), "m1");
+  using joiner = client(joinerHandlers(events, { join: false }), "vm");
+  const result = await enrollMachine({ entry, joiner, history: memoryHistory(events), timeoutMs: 5_000 });
+  equal(result.subnet, "10.217.2.0/24");
+  deepEqual(events.slice(0, 3), [
+    "save 10.217.2.0/24 saved",
+    "admit 10.217.2.0/24",
+    "join 10.217.2.0/24 via e",
+  ]);
 });

@@ -12,6 +12,7 @@ export { formatIpv4Network, networkContains, parseIpv4, parseIpv4Network } from 
 export type { Ipv4Network } from "./cidr.ts";
 export { ensurePrivateKeyFile } from "./keys.ts";
 export {
+  clusterNetworkOf,
   DEFAULT_CLUSTER_NETWORK,
   managementAddress,
   parseMachineSubnet,
