@@ -377,7 +377,9 @@ export class ClusterLink {
       const repaired = await ensureContainerForwarding(this.#runner, {
         interfaceName: settings.interfaceName,
         subnet: this.#options.subnet,
-        clusterNetwork: settings.clusterNetwork,
+        // A Cluster founded on another network (`machine init --subnet`) forwards and exempts from masquerade
+        // its own network, not the default one.
+        clusterNetwork: clusterNetworkOf(this.#options.subnet, settings.clusterNetwork),
         quarantined: this.#quarantine.map((q) => q.address),
       });
       if (repaired.length > 0 && this.#server !== undefined) {

@@ -168,6 +168,13 @@ Deno.test("a retired Machine is a quarantined peer: its gateway only, no keepali
     const firewall = calls.findIndex((c) => c.includes("-A PLOYZ-INPUT -s 127.77.3.1/32"));
     assert.ok(firewall >= 0 && firewall < calls.indexOf(set), "the firewall holds it before it is a peer");
     assert.ok(calls.some((c) => c.includes("-A PLOYZ-FORWARD -s 127.77.3.1/32 -j DROP")));
+    // Containers forward within this Cluster's network, the /16 around its subnet, not the configured default.
+    assert.ok(
+      calls.some((c) =>
+        c.includes("-A PLOYZ-FORWARD -s 127.77.0.0/16 -d 127.77.0.0/24 -i wgtest1 -j ACCEPT")
+      ),
+    );
+    assert.ok(calls.some((c) => c.includes("-s 127.77.0.0/24 ! -d 127.77.0.0/16 -j MASQUERADE")));
     assert.ok(calls.some((c) => c.includes("route replace 127.77.3.1/32 dev wgtest1")));
     assert.deepEqual(link.peerUrls().map((p) => p.machineId), ["m2"], "synced with the live peer only");
   } finally {
