@@ -55,6 +55,7 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/lab_catch_up_test.ts": 17,
   "tests/serving_e2e_test.ts": 15,
   "tests/observe_e2e_test.ts": 10,
+  "tests/lab_network_test.ts": 10,
   "tests/dns_respawn_test.ts": 8,
   "tests/lab_trust_test.ts": 8,
   "tests/logs_e2e_test.ts": 8,

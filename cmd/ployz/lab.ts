@@ -95,7 +95,7 @@ const up: Command = {
   name: "up",
   summary: "Create N lab Machines (namespaces, dockerd, ployzd) joined into one Cluster",
   usage: "[--machines N] [--join N] [--profile clean|regional|far|flap] [--docker-networking default|off] " +
-    "[--forwarding on|off] [--pool btrfs:SIZE] [--insecure-registry HOST:PORT]… [--max-download-attempts N] [--dir D] [--name NAME] [--image IMAGE]…",
+    "[--forwarding on|off] [--network CIDR] [--pool btrfs:SIZE] [--insecure-registry HOST:PORT]… [--max-download-attempts N] [--dir D] [--name NAME] [--image IMAGE]…",
   description:
     `Needs root on Linux. The lab lives in --dir (default ${DEFAULT_DIR}); its namespaces are named` +
     ` <NAME>-<i> (default ployz-lab). Images are copied from the Docker at PLOYZ_DOCKER_SOCKET.` +
@@ -103,6 +103,7 @@ const up: Command = {
     ` ployzd uninitialized. Each dockerd runs Docker's default networking (iptables and masquerade on);` +
     ` --docker-networking off starts it with --iptables=false --ip-masq=false. --forwarding off leaves IP` +
     ` forwarding off until dockerd turns it on (Docker then sets FORWARD's policy to DROP, as on a fresh host).` +
+    ` --network CIDR founds the Cluster on another private network than 10.210.0.0/16 (e.g. 10.217.0.0/16).` +
     ` --pool btrfs:SIZE gives each Machine a btrfs Pool on a loop file of SIZE under its data directory.` +
     ` --insecure-registry HOST:PORT lets every dockerd pull from a plain-HTTP registry there (insecure-registries);` +
     ` --max-download-attempts N sets Docker's tries per layer (default 5, retried 5 s and more apart).` +
@@ -118,6 +119,7 @@ const up: Command = {
     image: { type: "string", multiple: true },
     "docker-networking": { type: "string" },
     forwarding: { type: "string" },
+    network: { type: "string" },
     pool: { type: "string" },
     "insecure-registry": { type: "string", multiple: true },
     "max-download-attempts": { type: "string" },
@@ -174,6 +176,7 @@ const up: Command = {
         dockerNetworking: networking as DockerNetworking,
         forwardingBeforeDocker: forwarding === "on",
         machines,
+        network: typeof ctx.values.network === "string" ? ctx.values.network : undefined,
         dir: dirOf(ctx),
         name: typeof ctx.values.name === "string" ? ctx.values.name : undefined,
         profile: profile as Profile,

@@ -111,9 +111,10 @@ export function wgInterfaceName(labName: string, index: number): string {
   return `plz${createHash("sha256").update(labName).digest("hex").slice(0, 6)}${index}`;
 }
 
-/** Plans a lab of `machines` Machines named `name` in `dir`. */
-export function planLab(options: { name: string; machines: number; dir: string }): LabPlan {
+/** Plans a lab of `machines` Machines named `name` in `dir`, on Cluster network `network` (default the default). */
+export function planLab(options: { name: string; machines: number; dir: string; network?: string }): LabPlan {
   const { name, machines, dir } = options;
+  const network = options.network ?? DEFAULT_CLUSTER_NETWORK;
   checkLabName(name);
   if (!Number.isInteger(machines) || machines < 1 || machines > MAX_MACHINES) {
     throw new LabError(
@@ -125,7 +126,7 @@ export function planLab(options: { name: string; machines: number; dir: string }
   const history: SubnetClaim[] = [];
   const plans: MachinePlan[] = [];
   for (let i = 1; i <= machines; i++) {
-    const { subnet, gateway } = chooseSubnet({ network: DEFAULT_CLUSTER_NETWORK, observed: [], history });
+    const { subnet, gateway } = choose(network, history);
     history.push({ subnet });
     const mdir = join(dir, `m${i}`);
     plans.push({
@@ -150,10 +151,22 @@ export function planLab(options: { name: string; machines: number; dir: string }
     dir,
     underlayNamespace: `${name}-u`,
     bridge: "br0",
-    network: DEFAULT_CLUSTER_NETWORK,
+    network,
     machines: plans,
     operatorDir: join(dir, "operator"),
   };
+}
+
+// The next /24 of `network`; a network that holds none is the operator's mistake, named.
+function choose(network: string, history: SubnetClaim[]): { subnet: string; gateway: string } {
+  try {
+    return chooseSubnet({ network, observed: [], history });
+  } catch (error) {
+    throw new LabError(
+      "invalid_argument",
+      `Cannot plan the lab on network "${network}": ${(error as Error).message}`,
+    );
+  }
 }
 
 /** Finds a Machine of the plan by name (`m1`), refusing unknown names. */

@@ -36,3 +36,14 @@ Deno.test("planLab() refuses bad names and sizes", () => {
     message: 'Cannot find lab Machine "m3": the lab has m1, m2',
   });
 });
+
+Deno.test("planLab() allocates in another Cluster network when asked, and names a network that cannot be one", () => {
+  const plan = planLab({ name: "lab", machines: 2, dir: "/x", network: "10.217.0.0/16" });
+  assert.equal(plan.network, "10.217.0.0/16");
+  assert.deepEqual(plan.machines.map((m) => m.subnet), ["10.217.0.0/24", "10.217.1.0/24"]);
+  assert.throws(
+    () => planLab({ name: "lab", machines: 1, dir: "/x", network: "10.217.0.1/16" }),
+    (e) =>
+      e instanceof LabError && e.code === "invalid_argument" && /network "10\.217\.0\.1\/16"/.test(e.message),
+  );
+});

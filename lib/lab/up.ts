@@ -75,6 +75,8 @@ export interface LabUpOptions {
   hostDockerSocket?: string;
   /** Progress lines. */
   progress?: (line: string) => void;
+  /** The Cluster network the lab's Machine subnets are allocated in; default `10.210.0.0/16`. */
+  network?: string;
   /** How many Machines join the Cluster (m1 founds it); the rest run ployzd uninitialized. Default all. */
   join?: number;
   /** Extra environment for every ployzd (membership thresholds, timing). */
@@ -134,6 +136,7 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     name: options.name ?? "ployz-lab",
     machines: options.machines ?? 3,
     dir: options.dir,
+    network: options.network,
   });
   checkPrerequisites();
   if (await readState(plan.dir) !== undefined) {

@@ -1,0 +1,108 @@
+// A Cluster founded on another private network than the default (`lab up --network 10.217.0.0/16`, as
+// `machine init --subnet 10.217.0.0/24` would): `machine add` allocates in it, ployzd serve syncs with its peer at
+// 10.217.x.1:51000 under the relocated serve set, ployzd dns answers containers there under the dns set, and
+// containers reach each other's by name with their own addresses (forwarded, never masqueraded).
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { type Lab, machinesUp, startLab } from "./support/lab.ts";
+import { eventually } from "./support/poll.ts";
+import { run } from "./support/spawn.ts";
+import { needs } from "./support/needs.ts";
+
+const NETWORK = "10.217.0.0/16";
+const MACHINES = ["m1", "m2"];
+
+/** A busybox httpd per Machine whose CGI answers `<service> <caller address>`. */
+function compose(): string {
+  const script = "mkdir -p /www/cgi-bin && echo ok > /www/index.html && " +
+    "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
+    "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www";
+  const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
+    image: "ployz-test/busybox:1",
+    command: ["sh", "-c", script],
+    environment: { MARK: `w${m.slice(1)}` },
+    "stop_grace_period": "1s",
+    "x-machines": [m],
+  }]));
+  return JSON.stringify({ name: "lnet", services }, null, 2) + "\n";
+}
+
+/** Each Machine's one lnet container: its id and its address on the `ployz` network. */
+async function replicas(lab: Lab): Promise<{ machine: string; container: string; address: string }[]> {
+  return await Promise.all(MACHINES.map(async (machine) => {
+    const ids = (await lab.docker(machine, ["ps", "-q", "--filter", "label=ployz.project=lnet"])).stdout
+      .trim();
+    if (ids === "" || ids.includes("\n")) throw new Error(`${machine} runs not exactly one lnet container`);
+    const format = "{{.NetworkSettings.Networks.ployz.IPAddress}}";
+    const address = (await lab.docker(machine, ["inspect", "-f", format, ids])).stdout.trim();
+    if (address === "") throw new Error(`${machine}'s container has no address yet`);
+    return { machine, container: ids, address };
+  }));
+}
+
+/** What each container got asking the other by name, as `<from> -> <answer>` lines. */
+async function crossAnswers(lab: Lab): Promise<string[]> {
+  const all = await replicas(lab);
+  return await Promise.all(all.map(async (from) => {
+    const to = all.find((r) => r !== from)!;
+    const url = `http://w${to.machine.slice(1)}.lnet.internal/cgi-bin/who`;
+    const socket = `unix://${join(lab.dir, from.machine, "docker.sock")}`;
+    // Bounded from outside: busybox wget's own -T crashes in the test image.
+    const r = await run("timeout", [
+      "-s",
+      "KILL",
+      "8",
+      "docker",
+      "-H",
+      socket,
+      "exec",
+      from.container,
+      "wget",
+      "-q",
+      "-O-",
+      url,
+    ]);
+    const answer = r.stdout.trim().replace(/\[?(::ffff:)?([\d.]+)\]?$/, "$2");
+    return `${from.address} -> ${r.code === 0 ? answer : `failed (${r.code}): ${r.stderr.trim()}`}`;
+  }));
+}
+
+Deno.test(needs(["lab"], {
+  name:
+    `a Cluster on ${NETWORK}: Machines sync, containers resolve and reach each other with their own addresses`,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await using lab = await startLab("lnet", 2, { upArgs: ["--network", NETWORK] });
+    // Both Machines up on both sides: their rows crossed 10.217.x.1:51000 each way.
+    await machinesUp(lab, "m1", 2);
+    await machinesUp(lab, "m2", 2);
+    const listed = JSON.parse(
+      (await lab.ok(["machine", "ls", "--json"], { PLOYZ_RUN_DIR: join(lab.dir, "m2", "run") })).stdout,
+    );
+    assert.deepEqual(
+      (listed.machines as { subnet: string }[]).map((m) => m.subnet).sort(),
+      ["10.217.0.0/24", "10.217.1.0/24"],
+    );
+
+    const file = join(lab.dir, "lnet.json");
+    await Deno.writeTextFile(file, compose());
+    const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);
+    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+
+    let last: string[] = [];
+    await eventually(60_000, "each container reaching the other by name", async () => {
+      const all = await replicas(lab).catch(() => []);
+      last = await crossAnswers(lab).catch((error) => [String(error)]);
+      const want = all.map((from) => {
+        const to = all.find((r) => r !== from)!;
+        return `${from.address} -> w${to.machine.slice(1)} ${from.address}`;
+      });
+      return all.length === 2 && JSON.stringify(last) === JSON.stringify(want) ? true : undefined;
+    }, 1000).catch((error) => {
+      throw new Error(`${error}\n${last.join("\n")}`);
+    });
+    for (const line of last) assert.match(line, /^10\.217\.\d+\.\d+ -> w\d 10\.217\./);
+    console.log(last.join("\n"));
+  },
+}));
