@@ -1,7 +1,8 @@
 // A Cluster founded on another private network than the default (`lab up --network 10.217.0.0/16`, as
 // `machine init --subnet 10.217.0.0/24` would): `machine add` allocates in it, ployzd serve syncs with its peer at
 // 10.217.x.1:51000 under the relocated serve set, ployzd dns answers containers there under the dns set, and
-// containers reach each other's by name with their own addresses (forwarded, never masqueraded).
+// containers reach each other's by name with their own addresses (forwarded, never masqueraded). A subnet outside
+// the private ranges is refused by `machine init` before anything is founded.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type Lab, machinesUp, startLab } from "./support/lab.ts";
@@ -73,7 +74,8 @@ Deno.test(needs(["lab"], {
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    await using lab = await startLab("lnet", 2, { upArgs: ["--network", NETWORK] });
+    // m3 stays uninitialized: the refusal of a subnet no permission set reaches is tried there.
+    await using lab = await startLab("lnet", 3, { join: 2, upArgs: ["--network", NETWORK] });
     // Both Machines up on both sides: their rows crossed 10.217.x.1:51000 each way.
     await machinesUp(lab, "m1", 2);
     await machinesUp(lab, "m2", 2);
@@ -104,5 +106,19 @@ Deno.test(needs(["lab"], {
     });
     for (const line of last) assert.match(line, /^10\.217\.\d+\.\d+ -> w\d 10\.217\./);
     console.log(last.join("\n"));
+
+    // A public subnet is refused up front, with the value and the allowed ranges, and nothing is founded.
+    const refused = await lab.on("m3", ["machine", "init", "--subnet", "203.0.113.0/24"]);
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.equal(
+      refused.stderr.trim(),
+      'error[invalid_argument]: Invalid subnet "203.0.113.0/24": a Machine subnet must lie in a private range ' +
+        "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)",
+    );
+    const m3 = JSON.parse(
+      (await lab.ok(["machine", "ls", "--json"], { PLOYZ_RUN_DIR: join(lab.dir, "m3", "run") })).stdout,
+    );
+    assert.equal(m3.machines.length, 0, "m3 founded nothing");
+    assert.match(m3.mesh_error, /not in a Cluster/);
   },
 }));
