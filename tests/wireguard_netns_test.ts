@@ -112,7 +112,12 @@ Deno.test(needs(["wireguard"], {
         return (await readHandshakes(ra, a.wg)).get(keys[1]) !== undefined || undefined;
       }, 300);
       assert.ok(changes.includes(`${b.under}:51820`), `the driver moved off the dead endpoint: ${changes}`);
-      assert.equal(driver.selected(keys[1]), `${b.under}:51820`);
+      // On a slow host the driver may give up on the live endpoint before its handshake lands and try the dead one
+      // again; WireGuard then roams to where B's authenticated reply came from, and the next tick adopts it.
+      await eventually(10_000, "the driver to settle on B's live endpoint", async () => {
+        await driver.tick();
+        return driver.selected(keys[1]) === `${b.under}:51820` || undefined;
+      }, 300);
       const handshake = (await readHandshakes(ra, a.wg)).get(keys[1])!;
       assert.ok(Math.abs(Date.now() - handshake) < 60_000, "the handshake time is recent");
 
