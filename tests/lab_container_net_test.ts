@@ -15,18 +15,16 @@ import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { WHO_COMMAND } from "./support/web_service.ts";
 const MACHINES = ["m1", "m2", "m3"];
 const TICK_MS = 2000;
 const UNDERLAY = { address: "192.0.2.1", port: 8099 };
 
 /** A Service per Machine: busybox httpd with a CGI answering `<mark> <caller address>`, routed by Caddy. */
 function compose(): string {
-  const script = "mkdir -p /www/cgi-bin && echo ok > /www/index.html && " +
-    "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
-    "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www";
   const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
     image: "ployz-test/busybox:1",
-    command: ["sh", "-c", script],
+    command: WHO_COMMAND,
     environment: { MARK: `w${m.slice(1)}` },
     "stop_grace_period": "1s",
     "x-machines": [m],

@@ -9,18 +9,16 @@ import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
+import { WHO_COMMAND } from "./support/web_service.ts";
 
 const NETWORK = "10.217.0.0/16";
 const MACHINES = ["m1", "m2"];
 
 /** A busybox httpd per Machine whose CGI answers `<service> <caller address>`. */
 function compose(): string {
-  const script = "mkdir -p /www/cgi-bin && echo ok > /www/index.html && " +
-    "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
-    "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www";
   const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
     image: "ployz-test/busybox:1",
-    command: ["sh", "-c", script],
+    command: WHO_COMMAND,
     environment: { MARK: `w${m.slice(1)}` },
     "stop_grace_period": "1s",
     "x-machines": [m],

@@ -40,3 +40,15 @@ export function webService(service: WebService): string {
     "      retries: 2",
   ].join("\n") + "\n";
 }
+
+/**
+ * The command of a busybox httpd whose CGI `/cgi-bin/who` answers `<$MARK> <caller address>`, for tests that ask
+ * which replica answered and from which address it saw the caller (Compose text: `$$` is Compose's escaped `$`).
+ */
+export const WHO_COMMAND: readonly string[] = [
+  "sh",
+  "-c",
+  "mkdir -p /www/cgi-bin && echo ok > /www/index.html && " +
+  "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
+  "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www",
+];
