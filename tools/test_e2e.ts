@@ -132,7 +132,6 @@ export const ALONE: Readonly<Record<string, string>> = {
   "tests/observe_metrics_e2e_test.ts": "asserts a busy container gets more than half a core",
   "tests/dns_flood_test.ts": "10k forwarded queries must all be answered within dnsperf's timeout",
   "tests/build_docker_test.ts": "a second build must find the first still holding the Project's build",
-  "tests/lab_https_test.ts": "a forced renewal under a no-retry load loop, judged on 0 failed requests",
   "tests/lab_container_net_test.ts":
     "four firewall flushes must land within one 2 s repair tick (one log line)",
 };
