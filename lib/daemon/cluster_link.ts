@@ -35,6 +35,7 @@ import {
   peerAllowedIps,
   type QuarantinedPeer,
   quarantinedPeers,
+  readFirewall,
   readPeers,
   removeInterface,
   removeMeshFirewall,
@@ -53,7 +54,7 @@ import {
   SyncAgent,
 } from "../store/mod.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
-import { meshCaller } from "./mesh_rpc.ts";
+import { CallerIndex, touchesMachines } from "./mesh_rpc.ts";
 import { type PeerEvidence, PeerTraffic, RefusalLog } from "./peer_evidence.ts";
 
 /** A peer known before its row arrives: the Entry Machine to a joiner, a joiner admitted on the Entry Machine. */
@@ -135,11 +136,26 @@ export class ClusterLink {
   // This Machine itself was retired (its record says so, or a peer's refusal proved it): it syncs with nobody.
   #removed: boolean;
   readonly #doubted = new Set<string>();
+  // What #currentPeers worked out, kept until something it reads changes: a `machines` or `retired_machines` row
+  // (the store's commits say), a hint, or the peers applied. Sync rounds and requests then read no rows.
+  #peerView: Peer[] | undefined;
+  readonly #callerIndex = new CallerIndex(() =>
+    [...this.#currentPeers(), ...[...this.#departed.values()].map((d) => d.peer)].map((p) => ({
+      id: p.machineId,
+      subnet: p.subnet,
+      "public_key": p.publicKey,
+    }))
+  );
+  readonly #offCommit: () => void;
 
   /** A stopped link; {@link ClusterLink.start} runs it. */
   constructor(options: ClusterLinkOptions) {
     this.#options = options;
     this.#removed = options.removed === true;
+    const off = options.store.onCommit((event) => {
+      if (touchesMachines(event)) this.#peersChanged();
+    });
+    this.#offCommit = () => void off();
     this.#runner = options.settings?.runner ?? hostRunner();
     for (const hint of options.hints ?? []) this.#hints.set(hint.publicKey, hint);
     const settings = options.settings;
@@ -196,6 +212,7 @@ export class ClusterLink {
 
   /** Stops replication, the listener and the timers; leaves the interface up. */
   async stop(): Promise<void> {
+    this.#offCommit();
     clearInterval(this.#timer);
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
@@ -224,6 +241,7 @@ export class ClusterLink {
   /** Accepts a joiner's handshakes before its row arrives; resolves once tried. */
   async admit(hint: PeerHint): Promise<{ configured: boolean; error?: string }> {
     this.#hints.set(hint.publicKey, hint);
+    this.#peersChanged();
     if (this.#options.settings === undefined) return { configured: false, error: this.meshError };
     await this.#enqueue(() => this.#applyPeers());
     const error = this.#errors.get("peers") ?? this.#errors.get("interface");
@@ -358,12 +376,14 @@ export class ClusterLink {
   async #ensureFirewall(): Promise<boolean> {
     const settings = this.#options.settings!;
     let guarded = false;
+    // Each table read once for both checks below; only a part found out of place costs more commands.
+    const snapshot = await readFirewall(this.#runner);
     try {
       const repaired = await ensureMeshFirewall(this.#runner, {
         interfaceName: settings.interfaceName,
         ports: [SYNC_PORT],
         quarantined: this.#quarantine.map((q) => q.address),
-      });
+      }, snapshot);
       if (repaired.length > 0 && this.#server !== undefined) {
         this.#options.log(`mesh: firewall: put back ${repaired.join(", ")}`);
       }
@@ -381,7 +401,7 @@ export class ClusterLink {
         // its own network, not the default one.
         clusterNetwork: clusterNetworkOf(this.#options.subnet, settings.clusterNetwork),
         quarantined: this.#quarantine.map((q) => q.address),
-      });
+      }, snapshot);
       if (repaired.length > 0 && this.#server !== undefined) {
         this.#options.log(`mesh: container forwarding: put back ${repaired.join(", ")}`);
       }
@@ -490,8 +510,10 @@ export class ClusterLink {
     }
     if (await this.#ensureFirewall() && this.#server === undefined) this.#listen();
     try {
-      this.#evidence.noteReceived(await readPeers(this.#runner, this.#options.settings!.interfaceName));
-      await this.#driver?.tick();
+      // One read of the interface serves both the traffic evidence and endpoint selection.
+      const reports = await readPeers(this.#runner, this.#options.settings!.interfaceName);
+      this.#evidence.noteReceived(reports);
+      await this.#driver?.tick(Date.now(), reports);
     } catch (error) {
       // The interface vanished (deleted by hand, wireguard-go killed): make it again on the next tick.
       this.#interfaceUp = false;
@@ -516,6 +538,17 @@ export class ClusterLink {
   // subnet that is not a /24 inside the Cluster network, or overlapping its own or another's) is skipped and
   // reported once per reason: it never takes over a route or stops the others from being configured.
   #currentPeers(): Peer[] {
+    this.#peerView ??= this.#readPeers();
+    return this.#peerView;
+  }
+
+  // Something #readPeers reads changed: the next question works the peers out again.
+  #peersChanged(): void {
+    this.#peerView = undefined;
+    this.#callerIndex.invalidate();
+  }
+
+  #readPeers(): Peer[] {
     // A retired Machine is no peer: its handshakes are no longer accepted (machine rm --gone).
     const rows: Machine[] = this.#options.store.closed ? [] : this.#options.store.liveMachines();
     const keys = new Set(rows.filter((r) => r.id !== this.#options.selfId).map((r) => r.public_key));
@@ -550,13 +583,7 @@ export class ClusterLink {
 
   // The Machine id a sync caller's address belongs to, when it is a current (or just departed) peer.
   #peerCaller(address: string): string | undefined {
-    const peers = [...this.#currentPeers(), ...[...this.#departed.values()].map((d) => d.peer)];
-    const rows = peers.map((p) => ({
-      id: p.machineId,
-      subnet: p.subnet,
-      "public_key": p.publicKey,
-    }));
-    return meshCaller(address, rows, this.#options.selfId)?.id;
+    return this.#callerIndex.caller(address, this.#options.selfId)?.id;
   }
 
   #peerOfUrl(url: string): string | undefined {
@@ -590,6 +617,8 @@ export class ClusterLink {
       if (d.until <= now || live.some((l) => l.publicKey === key)) this.#departed.delete(key);
     }
     this.#peers = live;
+    // The incumbents and the departed peers #readPeers and #peerCaller read may have moved.
+    this.#peersChanged();
     const peers = [...live, ...[...this.#departed.values()].map((d) => d.peer)];
     const wanted: MeshPeer[] = peers.map((p) => ({
       publicKey: p.publicKey,

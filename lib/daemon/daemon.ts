@@ -37,7 +37,7 @@ import { ensureKeyPair, ensureSigningSecret, keyPath } from "./keys.ts";
 import { loadOrCreateMachine, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { machineHandlers, machineToWire } from "./machine_handlers.ts";
 import { watchMachineNetwork } from "./machine_network.ts";
-import { meshRpcHandler } from "./mesh_rpc.ts";
+import { meshRpcHandler, storeCallers } from "./mesh_rpc.ts";
 import { type MeshSettings, SYNC_PORT } from "./mesh_settings.ts";
 import { MutationGate } from "./mutation_gate.ts";
 import { observeHandlers } from "./observe_proxy.ts";
@@ -128,7 +128,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Built once the handlers exist; the mesh listener may start before that and answers `unavailable` meanwhile.
   const served: { app?: RpcApp } = {};
   const meshRpc = meshRpcHandler({
-    rows: () => lifecycle.store?.liveMachines() ?? [],
+    caller: storeCallers(() => lifecycle.store),
     self,
     fetch: (request, signal) =>
       served.app?.fetch(request, signal) ??

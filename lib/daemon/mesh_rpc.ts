@@ -11,6 +11,7 @@
 
 import { managementAddress, parseMachineSubnet } from "../mesh/mod.ts";
 import { parseViaPath, RpcError, VIA_PREFIX } from "../rpc/mod.ts";
+import type { CommitEvent, Store } from "../store/mod.ts";
 import { errorResponse } from "./forward.ts";
 
 /** The fields of a `machines` row the allow-list reads. */
@@ -58,10 +59,105 @@ export function meshCaller(
   return undefined;
 }
 
+/** The tables whose rows decide who a mesh caller is. */
+const CALLER_TABLES: ReadonlySet<string> = new Set(["machines", "retired_machines"]);
+
+/**
+ * Whether a commit can change who a mesh caller is: it wrote a row of `machines` or `retired_machines`, or names no
+ * change at all (a full copy taken from a peer, the store closing), which could have touched anything.
+ */
+export function touchesMachines(event: CommitEvent): boolean {
+  return event.changes.length === 0 || event.changes.some((c) => CALLER_TABLES.has(c.table));
+}
+
+/**
+ * {@link meshCaller} over rows that change rarely: every row's gateway and management address are indexed when
+ * first asked after {@link CallerIndex.invalidate}, so a request costs one lookup instead of reading the rows and
+ * decoding every WireGuard key. The first row holding an address wins, as in {@link meshCaller}.
+ */
+export class CallerIndex {
+  readonly #rows: () => readonly MachineAddressRow[];
+  #index: Map<string, MachineAddressRow> | undefined;
+  #selfId = "";
+
+  /** An index over what `rows` returns, read again on the first question after each invalidation. */
+  constructor(rows: () => readonly MachineAddressRow[]) {
+    this.#rows = rows;
+  }
+
+  /** Forgets the index: the next question reads the rows again. */
+  invalidate(): void {
+    this.#index = undefined;
+  }
+
+  /** The row a caller address belongs to (its gateway or management address), or `undefined`. */
+  caller(address: string, selfId: string): MachineAddressRow | undefined {
+    if (this.#index === undefined || this.#selfId !== selfId) {
+      const index = new Map<string, MachineAddressRow>();
+      for (const row of this.#rows()) {
+        if (row.id === selfId) continue;
+        for (const own of addressesOf(row)) if (!index.has(own)) index.set(own, row);
+      }
+      this.#index = index;
+      this.#selfId = selfId;
+    }
+    return this.#index.get(canonical(address));
+  }
+}
+
+/** A row's gateway and management address, canonical; an unreadable subnet or key gives none. */
+function addressesOf(row: MachineAddressRow): string[] {
+  const out: string[] = [];
+  if (row.subnet !== undefined) {
+    try {
+      out.push(parseMachineSubnet(row.subnet).gateway);
+    } catch {
+      // an unreadable subnet admits nobody
+    }
+  }
+  if (row.public_key !== undefined) {
+    try {
+      out.push(canonical(managementAddress(row.public_key)));
+    } catch {
+      // an unreadable key admits nobody
+    }
+  }
+  return out;
+}
+
+/**
+ * A {@link CallerIndex} over the live `machines` rows of whichever store is current (the daemon's store comes and
+ * goes with joining and leaving), invalidated by every commit that {@link touchesMachines}: a change in the Machine
+ * list or a key is seen on the next request.
+ */
+export function storeCallers(
+  current: () => Store | undefined,
+): (address: string, selfId: string) => MachineAddressRow | undefined {
+  let watched: Store | undefined;
+  let unsubscribe = (): void => {};
+  const index = new CallerIndex(() => watched === undefined || watched.closed ? [] : watched.liveMachines());
+  return (address, selfId) => {
+    const store = current();
+    if (store !== watched) {
+      unsubscribe();
+      unsubscribe = () => {};
+      watched = store;
+      index.invalidate();
+      if (store !== undefined && !store.closed) {
+        const off = store.onCommit((event) => {
+          if (touchesMachines(event)) index.invalidate();
+        });
+        unsubscribe = () => void off();
+      }
+    }
+    return index.caller(address, selfId);
+  };
+}
+
 /** Options of {@link meshRpcHandler}. */
 export interface MeshRpcOptions {
-  /** The replicated `machines` rows as they are now. */
-  rows(): readonly MachineAddressRow[];
+  /** The Machine a caller address belongs to, from the replicated `machines` rows as they are now. */
+  caller(address: string, selfId: string): MachineAddressRow | undefined;
   /** This Machine's id and name. */
   self(): { id: string; name: string };
   /** The Machine RPC app. */
@@ -82,7 +178,7 @@ export function meshRpcHandler(
     const path = new URL(request.url).pathname;
     const capability = capabilityOf(path);
     const self = options.self();
-    if (meshCaller(remoteAddress, options.rows(), self.id) === undefined) {
+    if (options.caller(remoteAddress, self.id) === undefined) {
       return errorResponse(
         new RpcError(
           "unauthenticated",

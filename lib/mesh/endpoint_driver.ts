@@ -16,7 +16,7 @@ import {
   selectedEndpoint,
 } from "./endpoint.ts";
 import type { CommandRunner } from "./runner.ts";
-import { readPeers, setPeerEndpoint } from "./wireguard.ts";
+import { type PeerReport, readPeers, setPeerEndpoint } from "./wireguard.ts";
 
 /** One endpoint change a tick made. */
 export interface EndpointChange {
@@ -79,9 +79,12 @@ export class EndpointDriver {
     return this.#selections.get(publicKey)?.state;
   }
 
-  /** One step: read the interface, advance each peer, set the endpoints that changed; returns those changes. */
-  async tick(now: number = Date.now()): Promise<EndpointChange[]> {
-    const reports = new Map((await readPeers(this.#runner, this.#name)).map((p) => [p.publicKey, p]));
+  /**
+   * One step: read the interface (or take `read`, what the caller just read from it, saving a second `wg show`),
+   * advance each peer, set the endpoints that changed; returns those changes.
+   */
+  async tick(now: number = Date.now(), read?: readonly PeerReport[]): Promise<EndpointChange[]> {
+    const reports = new Map((read ?? await readPeers(this.#runner, this.#name)).map((p) => [p.publicKey, p]));
     const changes: EndpointChange[] = [];
     for (const [publicKey, selection] of this.#selections) {
       const report = reports.get(publicKey);

@@ -1,5 +1,10 @@
-import { deepEqual } from "node:assert/strict";
-import { ensureContainerForwarding, ensureMeshFirewall } from "./firewall.ts";
+import { deepEqual, equal } from "node:assert/strict";
+import {
+  ensureContainerForwarding,
+  ensureMeshFirewall,
+  parseTableListing,
+  readFirewall,
+} from "./firewall.ts";
 import type { CommandResult, CommandRunner } from "./runner.ts";
 
 // Records the rules appended to each chain; every chain starts missing, so each pass writes it whole.
@@ -46,4 +51,112 @@ Deno.test("a quarantined peer reaches the mesh port and nothing else: IPv4 INPUT
     "-s 10.210.0.0/16 -d 10.210.1.0/24 -i wg0 -j ACCEPT",
     "-s 10.210.1.0/24 -d 10.210.0.0/16 -o wg0 -j ACCEPT",
   ]);
+});
+
+// A stand-in for iptables and ip6tables that keeps their tables in memory and answers -S, -N, -F, -A, -I, -C and -D
+// the way they do, counting the commands that read and that write.
+function kernel(): {
+  runner: CommandRunner;
+  counts: { reads: number; writes: number };
+  chains: Map<string, string[]>;
+} {
+  const chains = new Map<string, string[]>();
+  const builtin = ["iptables filter INPUT", "iptables filter FORWARD", "iptables nat POSTROUTING"];
+  for (const name of [...builtin, "ip6tables filter INPUT", "iptables filter DOCKER-USER"]) {
+    chains.set(name, []);
+  }
+  const counts = { reads: 0, writes: 0 };
+  const ok = (stdout = ""): Promise<CommandResult> => Promise.resolve({ code: 0, stdout, stderr: "" });
+  const fail = (): Promise<CommandResult> => Promise.resolve({ code: 1, stdout: "", stderr: "no such rule" });
+  const runner: CommandRunner = {
+    where: "test",
+    run(cmd: string, args: string[]): Promise<CommandResult> {
+      const rest = args.filter((a) => a !== "-w");
+      const table = rest[0] === "-t" ? rest[1] : "filter";
+      const [verb, chain, ...spec] = rest[0] === "-t" ? rest.slice(2) : rest;
+      const key = `${cmd} ${table} ${chain}`;
+      const rules = chains.get(key);
+      const line = `-A ${chain} ${spec.join(" ")}`;
+      if (verb === "-S") {
+        counts.reads++;
+        const listed = [...chains].filter(([k]) =>
+          chain === undefined ? k.startsWith(`${cmd} ${table} `) : k === key
+        );
+        if (listed.length === 0) return fail();
+        return ok(listed.flatMap(([k, r]) => [`-N ${k.split(" ")[2]}`, ...r]).join("\n"));
+      }
+      if (verb === "-C") {
+        counts.reads++;
+        return rules?.includes(line) ? ok() : fail();
+      }
+      counts.writes++;
+      if (verb === "-N") chains.set(key, []);
+      else if (rules === undefined) return fail();
+      else if (verb === "-F") rules.length = 0;
+      else if (verb === "-A") rules.push(line);
+      else if (verb === "-I") rules.unshift(`-A ${chain} ${spec.slice(1).join(" ")}`);
+      else if (verb === "-D") {
+        const at = rules.indexOf(line);
+        if (at < 0) return fail();
+        rules.splice(at, 1);
+      }
+      return ok();
+    },
+  };
+  return { runner, counts, chains };
+}
+
+Deno.test("an intact firewall costs one read per table and no write; a flushed INPUT is put back", async () => {
+  const { runner, counts, chains } = kernel();
+  const mesh = { interfaceName: "wg0", ports: [51000] };
+  const forwarding = { interfaceName: "wg0", subnet: "10.210.1.0/24", clusterNetwork: "10.210.0.0/16" };
+  const check = async (): Promise<string[]> => {
+    const snapshot = await readFirewall(runner);
+    return [
+      ...await ensureMeshFirewall(runner, mesh, snapshot),
+      ...await ensureContainerForwarding(runner, forwarding, snapshot),
+    ];
+  };
+  deepEqual(await check(), [
+    "PLOYZ-INPUT (IPv4)",
+    "INPUT jump (IPv4)",
+    "PLOYZ-INPUT (IPv6)",
+    "INPUT jump (IPv6)",
+    "PLOYZ-FORWARD",
+    "DOCKER-USER jump",
+    "PLOYZ-POSTROUTING",
+    "POSTROUTING jump",
+  ]);
+  counts.reads = 0;
+  counts.writes = 0;
+  deepEqual(await check(), []);
+  deepEqual(counts, { reads: 3, writes: 0 });
+
+  // A firewall reload flushed INPUT (IPv4): the next check puts back only the jump.
+  chains.get("iptables filter INPUT")!.length = 0;
+  deepEqual(await check(), ["INPUT jump (IPv4)"]);
+  deepEqual(chains.get("iptables filter INPUT"), ["-A INPUT -j PLOYZ-INPUT"]);
+  // Something put ahead of the nat jump: it is moved back to the top.
+  chains.get("iptables nat POSTROUTING")!.unshift("-A POSTROUTING -j MASQUERADE");
+  deepEqual(await check(), ["POSTROUTING jump"]);
+  deepEqual(chains.get("iptables nat POSTROUTING"), [
+    "-A POSTROUTING -j PLOYZ-POSTROUTING",
+    "-A POSTROUTING -j MASQUERADE",
+  ]);
+  // The same checks without a snapshot (each chain read on its own) find everything in place too.
+  counts.reads = 0;
+  deepEqual([
+    ...await ensureMeshFirewall(runner, mesh),
+    ...await ensureContainerForwarding(runner, forwarding),
+  ], []);
+  equal(counts.reads, 9);
+});
+
+Deno.test("a table listing splits into chains, built-in and user, with their rules", () => {
+  const chains = parseTableListing(
+    "-P INPUT ACCEPT\n-N PLOYZ-INPUT\n-A INPUT -j PLOYZ-INPUT\n-A PLOYZ-INPUT -i wg0 -j ACCEPT\n\n",
+  );
+  deepEqual([...chains], [["INPUT", ["-A INPUT -j PLOYZ-INPUT"]], ["PLOYZ-INPUT", [
+    "-A PLOYZ-INPUT -i wg0 -j ACCEPT",
+  ]]]);
 });

@@ -61,9 +61,10 @@ export {
   FORWARD_CHAIN,
   MESH_CHAIN,
   NAT_CHAIN,
+  readFirewall,
   removeMeshFirewall,
 } from "./firewall.ts";
-export type { ContainerForwardingOptions, FirewallOptions } from "./firewall.ts";
+export type { ContainerForwardingOptions, FirewallOptions, FirewallSnapshot } from "./firewall.ts";
 export { defaultEndpoints, parseEndpoints } from "./advertise.ts";
 export type { InterfaceAddress } from "./advertise.ts";
 export { subnetCollisions } from "./collisions.ts";
