@@ -91,6 +91,7 @@ export const COST: Readonly<Record<string, number>> = {
   "tests/exec_handlers_docker_test.ts": 0,
   "tests/installer_fsync_test.ts": 0,
   "tests/mesh_firewall_netns_test.ts": 0,
+  "tests/systemd_units_test.ts": 1,
 };
 
 /** The test files under `dir` (relative to `root`, `/`-separated), as `deno test dir` would find them. */

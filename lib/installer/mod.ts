@@ -25,7 +25,7 @@
  * @module
  */
 
-export { renderRuntimeUnit } from "./units.ts";
+export { renderRuntimeUnit, renderUnit } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
 export { InstallError } from "./errors.ts";
 export { DEFAULT_INSTALL_PATHS } from "./paths.ts";
