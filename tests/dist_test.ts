@@ -10,39 +10,49 @@ import { TEST_RELEASE_PUBLIC_KEY } from "../tools/release_test_key.ts";
 import { runDist } from "./support/installer.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 
+// This host's dist, built once for the file: the tree test and the install.sh --cli test read the same one, laid out
+// as a release source (`<base>/releases/<version>/`); removed when the file's tests end.
+let hostRelease: Promise<{ base: string; out: string; result: RunResult }> | undefined;
+
+function hostReleaseOnce(): Promise<{ base: string; out: string; result: RunResult }> {
+  hostRelease ??= (async () => {
+    const base = await Deno.makeTempDir({ prefix: "ployz-dist-" });
+    globalThis.addEventListener("unload", () => Deno.removeSync(base, { recursive: true }));
+    await Deno.chmod(base, 0o755);
+    const out = join(base, "releases", PLOYZ_VERSION);
+    return { base, out, result: await runDist(out) };
+  })();
+  return hostRelease;
+}
+
 Deno.test("dist builds a checksummed offline tree and says plainly why nothing was compiled", async () => {
-  const out = await Deno.makeTempDir({ prefix: "ployz-dist-" });
-  try {
-    const result = await runDist(out);
+  const { out, result } = await hostReleaseOnce();
+  match(
+    result.stdout,
+    /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline from a fresh directory, the CLI bundled/,
+  );
+  const compiled = await Array.fromAsync(Deno.readDir(join(out, "bin"))).catch(() => []);
+  if (compiled.length === 0) {
     match(
       result.stdout,
-      /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline from a fresh directory, the CLI bundled/,
+      /no compiled binary for x86_64-unknown-linux-gnu: deno compile needs the denort runtime, looked for .*"[^"]+denort-x86_64-unknown-linux-gnu\.zip"/,
     );
-    const compiled = await Array.fromAsync(Deno.readDir(join(out, "bin"))).catch(() => []);
-    if (compiled.length === 0) {
-      match(
-        result.stdout,
-        /no compiled binary for x86_64-unknown-linux-gnu: deno compile needs the denort runtime, looked for .*"[^"]+denort-x86_64-unknown-linux-gnu\.zip"/,
-      );
-    }
-    const sums = await Deno.readTextFile(join(out, "SHA256SUMS"));
-    match(sums, /^[0-9a-f]{64} {2}ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz$/m);
-    const check = await new Deno.Command("sha256sum", {
-      args: ["-c", "SHA256SUMS"],
-      cwd: out,
-      stdout: "piped",
-    }).output();
-    ok(check.success, new TextDecoder().decode(check.stdout));
-    match(result.stdout, /SHA256SUMS\.sig signed with the TEST key/);
-    verifySumsSignature(
-      PLOYZ_VERSION,
-      await Deno.readFile(join(out, "SHA256SUMS")),
-      await Deno.readTextFile(join(out, SIGNATURE_FILE)),
-      Uint8Array.from(atob(TEST_RELEASE_PUBLIC_KEY), (c) => c.charCodeAt(0)),
-    );
-  } finally {
-    await Deno.remove(out, { recursive: true });
   }
+  const sums = await Deno.readTextFile(join(out, "SHA256SUMS"));
+  match(sums, /^[0-9a-f]{64} {2}ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz$/m);
+  const check = await new Deno.Command("sha256sum", {
+    args: ["-c", "SHA256SUMS"],
+    cwd: out,
+    stdout: "piped",
+  }).output();
+  ok(check.success, new TextDecoder().decode(check.stdout));
+  match(result.stdout, /SHA256SUMS\.sig signed with the TEST key/);
+  verifySumsSignature(
+    PLOYZ_VERSION,
+    await Deno.readFile(join(out, "SHA256SUMS")),
+    await Deno.readTextFile(join(out, SIGNATURE_FILE)),
+    Uint8Array.from(atob(TEST_RELEASE_PUBLIC_KEY), (c) => c.charCodeAt(0)),
+  );
 });
 
 Deno.test("dist builds checksummed macOS CLI trees: a Mach-O deno, bin/ployz only, the same launcher", async () => {
@@ -102,37 +112,31 @@ Deno.test("install.sh --cli installs only the CLI into a prefix, as an unprivile
     }
     return;
   }
-  const base = await Deno.makeTempDir({ prefix: "ployz-cli-install-" });
-  try {
-    await Deno.chmod(base, 0o755);
-    const releases = join(base, "releases");
-    await runDist(join(releases, PLOYZ_VERSION));
-    const home = join(base, "home");
-    await Deno.mkdir(home, { mode: 0o755 });
-    await Deno.chown(home, 65534, 65534);
-    const asNobody = (script: string): Promise<RunResult> =>
-      run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script], {
-        HOME: home,
-        PLOYZ_RELEASE_SOURCE: releases,
-        // dist signed with the test key: the installer trusts it for this local source only when told.
-        PLOYZ_RELEASE_PUBLIC_KEY: TEST_RELEASE_PUBLIC_KEY,
-        DENO_DIR: join(home, "deno-dir"),
-      });
-    const installed = await asNobody(`sh ${join(ROOT, "install.sh")} --cli --version ${PLOYZ_VERSION}`);
-    equal(installed.code, 0, installed.stderr);
-    match(
-      installed.stderr,
-      new RegExp(`installed ployz ${PLOYZ_VERSION.replaceAll(".", "\\.")} to ${home}/\\.local/bin/ployz`),
-    );
-    const version = await asNobody(`${home}/.local/bin/ployz version --json`);
-    equal(version.code, 0, version.stderr);
-    equal(JSON.parse(version.stdout).version, PLOYZ_VERSION);
-    // Nothing outside the prefix: no daemon, no units.
-    equal(await Deno.stat(join(home, ".local", "bin", "ployzd")).then(() => true, () => false), false);
-    const refused = await asNobody(`sh ${join(ROOT, "install.sh")} --version ${PLOYZ_VERSION}`);
-    equal(refused.code, 1);
-    match(refused.stderr, /run as root: .*--cli installs only the CLI, without root/);
-  } finally {
-    await Deno.remove(join(base), { recursive: true });
-  }
+  const { base } = await hostReleaseOnce();
+  const releases = join(base, "releases");
+  const home = join(base, "home");
+  await Deno.mkdir(home, { mode: 0o755 });
+  await Deno.chown(home, 65534, 65534);
+  const asNobody = (script: string): Promise<RunResult> =>
+    run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script], {
+      HOME: home,
+      PLOYZ_RELEASE_SOURCE: releases,
+      // dist signed with the test key: the installer trusts it for this local source only when told.
+      PLOYZ_RELEASE_PUBLIC_KEY: TEST_RELEASE_PUBLIC_KEY,
+      DENO_DIR: join(home, "deno-dir"),
+    });
+  const installed = await asNobody(`sh ${join(ROOT, "install.sh")} --cli --version ${PLOYZ_VERSION}`);
+  equal(installed.code, 0, installed.stderr);
+  match(
+    installed.stderr,
+    new RegExp(`installed ployz ${PLOYZ_VERSION.replaceAll(".", "\\.")} to ${home}/\\.local/bin/ployz`),
+  );
+  const version = await asNobody(`${home}/.local/bin/ployz version --json`);
+  equal(version.code, 0, version.stderr);
+  equal(JSON.parse(version.stdout).version, PLOYZ_VERSION);
+  // Nothing outside the prefix: no daemon, no units.
+  equal(await Deno.stat(join(home, ".local", "bin", "ployzd")).then(() => true, () => false), false);
+  const refused = await asNobody(`sh ${join(ROOT, "install.sh")} --version ${PLOYZ_VERSION}`);
+  equal(refused.code, 1);
+  match(refused.stderr, /run as root: .*--cli installs only the CLI, without root/);
 });
