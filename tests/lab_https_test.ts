@@ -10,6 +10,7 @@ import { outcomeOf } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
 import { startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
+import { issueCertificate, selfSignedCertificate } from "./support/pki.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { webService } from "./support/web_service.ts";
@@ -71,59 +72,15 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
     try {
       // Pebble's own listener certificate, from a CA the Machines trust for talking to the CA (never unverified).
       await Deno.mkdir(pki, { recursive: true });
-      const ssl = async (args: string[]): Promise<void> => {
-        const r = await run("openssl", args);
-        assert.equal(r.code, 0, r.stderr);
-      };
-      await ssl([
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=lab listener CA",
-        "-keyout",
-        join(pki, "ca.key"),
-        "-out",
-        join(pki, "ca.pem"),
-      ]);
-      await ssl([
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-subj",
-        "/CN=pebble",
-        "-keyout",
-        join(pki, "key.pem"),
-        "-out",
-        join(pki, "csr.pem"),
-      ]);
-      await Deno.writeTextFile(join(pki, "ext"), `subjectAltName=IP:${UNDERLAY}\n`);
-      await ssl([
-        "x509",
-        "-req",
-        "-days",
-        "2",
-        "-in",
-        join(pki, "csr.pem"),
-        "-CA",
-        join(pki, "ca.pem"),
-        "-CAkey",
-        join(pki, "ca.key"),
-        "-CAcreateserial",
-        "-extfile",
-        join(pki, "ext"),
-        "-out",
-        join(pki, "cert.pem"),
-      ]);
+      const ca = await selfSignedCertificate(
+        { key: join(pki, "ca.key"), cert: join(pki, "ca.pem") },
+        { cn: "lab listener CA" },
+      );
+      await issueCertificate(
+        { key: join(pki, "key.pem"), cert: join(pki, "cert.pem") },
+        { cn: "pebble", san: `IP:${UNDERLAY}` },
+        ca,
+      );
       await Deno.writeTextFile(
         join(pki, "pebble.json"),
         JSON.stringify({

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { stopChild } from "../../lib/util/mod.ts";
 import { run } from "./spawn.ts";
 import { eventually } from "./poll.ts";
+import { issueCertificate, selfSignedCertificate } from "./pki.ts";
 
 /** A running registry. */
 export interface TestRegistry extends AsyncDisposable {
@@ -42,53 +43,16 @@ async function checked(cmd: string, args: string[]): Promise<string> {
 
 /** Makes a CA and a server certificate for IP `address` under `dir`; returns the CA's PEM. */
 async function makeCertificates(dir: string, address: string): Promise<string> {
-  const ca = join(dir, "ca");
-  await checked("openssl", [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=ployz test registry CA",
-    "-keyout",
-    `${ca}.key`,
-    "-out",
-    `${ca}.crt`,
-  ]);
-  await Deno.writeTextFile(join(dir, "san.cnf"), `subjectAltName = IP:${address}\n`);
-  await checked("openssl", [
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    `/CN=${address}`,
-    "-keyout",
-    join(dir, "server.key"),
-    "-out",
-    join(dir, "server.csr"),
-  ]);
-  await checked("openssl", [
-    "x509",
-    "-req",
-    "-in",
-    join(dir, "server.csr"),
-    "-CA",
-    `${ca}.crt`,
-    "-CAkey",
-    `${ca}.key`,
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    join(dir, "san.cnf"),
-    "-out",
-    join(dir, "server.crt"),
-  ]);
-  return await Deno.readTextFile(`${ca}.crt`);
+  const ca = await selfSignedCertificate(
+    { key: join(dir, "ca.key"), cert: join(dir, "ca.crt") },
+    { cn: "ployz test registry CA" },
+  );
+  await issueCertificate(
+    { key: join(dir, "server.key"), cert: join(dir, "server.crt") },
+    { cn: address, san: `IP:${address}` },
+    ca,
+  );
+  return await Deno.readTextFile(ca.cert);
 }
 
 function freeLoopbackPort(): number {

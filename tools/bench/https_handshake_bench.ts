@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LabState, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
+import { selfSignedCertificate } from "../../tests/support/pki.ts";
 import { eventually } from "../../tests/support/poll.ts";
 import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
 
@@ -63,25 +64,11 @@ async function setUp(): Promise<void> {
   m1 = state.plan.machines[0];
   const pki = join(dir, "pki");
   await Deno.mkdir(pki, { recursive: true });
-  run("openssl", [
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    `/CN=${HOST}`,
-    "-addext",
-    `subjectAltName=DNS:${HOST}`,
-    "-keyout",
-    join(pki, "key.pem"),
-    "-out",
-    join(pki, "cert.pem"),
-  ]);
+  await selfSignedCertificate(
+    { key: join(pki, "key.pem"), cert: join(pki, "cert.pem") },
+    { cn: HOST, san: `DNS:${HOST}` },
+  );
+
   await Deno.writeTextFile(
     join(dir, "compose.yaml"),
     [
