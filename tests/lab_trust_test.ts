@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine } from "../lib/rpc/mod.ts";
+import { type Change, changeMessage, ChangeSigner, generateSigningSecret } from "../lib/store/mod.ts";
 import { IMAGE } from "./support/docker.ts";
 import { onPloyzNetwork, startLab } from "./support/lab.ts";
 import { readRows } from "./support/lab_store.ts";
@@ -35,56 +36,19 @@ function gateway(subnet: string): string {
   return subnet.replace(/\.0\/24$/, ".1");
 }
 
-function base64(bytes: ArrayBuffer | Uint8Array): string {
-  return btoa(String.fromCharCode(...new Uint8Array(bytes)));
-}
-
 function hlcNow(): string {
   return Date.now().toString(16).padStart(12, "0") + "000000";
 }
 
-/** A Machine key pair of the test's own, signing changes as the wire format says (ployz-change-v1). */
-async function signer(
-  clusterId: string,
-): Promise<{ publicKey: string; sign(change: Change): Promise<Change> }> {
-  const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, true, [
-    "sign",
-    "verify",
-  ]) as CryptoKeyPair;
-  const publicKey = base64(await crypto.subtle.exportKey("raw", pair.publicKey));
+/** A Machine key of the test's own, signing changes as a Machine does. */
+function signer(clusterId: string): { publicKey: string; sign(change: Change): Promise<Change> } {
+  const key = new ChangeSigner(generateSigningSecret());
   return {
-    publicKey,
+    publicKey: key.publicKey,
     async sign(change: Change): Promise<Change> {
-      const message = new TextEncoder().encode(JSON.stringify([
-        "ployz-change-v1",
-        clusterId,
-        change.site,
-        change.version,
-        change.table,
-        change.key,
-        change.hlc,
-        change.owner,
-        change.deleted,
-        change.body,
-      ]));
-      return {
-        ...change,
-        sig: base64(await crypto.subtle.sign({ name: "Ed25519" }, pair.privateKey, message)),
-      };
+      return { ...change, sig: await key.sign(changeMessage(clusterId, change)) };
     },
   };
-}
-
-interface Change {
-  site: string;
-  version: number;
-  table: string;
-  key: string;
-  hlc: string;
-  owner: string;
-  deleted: boolean;
-  body: string | null;
-  sig?: string;
 }
 
 function machineRow(id: string, version: number, body: Record<string, unknown>, hlc = hlcNow()): Change {
@@ -177,7 +141,7 @@ Deno.test(needs(["lab"], {
           subnet: m1.subnet,
           endpoints: ["203.0.113.66:51820"],
         });
-        const stranger = await signer(clusterId);
+        const stranger = signer(clusterId);
         const outsiderId = "zz-outsider";
         const reply = await pushFromM2([
           claim,
@@ -211,9 +175,9 @@ Deno.test(needs(["lab"], {
     await t.step(
       "each kind of malformed row from an admitted Machine leaves both daemons up and peering",
       async () => {
-        const rogue = await signer(clusterId);
+        const rogue = signer(clusterId);
         const rogueId = "zz-rogue";
-        const wgKey = base64(crypto.getRandomValues(new Uint8Array(32)));
+        const wgKey = crypto.getRandomValues(new Uint8Array(32)).toBase64();
         // The operator's join admits it (this is what `machine add` asks of the Entry Machine).
         using client = connectMachine({ socketPath: join(lab.dir, "m1", "run", "ployz.sock"), label: "m1" });
         await client.admitPeer({

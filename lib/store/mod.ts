@@ -80,7 +80,7 @@ export {
   Table,
 } from "./store.ts";
 export type { SiteVersions, VersionVector } from "./vector.ts";
-export { generateSigningSecret, signingPublicKey } from "./signing.ts";
+export { changeMessage, ChangeSigner, generateSigningSecret, signingPublicKey } from "./signing.ts";
 export { createSyncApp, type SyncApp } from "./sync_app.ts";
 export { readRemovalNotice, type RemovalNotice, removedRefusal } from "./removal_notice.ts";
 export type { ErrorBody, PushResponse } from "./protocol.ts";

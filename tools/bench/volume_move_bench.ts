@@ -11,52 +11,38 @@
 // A Service writes a counter into the Volume all along. Needs root, Linux, the dev dockerd, btrfs-progs and every
 // command `ployz lab` runs; run it alone, through the heavy-test gate, never in CI.
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { labUp } from "../../lib/lab/mod.ts";
-import { LAB_READY, labDownSync, percentile, Series } from "./lab_support.ts";
+import { IMAGE } from "../../tests/support/docker.ts";
+import { ployzCli } from "../../tests/support/lab.ts";
+import { DOCKER_SOCKET, lacking } from "../../tests/support/needs.ts";
+import { run as spawn } from "../../tests/support/spawn.ts";
+import { LAB_READY, labDownSync, mustRun, percentile, Series } from "./lab_support.ts";
 
-const HOST_DOCKER = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const IMAGE = "ployz-test/busybox:1";
-const PLOYZ = fileURLToPath(new URL("../../bin/ployz", import.meta.url));
 const MiB = 2 ** 20;
 const FULL_MIB = 1024;
 const DELTA_MIB = 256;
 
-/** Whether `command flag` runs (btrfs-progs; socat carries the by-hand send over the mesh). */
-function runs(command: string, flag: string): boolean {
-  try {
-    return new Deno.Command(command, { args: [flag], stdout: "null", stderr: "null" }).outputSync().success;
-  } catch {
-    return false;
-  }
-}
-
-const READY = LAB_READY && runs("btrfs", "--version") && runs("socat", "-V");
+// btrfs-progs; socat carries the by-hand send over the mesh.
+const READY = LAB_READY && lacking("command:btrfs") === undefined && lacking("command:socat") === undefined;
 const tag = crypto.randomUUID().slice(0, 4);
 const dir = `/tmp/plz-bench-vol-${tag}`;
 const VOLUME = "bv_data";
 
-async function run(cmd: string, args: string[], env?: Record<string, string>): Promise<string> {
-  const out = await new Deno.Command(cmd, {
-    args,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(600_000),
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${text}`);
-  return text;
+function run(cmd: string, args: string[]): Promise<string> {
+  return mustRun(spawn(cmd, args));
 }
 
-function ployz(args: string[]): Promise<string> {
-  return run(PLOYZ, args, {
-    PLOYZ_DOCKER_SOCKET: HOST_DOCKER,
-    PLOYZ_CONFIG_DIR: join(dir, "operator"),
-    PLOYZ_RUN_DIR: join(dir, "m1", "run"),
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    NO_COLOR: "1",
-  });
+const cli = ployzCli({
+  PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
+  PLOYZ_CONFIG_DIR: join(dir, "operator"),
+  PLOYZ_RUN_DIR: join(dir, "m1", "run"),
+});
+
+/** `ployz args` against m1; its output and its progress lines, which go to stderr. */
+async function ployz(args: string[]): Promise<string> {
+  const r = await cli.ployz(args);
+  if (r.code !== 0) throw new Error(`ployz ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+  return r.stdout + r.stderr;
 }
 
 /** Each Machine's Pool mount point on the host, its network namespace, and its address on the mesh. */
