@@ -1,8 +1,6 @@
 // CPU cost of one sampling round with 50 containers, against reading the same files raw, on fixture trees (the
-// same round on a real dockerd's containers is tools/bench/sampler_docker_bench.ts). The cost is also printed as %
-// of one core per 10 s round.
+// same round on a real dockerd's containers, with its CPU as % of one core, is tools/bench/sampler_docker_bench.ts).
 import { join } from "node:path";
-import process from "node:process";
 import { CgroupReader } from "./cgroup.ts";
 import {
   containerId,
@@ -21,7 +19,6 @@ interface Setup {
   cgroupRoot: string;
   procRoot: string;
   ids: string[];
-  mode: string;
 }
 
 async function withFixtures(): Promise<Setup> {
@@ -32,7 +29,6 @@ async function withFixtures(): Promise<Setup> {
     cgroupRoot: join(root, "cgroup"),
     procRoot: join(root, "proc"),
     ids: [],
-    mode: "fixture trees",
   };
   for (let i = 0; i < N; i++) {
     const id = containerId(i + 1);
@@ -95,22 +91,6 @@ function readRaw(): number {
   return n;
 }
 
-// A warm round, then the figure the report asks for.
-sampler.sample();
-const rounds = 20;
-const cpu = process.cpuUsage();
-const started = performance.now();
-for (let i = 0; i < rounds; i++) sampler.sample(Date.now() + i);
-const wallMs = (performance.now() - started) / rounds;
-const used = process.cpuUsage(cpu);
-const cpuMs = (used.user + used.system) / 1000 / rounds;
-console.log(
-  `sampler round, ${N} containers (${setup.mode}): ${cpuMs.toFixed(2)} ms CPU (${
-    wallMs.toFixed(2)
-  } ms wall) = ` +
-    `${(cpuMs / 10_000 * 100).toFixed(3)} % of one core per 10 s`,
-);
-
 Deno.bench({
   name: `read the round's ${files.length} files raw`,
   group: "round",
@@ -121,7 +101,7 @@ Deno.bench({
 });
 
 Deno.bench({
-  name: `sampler round, ${N} containers (${setup.mode})`,
+  name: `sampler round, ${N} containers (fixture trees)`,
   group: "round",
   fn(): void {
     sampler.sample();
