@@ -1,6 +1,6 @@
 /**
- * The Machine RPC catalog, assembled from the route groups (`machine_`, `container_`, `image_`, `observe_`,
- * `upgrade_`, `routing_`, `serving_routes.ts`). A capability name never changes meaning; changed semantics get a
+ * The Machine RPC catalog, assembled from the route groups (`machine_`, `membership_`, `container_`, `image_`,
+ * `observe_`, `upgrade_`, `routing_`, `serving_routes.ts`, …). A capability name never changes meaning; changed semantics get a
  * new `.vN` row (docs/rpc.md, rules 1 and 4).
  *
  * @module
@@ -11,6 +11,7 @@ import { CONTAINER_ROUTES } from "./container_routes.ts";
 import { EXEC_ROUTES, type ExecRouteTypes } from "./exec_routes.ts";
 import { IMAGE_ROUTES } from "./image_routes.ts";
 import { MACHINE_ROUTES } from "./machine_routes.ts";
+import { MEMBERSHIP_ROUTES } from "./membership_routes.ts";
 import { OBSERVE_ROUTES } from "./observe_routes.ts";
 import type { Route } from "./route.ts";
 import { ROUTING_ROUTES } from "./routing_routes.ts";
@@ -46,13 +47,16 @@ import type {
   ResolveImageResponse,
 } from "./image_routes.ts";
 import type {
-  AdmitPeerRequest,
-  AdmitPeerResponse,
   ConfigureMachineRequest,
   ConfigureMachineResponse,
   DescribeContractResponse,
   InitRequest,
   InitResponse,
+  StatusResponse,
+} from "./machine_routes.ts";
+import type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
   JoinRequest,
   JoinResponse,
   LeaveRequest,
@@ -60,8 +64,7 @@ import type {
   ListMachinesResponse,
   RetireMachineRequest,
   RetireMachineResponse,
-  StatusResponse,
-} from "./machine_routes.ts";
+} from "./membership_routes.ts";
 import type {
   LogHistoryRequest,
   LogHistoryResponse,
@@ -212,6 +215,7 @@ export type Catalog = { readonly [K in RouteName]: Route<RouteTypes[K][0], Route
 /** Every route this release knows. */
 export const CATALOG: Catalog = Object.freeze({
   ...MACHINE_ROUTES,
+  ...MEMBERSHIP_ROUTES,
   ...CONTAINER_ROUTES,
   ...IMAGE_ROUTES,
   ...OBSERVE_ROUTES,

@@ -44,13 +44,16 @@ import type {
   ResolveImageResponse,
 } from "./image_routes.ts";
 import type {
-  AdmitPeerRequest,
-  AdmitPeerResponse,
   ConfigureMachineRequest,
   ConfigureMachineResponse,
   DescribeContractResponse,
   InitRequest,
   InitResponse,
+  StatusResponse,
+} from "./machine_routes.ts";
+import type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
   JoinRequest,
   JoinResponse,
   LeaveRequest,
@@ -58,8 +61,7 @@ import type {
   ListMachinesResponse,
   RetireMachineRequest,
   RetireMachineResponse,
-  StatusResponse,
-} from "./machine_routes.ts";
+} from "./membership_routes.ts";
 import type {
   UpgradeMachineRequest,
   UpgradeMachineResponse,

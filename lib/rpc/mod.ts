@@ -52,14 +52,20 @@ export type {
   ResolveImageResponse,
 } from "./image_routes.ts";
 export type {
-  AdmitPeerRequest,
-  AdmitPeerResponse,
   ConfigureMachineRequest,
   ConfigureMachineResponse,
   DescribeContractResponse,
   DockerStatus,
   InitRequest,
   InitResponse,
+  MachinePhase,
+  MachineRecord,
+  ObserveStatus,
+  StatusResponse,
+} from "./machine_routes.ts";
+export type {
+  AdmitPeerRequest,
+  AdmitPeerResponse,
   JoinMember,
   JoinPeer,
   JoinRequest,
@@ -68,15 +74,11 @@ export type {
   LeaveResponse,
   ListedMachine,
   ListMachinesResponse,
-  MachinePhase,
-  MachineRecord,
   MembershipWire,
-  ObserveStatus,
   RemovedWire,
   RetireMachineRequest,
   RetireMachineResponse,
-  StatusResponse,
-} from "./machine_routes.ts";
+} from "./membership_routes.ts";
 export type { EmptyRequest } from "./route.ts";
 export type {
   CopyWire,
