@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 /** Largest piece of context one `build_upload` call carries, in bytes (before base64). */
 export const MAX_UPLOAD_PIECE = 2 * 1024 * 1024;
@@ -151,14 +151,6 @@ export interface BuildRouteTypes {
 export const BUILD_ROUTES: {
   [K in keyof BuildRouteTypes]: Route<BuildRouteTypes[K][0], BuildRouteTypes[K][1]>;
 } = {
-  buildUpload: {
-    capability: "ployz.image.build_upload.v1",
-    request: BuildUploadRequestSchema,
-    response: BuildUploadResponseSchema,
-  },
-  buildImage: {
-    capability: "ployz.image.build.v1",
-    request: BuildRequestSchema,
-    response: "stream",
-  },
+  buildUpload: route("ployz.image.build_upload.v1", BuildUploadRequestSchema, BuildUploadResponseSchema),
+  buildImage: route("ployz.image.build.v1", BuildRequestSchema, "stream"),
 };

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -382,44 +382,28 @@ export const CONTAINER_ROUTES: {
   /** `ployz.container.wait_healthy.v1`. */
   readonly waitHealthy: Route<WaitHealthyRequest, WaitHealthyResponse>;
 } = Object.freeze({
-  listContainers: {
-    capability: "ployz.container.list.v1",
-    request: ListContainersRequestSchema,
-    response: ListContainersResponseSchema,
-  },
-  ensureContainer: {
-    capability: "ployz.container.ensure.v1",
-    request: EnsureContainerRequestSchema,
-    response: EnsureContainerResponseSchema,
-  },
-  ensureContainerWithFiles: {
-    capability: "ployz.container.ensure_with_files.v1",
-    request: EnsureContainerWithFilesRequestSchema,
-    response: EnsureContainerResponseSchema,
-  },
-  startContainer: {
-    capability: "ployz.container.start.v1",
-    request: ContainerRefRequestSchema,
-    response: ContainerResponseSchema,
-  },
-  stopContainer: {
-    capability: "ployz.container.stop.v1",
-    request: StopContainerRequestSchema,
-    response: ContainerResponseSchema,
-  },
-  leaveContainer: {
-    capability: "ployz.container.leave.v1",
-    request: LeaveContainerRequestSchema,
-    response: LeaveContainerResponseSchema,
-  },
-  removeContainer: {
-    capability: "ployz.container.remove.v1",
-    request: ContainerRefRequestSchema,
-    response: RemoveContainerResponseSchema,
-  },
-  waitHealthy: {
-    capability: "ployz.container.wait_healthy.v1",
-    request: WaitHealthyRequestSchema,
-    response: WaitHealthyResponseSchema,
-  },
+  listContainers: route("ployz.container.list.v1", ListContainersRequestSchema, ListContainersResponseSchema),
+  ensureContainer: route(
+    "ployz.container.ensure.v1",
+    EnsureContainerRequestSchema,
+    EnsureContainerResponseSchema,
+  ),
+  ensureContainerWithFiles: route(
+    "ployz.container.ensure_with_files.v1",
+    EnsureContainerWithFilesRequestSchema,
+    EnsureContainerResponseSchema,
+  ),
+  startContainer: route("ployz.container.start.v1", ContainerRefRequestSchema, ContainerResponseSchema),
+  stopContainer: route("ployz.container.stop.v1", StopContainerRequestSchema, ContainerResponseSchema),
+  leaveContainer: route(
+    "ployz.container.leave.v1",
+    LeaveContainerRequestSchema,
+    LeaveContainerResponseSchema,
+  ),
+  removeContainer: route(
+    "ployz.container.remove.v1",
+    ContainerRefRequestSchema,
+    RemoveContainerResponseSchema,
+  ),
+  waitHealthy: route("ployz.container.wait_healthy.v1", WaitHealthyRequestSchema, WaitHealthyResponseSchema),
 });

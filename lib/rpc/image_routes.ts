@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
 
 const text = z.string().max(4096);
 
@@ -240,29 +240,9 @@ export const IMAGE_ROUTES: {
   /** `ployz.image.prune.v1`. */
   readonly pruneImages: Route<PruneImagesRequest, PruneImagesResponse>;
 } = Object.freeze({
-  inspectImage: {
-    capability: "ployz.image.inspect.v1",
-    request: InspectImageRequestSchema,
-    response: InspectImageResponseSchema,
-  },
-  resolveImage: {
-    capability: "ployz.image.resolve.v1",
-    request: ResolveImageRequestSchema,
-    response: ResolveImageResponseSchema,
-  },
-  pullImage: {
-    capability: "ployz.image.pull.v1",
-    request: PullImageRequestSchema,
-    response: PullImageResponseSchema,
-  },
-  listImages: {
-    capability: "ployz.image.list.v1",
-    request: EmptyRequestSchema,
-    response: ListImagesResponseSchema,
-  },
-  pruneImages: {
-    capability: "ployz.image.prune.v1",
-    request: PruneImagesRequestSchema,
-    response: PruneImagesResponseSchema,
-  },
+  inspectImage: route("ployz.image.inspect.v1", InspectImageRequestSchema, InspectImageResponseSchema),
+  resolveImage: route("ployz.image.resolve.v1", ResolveImageRequestSchema, ResolveImageResponseSchema),
+  pullImage: route("ployz.image.pull.v1", PullImageRequestSchema, PullImageResponseSchema),
+  listImages: route("ployz.image.list.v1", EmptyRequestSchema, ListImagesResponseSchema),
+  pruneImages: route("ployz.image.prune.v1", PruneImagesRequestSchema, PruneImagesResponseSchema),
 });

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -201,20 +201,16 @@ export const MACHINE_ROUTES: {
   /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
   readonly configureMachine: Route<ConfigureMachineRequest, ConfigureMachineResponse>;
 } = Object.freeze({
-  describeContract: {
-    capability: "ployz.machine.describe_contract.v1",
-    request: EmptyRequestSchema,
-    response: DescribeContractResponseSchema,
-  },
-  init: { capability: "ployz.machine.init.v1", request: InitRequestSchema, response: InitResponseSchema },
-  status: {
-    capability: "ployz.machine.status.v1",
-    request: EmptyRequestSchema,
-    response: StatusResponseSchema,
-  },
-  configureMachine: {
-    capability: "ployz.machine.configure.v1",
-    request: ConfigureMachineRequestSchema,
-    response: ConfigureMachineResponseSchema,
-  },
+  describeContract: route(
+    "ployz.machine.describe_contract.v1",
+    EmptyRequestSchema,
+    DescribeContractResponseSchema,
+  ),
+  init: route("ployz.machine.init.v1", InitRequestSchema, InitResponseSchema),
+  status: route("ployz.machine.status.v1", EmptyRequestSchema, StatusResponseSchema),
+  configureMachine: route(
+    "ployz.machine.configure.v1",
+    ConfigureMachineRequestSchema,
+    ConfigureMachineResponseSchema,
+  ),
 });

@@ -8,7 +8,7 @@
 
 import { z } from "zod";
 import { type MachineRecord, MachineRecordSchema } from "./machine_routes.ts";
-import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -322,29 +322,9 @@ export const MEMBERSHIP_ROUTES: {
   /** `ployz.machine.retire.v1`: the Machine marks a gone Machine retired in the Cluster's store. */
   readonly retireMachine: Route<RetireMachineRequest, RetireMachineResponse>;
 } = Object.freeze({
-  listMachines: {
-    capability: "ployz.machine.list.v1",
-    request: EmptyRequestSchema,
-    response: ListMachinesResponseSchema,
-  },
-  joinMachine: {
-    capability: "ployz.machine.join.v1",
-    request: JoinRequestSchema,
-    response: JoinResponseSchema,
-  },
-  admitPeer: {
-    capability: "ployz.machine.admit_peer.v1",
-    request: AdmitPeerRequestSchema,
-    response: AdmitPeerResponseSchema,
-  },
-  leaveMachine: {
-    capability: "ployz.machine.leave.v1",
-    request: LeaveRequestSchema,
-    response: LeaveResponseSchema,
-  },
-  retireMachine: {
-    capability: "ployz.machine.retire.v1",
-    request: RetireMachineRequestSchema,
-    response: RetireMachineResponseSchema,
-  },
+  listMachines: route("ployz.machine.list.v1", EmptyRequestSchema, ListMachinesResponseSchema),
+  joinMachine: route("ployz.machine.join.v1", JoinRequestSchema, JoinResponseSchema),
+  admitPeer: route("ployz.machine.admit_peer.v1", AdmitPeerRequestSchema, AdmitPeerResponseSchema),
+  leaveMachine: route("ployz.machine.leave.v1", LeaveRequestSchema, LeaveResponseSchema),
+  retireMachine: route("ployz.machine.retire.v1", RetireMachineRequestSchema, RetireMachineResponseSchema),
 });

@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 const label = z.string().min(1).max(256);
 /** Nanoseconds since the epoch as a decimal string, or an RFC 3339 time. */
@@ -332,19 +332,11 @@ export const OBSERVE_ROUTES: {
   readonly tailLogs: Route<TailLogsRequest, ReadableStream<Uint8Array>>;
   readonly metricHistory: Route<MetricHistoryRequest, MetricHistoryResponse>;
 } = Object.freeze({
-  logHistory: {
-    capability: "ployz.observe.log_history.v1",
-    request: LogHistoryRequestSchema,
-    response: LogHistoryResponseSchema,
-  },
-  tailLogs: {
-    capability: "ployz.observe.tail_logs.v1",
-    request: TailLogsRequestSchema,
-    response: "stream",
-  },
-  metricHistory: {
-    capability: "ployz.observe.metric_history.v1",
-    request: MetricHistoryRequestSchema,
-    response: MetricHistoryResponseSchema,
-  },
+  logHistory: route("ployz.observe.log_history.v1", LogHistoryRequestSchema, LogHistoryResponseSchema),
+  tailLogs: route("ployz.observe.tail_logs.v1", TailLogsRequestSchema, "stream"),
+  metricHistory: route(
+    "ployz.observe.metric_history.v1",
+    MetricHistoryRequestSchema,
+    MetricHistoryResponseSchema,
+  ),
 });

@@ -28,3 +28,23 @@ export type EmptyRequest = Record<string, never>;
 
 /** The empty request; fields a newer client adds are ignored. */
 export const EmptyRequestSchema: z.ZodType<EmptyRequest> = z.object({});
+
+/** A catalog row answered with a `text/plain` stream. */
+export function route<Req>(
+  capability: string,
+  request: z.ZodType<Req>,
+  response: "stream",
+): Route<Req, ReadableStream<Uint8Array>>;
+/** A catalog row: `capability` read with `request` and answered as `response`. */
+export function route<Req, Res>(
+  capability: string,
+  request: z.ZodType<Req>,
+  response: z.ZodType<Res>,
+): Route<Req, Res>;
+export function route<Req, Res>(
+  capability: string,
+  request: z.ZodType<Req>,
+  response: z.ZodType<Res> | "stream",
+): Route<Req, Res> {
+  return { capability, request, response };
+}

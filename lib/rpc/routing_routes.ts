@@ -20,7 +20,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 const id = z.string().min(1).max(256);
 const ref = z.string().min(1).max(512);
@@ -123,19 +123,11 @@ export const ROUTING_ROUTES: {
   readonly exportImage: Route<ExportImageRequest, ReadableStream<Uint8Array>>;
   readonly pullImageFromPeer: Route<PullFromPeerRequest, PullFromPeerResponse>;
 } = Object.freeze({
-  forward: {
-    capability: "ployz.machine.forward.v1",
-    request: ForwardRequestSchema,
-    response: "stream",
-  },
-  exportImage: {
-    capability: "ployz.image.export.v1",
-    request: ExportImageRequestSchema,
-    response: "stream",
-  },
-  pullImageFromPeer: {
-    capability: "ployz.image.pull_from_peer.v1",
-    request: PullFromPeerRequestSchema,
-    response: PullFromPeerResponseSchema,
-  },
+  forward: route("ployz.machine.forward.v1", ForwardRequestSchema, "stream"),
+  exportImage: route("ployz.image.export.v1", ExportImageRequestSchema, "stream"),
+  pullImageFromPeer: route(
+    "ployz.image.pull_from_peer.v1",
+    PullFromPeerRequestSchema,
+    PullFromPeerResponseSchema,
+  ),
 });

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
 
 const name = z.string().min(1).max(256);
 const id = z.string().min(1).max(128);
@@ -373,59 +373,39 @@ export const SERVING_ROUTES: {
   readonly clusterRoot: Route<EmptyRequest, ClusterRootWire>;
   readonly ingressStatus: Route<IngressStatusRequest, IngressStatusResponse>;
 } = Object.freeze({
-  setPointer: {
-    capability: "ployz.serving.set_pointer.v1",
-    request: SetPointerRequestSchema,
-    response: SetPointerResponseSchema,
-  },
-  pointerStatus: {
-    capability: "ployz.serving.pointer_status.v1",
-    request: PointerStatusRequestSchema,
-    response: PointerStatusResponseSchema,
-  },
-  markRemoval: {
-    capability: "ployz.removal.mark.v1",
-    request: MarkRemovalRequestSchema,
-    response: MarkRemovalResponseSchema,
-  },
-  listRemovals: {
-    capability: "ployz.removal.list.v1",
-    request: ListRemovalsRequestSchema,
-    response: ListRemovalsResponseSchema,
-  },
-  listCertificates: {
-    capability: "ployz.serving.certificates.v1",
-    request: EmptyRequestSchema,
-    response: CertificatesResponseSchema,
-  },
-  renewCertificate: {
-    capability: "ployz.serving.certificate_renew.v1",
-    request: CertificateRequestSchema,
-    response: CertificateResponseSchema,
-  },
-  addCertificate: {
-    capability: "ployz.serving.certificate_add.v1",
-    request: AddCertificateRequestSchema,
-    response: CertificateResponseSchema,
-  },
-  removeCertificate: {
-    capability: "ployz.serving.certificate_remove.v1",
-    request: CertificateRequestSchema,
-    response: CertificateResponseSchema,
-  },
-  addInternalCertificate: {
-    capability: "ployz.serving.certificate_internal.v1",
-    request: CertificateRequestSchema,
-    response: CertificateResponseSchema,
-  },
-  clusterRoot: {
-    capability: "ployz.serving.certificate_root.v1",
-    request: EmptyRequestSchema,
-    response: ClusterRootWireSchema,
-  },
-  ingressStatus: {
-    capability: "ployz.serving.ingress_status.v1",
-    request: IngressStatusRequestSchema,
-    response: IngressStatusResponseSchema,
-  },
+  setPointer: route("ployz.serving.set_pointer.v1", SetPointerRequestSchema, SetPointerResponseSchema),
+  pointerStatus: route(
+    "ployz.serving.pointer_status.v1",
+    PointerStatusRequestSchema,
+    PointerStatusResponseSchema,
+  ),
+  markRemoval: route("ployz.removal.mark.v1", MarkRemovalRequestSchema, MarkRemovalResponseSchema),
+  listRemovals: route("ployz.removal.list.v1", ListRemovalsRequestSchema, ListRemovalsResponseSchema),
+  listCertificates: route("ployz.serving.certificates.v1", EmptyRequestSchema, CertificatesResponseSchema),
+  renewCertificate: route(
+    "ployz.serving.certificate_renew.v1",
+    CertificateRequestSchema,
+    CertificateResponseSchema,
+  ),
+  addCertificate: route(
+    "ployz.serving.certificate_add.v1",
+    AddCertificateRequestSchema,
+    CertificateResponseSchema,
+  ),
+  removeCertificate: route(
+    "ployz.serving.certificate_remove.v1",
+    CertificateRequestSchema,
+    CertificateResponseSchema,
+  ),
+  addInternalCertificate: route(
+    "ployz.serving.certificate_internal.v1",
+    CertificateRequestSchema,
+    CertificateResponseSchema,
+  ),
+  clusterRoot: route("ployz.serving.certificate_root.v1", EmptyRequestSchema, ClusterRootWireSchema),
+  ingressStatus: route(
+    "ployz.serving.ingress_status.v1",
+    IngressStatusRequestSchema,
+    IngressStatusResponseSchema,
+  ),
 });

@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 const VERSION = z.string().min(1).max(64);
 const CHANNEL = z.string().min(1).max(32);
@@ -155,14 +155,14 @@ export const UPGRADE_ROUTES: {
   readonly upgradeMachine: Route<UpgradeMachineRequest, UpgradeMachineResponse>;
   readonly upgradeStatus: Route<UpgradeStatusRequest, UpgradeStatusResponse>;
 } = Object.freeze({
-  upgradeMachine: {
-    capability: "ployz.machine.upgrade.v1",
-    request: UpgradeMachineRequestSchema,
-    response: UpgradeMachineResponseSchema,
-  },
-  upgradeStatus: {
-    capability: "ployz.machine.upgrade_status.v1",
-    request: UpgradeStatusRequestSchema,
-    response: UpgradeStatusResponseSchema,
-  },
+  upgradeMachine: route(
+    "ployz.machine.upgrade.v1",
+    UpgradeMachineRequestSchema,
+    UpgradeMachineResponseSchema,
+  ),
+  upgradeStatus: route(
+    "ployz.machine.upgrade_status.v1",
+    UpgradeStatusRequestSchema,
+    UpgradeStatusResponseSchema,
+  ),
 });

@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { type Route, route } from "./route.ts";
 
 /** A Pool to bind the Machine to. btrfs lives at `<data>/pool`; `loop_size_bytes` makes a loop file for it there. */
 export type PoolSetWire =
@@ -269,24 +269,12 @@ export const VOLUME_ROUTES: {
   readonly sendVolume: Route<SendVolumeRequest, ReadableStream<Uint8Array>>;
   readonly volumeContainers: Route<VolumeContainersRequest, VolumeContainersResponse>;
 } = Object.freeze({
-  volumeContainers: {
-    capability: "ployz.volume.containers.v1",
-    request: VolumeContainersRequestSchema,
-    response: VolumeContainersResponseSchema,
-  },
-  machinePool: {
-    capability: "ployz.machine.pool.v1",
-    request: MachinePoolRequestSchema,
-    response: MachinePoolResponseSchema,
-  },
-  setVolumeCopy: {
-    capability: "ployz.volume.set_copy.v1",
-    request: SetVolumeCopyRequestSchema,
-    response: SetVolumeCopyResponseSchema,
-  },
-  sendVolume: {
-    capability: "ployz.volume.send.v1",
-    request: SendVolumeRequestSchema,
-    response: "stream",
-  },
+  volumeContainers: route(
+    "ployz.volume.containers.v1",
+    VolumeContainersRequestSchema,
+    VolumeContainersResponseSchema,
+  ),
+  machinePool: route("ployz.machine.pool.v1", MachinePoolRequestSchema, MachinePoolResponseSchema),
+  setVolumeCopy: route("ployz.volume.set_copy.v1", SetVolumeCopyRequestSchema, SetVolumeCopyResponseSchema),
+  sendVolume: route("ployz.volume.send.v1", SendVolumeRequestSchema, "stream"),
 });
