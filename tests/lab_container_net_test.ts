@@ -15,29 +15,22 @@ import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
-import { WHO_COMMAND } from "./support/web_service.ts";
+import { whoProject } from "./support/web_service.ts";
 const MACHINES = ["m1", "m2", "m3"];
 const TICK_MS = 2000;
 const UNDERLAY = { address: "192.0.2.1", port: 8099 };
 
 /** A Service per Machine: busybox httpd with a CGI answering `<mark> <caller address>`, routed by Caddy. */
 function compose(): string {
-  const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
-    image: "ployz-test/busybox:1",
-    command: WHO_COMMAND,
-    environment: { MARK: `w${m.slice(1)}` },
-    "stop_grace_period": "1s",
-    "x-machines": [m],
-    "x-ports": [`w${m.slice(1)}.cnet.test:80/http`],
+  return whoProject("cnet", MACHINES, (service) => ({
+    "x-ports": [`${service}.cnet.test:80/http`],
     healthcheck: {
       test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"],
       interval: "1s",
       timeout: "2s",
       retries: 2,
     },
-  }]));
-  // YAML is a superset of JSON.
-  return JSON.stringify({ name: "cnet", services }, null, 2) + "\n";
+  }));
 }
 
 interface Replica {

@@ -9,21 +9,14 @@ import { type Lab, machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
-import { WHO_COMMAND } from "./support/web_service.ts";
+import { whoProject } from "./support/web_service.ts";
 
 const NETWORK = "10.217.0.0/16";
 const MACHINES = ["m1", "m2"];
 
 /** A busybox httpd per Machine whose CGI answers `<service> <caller address>`. */
 function compose(): string {
-  const services = Object.fromEntries(MACHINES.map((m) => [`w${m.slice(1)}`, {
-    image: "ployz-test/busybox:1",
-    command: WHO_COMMAND,
-    environment: { MARK: `w${m.slice(1)}` },
-    "stop_grace_period": "1s",
-    "x-machines": [m],
-  }]));
-  return JSON.stringify({ name: "lnet", services }, null, 2) + "\n";
+  return whoProject("lnet", MACHINES);
 }
 
 /** Each Machine's one lnet container: its id and its address on the `ployz` network. */

@@ -11,6 +11,7 @@ import { IMAGE } from "./support/docker.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
+import { sleepService } from "./support/web_service.ts";
 
 Deno.test(needs(["lab"], {
   name: "rm with m3 partitioned: pending on m3, finished by m3 after the heal; nothing resurrects it",
@@ -21,19 +22,9 @@ Deno.test(needs(["lab"], {
       const path = join(lab.dir, `${name}.yaml`);
       return Deno.writeTextFile(
         path,
-        `name: ${name}
-services:
-  agent:
-    image: ${IMAGE}
-    command: ["sleep", "3600"]
-    deploy: {mode: global}
-    stop_grace_period: 1s
-  web:
-    image: ${IMAGE}
-    command: ["sleep", "3600"]
-    deploy: {replicas: 3}
-    stop_grace_period: 1s
-`,
+        `name: ${name}\nservices:\n${sleepService("agent", "{mode: global}")}${
+          sleepService("web", "{replicas: 3}")
+        }`,
       ).then(() => path);
     };
     const held = async (m: string, project: string): Promise<string[]> => {

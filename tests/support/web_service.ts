@@ -52,3 +52,37 @@ export const WHO_COMMAND: readonly string[] = [
   "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho %s $$REMOTE_ADDR\\n' \"$$MARK\" " +
   "> /www/cgi-bin/who && chmod +x /www/cgi-bin/who && exec httpd -f -p 80 -h /www",
 ];
+
+/**
+ * Project `name` with one {@link WHO_COMMAND} Service per Machine: `w<n>` pinned to `m<n>`, answering `MARK=w<n>`,
+ * stopped within 1 s, plus what `extra` adds to each Service. As Compose text (YAML is a superset of JSON).
+ */
+export function whoProject(
+  name: string,
+  machines: readonly string[],
+  extra: (service: string) => Record<string, unknown> = () => ({}),
+): string {
+  const services = Object.fromEntries(machines.map((m) => {
+    const service = `w${m.slice(1)}`;
+    return [service, {
+      image: IMAGE,
+      command: WHO_COMMAND,
+      environment: { MARK: service },
+      "stop_grace_period": "1s",
+      "x-machines": [m],
+      ...extra(service),
+    }];
+  }));
+  return JSON.stringify({ name, services }, null, 2) + "\n";
+}
+
+/** A Service that only sleeps, with `deploy` in flow style (`{replicas: 3}`, `{mode: global}`), stopped within 1 s. */
+export function sleepService(name: string, deploy: string): string {
+  return [
+    `  ${name}:`,
+    `    image: ${IMAGE}`,
+    `    command: ["sleep", "3600"]`,
+    `    deploy: ${deploy}`,
+    "    stop_grace_period: 1s",
+  ].join("\n") + "\n";
+}

@@ -4,8 +4,8 @@
 // Machine one after another. Each iteration deploys the Project first, outside the timed part.
 // Needs root, Linux, the dev dockerd and every command `ployz lab` runs (tests/support/lab.ts brings the lab up).
 import { join } from "node:path";
-import { IMAGE } from "../../tests/support/docker.ts";
 import { type Lab, startLab } from "../../tests/support/lab.ts";
+import { sleepService } from "../../tests/support/web_service.ts";
 import { LAB_READY, labDownSync, mustRun } from "./lab_support.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
@@ -34,19 +34,7 @@ if (LAB_READY) {
   compose = join(dir, "rmb.yaml");
   await Deno.writeTextFile(
     compose,
-    `name: rmb
-services:
-  agent:
-    image: ${IMAGE}
-    command: ["sleep", "3600"]
-    deploy: {mode: global}
-    stop_grace_period: 1s
-  web:
-    image: ${IMAGE}
-    command: ["sleep", "3600"]
-    deploy: {replicas: 7}
-    stop_grace_period: 1s
-`,
+    `name: rmb\nservices:\n${sleepService("agent", "{mode: global}")}${sleepService("web", "{replicas: 7}")}`,
   );
 }
 
