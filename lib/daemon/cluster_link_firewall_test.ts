@@ -121,14 +121,15 @@ Deno.test("a retired Machine is a quarantined peer: its gateway only, no keepali
     antiEntropyMs: 60_000,
     runner,
   };
-  const link = new ClusterLink({
+  const options = {
     store,
     settings,
     keyPath: "/nonexistent/key",
     selfId: "m-self",
     subnet: "127.77.0.0/24",
     log: () => {},
-  });
+  };
+  const link = new ClusterLink(options);
   try {
     link.start();
     // m2 is live; m3 was retired while gone.
@@ -180,15 +181,7 @@ Deno.test("a retired Machine is a quarantined peer: its gateway only, no keepali
   } finally {
     await link.stop();
   }
-  const removed = new ClusterLink({
-    store,
-    settings,
-    keyPath: "/nonexistent/key",
-    selfId: "m-self",
-    subnet: "127.77.0.0/24",
-    log: () => {},
-    removed: true,
-  });
+  const removed = new ClusterLink({ ...options, removed: true });
   assert.equal(removed.removed, true);
   assert.deepEqual(removed.peerUrls(), [], "a Machine its Cluster retired syncs with no one");
   store.close();

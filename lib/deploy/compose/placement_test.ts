@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { constraintHolds, labelKeyProblem, parseConstraint, placementRefusal } from "./placement.ts";
-import { loadCompose } from "./load.ts";
+import { loadText } from "./test_helpers.ts";
 import { ComposeError } from "./issue.ts";
 
+const SHOP = { path: "compose.yaml", projectName: "shop" };
 const m2 = { id: "id2", name: "m2", labels: { region: "eu", disk: "ssd" } };
 
 Deno.test("parseConstraint reads Swarm's node.labels, node.hostname and node.id with == and !=", () => {
@@ -73,10 +74,8 @@ Deno.test("labelKeyProblem refuses what cannot be a label key", () => {
 });
 
 Deno.test("loadCompose reads deploy.placement.constraints and refuses a bad one at file:line:col", () => {
-  const { project } = loadCompose({
-    path: "compose.yaml",
-    projectName: "shop",
-    text: [
+  const { project } = loadText(
+    [
       "services:",
       "  web:",
       "    image: nginx",
@@ -84,22 +83,15 @@ Deno.test("loadCompose reads deploy.placement.constraints and refuses a bad one 
       "      placement:",
       "        constraints: ['node.labels.region==eu', 'node.hostname != m2']",
     ].join("\n"),
-    env: {},
-  });
+    SHOP,
+  );
   assert.deepEqual(project.services.web.constraints, ["node.labels.region == eu", "node.hostname != m2"]);
-  const plain = loadCompose({
-    path: "compose.yaml",
-    projectName: "shop",
-    text: "services:\n  web:\n    image: nginx\n",
-    env: {},
-  });
+  const plain = loadText("services:\n  web:\n    image: nginx\n", SHOP);
   assert.equal("constraints" in plain.project.services.web, false);
   assert.throws(
     () =>
-      loadCompose({
-        path: "compose.yaml",
-        projectName: "shop",
-        text: [
+      loadText(
+        [
           "services:",
           "  web:",
           "    image: nginx",
@@ -108,8 +100,8 @@ Deno.test("loadCompose reads deploy.placement.constraints and refuses a bad one 
           "        constraints:",
           "          - node.platform.os == linux",
         ].join("\n"),
-        env: {},
-      }),
+        SHOP,
+      ),
     (e: Error) => {
       assert.ok(e instanceof ComposeError);
       assert.match(

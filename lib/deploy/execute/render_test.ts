@@ -4,18 +4,7 @@ import { outcomeJson } from "./outcome.ts";
 import { progressPrinter, renderOutcome, stageHeading } from "./render.ts";
 
 Deno.test("renderOutcome names a failed peer copy or pull as the distribute stage, a failed container operation not", () => {
-  const copy: ImageOp = {
-    kind: "image",
-    index: 0,
-    machineId: "b".repeat(32),
-    machineName: "m2",
-    project: "bld",
-    service: "web",
-    slot: "",
-    ref: "bld-web:0123456789abcdef",
-    fromMachineId: "a".repeat(32),
-    fromMachineName: "m1",
-  };
+  const copy = opOf(1, "image");
   const outcome = {
     deploymentId: "d".repeat(32),
     project: "bld",
