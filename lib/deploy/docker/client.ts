@@ -12,6 +12,7 @@ import type { IncomingMessage } from "node:http";
 import { stringify as queryString } from "node:querystring";
 import type { Readable } from "node:stream";
 import { type DeadlineClass, deadlineFor, type Deadlines, withDeadline } from "./deadline.ts";
+import { DockerError } from "./errors.ts";
 import type { LogPolicy } from "./spec.ts";
 
 /** One HTTP request to the Engine API. */
@@ -213,6 +214,24 @@ export interface RequestPolicy {
 export function request(client: Client, policy: RequestPolicy, req: DockerRequest): Promise<unknown> {
   const deadlineMs = deadlineFor(client.deadlines, policy.cls, policy.graceSeconds);
   return withDeadline(policy.operation, deadlineMs, policy.signal, (signal) => client.send(req, signal));
+}
+
+/** GETs the object at `path`, `what` naming it in errors (`container "web"`); `undefined` when Docker has none. */
+export async function inspectOrAbsent<T>(
+  client: Client,
+  what: string,
+  path: string,
+  signal?: AbortSignal,
+): Promise<T | undefined> {
+  try {
+    return await request(client, { operation: `inspect ${what}`, cls: "inspect", signal }, {
+      method: "GET",
+      path,
+    }) as T;
+  } catch (error) {
+    if (error instanceof DockerError && error.code === "not_found") return undefined;
+    throw error;
+  }
 }
 
 /** Encodes one path segment (a container name, an image reference). */

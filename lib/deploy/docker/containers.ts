@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Client, request, seg } from "./client.ts";
+import { type Client, inspectOrAbsent, request, seg } from "./client.ts";
 import type { DockerContainerInspect, DockerContainerSummary } from "./docker_types.ts";
 import { DockerError } from "./errors.ts";
 import { assertOwned, isOwned, LABELS, ownershipProblem } from "./labels.ts";
@@ -71,20 +71,17 @@ export interface OwnedFilter {
 }
 
 /** Inspects one container by id or exact name; `undefined` when absent. */
-export async function inspectRaw(
+export function inspectRaw(
   client: Client,
   ref: string,
   signal?: AbortSignal,
 ): Promise<DockerContainerInspect | undefined> {
-  try {
-    return await request(client, { operation: `inspect container "${ref}"`, cls: "inspect", signal }, {
-      method: "GET",
-      path: `/containers/${seg(ref)}/json`,
-    }) as DockerContainerInspect;
-  } catch (error) {
-    if (error instanceof DockerError && error.code === "not_found") return undefined;
-    throw error;
-  }
+  return inspectOrAbsent<DockerContainerInspect>(
+    client,
+    `container "${ref}"`,
+    `/containers/${seg(ref)}/json`,
+    signal,
+  );
 }
 
 function displayName(inspect: DockerContainerInspect): string {

@@ -8,6 +8,7 @@
 import { Readable } from "node:stream";
 import {
   type Client,
+  inspectOrAbsent,
   jsonLines,
   readJsonLines,
   type RegistryAuth,
@@ -21,20 +22,12 @@ import { DockerError, sanitizeMessage } from "./errors.ts";
 import { LABELS } from "./labels.ts";
 
 /** Inspects an image by reference or id; `undefined` when absent. */
-export async function inspectImage(
+export function inspectImage(
   client: Client,
   ref: string,
   signal?: AbortSignal,
 ): Promise<DockerImage | undefined> {
-  try {
-    return await request(client, { operation: `inspect image "${ref}"`, cls: "inspect", signal }, {
-      method: "GET",
-      path: `/images/${seg(ref)}/json`,
-    }) as DockerImage;
-  } catch (error) {
-    if (error instanceof DockerError && error.code === "not_found") return undefined;
-    throw error;
-  }
+  return inspectOrAbsent<DockerImage>(client, `image "${ref}"`, `/images/${seg(ref)}/json`, signal);
 }
 
 /** Whether the image is on this Machine. */

@@ -5,26 +5,18 @@
  * @module
  */
 
-import { type Client, request, seg } from "./client.ts";
+import { type Client, inspectOrAbsent, request, seg } from "./client.ts";
 import type { DockerVolume } from "./docker_types.ts";
 import { DockerError } from "./errors.ts";
 import { assertOwned, LABELS, ownerLabels } from "./labels.ts";
 
 /** Inspects a volume by exact name; `undefined` when absent. */
-export async function inspectVolume(
+export function inspectVolume(
   client: Client,
   name: string,
   signal?: AbortSignal,
 ): Promise<DockerVolume | undefined> {
-  try {
-    return await request(client, { operation: `inspect volume "${name}"`, cls: "inspect", signal }, {
-      method: "GET",
-      path: `/volumes/${seg(name)}`,
-    }) as DockerVolume;
-  } catch (error) {
-    if (error instanceof DockerError && error.code === "not_found") return undefined;
-    throw error;
-  }
+  return inspectOrAbsent<DockerVolume>(client, `volume "${name}"`, `/volumes/${seg(name)}`, signal);
 }
 
 /** Makes sure an owned volume `name` exists for `project`; returns whether it was created now. */
