@@ -14,13 +14,7 @@
 
 import type { Engine } from "../deploy/machine/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
-import { writeAcks } from "./acks.ts";
-import {
-  challengeAckPointer,
-  challengeAcksToWrite,
-  challengeConfirmation,
-  staleChallengeAcks,
-} from "./challenge_acks.ts";
+import { challengeAckPointer, challengeConfirmation } from "./challenge_acks.ts";
 import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
 import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
 import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
@@ -34,18 +28,17 @@ import { type UsableCertificate, usableCertificate } from "./certificates.ts";
 import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
 import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
-import { leaveAcksToWrite, staleLeaveAcks } from "./leaving.ts";
-import { noteVolumeError } from "./removal_rows.ts";
 import { ingressRoutes } from "./labels.ts";
 import { servingGroups } from "./serving_set.ts";
 import {
-  activeRemoval,
-  coveringRemoval,
-  markVolumes,
-  removalAcksToWrite,
-  type RemovalDecision,
-  removalDecision,
-} from "./removal.ts";
+  type PassContext,
+  removeCovered,
+  removeMarkVolumes,
+  stopRetired,
+  writeChallengeAcks,
+  writeServingAcks,
+} from "./serving_actions.ts";
+import { type RemovalDecision, removalDecision } from "./removal.ts";
 import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
 
 /** Options of {@link startServingLoop}. */
@@ -283,108 +276,15 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
         r.machine_id === machineId && r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE &&
         (r.state === "created" || r.state === "restarting")
       );
-    let acks = 0;
-    if (dnsWritten && caddy !== "failed" && !starting) {
-      try {
-        acks = writeAcks(store, pointers);
-        for (const row of removalAcksToWrite(machineId, removals, store.acks.list(), new Date())) {
-          store.acks.put(row);
-          acks++;
-        }
-        for (const row of leaveAcksToWrite(machineId, containers, store.acks.list(), new Date())) {
-          store.acks.put(row);
-          acks++;
-        }
-        for (const key of staleLeaveAcks(machineId, containers, store.acks.list())) store.acks.delete(key);
-      } catch (error) {
-        errors.push(`cannot write acks: ${(error as Error).message}`);
-      }
-    }
-
+    const ctx: PassContext = { store, engine, machineId, signal: controller.signal, log, errors };
+    const acks = dnsWritten && caddy !== "failed" && !starting
+      ? writeServingAcks(ctx, pointers, removals, containers)
+      : 0;
     // Challenge acks follow what the local proxy confirmed loaded; without a proxy this Machine answers none.
-    if (caddy !== "failed") {
-      try {
-        const tokens = [...answered];
-        const current = store.acks.list();
-        for (const row of challengeAcksToWrite(machineId, tokens, current, new Date())) store.acks.put(row);
-        for (const key of staleChallengeAcks(machineId, tokens, current)) store.acks.delete(key);
-      } catch (error) {
-        errors.push(`cannot write challenge acks: ${(error as Error).message}`);
-      }
-    }
-
-    const stopped: string[] = [];
-    for (const item of retire.retire) {
-      const row = containers.find((r) => r.id === item.containerId);
-      const addresses = row?.addresses ?? [];
-      const stillDialled = dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)));
-      if (stillDialled) continue;
-      try {
-        await engine.stopContainer(item.containerId, { signal: controller.signal });
-        stopped.push(item.containerId);
-        log(
-          `serving: retired "${item.name}" (${item.reason}): superseded by Deployment "${item.deployment}"`,
-        );
-      } catch (error) {
-        errors.push(`cannot stop "${item.name}": ${(error as Error).message}`);
-      }
-    }
-    const removed: string[] = [];
-    // Each one waits out its own stop grace: all of them at once, so a removal takes one grace, not one per container.
-    await Promise.all(removal.remove.map(async (item) => {
-      const row = containers.find((r) => r.id === item.containerId);
-      const addresses = row?.addresses ?? [];
-      if (item.live && dials.some((d) => addresses.some((a) => d.startsWith(`${a}:`)))) return;
-      try {
-        if (item.live) await engine.stopContainer(item.containerId, { signal: controller.signal });
-        await engine.removeContainer(item.containerId, { signal: controller.signal });
-        removed.push(item.containerId);
-        log(`serving: removed "${item.name}" (removal of ${item.removal}: ${item.reason})`);
-      } catch (error) {
-        // Gone already (a `docker rm` by hand, or an earlier pass): nothing left to do.
-        if ((error as { code?: string }).code === "not_found") return;
-        errors.push(`cannot remove "${item.name}" (removal of ${item.removal}): ${(error as Error).message}`);
-      }
-    }));
-    // A mark's volumes go once none of this Machine's covered containers is left, Data Loss the operator confirmed.
-    for (const mark of removals.filter(activeRemoval)) {
-      const { own: volumes, refused } = markVolumes(mark);
-      for (const volume of refused) {
-        const key = `${mark.id}/${volume}`;
-        if (volumesTried.has(key)) continue;
-        volumesTried.add(key);
-        errors.push(
-          `refused volume "${volume}" of the removal of ${mark.project}: not a volume of that Project`,
-        );
-      }
-      if (volumes.length === 0) continue;
-      const left = store.containers.list({ "machine_id": machineId }).some((r) => coveringRemoval(r, [mark]));
-      if (left) continue;
-      for (const volume of volumes) {
-        const key = `${mark.id}/${volume}`;
-        if (volumesTried.has(key)) continue;
-        volumesTried.add(key);
-        try {
-          if (await engine.removeVolume(volume, controller.signal, mark.project)) {
-            log(`serving: removed volume "${volume}" (removal of ${mark.project}/${mark.service})`);
-          }
-          // A Provisioned Volume lives in the Pool, not in Docker: its copy here goes too (Writer or Mirror).
-          if (await options.removeProvisioned?.(volume, mark.project)) {
-            log(
-              `serving: destroyed Provisioned Volume "${volume}" (removal of ${mark.project}/${mark.service})`,
-            );
-          }
-        } catch (error) {
-          const why = `cannot remove volume "${volume}": ${(error as Error).message}`;
-          errors.push(why);
-          try {
-            noteVolumeError(store, machineId, mark, why);
-          } catch (noted) {
-            errors.push(`cannot record that on its ack: ${(noted as Error).message}`);
-          }
-        }
-      }
-    }
+    if (caddy !== "failed") writeChallengeAcks(ctx, [...answered]);
+    const stopped = await stopRetired(ctx, retire, containers, dials);
+    const removed = await removeCovered(ctx, removal, containers, dials);
+    await removeMarkVolumes(ctx, removals, volumesTried, options.removeProvisioned);
     for (const e of errors) log(`serving: ${e}`);
     armBound(retire.waiting);
     if (caddy === "loaded" || caddy === "unchanged") keeper?.consider(projection.httpsHostnames);
