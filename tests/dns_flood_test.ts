@@ -1,11 +1,12 @@
-// `ployzd dns` under a flood of forwarded queries, as a real process under the dns permission set and systemd's
-// default descriptor limit (soft 1024): dnsperf keeps 10,000 queries for names outside `.internal` outstanding
-// against an upstream that never answers. The process stays up, keeps answering `.internal` names during the
+// `ployzd dns` under a flood of forwarded queries, as a real process under the dns permission set, its V8 flags
+// and systemd's default descriptor limit (soft 1024): dnsperf keeps 10,000 queries for names outside `.internal`
+// outstanding against an upstream that never answers. The process stays up, keeps answering `.internal` names during the
 // flood, and refuses the excess with SERVFAIL at once instead of opening a socket per query.
 import { equal, ok } from "node:assert/strict";
 import dgram from "node:dgram";
 import { join } from "node:path";
 import { writeDnsSpec } from "../lib/dns/mod.ts";
+import { runtimeFlags } from "../lib/permissions/mod.ts";
 import { dnsperfArgs, dnsTestFlags, freeDnsPort, startDns, udpQuery, webShopSpec } from "./support/dns.ts";
 import { run, tempLayout } from "./support/spawn.ts";
 import { sleep } from "./support/poll.ts";
@@ -25,7 +26,8 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
       join(layout.runDir, "dns.json"),
       webShopSpec(port, ["10.210.1.5"], [`127.0.0.1:${silent.address().port}`]),
     );
-    await using dns = startDns(layout, dnsTestFlags(layout));
+    // With the V8 flags of the installed unit: the heap they leave must hold the flood.
+    await using dns = startDns(layout, [...runtimeFlags("dns"), ...dnsTestFlags(layout)]);
     await dns.waitFor(/Serving spec/);
     const limited = await run("prlimit", [`--pid=${dns.child.pid}`, "--nofile=1024:1024"]);
     equal(limited.code, 0, limited.stderr);

@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/machine/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/writer/mod.ts";
 import {
+  configFlags,
   DEFAULT_LAYOUT,
   type Layout,
   permissionFlags,
@@ -104,14 +105,14 @@ export async function defaultDnsRunner(
   if (await systemdRuns()) return doorRunner("dns");
   const flags = permissionFlags(relocate(permissionSet("dns"), layout));
   return supervisedDnsRunner({
-    // Lazy dynamic imports: without the flag Deno would parse every other subcommand's graph too (see deno.json).
+    // As the installed unit runs it: no deno.json, so net and lazy dynamic imports (without which Deno would
+    // parse every other subcommand's graph too) are named by configFlags.
     argv: [
       Deno.execPath(),
       "run",
       "--quiet",
       "--no-prompt",
-      "--unstable-net",
-      "--unstable-lazy-dynamic-imports",
+      ...configFlags("dns"),
       ...runtimeFlags("dns"),
       ...flags,
       entry,

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import {
+  configFlags,
   DEFAULT_LAYOUT,
   type Layout,
   permissionFlags,
@@ -161,9 +162,7 @@ export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): Un
     "--quiet",
     "--no-prompt",
     "--cached-only",
-    "--frozen",
-    "--config",
-    join(options.appDir, "deno.json"),
+    ...configFlags(subcommand, join(options.appDir, "deno.json")),
     ...runtimeFlags(subcommand),
     ...flags,
     join(options.appDir, "cmd", "ployzd.ts"),

@@ -41,6 +41,22 @@ Deno.test("renderUnit() runs each subcommand with its measured V8 flags", () => 
   }
 });
 
+Deno.test("renderUnit() runs dns without deno.json, naming its unstable features, and the others under it", () => {
+  for (const unit of units()) {
+    const exec = unit.text.match(/^ExecStart=(.*)$/m)![1];
+    if (unit.subcommand === "dns") {
+      ok(!exec.includes("deno.json"), exec);
+      for (const flag of ["--no-config", "--no-lock", "--unstable-net", "--unstable-lazy-dynamic-imports"]) {
+        ok(exec.includes(` ${flag} `), `${flag}: ${exec}`);
+      }
+      // The probe runs the same way, so what it proves is what starts.
+      match(unit.text, /^ExecStartPre=.* --no-config .* dns --probe$/m);
+    } else {
+      ok(exec.includes(` --frozen --config ${join(ROOT, "deno.json")} `), exec);
+    }
+  }
+});
+
 Deno.test("renderUnit() passes a relocated layout as PLOYZ_* variables and relocated grants", () => {
   const unit = renderUnit("observe", {
     deno: "/usr/lib/ployz/deno",

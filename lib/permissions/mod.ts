@@ -24,5 +24,5 @@ export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
 export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";
 export { permissionFlags, unionOf } from "./flags.ts";
-export { runtimeEnvironment, runtimeFlags } from "./runtime_flags.ts";
+export { configFlags, runtimeEnvironment, runtimeFlags } from "./runtime_flags.ts";
 export { runInWorker } from "./worker.ts";

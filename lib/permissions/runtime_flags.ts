@@ -16,6 +16,23 @@ const V8_FLAGS: Partial<Record<PermissionSetName, readonly string[]>> = {
   serve: ["--max-semi-space-size=1"],
 };
 
+/**
+ * How a subcommand's `deno run` finds its configuration, where it does not name its permissions with `-P` (the
+ * units and the daemon's supervised children pass them as flags):
+ * - `dns` runs with none: its module graph has no bare specifier and no npm package (tests/module_graph_test.ts),
+ *   and reading deno.json (import map, lockfile, npm resolution) costs it ~2 MB of idle RSS: 42.3–43.4 MB
+ *   instead of 43.6–45.6 MB, three runs each, alternating (`tools/bench/dns_footprint_bench.ts`). The unstable
+ *   features deno.json turns on are named instead.
+ * - every other subcommand reads `config` (the release's deno.json) under its frozen lockfile, or, when
+ *   `config` is not given, the deno.json deno finds beside the entry.
+ */
+export function configFlags(name: PermissionSetName, config?: string): string[] {
+  if (name === "dns") {
+    return ["--no-config", "--no-lock", "--unstable-net", "--unstable-lazy-dynamic-imports"];
+  }
+  return config === undefined ? [] : ["--frozen", "--config", config];
+}
+
 /** The `deno run` flags besides permissions that a subcommand runs with (every launch path uses these). */
 export function runtimeFlags(name: PermissionSetName): string[] {
   const v8 = V8_FLAGS[name];

@@ -7,7 +7,13 @@ import dgram from "node:dgram";
 import net from "node:net";
 import { join } from "node:path";
 import { type DnsSpec, renderDnsSpec } from "../../lib/dns/mod.ts";
-import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../../lib/permissions/mod.ts";
+import {
+  configFlags,
+  layoutFromEnv,
+  permissionFlags,
+  permissionSet,
+  relocate,
+} from "../../lib/permissions/mod.ts";
 import { stopChild } from "../../lib/util/mod.ts";
 import { ROOT, type TempLayout } from "./spawn.ts";
 
@@ -39,13 +45,16 @@ export function webShopSpec(port: number, replicas: string[], upstreams?: string
   });
 }
 
-/** The arguments of `deno` that run this checkout's `ployzd dns` (with `args`) under `flags`. */
+/**
+ * The arguments of `deno` that run this checkout's `ployzd dns` (with `args`) under `flags`, without deno.json as
+ * the unit runs it (lib/permissions/runtime_flags.ts `configFlags`).
+ */
 export function ployzdDnsArgs(flags: string[], args: string[] = []): string[] {
   return [
     "run",
     "--quiet",
     "--no-prompt",
-    "--unstable-net",
+    ...configFlags("dns"),
     ...flags,
     join(ROOT, "cmd", "ployzd.ts"),
     "dns",
