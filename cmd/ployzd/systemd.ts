@@ -30,7 +30,7 @@ export const systemdDoor: Command = {
   description: [
     "ensure dns|observe: writes the runtime unit of ployzd dns or ployzd observe for this release (only when its",
     "text changed), reloads systemd and starts (or restarts) it. DNS moves to new software by starting the idle",
-    "one of ployz-dns@a and ployz-dns@b, waiting until it serves, then stopping the old one.",
+    "one of ployz-dns@a and ployz-dns@b, waiting until it serves, then stopping the old one; one switch at a time.",
     "active UNIT: prints the ActiveState of ployz-serve, ployz-dns@a|b (or the older ployz-dns), ployz-observe",
     "or ployz-upgrade-<id>.",
     "run-worker ATTEMPT VERSION: starts ployz-upgrade-<ATTEMPT>, running the current release's own",

@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { renderRuntimeUnit, type UnitFile, type UnitOptions } from "../installer/machine/mod.ts";
-import { writeFileAtomic } from "../util/mod.ts";
+import { pollUntil, writeFileAtomic } from "../util/mod.ts";
 
 /** Where runtime units live; gone at reboot, as dns.json is. */
 export const RUNTIME_UNIT_DIR = "/run/systemd/system";
@@ -77,6 +77,12 @@ export const LEGACY_DNS_UNIT = "ployz-dns.service";
 /** How long a new DNS process has to say it serves before the switch is abandoned and the old one kept. */
 export const DNS_SERVING_TIMEOUT_MS = 60_000;
 
+/**
+ * How long a DNS switch waits for one already under way (its own bound is {@link DNS_SERVING_TIMEOUT_MS} plus the
+ * stops) before it gives up and leaves DNS as it is; the daemon kills the door after 120 s.
+ */
+export const DNS_SWITCH_WAIT_MS = 90_000;
+
 /** What the DNS switch asks of systemd; the real one runs `systemctl` and `journalctl`. */
 export interface DnsSystemd {
   /** Runs `systemctl args`; throws when it fails. */
@@ -98,15 +104,21 @@ const LIVE_STATES = new Set(["active", "activating", "reloading", "deactivating"
  * binary's `dns --probe`, so software that cannot serve the current spec never starts. Once its "Serving spec"
  * line is in the journal the old units stop and their files go; if it fails or does not serve within
  * {@link DNS_SERVING_TIMEOUT_MS}, it is stopped, the old one keeps serving, and ensure throws.
+ *
+ * One switch at a time: ensure holds an exclusive flock on `unitDir` from its first look at the slots to its
+ * last stop, so a second switch (two daemons starting across an upgrade, a retry) waits, then sees the first's
+ * result; after `lockWaitMs` it throws and changes nothing.
  */
 export function systemdDnsRunner(
   options: UnitOptions,
   unitDir: string = RUNTIME_UNIT_DIR,
   systemd: DnsSystemd = realDnsSystemd(),
   servingTimeoutMs: number = DNS_SERVING_TIMEOUT_MS,
+  lockWaitMs: number = DNS_SWITCH_WAIT_MS,
 ): DnsRunner {
   return {
     async ensure(): Promise<void> {
+      await using _switching = await holdSwitchLock(unitDir, lockWaitMs);
       const text = renderRuntimeUnit("dns", options).text;
       const units = [...DNS_UNITS, LEGACY_DNS_UNIT];
       const states = await Promise.all(units.map((u) => systemd.activeState(u)));
@@ -162,6 +174,29 @@ export function systemdDnsRunner(
     for (const unit of units) await Deno.remove(join(unitDir, unit)).catch(() => {});
     await systemd.systemctl(["daemon-reload"]);
   }
+}
+
+/**
+ * Takes the DNS switch lock: an exclusive flock on the unit directory itself, so there is no file to create,
+ * grant or clean up, and the lock goes with its holder however that ends (even SIGKILL from the daemon's bound on
+ * the door). Polls, because a blocking flock could not be given up after `waitMs`.
+ */
+async function holdSwitchLock(unitDir: string, waitMs: number): Promise<AsyncDisposable> {
+  const dir = await Deno.open(unitDir, { read: true });
+  try {
+    const held = await pollUntil(() => dir.tryLock(true), { timeoutMs: waitMs, intervalMs: 200 });
+    if (!held) {
+      throw new Error(
+        `Another DNS switch still holds ${unitDir} after ${
+          Math.round(waitMs / 1000)
+        } s; the running DNS is kept`,
+      );
+    }
+  } catch (error) {
+    dir.close();
+    throw error;
+  }
+  return { [Symbol.asyncDispose]: () => Promise.resolve(dir.close()) };
 }
 
 /** {@link DnsSystemd} through `systemctl` and `journalctl`, each bounded. */

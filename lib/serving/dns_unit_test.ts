@@ -21,6 +21,8 @@ class FakeSystemd implements DnsSystemd {
   calls: string[] = [];
   states = new Map<string, string>();
   says: "yes" | "no" | "failed" = "yes";
+  /** How many looks at a started unit answer "no" before {@link says} (a switch that takes a while). */
+  slow = 0;
   systemctl(args: string[]): Promise<void> {
     this.calls.push(args.join(" "));
     if (args[0] === "start") this.states.set(args[1], "active");
@@ -31,6 +33,10 @@ class FakeSystemd implements DnsSystemd {
     return Promise.resolve(this.states.get(unit) ?? "inactive");
   }
   serving(): Promise<"yes" | "no" | "failed"> {
+    if (this.slow > 0) {
+      this.slow--;
+      return Promise.resolve("no");
+    }
     return Promise.resolve(this.says);
   }
   pause(): Promise<void> {
@@ -123,6 +129,52 @@ Deno.test("new DNS software that fails or never serves is stopped, and the runni
       assert.equal(await exists(join(dir, DNS_UNITS[0])), true);
     });
   }
+});
+
+Deno.test("two DNS switches at once run one after the other: the second finds the first's slot and does nothing", async () => {
+  await withUnitDir(async (dir, text) => {
+    const systemd = new FakeSystemd();
+    systemd.slow = 20;
+    await Deno.writeTextFile(join(dir, DNS_UNITS[0]), text.replace("0.2.0", "0.1.0"));
+    systemd.states.set(DNS_UNITS[0], "active");
+    await Promise.all([
+      systemdDnsRunner(RELEASE, dir, systemd).ensure(),
+      systemdDnsRunner(RELEASE, dir, systemd).ensure(),
+    ]);
+    // Exactly one switch's calls: unlocked, both would have written, started and waited on slot b.
+    assert.deepEqual(systemd.calls, [
+      "daemon-reload",
+      "reset-failed ployz-dns@b.service",
+      "start ployz-dns@b.service",
+      "stop ployz-dns@a.service",
+      "daemon-reload",
+    ]);
+    assert.equal(systemd.states.get(DNS_UNITS[1]), "active");
+    assert.equal(await exists(join(dir, DNS_UNITS[0])), false);
+  });
+});
+
+Deno.test("a DNS switch that cannot take the lock in time changes nothing and says why", async () => {
+  await withUnitDir(async (dir, text) => {
+    const systemd = new FakeSystemd();
+    await Deno.writeTextFile(join(dir, DNS_UNITS[0]), text.replace("0.2.0", "0.1.0"));
+    systemd.states.set(DNS_UNITS[0], "active");
+    const holder = await Deno.open(dir, { read: true });
+    try {
+      assert.equal(await holder.tryLock(true), true);
+      await assert.rejects(
+        systemdDnsRunner(RELEASE, dir, systemd, 1000, 300).ensure(),
+        /Another DNS switch still holds .* after 0 s; the running DNS is kept/,
+      );
+      assert.deepEqual(systemd.calls, []);
+      assert.equal(await exists(join(dir, DNS_UNITS[1])), false);
+    } finally {
+      holder.close();
+    }
+    // Released: the switch goes ahead.
+    await systemdDnsRunner(RELEASE, dir, systemd, 1000, 300).ensure();
+    assert.equal(systemd.states.get(DNS_UNITS[1]), "active");
+  });
 });
 
 Deno.test("the DNS unit runs the new binary's --probe before it starts serving", () => {
