@@ -3,6 +3,7 @@
 import { deepEqual, equal, match, notEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { writeDnsSpec } from "../lib/dns/mod.ts";
+import { configFlags } from "../lib/permissions/mod.ts";
 import {
   dnsTestFlags,
   fakeUpstream,
@@ -89,7 +90,8 @@ Deno.test("ployzd dns --probe exits 0 only when this binary can serve the curren
   await using layout = await tempLayout();
   const specPath = join(layout.runDir, "dns.json");
   const flags = dnsTestFlags(layout);
-  const probe = (extra: string[] = ["--unstable-net"]) =>
+  // As the unit's ExecStartPre runs it: without deno.json, naming --unstable-net itself.
+  const probe = (extra: string[] = configFlags("dns")) =>
     run(Deno.execPath(), [
       "run",
       "--quiet",
