@@ -79,6 +79,14 @@ const SPECS: Record<UnitSubcommand, UnitSpec> = {
       "KillMode=process",
       // DNS and the Observe Store run as their own runtime units, through the ployz-systemd door.
       environmentLine("PLOYZ_RUNTIME_UNITS", "systemd"),
+      // /run/systemd/system: the door runs as serve's child, in this unit's mount namespace, and writes there
+      // ployz-dns@a.service, ployz-dns@b.service and ployz-observe.service (each through a temp file renamed over
+      // it), and removes the older ployz-dns.service; upgrade workers are transient units (systemd-run), no file.
+      // It cannot be narrower: a ReadWritePaths entry binds only a path that exists when serve starts, and the
+      // rename needs the directory. Units kept in a Ployz directory and linked in with `systemctl link --runtime`
+      // would not be narrower in fact: serve could still rewrite ployz-observe.service, which runs as root, and
+      // serve holds docker.sock, root-equivalent already. The boundary is the Deno permission sets: serve's may
+      // run only the door, and only the door's may write here (deno.json `systemd`).
       `ReadWritePaths=${
         [l.dataDir, l.runDir, "/run/systemd/system", `-${l.dockerSocket}`].map((p) =>
           quotePath("ReadWritePaths", p)
