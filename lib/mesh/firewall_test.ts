@@ -6,6 +6,7 @@ import {
   readFirewall,
 } from "./firewall.ts";
 import type { CommandResult, CommandRunner } from "./runner.ts";
+import { firewallStandIn } from "./firewall_stand_in.ts";
 
 // Records the rules appended to each chain; every chain starts missing, so each pass writes it whole.
 function recorder(): { runner: CommandRunner; appended: Map<string, string[]> } {
@@ -53,61 +54,8 @@ Deno.test("a quarantined peer reaches the mesh port and nothing else: IPv4 INPUT
   ]);
 });
 
-// A stand-in for iptables and ip6tables that keeps their tables in memory and answers -S, -N, -F, -A, -I, -C and -D
-// the way they do, counting the commands that read and that write.
-function kernel(): {
-  runner: CommandRunner;
-  counts: { reads: number; writes: number };
-  chains: Map<string, string[]>;
-} {
-  const chains = new Map<string, string[]>();
-  const builtin = ["iptables filter INPUT", "iptables filter FORWARD", "iptables nat POSTROUTING"];
-  for (const name of [...builtin, "ip6tables filter INPUT", "iptables filter DOCKER-USER"]) {
-    chains.set(name, []);
-  }
-  const counts = { reads: 0, writes: 0 };
-  const ok = (stdout = ""): Promise<CommandResult> => Promise.resolve({ code: 0, stdout, stderr: "" });
-  const fail = (): Promise<CommandResult> => Promise.resolve({ code: 1, stdout: "", stderr: "no such rule" });
-  const runner: CommandRunner = {
-    where: "test",
-    run(cmd: string, args: string[]): Promise<CommandResult> {
-      const rest = args.filter((a) => a !== "-w");
-      const table = rest[0] === "-t" ? rest[1] : "filter";
-      const [verb, chain, ...spec] = rest[0] === "-t" ? rest.slice(2) : rest;
-      const key = `${cmd} ${table} ${chain}`;
-      const rules = chains.get(key);
-      const line = `-A ${chain} ${spec.join(" ")}`;
-      if (verb === "-S") {
-        counts.reads++;
-        const listed = [...chains].filter(([k]) =>
-          chain === undefined ? k.startsWith(`${cmd} ${table} `) : k === key
-        );
-        if (listed.length === 0) return fail();
-        return ok(listed.flatMap(([k, r]) => [`-N ${k.split(" ")[2]}`, ...r]).join("\n"));
-      }
-      if (verb === "-C") {
-        counts.reads++;
-        return rules?.includes(line) ? ok() : fail();
-      }
-      counts.writes++;
-      if (verb === "-N") chains.set(key, []);
-      else if (rules === undefined) return fail();
-      else if (verb === "-F") rules.length = 0;
-      else if (verb === "-A") rules.push(line);
-      else if (verb === "-I") rules.unshift(`-A ${chain} ${spec.slice(1).join(" ")}`);
-      else if (verb === "-D") {
-        const at = rules.indexOf(line);
-        if (at < 0) return fail();
-        rules.splice(at, 1);
-      }
-      return ok();
-    },
-  };
-  return { runner, counts, chains };
-}
-
 Deno.test("an intact firewall costs one read per table and no write; a flushed INPUT is put back", async () => {
-  const { runner, counts, chains } = kernel();
+  const { runner, counts, chains } = firewallStandIn();
   const mesh = { interfaceName: "wg0", ports: [51000] };
   const forwarding = { interfaceName: "wg0", subnet: "10.210.1.0/24", clusterNetwork: "10.210.0.0/16" };
   const check = async (): Promise<string[]> => {

@@ -65,6 +65,8 @@ export {
   removeMeshFirewall,
 } from "./firewall.ts";
 export type { ContainerForwardingOptions, FirewallOptions, FirewallSnapshot } from "./firewall.ts";
+export { firewallStandIn } from "./firewall_stand_in.ts";
+export type { FirewallStandIn } from "./firewall_stand_in.ts";
 export { defaultEndpoints, parseEndpoints } from "./advertise.ts";
 export type { InterfaceAddress } from "./advertise.ts";
 export { subnetCollisions } from "./collisions.ts";
