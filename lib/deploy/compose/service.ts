@@ -94,33 +94,7 @@ export function readService(
   const securityOpt = textList(reader, value("security_opt"), at("security_opt")) ?? [];
   const devices = readDevices(reader, value("devices"), at("devices"));
   const gpus = readGpus(reader, value("gpus"), at("gpus"));
-  const expose = get("expose");
-  if (expose !== undefined && expose.value !== null) {
-    textList(reader, expose.value, expose.path);
-    warn(
-      reader,
-      expose.keyNode,
-      expose.path,
-      `key "expose" has no effect: every container port is reachable from the Project's other containers`,
-    );
-  }
-  for (const key of ["mem_swappiness", "memswap_limit"]) {
-    const entry = get(key);
-    if (entry === undefined || entry.value === null) continue;
-    const number = isScalar(entry.value) ? Number(entry.value.value) : NaN;
-    if (!(number <= 0)) {
-      warn(reader, entry.keyNode, entry.path, `key "${key}" is not supported by Ployz and is ignored`);
-    }
-  }
-  const networks = get("networks");
-  if (networks !== undefined && networks.value !== null && customNetworks(reader, networks.value)) {
-    warn(
-      reader,
-      networks.keyNode,
-      networks.path,
-      `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
-    );
-  }
+  warnIgnored(reader, get);
 
   const environment = readEnvironment(scope, name, get("env_file"), get("environment"));
   const labels = readLabels(reader, value("labels"), at("labels"));
@@ -138,64 +112,7 @@ export function readService(
     },
   );
   const ports = readPorts(reader, get("ports"), get("x-ports"));
-  const mountAt = new Map<NormalizedMount, { node: Node | null; path: string }>();
-  const written = readMounts(reader, value("volumes"), at("volumes"), scope.volumes, mountAt);
-  const files: NormalizedFile[] = [
-    ...readFileRefs(reader, value("secrets"), at("secrets"), "secret", scope.secrets, scope.contents),
-    ...readFileRefs(reader, value("configs"), at("configs"), "config", scope.configs, scope.contents),
-  ];
-  const mounts = written.filter((mount) => mount.type !== "bind" || mount.source.startsWith("/"));
-  for (const mount of written) {
-    if (mount.type !== "bind" || mount.source.startsWith("/")) continue;
-    // A path next to the compose file: the Machine has no copy of it, so its content is shipped.
-    const item = mountAt.get(mount) ?? { node: value("volumes"), path: at("volumes") };
-    const shipped = shipBind(
-      reader,
-      item.node,
-      item.path,
-      mount.source,
-      mount.target,
-      scope.baseDir,
-      scope.contents,
-    );
-    if (!mount.readOnly && shipped.length > 0) {
-      warn(
-        reader,
-        item.node,
-        item.path,
-        `bind mount "${mount.source}" is shipped to each Machine as a read-only copy: writes inside the container are not possible`,
-      );
-    }
-    files.push(...shipped);
-  }
-  const shippedBytes = files.reduce((sum, file) => sum + file.size, 0);
-  if (shippedBytes > MAX_SHIPPED_BYTES) {
-    fail(
-      reader,
-      keyNode,
-      path,
-      `service "${name}" ships ${shippedBytes} bytes of secrets, configs and files, more than the limit of ${MAX_SHIPPED_BYTES}`,
-    );
-  }
-  const targets = new Set(mounts.map((mount) => mount.target));
-  for (const file of files) {
-    if (targets.has(file.target)) {
-      fail(
-        reader,
-        keyNode,
-        path,
-        `"${file.target}" is mounted twice: by ${file.kind} "${file.name}" and by a volume or another file`,
-      );
-    }
-    targets.add(file.target);
-  }
-  for (const mount of readTmpfs(reader, value("tmpfs"), at("tmpfs"))) {
-    if (mounts.some((other) => other.target === mount.target)) {
-      fail(reader, value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
-    } else {
-      mounts.push(mount);
-    }
-  }
+  const { mounts, files } = readStorage(scope, name, keyNode, path, value);
   const healthcheck = readHealthcheck(reader, get("healthcheck"));
 
   const restart = optionalText("restart") ?? "unless-stopped";
@@ -304,6 +221,110 @@ export function readService(
     files,
     ...(build === undefined ? {} : { build }),
   };
+}
+
+// Keys Ployz accepts and ignores, each with a warning saying why: `expose`, a positive `mem_swappiness` or
+// `memswap_limit`, custom `networks`.
+function warnIgnored(reader: Reader, get: (key: string) => Entry | undefined): void {
+  const expose = get("expose");
+  if (expose !== undefined && expose.value !== null) {
+    textList(reader, expose.value, expose.path);
+    warn(
+      reader,
+      expose.keyNode,
+      expose.path,
+      `key "expose" has no effect: every container port is reachable from the Project's other containers`,
+    );
+  }
+  for (const key of ["mem_swappiness", "memswap_limit"]) {
+    const entry = get(key);
+    if (entry === undefined || entry.value === null) continue;
+    const number = isScalar(entry.value) ? Number(entry.value.value) : NaN;
+    if (!(number <= 0)) {
+      warn(reader, entry.keyNode, entry.path, `key "${key}" is not supported by Ployz and is ignored`);
+    }
+  }
+  const networks = get("networks");
+  if (networks !== undefined && networks.value !== null && customNetworks(reader, networks.value)) {
+    warn(
+      reader,
+      networks.keyNode,
+      networks.path,
+      `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
+    );
+  }
+}
+
+// The service's mounts and the files it ships (secrets, configs, bind mounts of paths beside the compose file), within
+// the shipped-bytes limit, each target mounted once; then its tmpfs mounts.
+function readStorage(
+  scope: ServiceScope,
+  name: string,
+  keyNode: Node,
+  path: string,
+  value: (key: string) => Node | null,
+): { mounts: NormalizedMount[]; files: NormalizedFile[] } {
+  const { reader } = scope;
+  const at = (key: string): string => child(path, key);
+  const mountAt = new Map<NormalizedMount, { node: Node | null; path: string }>();
+  const written = readMounts(reader, value("volumes"), at("volumes"), scope.volumes, mountAt);
+  const files: NormalizedFile[] = [
+    ...readFileRefs(reader, value("secrets"), at("secrets"), "secret", scope.secrets, scope.contents),
+    ...readFileRefs(reader, value("configs"), at("configs"), "config", scope.configs, scope.contents),
+  ];
+  const mounts = written.filter((mount) => mount.type !== "bind" || mount.source.startsWith("/"));
+  for (const mount of written) {
+    if (mount.type !== "bind" || mount.source.startsWith("/")) continue;
+    // A path next to the compose file: the Machine has no copy of it, so its content is shipped.
+    const item = mountAt.get(mount) ?? { node: value("volumes"), path: at("volumes") };
+    const shipped = shipBind(
+      reader,
+      item.node,
+      item.path,
+      mount.source,
+      mount.target,
+      scope.baseDir,
+      scope.contents,
+    );
+    if (!mount.readOnly && shipped.length > 0) {
+      warn(
+        reader,
+        item.node,
+        item.path,
+        `bind mount "${mount.source}" is shipped to each Machine as a read-only copy: writes inside the container are not possible`,
+      );
+    }
+    files.push(...shipped);
+  }
+  const shippedBytes = files.reduce((sum, file) => sum + file.size, 0);
+  if (shippedBytes > MAX_SHIPPED_BYTES) {
+    fail(
+      reader,
+      keyNode,
+      path,
+      `service "${name}" ships ${shippedBytes} bytes of secrets, configs and files, more than the limit of ${MAX_SHIPPED_BYTES}`,
+    );
+  }
+  const targets = new Set(mounts.map((mount) => mount.target));
+  for (const file of files) {
+    if (targets.has(file.target)) {
+      fail(
+        reader,
+        keyNode,
+        path,
+        `"${file.target}" is mounted twice: by ${file.kind} "${file.name}" and by a volume or another file`,
+      );
+    }
+    targets.add(file.target);
+  }
+  for (const mount of readTmpfs(reader, value("tmpfs"), at("tmpfs"))) {
+    if (mounts.some((other) => other.target === mount.target)) {
+      fail(reader, value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
+    } else {
+      mounts.push(mount);
+    }
+  }
+  return { mounts, files };
 }
 
 function customNetworks(reader: Reader, node: Node): boolean {
