@@ -1,13 +1,15 @@
 /**
  * What found and join check before a Machine enters a Cluster: the subnet is a /24 in a private range, and the
  * Machine is not already in a Cluster, unless it is already in the one asked for (found and join are idempotent).
+ * Also what leave checks before it removes anything, and the bootstrap peers a joining record names.
  *
  * @module
  */
 
-import type { JoinRequest } from "../rpc/mod.ts";
+import type { JoinRequest, LeaveRequest } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import type { FoundRequest } from "./cluster_lifecycle.ts";
+import type { FoundRequest } from "./cluster_lifecycle_deps.ts";
+import type { PeerHint } from "./cluster_link.ts";
 import type { LocalMachine } from "./machine_file.ts";
 import { DEFAULT_SUBNET, inPrivateRange, type MachineSubnet, parseSubnet, PRIVATE_RANGES } from "./subnet.ts";
 
@@ -86,4 +88,41 @@ export function checkJoin(record: LocalMachine, req: JoinRequest): EntryCheck {
     );
   }
   return { subnet };
+}
+
+/**
+ * Refuses a leave while this Machine runs Ployz containers, unless `confirm_data_loss` names the Machine: leaving
+ * removes them (Data Loss).
+ */
+export function checkLeave(
+  record: LocalMachine,
+  owned: readonly { name: string }[],
+  req: LeaveRequest,
+): void {
+  if (owned.length === 0 || req.confirm_data_loss === record.name) return;
+  const names = owned.map((c) => c.name);
+  throw new RpcError(
+    "conflict",
+    `Machine "${record.name}" runs ${owned.length} Ployz container(s) (${names.slice(0, 5).join(", ")}${
+      names.length > 5 ? ", …" : ""
+    }): leaving removes them (Data Loss); confirm with the Machine's name`,
+    { details: { containers: names, "machine_name": record.name } },
+  );
+}
+
+/** The bootstrap peers a joining record names, as link hints; malformed entries are skipped. */
+export function bootstrapHints(record: LocalMachine): PeerHint[] {
+  const peers = record.bootstrap_peers;
+  if (!Array.isArray(peers)) return [];
+  return peers.flatMap((p) => {
+    if (p === null || typeof p !== "object") return [];
+    const { id, "public_key": publicKey, subnet, endpoints } = p as Record<string, unknown>;
+    if (typeof id !== "string" || typeof publicKey !== "string" || typeof subnet !== "string") return [];
+    return [{
+      machineId: id,
+      publicKey,
+      subnet,
+      endpoints: Array.isArray(endpoints) ? endpoints.filter((e): e is string => typeof e === "string") : [],
+    }];
+  });
 }

@@ -16,8 +16,6 @@
  */
 
 import { join } from "node:path";
-import type { Engine, NetworkSpec } from "../deploy/machine/mod.ts";
-import type { MembershipThresholds } from "../mesh/mod.ts";
 import type {
   ConfigureMachineRequest,
   JoinRequest,
@@ -28,81 +26,16 @@ import type {
   RetireMachineResponse,
 } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import type { Machine, RemovalNotice, Store, VersionVector } from "../store/mod.ts";
+import type { RemovalNotice, Store } from "../store/mod.ts";
 import { sleep } from "../util/mod.ts";
 import type { PeerHint } from "./cluster_link.ts";
-import type { PeerEvidence } from "./peer_evidence.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { listMachines } from "./membership.ts";
-import { checkFound, checkJoin } from "./cluster_entry.ts";
+import { bootstrapHints, checkFound, checkJoin, checkLeave } from "./cluster_entry.ts";
+import type { FoundRequest, LifecycleDeps, LinkPort, Stoppable } from "./cluster_lifecycle_deps.ts";
 import { retireGoneMachine } from "./retire_machine.ts";
 import { type MachineSubnet, parseSubnet } from "./subnet.ts";
-
-/** The Cluster link as the lifecycle uses it (`ClusterLink` in the daemon). */
-export interface LinkPort {
-  /** Store sync with peers; `undefined` without a mesh. */
-  readonly agent:
-    | { peerVector(url: string): Promise<VersionVector>; syncOnce(url: string): Promise<unknown> }
-    | undefined;
-  /** Why the mesh is not working, if it is not. */
-  readonly meshError: string | undefined;
-  start(): void;
-  stop(): Promise<void>;
-  teardown(): Promise<boolean>;
-  peerUrls(): { machineId: string; url: string }[];
-  evidence(): Promise<PeerEvidence>;
-  syncWithAll(timeoutMs: number): Promise<{ delivered: string[]; failed: string[] }>;
-  admit(hint: PeerHint): Promise<{ configured: boolean; error?: string }>;
-}
-
-/** Something the lifecycle starts while the Machine is in a Cluster and stops when it leaves. */
-export interface Stoppable {
-  stop(): Promise<void>;
-}
-
-/** What the lifecycle acts through; the daemon passes the real ones, unit tests small fakes. */
-export interface LifecycleDeps<S extends Stoppable = Stoppable> {
-  /** Holds `machine.json` and `store.db`. */
-  dataDir: string;
-  /** The Machine's Docker bridge network for its subnet. */
-  networkSpec(subnet: string): NetworkSpec;
-  /**
-   * Keeps the bridge network as the Machine needs it while it is in a Cluster, until `signal` aborts; resolves
-   * with a problem to report (in the membership list's mesh error), if any.
-   */
-  watchNetwork(spec: NetworkSpec, signal: AbortSignal): Promise<string | undefined>;
-  /** Docker, for the bridge network and for removing this Machine's containers on leave. */
-  engine: Pick<Engine, "ensureNetwork" | "listOwned" | "removeContainer">;
-  /** Membership thresholds for the Down judgement. */
-  thresholds: MembershipThresholds;
-  /** One line per notable event. */
-  log(line: string): void;
-  /** Opens this Machine's copy of the Cluster's store. */
-  openStore(path: string, siteId: string, clusterId: string): Store;
-  /** The row this Machine publishes about itself. */
-  machineRow(record: LocalMachine): Machine;
-  /** Builds (not starts) the Cluster link for the record's Cluster. */
-  openLink(store: Store, record: LocalMachine, hints: PeerHint[]): LinkPort;
-  /** Starts publishing this Machine's containers into the store. */
-  startPublisher(store: Store): Stoppable & { rescan(): Promise<void> };
-  /** Starts serving infrastructure (Internal DNS, the serving loop, ingress) for a participating Machine. */
-  startServing(store: Store, subnet: MachineSubnet): Promise<S>;
-  /** Pause between catch-up rounds; default 500 ms. */
-  catchUpPauseMs?: number;
-  /**
-   * Probes another Machine's RPC over the mesh, bounded by `signal`: any answer at all (even a refusal) proves
-   * its daemon alive. Absent: every probe counts as unanswered.
-   */
-  probePeer?(machineId: string, signal: AbortSignal): Promise<boolean>;
-}
-
-/** What `found` asks for; every field has a default. */
-export interface FoundRequest {
-  clusterName?: string;
-  machineName?: string;
-  subnet?: string;
-}
 
 /** The store file inside the data directory. */
 export function storePath(dataDir: string): string {
@@ -413,16 +346,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     }
     const { engine, dataDir } = this.#deps;
     const owned = await engine.listOwned({});
-    if (owned.length > 0 && req.confirm_data_loss !== record.name) {
-      const names = owned.map((c) => c.name);
-      throw new RpcError(
-        "conflict",
-        `Machine "${record.name}" runs ${owned.length} Ployz container(s) (${names.slice(0, 5).join(", ")}${
-          names.length > 5 ? ", …" : ""
-        }): leaving removes them (Data Loss); confirm with the Machine's name`,
-        { details: { containers: names, "machine_name": record.name } },
-      );
-    }
+    checkLeave(record, owned, req);
     await this.#stopServing();
     await this.#publisher?.stop();
     this.#publisher = undefined;
@@ -542,21 +466,4 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     this.#serving = undefined;
     await running?.stop();
   }
-}
-
-/** The bootstrap peers a joining record names, as link hints; malformed entries are skipped. */
-export function bootstrapHints(record: LocalMachine): PeerHint[] {
-  const peers = record.bootstrap_peers;
-  if (!Array.isArray(peers)) return [];
-  return peers.flatMap((p) => {
-    if (p === null || typeof p !== "object") return [];
-    const { id, "public_key": publicKey, subnet, endpoints } = p as Record<string, unknown>;
-    if (typeof id !== "string" || typeof publicKey !== "string" || typeof subnet !== "string") return [];
-    return [{
-      machineId: id,
-      publicKey,
-      subnet,
-      endpoints: Array.isArray(endpoints) ? endpoints.filter((e): e is string => typeof e === "string") : [],
-    }];
-  });
 }
