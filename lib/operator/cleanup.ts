@@ -3,31 +3,14 @@
 // A Preview first, then a receipt per leg under a request key; the report names per Machine what was removed, what
 // failed and what was never reached. Containers and images Ployz does not own are never touched: the Machine lists
 // only owned containers, removes only owned ones, and its prune keeps images it did not pull.
-import type {
-  CallOptions,
-  ContainerRefRequest,
-  ListContainersRequest,
-  ListContainersResponse,
-  ObservedContainerWire,
-  PointerStatusRequest,
-  PointerStatusResponse,
-  PruneImagesRequest,
-  PruneImagesResponse,
-  RemoveContainerResponse,
-} from "../rpc/mod.ts";
+import type { MachineClient, ObservedContainerWire, PruneImagesResponse } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 
-/** The slice of Machine RPC a cleanup needs. */
-export interface CleanupApi {
-  /** The Machine's owned containers. */
-  listContainers(request: ListContainersRequest, options?: CallOptions): Promise<ListContainersResponse>;
-  /** The Machine's view of a Service's Serving Pointer. */
-  pointerStatus(request: PointerStatusRequest, options?: CallOptions): Promise<PointerStatusResponse>;
-  /** Removes an owned container (Docker refuses a running one). */
-  removeContainer(request: ContainerRefRequest, options?: CallOptions): Promise<RemoveContainerResponse>;
-  /** Removes (or, dry, lists) the images Ployz pulled that no container uses. */
-  pruneImages(request: PruneImagesRequest, options?: CallOptions): Promise<PruneImagesResponse>;
-}
+/** The slice of Machine RPC a cleanup needs: owned containers, the Serving Pointer, removal and image prune. */
+export type CleanupApi = Pick<
+  MachineClient,
+  "listContainers" | "pointerStatus" | "removeContainer" | "pruneImages"
+>;
 
 /** A Machine to clean. */
 export interface CleanupTarget {

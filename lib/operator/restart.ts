@@ -3,28 +3,16 @@
 // health gate before the next is touched. The Serving Pointer is never moved (the same containers keep serving the
 // same Deployment); the first slot that does not come back healthy stops the run, and the Outcome names what was
 // restarted, what failed and what was never attempted (docs/bets.md, bet 4: no rollback).
-import type {
-  CallOptions,
-  ContainerRefRequest,
-  ContainerResponse,
-  LeaveContainerRequest,
-  LeaveContainerResponse,
-  StopContainerRequest,
-} from "../rpc/mod.ts";
-import type { WaitHealthyRequest, WaitHealthyResponse } from "../rpc/mod.ts";
+import type { MachineClient } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 
-/** The slice of Machine RPC a restart needs. */
-export interface RestartApi {
-  /** Stops an owned container. */
-  stopContainer(request: StopContainerRequest, options?: CallOptions): Promise<ContainerResponse>;
-  /** Starts an owned container. */
-  startContainer(request: ContainerRefRequest, options?: CallOptions): Promise<ContainerResponse>;
-  /** Runs the health gate on the Machine. */
-  waitHealthy(request: WaitHealthyRequest, options?: CallOptions): Promise<WaitHealthyResponse>;
-  /** Takes the container out of every proxy first and waits (bounded) for the acks; absent on older clients. */
-  leaveContainer?(request: LeaveContainerRequest, options?: CallOptions): Promise<LeaveContainerResponse>;
-}
+/**
+ * The slice of Machine RPC a restart needs: stop, start and the health gate; `leaveContainer` (out of every proxy
+ * first, bounded wait for the acks) is absent on older clients.
+ */
+export type RestartApi =
+  & Pick<MachineClient, "stopContainer" | "startContainer" | "waitHealthy">
+  & Partial<Pick<MachineClient, "leaveContainer">>;
 
 /** One slot to restart. */
 export interface RestartSlot {
