@@ -549,7 +549,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       });
 
       await t.step(
-        "a Machine still on the single ployz-dns.service moves to the pair losing no query",
+        "a Machine still on the single ployz-dns.service moves to the pair losing no query, two switches at once",
         async () => {
           // An earlier release's state: one ployz-dns.service runtime unit serving, no slot.
           await machine.ok(
@@ -569,8 +569,12 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
           let tally: DigTally;
           try {
             await sleep(500);
-            // What the daemon runs at every start.
-            await machine.ok("ployz-systemd ensure dns");
+            // What the daemon runs at every start, twice at once (a daemon starting while a retry runs): the
+            // switch lock makes the second wait, so it cannot stop ployz-dns.service while @a is still starting.
+            await machine.ok(
+              "ployz-systemd ensure dns & first=$!; ployz-systemd ensure dns; second=$?; wait $first; " +
+                'test "$?$second" = 00',
+            );
             await sleep(500);
           } finally {
             tally = await loop.stop();
