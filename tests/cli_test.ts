@@ -3,6 +3,8 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import {
+  DAEMON_BUNDLE,
+  daemonEntry,
   permissionFlags,
   permissionSet,
   type PermissionSetName,
@@ -171,6 +173,57 @@ Deno.test("bin/ployz runs the bundled CLI only while no source is newer than the
     equal(await entry(), join(root, "dist", "bundle", "ployz.js"));
     await Deno.remove(join(root, "dist", "bundle", "ployz.js"));
     equal(await entry(), join(root, "cmd", "ployz.ts"));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("bin/ployzd serve, the units and the lab run the bundled daemon by one rule: only while it is fresh", async () => {
+  const root = await Deno.makeTempDir({ prefix: "ployzd-launch-" });
+  try {
+    for (const dir of ["bin", "cmd", "lib/util", "dist/ployzd"]) {
+      await Deno.mkdir(join(root, dir), { recursive: true });
+    }
+    for (const file of ["ployzd", "_launch.sh"]) {
+      await Deno.copyFile(join(ROOT, "bin", file), join(root, "bin", file));
+      await Deno.chmod(join(root, "bin", file), 0o755);
+    }
+    await Deno.writeTextFile(join(root, "deno"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    for (const file of ["deno.json", "deno.lock", "cmd/ployzd.ts", "lib/util/mod.ts", DAEMON_BUNDLE]) {
+      await Deno.writeTextFile(join(root, file), "\n");
+    }
+    const past = new Date(Date.now() - 60_000);
+    for (
+      const path of ["deno.json", "deno.lock", "cmd", "cmd/ployzd.ts", "lib", "lib/util", "lib/util/mod.ts"]
+    ) {
+      await Deno.utime(join(root, path), past, past);
+    }
+    const launched = async (subcommand: string): Promise<string> => {
+      const out = await run(join(root, "bin", "ployzd"), [subcommand], { PLOYZ_LAUNCHER_PRINT: "1" });
+      equal(out.code, 0, out.stderr);
+      const argv = out.stdout.trim().split("\n");
+      equal(argv.at(-1), subcommand, "the arguments follow the entry, the --bundle marker not among them");
+      return argv.at(-2)!;
+    };
+    const agree = async (expected: string): Promise<void> => {
+      equal(await launched("serve"), expected);
+      equal(daemonEntry("serve", root), expected, "the units and the lab decide as the launcher does");
+      // The other subcommands always run their source.
+      equal(await launched("dns"), join(root, "cmd", "ployzd.ts"));
+      equal(daemonEntry("dns", root), join(root, "cmd", "ployzd.ts"));
+    };
+    await agree(join(root, DAEMON_BUNDLE));
+    await Deno.utime(join(root, "cmd/ployzd.ts"), new Date(), new Date(Date.now() + 1_000));
+    await agree(join(root, "cmd", "ployzd.ts"));
+    await Deno.utime(join(root, "cmd/ployzd.ts"), past, past);
+    await agree(join(root, DAEMON_BUNDLE));
+    await Deno.writeTextFile(join(root, "lib", "util", "added.ts"), "\n");
+    await agree(join(root, "cmd", "ployzd.ts"));
+    await Deno.remove(join(root, "lib", "util", "added.ts"));
+    await Deno.utime(join(root, "lib", "util"), past, past);
+    await agree(join(root, DAEMON_BUNDLE));
+    await Deno.remove(join(root, DAEMON_BUNDLE));
+    await agree(join(root, "cmd", "ployzd.ts"));
   } finally {
     await Deno.remove(root, { recursive: true });
   }

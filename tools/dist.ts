@@ -12,7 +12,8 @@ import { basename, join, relative } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { publicKeyOf, RELEASE_PUBLIC_KEY, SIGNATURE_FILE, signSums } from "../lib/installer/mod.ts";
 import { TEST_RELEASE_SECRET_KEY } from "./release_test_key.ts";
-import { bundleCli, CLI_BUNDLE } from "./build/bundle.ts";
+import { bundleCli, bundleDaemon, CLI_BUNDLE } from "./build/bundle.ts";
+import { DAEMON_BUNDLE } from "../lib/permissions/mod.ts";
 import { compileTarget } from "./build/compile.ts";
 import { CLI_TARGETS, LINUX_TARGETS, type Target } from "./build/targets.ts";
 
@@ -31,19 +32,20 @@ async function main(): Promise<void> {
   const bundled = await Deno.makeTempDir({ prefix: "ployz-bundle-" });
   try {
     await bundleCli(ROOT, bundled);
-    await buildAll(targets, join(bundled, CLI_BUNDLE));
+    await bundleDaemon(ROOT, bundled);
+    await buildAll(targets, bundled);
   } finally {
     await Deno.remove(bundled, { recursive: true });
   }
 }
 
-async function buildAll(targets: Target[], bundle: string): Promise<void> {
+async function buildAll(targets: Target[], bundled: string): Promise<void> {
   const artifacts: string[] = [];
   for (const target of targets) {
     const deno = await denoBinaryFor(target);
     if (CLI_TARGETS.includes(target)) {
       if (!deno) throw new Error(`dist: cannot obtain ${target.npmPackage}@${Deno.version.deno} from npm`);
-      artifacts.push(await buildTree(target, deno, bundle, "cli"));
+      artifacts.push(await buildTree(target, deno, bundled, "cli"));
       continue;
     }
     if (!deno) {
@@ -52,7 +54,7 @@ async function buildAll(targets: Target[], bundle: string): Promise<void> {
       );
       continue;
     }
-    const tarball = await buildTree(target, deno, bundle);
+    const tarball = await buildTree(target, deno, bundled);
     if (target.triple === Deno.build.target) await verifyTreeOffline(tarball);
     artifacts.push(tarball);
     const compiled = await compileTarget(ROOT, target, join(OUT, "bin"));
@@ -96,7 +98,7 @@ async function denoBinaryFor(target: Target): Promise<string | undefined> {
 async function buildTree(
   target: Target,
   deno: string,
-  bundle: string,
+  bundled: string,
   kind: "full" | "cli" = "full",
 ): Promise<string> {
   const name = `ployz-${kind === "cli" ? "cli-" : ""}${PLOYZ_VERSION}-${target.triple}`;
@@ -116,9 +118,10 @@ async function buildTree(
   }
   // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
   await copyVendored(join(ROOT, "node_modules"), join(tree, "node_modules"));
-  // Last, so no source in the tree is newer than it: bin/ployz runs it only then.
+  // Last, so no source in the tree is newer than them: bin/ployz, bin/ployzd and the units run them only then.
   await Deno.mkdir(join(tree, CLI_BUNDLE, ".."), { recursive: true });
-  await Deno.copyFile(bundle, join(tree, CLI_BUNDLE));
+  await Deno.copyFile(join(bundled, CLI_BUNDLE), join(tree, CLI_BUNDLE));
+  if (kind === "full") await copySource(join(bundled, DAEMON_BUNDLE, ".."), join(tree, DAEMON_BUNDLE, ".."));
   const tarball = join(OUT, `${name}.tar.gz`);
   await run("tar", [
     "--sort=name",
@@ -203,7 +206,17 @@ async function verifyTreeOffline(tarball: string): Promise<void> {
     if (!new TextDecoder().decode(printed.stdout).split("\n").includes(join(tree, CLI_BUNDLE))) {
       throw new Error(`dist: the unpacked tree's bin/ployz does not run its bundle ${CLI_BUNDLE}`);
     }
-    console.log(`dist: verified ${basename(tarball)} runs offline from a fresh directory, the CLI bundled`);
+    const serve = await new Deno.Command(join(tree, "bin", "ployzd"), {
+      args: ["serve"],
+      env: { PLOYZ_LAUNCHER_PRINT: "1" },
+      stdout: "piped",
+    }).output();
+    if (!new TextDecoder().decode(serve.stdout).split("\n").includes(join(tree, DAEMON_BUNDLE))) {
+      throw new Error(`dist: the unpacked tree's bin/ployzd serve does not run its bundle ${DAEMON_BUNDLE}`);
+    }
+    console.log(
+      `dist: verified ${basename(tarball)} runs offline from a fresh directory, CLI and daemon bundled`,
+    );
   } finally {
     await Deno.remove(scratch, { recursive: true });
   }

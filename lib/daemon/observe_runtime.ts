@@ -9,9 +9,15 @@
  */
 
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { renderRuntimeUnit, type UnitOptions } from "../installer/machine/mod.ts";
-import { type Layout, permissionFlags, permissionSet, relocate, runtimeFlags } from "../permissions/mod.ts";
+import {
+  daemonEntry,
+  type Layout,
+  permissionFlags,
+  permissionSet,
+  relocate,
+  runtimeFlags,
+} from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns, systemdUnitRunner } from "../serving/mod.ts";
 import { doorRunner } from "./systemd_door.ts";
 import { socketAnswers, stopChild } from "../util/mod.ts";
@@ -103,7 +109,7 @@ export function processObserveRunner(
  * under the relocated `observe` permission set (the daemon then needs run permission for its own deno binary).
  */
 export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunner> {
-  const entry = fileURLToPath(Deno.mainModule);
+  const entry = daemonEntry("observe");
   // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
   if (await systemdRuns()) return doorRunner("observe");
   const flags = permissionFlags(relocate(permissionSet("observe"), layout));

@@ -10,11 +10,11 @@
  * @module
  */
 
-import { fileURLToPath } from "node:url";
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/machine/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/writer/mod.ts";
 import {
   configFlags,
+  daemonEntry,
   DEFAULT_LAYOUT,
   type Layout,
   permissionFlags,
@@ -100,7 +100,7 @@ export async function defaultDnsRunner(
   layout: Layout,
   log: (line: string) => void = () => {},
 ): Promise<DnsRunner> {
-  const entry = fileURLToPath(Deno.mainModule);
+  const entry = daemonEntry("dns");
   // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
   if (await systemdRuns()) return doorRunner("dns");
   const flags = permissionFlags(relocate(permissionSet("dns"), layout));

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import {
   configFlags,
+  daemonEntry,
   DEFAULT_LAYOUT,
   type Layout,
   permissionFlags,
@@ -18,7 +19,7 @@ export type UnitSubcommand = "serve" | "dns" | "observe";
 export interface UnitOptions {
   /** The deno binary that runs the release. */
   deno: string;
-  /** The release tree: holds `deno.json`, `deno.lock`, `cmd/`, `lib/`, `node_modules/`. */
+  /** The release tree: holds `deno.json`, `deno.lock`, `cmd/`, `lib/`, `node_modules/`, `dist/ployzd/` (the bundle). */
   appDir: string;
   /** The Machine's layout; relocated roots are passed to the program as `PLOYZ_*` variables. */
   layout?: Layout;
@@ -173,7 +174,7 @@ export function renderUnit(subcommand: UnitSubcommand, options: UnitOptions): Un
     ...configFlags(subcommand, join(options.appDir, "deno.json")),
     ...runtimeFlags(subcommand),
     ...flags,
-    join(options.appDir, "cmd", "ployzd.ts"),
+    daemonEntry(subcommand, options.appDir),
     subcommand,
   ];
   const env = [

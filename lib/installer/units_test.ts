@@ -116,3 +116,31 @@ function lay(): { dataDir: string; runDir: string; dockerSocket: string; dockerR
     dockerRoot: "/d",
   };
 }
+
+Deno.test("renderUnit() starts serve from the release tree's bundle while it is fresh, the others from source", async () => {
+  const tree = await Deno.makeTempDir({ prefix: "ployz-unit-tree-" });
+  try {
+    for (const dir of ["cmd", "lib", "dist/ployzd"]) await Deno.mkdir(join(tree, dir), { recursive: true });
+    for (const file of ["deno.json", "deno.lock", "cmd/ployzd.ts", "dist/ployzd/ployzd.js"]) {
+      await Deno.writeTextFile(join(tree, file), "\n");
+    }
+    const past = new Date(Date.now() - 60_000);
+    for (const path of ["deno.json", "deno.lock", "cmd", "cmd/ployzd.ts", "lib"]) {
+      await Deno.utime(join(tree, path), past, past);
+    }
+    const execStart = (subcommand: UnitSubcommand): string[] =>
+      renderUnit(subcommand, { deno: "/usr/lib/ployz/deno", appDir: tree }).text.match(
+        /^ExecStart=(.*)$/m,
+      )![1]
+        .split(" ");
+    equal(execStart("serve").at(-2), join(tree, "dist", "ployzd", "ployzd.js"));
+    equal(execStart("dns").at(-2), join(tree, "cmd", "ployzd.ts"));
+    equal(execStart("observe").at(-2), join(tree, "cmd", "ployzd.ts"));
+    // The bundle's chunks are imported when serve runs: its read grant covers them.
+    ok(execStart("serve").some((w) => w.startsWith("--allow-read=") && w.includes(`${tree}/dist/ployzd`)));
+    await Deno.utime(join(tree, "cmd", "ployzd.ts"), new Date(), new Date(Date.now() + 1_000));
+    equal(execStart("serve").at(-2), join(tree, "cmd", "ployzd.ts"), "an edited tree runs its source");
+  } finally {
+    await Deno.remove(tree, { recursive: true });
+  }
+});

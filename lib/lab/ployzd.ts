@@ -10,6 +10,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { netnsPath } from "../mesh/mod.ts";
 import {
+  DAEMON_BUNDLE,
+  daemonEntry,
   type Layout,
   permissionFlags,
   permissionSet,
@@ -24,7 +26,8 @@ import { cmdlineOf, spawnDetached, stopPids, tryRun } from "./host.ts";
 import type { MachinePlan } from "./plan.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const ENTRY = join(ROOT, "cmd", "ployzd.ts");
+// What a Machine's ployzd may run from: the source, or the bundle an installed Machine runs while it is fresh.
+const ENTRIES = [join(ROOT, "cmd", "ployzd.ts"), join(ROOT, DAEMON_BUNDLE)];
 
 /**
  * Variables a lab passes from its own environment to every ployzd: membership thresholds, timing, the retire bound,
@@ -134,19 +137,19 @@ export async function startDaemonProcess(
     join(ROOT, "deno.json"),
     ...runtimeFlags("serve"),
     ...flags,
-    ENTRY,
+    daemonEntry("serve", ROOT),
     "serve",
     "--rescan-seconds",
     "10",
   ], m.ployzLog ?? join(m.dir, "ployzd.log"));
 }
 
-/** The pids of the Machine's ployzd: processes in its namespace running `ployzd.ts serve`. */
+/** The pids of the Machine's ployzd: processes in its namespace running `ployzd serve` (source or bundle). */
 export async function daemonPids(m: MachinePlan): Promise<number[]> {
   const out = await tryRun("ip", ["netns", "pids", m.namespace]);
   return out.stdout.split("\n").filter((s) => /^\d+$/.test(s)).map(Number).filter((pid) => {
     const argv = cmdlineOf(pid);
-    return argv !== undefined && argv.includes(ENTRY) && argv.includes("serve");
+    return argv !== undefined && ENTRIES.some((entry) => argv.includes(entry)) && argv.includes("serve");
   });
 }
 

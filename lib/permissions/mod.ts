@@ -25,4 +25,5 @@ export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";
 export { permissionFlags, unionOf } from "./flags.ts";
 export { configFlags, runtimeEnvironment, runtimeFlags } from "./runtime_flags.ts";
+export { DAEMON_BUNDLE, daemonEntry } from "./entry.ts";
 export { runInWorker } from "./worker.ts";

@@ -10,6 +10,10 @@ import type { PermissionSetName } from "./sets.ts";
  * - `serve`: a 1 MB young generation: its loaded code alone drops from ~82 to ~77 MB, with no difference in
  *   throughput above this host's noise.
  * `observe` runs with V8's defaults: a heap cap changed it by 0–2 MB.
+ * Tried for `serve` and not kept, on a 3-Machine lab idle after a Deploy (three daemons each, one run, against
+ * 93.9–97.1 MB with the flag above alone): `--max-opt=2` (no Turbofan) 95.4–97.3, `--optimize-for-size`
+ * 93.3–100.4, `--single-threaded-gc` 102.0–117.2, deno's `--no-code-cache` 99.0–109.2 MB. The deno binary's
+ * pages (~44 MB) and the malloc heap, not V8, hold most of serve's idle RSS.
  */
 const V8_FLAGS: Partial<Record<PermissionSetName, readonly string[]>> = {
   dns: ["--lite-mode", "--max-semi-space-size=1"],

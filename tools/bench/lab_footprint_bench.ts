@@ -5,7 +5,8 @@
 // It builds a real lab, so it runs only when asked: `PLOYZ_BENCH_LAB=1 deno bench -A tools/bench/lab_footprint_bench.ts`
 // (root, the dev engine at PLOYZ_DOCKER_SOCKET). PLOYZ_BENCH_TREE=/path/to/checkout measures another checkout's
 // programs with this file's procedure; several, comma-separated (`/tmp/before,.`), are measured one after the
-// other in the same run, for before/after figures.
+// other in the same run, for before/after figures. Each tree is bundled first (`tools/build/bundle.ts`), so its
+// Machines run what an installed release runs; the figures say which file each process started from.
 import { join, resolve } from "node:path";
 import { countByArea, loadedModules } from "../module_graph.ts";
 import { ROOT, run } from "../../tests/support/spawn.ts";
@@ -16,6 +17,8 @@ const IDLE_MS = 15_000;
 const SUBCOMMANDS = ["serve", "dns", "observe"] as const;
 
 interface ProcessFigure {
+  /** The file deno runs: `cmd/ployzd.ts` (source) or `dist/ployzd/ployzd.js` (bundle). */
+  entry: string;
   pid: number;
   rssMb: number;
   peakMb: number;
@@ -23,6 +26,33 @@ interface ProcessFigure {
   pssMb: number;
   /** Anonymous resident memory: this process's own heap and stacks. */
   anonMb: number;
+  /**
+   * Where the resident memory is, from /proc/<pid>/smaps: the deno binary's pages (its code, shared with every
+   * deno process), the native malloc heap (`[heap]`), and the other anonymous mappings (the V8 heap, stacks).
+   */
+  regionsMb: { binary: number; malloc: number; anon: number };
+}
+
+function regions(pid: string): ProcessFigure["regionsMb"] {
+  const out = { binary: 0, malloc: 0, anon: 0 };
+  let region: keyof typeof out | undefined;
+  for (const line of Deno.readTextFileSync(`/proc/${pid}/smaps`).split("\n")) {
+    const head = line.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/);
+    if (head) {
+      const name = head[1];
+      region = name === ""
+        ? "anon"
+        : name === "[heap]"
+        ? "malloc"
+        : /\/deno$/.test(name)
+        ? "binary"
+        : undefined;
+      continue;
+    }
+    const rss = line.match(/^Rss:\s+(\d+) kB/);
+    if (rss && region !== undefined) out[region] += Number(rss[1]) / 1024;
+  }
+  return out;
 }
 
 function statusField(status: string, name: string): number {
@@ -43,11 +73,13 @@ function machineProcesses(runDir: string): Map<string, ProcessFigure> {
       const status = Deno.readTextFileSync(`/proc/${entry.name}/status`);
       const rollup = Deno.readTextFileSync(`/proc/${entry.name}/smaps_rollup`);
       found.set(argv[at + 1], {
+        entry: argv[at],
         pid: Number(entry.name),
         rssMb: statusField(status, "VmRSS"),
         peakMb: statusField(status, "VmHWM"),
         pssMb: Number(rollup.match(/^Pss:\s+(\d+) kB/m)?.[1] ?? NaN) / 1024,
         anonMb: statusField(status, "RssAnon"),
+        regionsMb: regions(entry.name),
       });
     } catch {
       // Gone meanwhile, or not ours to read.
@@ -71,6 +103,12 @@ async function labFootprint(tree: string): Promise<void> {
     if (r.code !== 0) throw new Error(`ployz ${args.join(" ")} failed: ${r.stderr}${r.stdout}`);
   };
   try {
+    // What an installed Machine runs: the tree's bundles, built fresh (a tree without a daemon bundle runs source).
+    const bundled = await run(Deno.execPath(), ["run", "-A", join(tree, "tools", "build", "bundle.ts")], {
+      HOME: Deno.env.get("HOME") ?? "/root",
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+    });
+    if (bundled.code !== 0) throw new Error(`bundling ${tree} failed: ${bundled.stderr}`);
     await must(["lab", "up", "--machines", "3", "--name", `fp${tag}`, "--dir", dir]);
     const compose = join(dir, "compose.yaml");
     await Deno.writeTextFile(
@@ -90,15 +128,22 @@ async function labFootprint(tree: string): Promise<void> {
       }
     }
     console.log(`idle RSS on a 3-Machine lab, ${IDLE_MS / 1000} s after a 3-replica Deploy (${tree}):`);
+    const entries = [
+      ...new Set(SUBCOMMANDS.flatMap((sub) => figures[sub].map((p) => `${sub} from ${p.entry}`))),
+    ];
+    console.log(`  ${entries.join("; ")}`);
     const goals: Record<string, number> = { serve: 80, dns: 45, observe: 60 };
     for (const sub of SUBCOMMANDS) {
       const list = figures[sub].map((p) => `${p.rssMb.toFixed(1)}`).join(" / ");
       const peaks = figures[sub].map((p) => `${p.peakMb.toFixed(1)}`).join(" / ");
       const pss = figures[sub].map((p) => `${p.pssMb.toFixed(1)}`).join(" / ");
       const anon = figures[sub].map((p) => `${p.anonMb.toFixed(1)}`).join(" / ");
+      const where = figures[sub].map((p) =>
+        `${p.regionsMb.binary.toFixed(1)}+${p.regionsMb.malloc.toFixed(1)}+${p.regionsMb.anon.toFixed(1)}`
+      ).join(" / ");
       console.log(
         `  ployzd ${sub.padEnd(7)} RSS ${list} MB (peak ${peaks}; goal <= ${goals[sub]} MB); ` +
-          `PSS ${pss} MB; anonymous ${anon} MB`,
+          `PSS ${pss} MB; anonymous ${anon} MB; deno binary + malloc heap + other anonymous ${where} MB`,
       );
     }
   } finally {

@@ -1,0 +1,68 @@
+// The daemon bundle keeps each process to what it runs, as the source does (tests/module_graph_test.ts): the chunks
+// `ployzd serve` loads hold its npm packages inline and nothing of the Observe Store or the lab; those of
+// `ployzd dns` hold no Docker, store, daemon or npm package.
+import { deepEqual, ok } from "node:assert/strict";
+import { join } from "node:path";
+import { DAEMON_BUNDLE } from "../../lib/permissions/mod.ts";
+import { bundleDaemon } from "./bundle.ts";
+
+const ROOT = join(import.meta.dirname!, "..", "..");
+
+interface Loaded {
+  /** Repository files and npm package files bundled into the chunks, from the bundler's path comments. */
+  sources: string[];
+  /** Bare specifiers the chunks still import (npm packages and Node built-ins) statically. */
+  imports: string[];
+}
+
+// What running `<subcommand>` loads: the entry, the subcommand's chunk, and every chunk they import statically.
+async function loadedBy(dir: string, subcommand: string): Promise<Loaded> {
+  const names = (await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name);
+  const chunk = names.find((n) => n.startsWith(`${subcommand}-`) && n.endsWith(".js"));
+  ok(chunk, `no chunk for ${subcommand} among ${names.join(" ")}`);
+  const seen = new Set<string>();
+  const pending = ["ployzd.js", chunk];
+  const sources = new Set<string>();
+  const imports = new Set<string>();
+  while (pending.length > 0) {
+    const name = pending.pop()!;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const text = await Deno.readTextFile(join(dir, name));
+    for (const [, path] of text.matchAll(/^\/\/ ((?:lib|cmd|node_modules)\/\S+)$/gm)) sources.add(path);
+    for (const [, spec] of text.matchAll(/^(?:import|export)\b[^;]*? from "([^"]+)";?$/gms)) {
+      if (spec.startsWith("./")) pending.push(spec.slice(2));
+      else imports.add(spec);
+    }
+  }
+  return { sources: [...sources].sort(), imports: [...imports].sort() };
+}
+
+Deno.test("the daemon bundle gives serve its npm packages inline and dns nothing of serve", async () => {
+  const out = await Deno.makeTempDir({ prefix: "ployzd-bundle-" });
+  try {
+    const entry = await bundleDaemon(ROOT, out);
+    const dir = join(entry, "..");
+    ok(entry.endsWith(DAEMON_BUNDLE), entry);
+
+    const serve = await loadedBy(dir, "serve");
+    ok(serve.sources.includes("lib/daemon/daemon.ts"), "the serve chunks hold the daemon");
+    for (const pkg of ["zod", "hono", "@noble/curves"]) {
+      ok(serve.sources.some((s) => s.includes(`/node_modules/${pkg}/`)), `${pkg} is bundled into serve`);
+    }
+    // Nothing left for the npm resolver at start: only Node built-ins are imported by name.
+    deepEqual(serve.imports.filter((s) => !s.startsWith("node:")), []);
+    for (const area of ["lib/observe/", "lib/lab/", "lib/operator/"]) {
+      ok(!serve.sources.some((s) => s.startsWith(area)), `serve loads nothing of ${area}`);
+    }
+
+    const dns = await loadedBy(dir, "dns");
+    ok(dns.sources.includes("lib/dns/server.ts"), "the dns chunks hold the DNS server");
+    for (const area of ["lib/daemon/", "lib/store/", "lib/deploy/", "lib/rpc/", "node_modules/"]) {
+      ok(!dns.sources.some((s) => s.startsWith(area)), `dns loads nothing of ${area}`);
+    }
+    ok(!dns.imports.includes("node:sqlite"), dns.imports.join(" "));
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
