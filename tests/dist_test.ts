@@ -29,7 +29,8 @@ Deno.test("dist builds a checksummed offline tree and says plainly why nothing w
   const { out, result } = await hostReleaseOnce();
   match(
     result.stdout,
-    /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline from a fresh directory, the CLI bundled/,
+    // The unpacked tree's bin/ployz runs the CLI bundle and its bin/ployzd serve the daemon bundle (tools/dist.ts).
+    /verified ployz-[\d.]+-x86_64-unknown-linux-gnu\.tar\.gz runs offline from a fresh directory, CLI and daemon bundled/,
   );
   const compiled = await Array.fromAsync(Deno.readDir(join(out, "bin"))).catch(() => []);
   if (compiled.length === 0) {
