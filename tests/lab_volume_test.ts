@@ -80,20 +80,26 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
       });
 
       const volumePath = (): string => join(where.m1, "volumes", "vol_data");
+      // The name of the vol Container running on Machine `m`, or "" for none.
+      const running = async (m: string): Promise<string> => {
+        const listed = await lab.docker(m, [
+          "ps",
+          "--filter",
+          "label=ployz.project=vol",
+          "--filter",
+          "status=running",
+          "--format",
+          "{{.Names}}",
+        ]);
+        return listed.stdout.trim();
+      };
       await t.step("deploy: the Volume is made in m1's Pool and bound into the Container", async () => {
         const file = join(lab.dir, "vol.yaml");
         await Deno.writeTextFile(file, compose("m1"));
         const deployed = await lab.on("m1", ["deploy", "-f", file, "-y"]);
         assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
-        const listed = await lab.docker("m1", [
-          "ps",
-          "--filter",
-          "label=ployz.project=vol",
-          "--format",
-          "{{.Names}}",
-        ]);
-        const name = listed.stdout.trim();
-        assert.notEqual(name, "", listed.stderr);
+        const name = await running("m1");
+        assert.notEqual(name, "");
         const mounts = await lab.docker("m1", ["inspect", "--format", "{{json .Mounts}}", name]);
         const parsed = JSON.parse(mounts.stdout) as { Type: string; Source: string; Destination: string }[];
         assert.deepEqual(parsed.map((m) => [m.Type, m.Source, m.Destination]), [[
@@ -116,23 +122,17 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
       });
 
       await t.step("the Volume's size is a hard limit inside the Container", async () => {
-        const listed = await lab.docker("m1", [
-          "ps",
-          "--filter",
-          "label=ployz.project=vol",
-          "--format",
-          "{{.Names}}",
-        ]);
+        const name = await running("m1");
         const wrote = await lab.docker("m1", [
           "exec",
-          listed.stdout.trim(),
+          name,
           "sh",
           "-c",
           "dd if=/dev/zero of=/data/big bs=1M count=80 2>&1; echo rc=$?",
         ]);
         assert.match(wrote.stdout, /quota/i, JSON.stringify(wrote));
         assert.doesNotMatch(wrote.stdout, /rc=0/);
-        await lab.docker("m1", ["exec", listed.stdout.trim(), "rm", "-f", "/data/big"]);
+        await lab.docker("m1", ["exec", name, "rm", "-f", "/data/big"]);
       });
 
       await t.step("the copy is in m1's volumes rows, replicated to m2, and in machine pool", async () => {
@@ -311,18 +311,6 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
         },
       );
 
-      const running = async (m: string): Promise<string> => {
-        const listed = await lab.docker(m, [
-          "ps",
-          "--filter",
-          "label=ployz.project=vol",
-          "--filter",
-          "status=running",
-          "--format",
-          "{{.Names}}",
-        ]);
-        return listed.stdout.trim();
-      };
       const livePath = (m: string): string => join(where[m], "volumes", "vol_data");
 
       await t.step(
