@@ -320,10 +320,11 @@ if (!LAB_READY) {
       }x ` +
         `(${LAYER_MB} MB layer, ${ROUNDS} rounds, --parallel ${PARALLEL}, medians)`,
     );
+    // With PLOYZ_BENCH_TRACE=1 and one round, the traced Deploy is the only cold one: no round has a ratio.
     console.log(
       `cold deploy / by hand at once, median of the rounds' own ratios: ${
-        percentile(roundRatios, 0.5).toFixed(2)
-      }x`,
+        roundRatios.length === 0 ? "none (no untraced round)" : `${percentile(roundRatios, 0.5).toFixed(2)}x`
+      }`,
     );
     console.log(
       `(extra line) cold deploy / by hand at once with --network ployz: ${
