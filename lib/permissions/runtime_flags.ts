@@ -6,7 +6,13 @@ import type { PermissionSetName } from "./sets.ts";
  * - `dns`: lite mode (no optimizing compiler) and a 1 MB young generation. Idle it changes nothing (~46 MB either
  *   way), but RSS never shrinks after traffic, and after 200k dnsperf queries it holds 53 MB instead of 64–70 MB;
  *   throughput 48–51k vs 36–68k queries/s over three runs on this shared host (within its noise). Lite mode is not
- *   used for serve: it made Ed25519 sign+verify, which every replicated change needs, 8× slower.
+ *   used for serve: it made Ed25519 sign+verify, which every replicated change needs, 8× slower. Tried for dns
+ *   and not kept (alternating runs, idle then after 100k dnsperf queries): `MALLOC_ARENA_MAX=1`, or `=2` with
+ *   glibc's trim and mmap thresholds at 128 KiB, within ±0.5 MB of 42.7–43.0 MB idle and 47.1–47.7 MB after
+ *   (three runs each); `--max-old-space-size=24` the same idle but 48.5–49.3 MB after; `--single-threaded` and
+ *   `--jitless` no lower idle (two to three runs each).
+ *   What remains is mostly the deno binary's pages (~30 MB file-backed, shared with serve and observe: PSS
+ *   ~14.5 MB) and the Node compatibility layer any `node:` import starts (~1.5 MB).
  * - `serve`: a 1 MB young generation: its loaded code alone drops from ~82 to ~77 MB, with no difference in
  *   throughput above this host's noise.
  * `observe` runs with V8's defaults: a heap cap changed it by 0–2 MB.
