@@ -14,6 +14,8 @@ Deno.test("ployzd dns loads no Docker, store, hono, planner or daemon module", a
   deepEqual([...areasOf(loaded.files)].sort(), ["cli", "dns", "permissions", "util"]);
   deepEqual(loaded.npm, []);
   ok(!loaded.node.includes("node:sqlite"), loaded.node.join(" "));
+  // Of Node's modules only the CLI's and the paths' (lib/permissions/runtime_flags.ts: what dns costs).
+  deepEqual(loaded.node.filter((m) => !["node:path", "node:url", "node:util"].includes(m)), []);
   ok(loaded.files.includes("lib/dns/server.ts"), "the graph reaches the DNS server itself");
 });
 
