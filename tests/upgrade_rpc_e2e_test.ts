@@ -548,52 +548,68 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         deepEqual([after.created, after.started, after.container.id], [false, false, appId]);
       });
 
-      await t.step(
-        "a Machine still on the single ployz-dns.service moves to the pair losing no query, two switches at once",
-        async () => {
-          // An earlier release's state: one ployz-dns.service runtime unit serving, no slot.
-          await machine.ok(
-            "cp /run/systemd/system/ployz-dns@b.service /run/systemd/system/ployz-dns.service && " +
-              "systemctl daemon-reload && systemctl start ployz-dns.service",
-          );
-          await eventually(30_000, "ployz-dns.service serving", async () => {
-            const said = await machine.exec(
-              "journalctl -u ployz-dns.service --no-pager -o cat | grep -c 'Serving spec'",
-            );
-            return said.stdout.trim() !== "0" && said.stdout.trim() !== "" ? true : undefined;
-          }, 300);
-          await machine.ok(
-            "systemctl stop ployz-dns@b.service && rm /run/systemd/system/ployz-dns@b.service && systemctl daemon-reload",
-          );
-          const loop = digLoop(pid, gateway, names, join(work, "dig-migrate"));
-          let tally: DigTally;
-          try {
-            await sleep(500);
-            // What the daemon runs at every start, twice at once (a daemon starting while a retry runs): the
-            // switch lock makes the second wait, so it cannot stop ployz-dns.service while @a is still starting.
+      // A Machine still on the single ployz-dns.service of earlier releases moves to the pair, twice: once by the
+      // daemon's own start (what an upgraded Machine's new serve does), once by two switches at once (a daemon
+      // starting while a retry runs through the door), where the switch lock makes the second wait, so it
+      // cannot stop ployz-dns.service while @a is still starting.
+      const moves: [string, string][] = [
+        ["the daemon's start", "systemctl restart ployz-serve.service"],
+        [
+          "two switches at once",
+          "ployz-systemd ensure dns & first=$!; ployz-systemd ensure dns; second=$?; wait $first; " +
+          'test "$?$second" = 00',
+        ],
+      ];
+      for (const [how, command] of moves) {
+        await t.step(
+          `a Machine still on the single ployz-dns.service moves to the pair by ${how}, losing no query`,
+          async () => {
+            // An earlier release's state: one ployz-dns.service runtime unit serving the same spec, no slot.
+            const slot = (await dnsSlots(machine)).a === "active"
+              ? "ployz-dns@a.service"
+              : "ployz-dns@b.service";
             await machine.ok(
-              "ployz-systemd ensure dns & first=$!; ployz-systemd ensure dns; second=$?; wait $first; " +
-                'test "$?$second" = 00',
+              `cp /run/systemd/system/${slot} /run/systemd/system/ployz-dns.service && ` +
+                "systemctl daemon-reload && systemctl start ployz-dns.service",
             );
-            await sleep(500);
-          } finally {
-            tally = await loop.stop();
-          }
-          deepEqual(await dnsSlots(machine), { a: "active", b: "inactive", legacy: "inactive" });
-          equal(
-            await machine.ok("ls /run/systemd/system | grep '^ployz-dns' || true"),
-            "ployz-dns@a.service",
-          );
-          console.log(
-            `internal dns, ployz-dns.service → ployz-dns@a: ${tally.sent} sent, ${tally.answered} answered, ${tally.lost.length} lost; ${await switchFigures(
-              machine,
-              "ployz-dns@a.service",
-              "ployz-dns.service",
-            )}`,
-          );
-          deepEqual(tally.lost, [], "DNS queries lost moving off the single unit");
-        },
-      );
+            await eventually(30_000, "ployz-dns.service serving", async () => {
+              const said = await machine.exec(
+                "journalctl -u ployz-dns.service --no-pager -o cat _SYSTEMD_INVOCATION_ID=" +
+                  "$(systemctl show --property=InvocationID --value ployz-dns.service) | grep -c 'Serving spec'",
+              );
+              return said.stdout.trim() !== "0" && said.stdout.trim() !== "" ? true : undefined;
+            }, 300);
+            await machine.ok(
+              `systemctl stop ${slot} && rm /run/systemd/system/${slot} && systemctl daemon-reload`,
+            );
+            const loop = digLoop(pid, gateway, names, join(work, `dig-migrate-${slot[10]}`));
+            let tally: DigTally;
+            try {
+              await sleep(500);
+              await machine.ok(command);
+              await eventually(60_000, "ployz-dns@a serving and ployz-dns.service gone", async () => {
+                const slots = await dnsSlots(machine);
+                const files = await machine.ok("ls /run/systemd/system | grep '^ployz-dns' || true");
+                return slots.a === "active" && slots.b === "inactive" && slots.legacy === "inactive" &&
+                    files === "ployz-dns@a.service"
+                  ? true
+                  : undefined;
+              }, 300);
+              await sleep(500);
+            } finally {
+              tally = await loop.stop();
+            }
+            console.log(
+              `internal dns, ployz-dns.service → ployz-dns@a by ${how}: ${tally.sent} sent, ${tally.answered} answered, ${tally.lost.length} lost; ${await switchFigures(
+                machine,
+                "ployz-dns@a.service",
+                "ployz-dns.service",
+              )}`,
+            );
+            deepEqual(tally.lost, [], `DNS queries lost moving off the single unit by ${how}`);
+          },
+        );
+      }
 
       await t.step("control: stopping and starting the DNS unit, as before, does lose queries", async () => {
         const loop = digLoop(pid, gateway, names, join(work, "dig-control"));
