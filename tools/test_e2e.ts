@@ -5,7 +5,8 @@
  * sharing one fixed name ({@link ONE_LANE}) run one after another beside them; files needing the machine to
  * themselves ({@link ALONE}) run last, one at a time.
  *
- * Before any test it bundles the CLI, so `bin/ployz` runs the one file a release tree ships (see `bundleCli`).
+ * Before any test it bundles the CLI and the daemon, so `bin/ployz` and `ployzd serve` run what a release tree ships
+ * (see `bundleReleaseCode`).
  *
  * `deno run --allow-read --allow-run --allow-env tools/test_e2e.ts [deno test arguments…]`; `DENO_JOBS` sets how
  * many concurrent files run at once (default {@link DEFAULT_JOBS}). Each group prints deno's own
@@ -176,12 +177,12 @@ async function writeAll(data: Uint8Array): Promise<void> {
 }
 
 /**
- * Bundles the CLI (`tools/build/bundle.ts`) so that every `bin/ployz` the tests run starts as a release tree's does,
- * from one file instead of about 280 modules: a third less CPU per command, and the tests run many (measured on the
- * HTTPS lab file: 16.6 s of CPU from the bundle, 23.2 s from source). A failure is reported and counted; the tests
- * still run, from source.
+ * Bundles the CLI and the daemon (`tools/build/bundle.ts`), so that every `bin/ployz` the tests run and every
+ * Machine's `ployzd serve` start as a release tree's do: the CLI from one file instead of about 280 modules, a third
+ * less CPU per command, and the tests run many (measured on the HTTPS lab file: 16.6 s of CPU from the bundle, 23.2 s
+ * from source). A failure is reported and counted; the tests still run, from source.
  */
-async function bundleCli(): Promise<number> {
+async function bundleReleaseCode(): Promise<number> {
   const bundled = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", join(ROOT, "tools", "build", "bundle.ts")],
     cwd: ROOT,
@@ -195,7 +196,7 @@ async function bundleCli(): Promise<number> {
 async function main(): Promise<number> {
   const { concurrent, lane, alone } = groups(testFiles(ROOT, "tests"), COST, ONE_LANE, ALONE);
   const jobs = Deno.env.get("DENO_JOBS") ?? String(DEFAULT_JOBS);
-  const codes: number[] = [await bundleCli()];
+  const codes: number[] = [await bundleReleaseCode()];
   // The lane's output is held and printed whole once the concurrent group ends, so the two never interleave.
   const laneRun = lane.length === 0 ? undefined : denoTest(lane, Deno.args, {}, "piped").output();
   if (concurrent.length > 0) {
