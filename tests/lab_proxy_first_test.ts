@@ -3,7 +3,8 @@
 // all three ingresses, started the moment the first Deploy returns, fails nothing (each fill counts as done only once
 // its proxy serves the routes); then `ployz stop` of one replica, a stop-first redeploy, `ployz restart` and a scale
 // 3→1, each under the loop, fail nothing: every stop is preceded by the container leaving every proxy, and the
-// output says so.
+// output says so. During the stop-first redeploy, slow requests (2 s each) stay in flight to the old replicas as they
+// leave: each Machine drains them before the stop, so every one completes with 200.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
@@ -13,6 +14,7 @@ import { labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.t
 import { needs } from "./support/needs.ts";
 import { webService } from "./support/web_service.ts";
 import { sleep } from "./support/poll.ts";
+import { ROOT } from "./support/spawn.ts";
 
 const HOST = "api.pf.test";
 
@@ -22,7 +24,39 @@ function compose(mark: string, replicas: number): string {
     mark,
     deploy: `{replicas: ${replicas}, update_config: {order: stop-first}}`,
     ports: [`${HOST}:80/http`],
+    slowCgi: true,
   });
+}
+
+// Starts a 2 s request through the Machine's ingress every 0.4 s until the stop file exists, then waits for all of
+// them; each prints `<curl exit>|<body>|<status>`.
+const SLOW_SCRIPT = `
+host=$1; stop=$2
+while [ ! -e "$stop" ]; do
+  ( out=$(curl -sS -m 15 -H "Host: $host" -w '|%{http_code}' http://127.0.0.1/cgi-bin/slow 2>&1); rc=$?
+    printf '%s|%s\\n' "$rc" "$(printf '%s' "$out" | tr '\\n' ' ')" ) &
+  sleep 0.4
+done
+wait
+`;
+
+function slowRequests(dir: string, machines: string[]): { stop(): Promise<string[]> } {
+  const stopFile = join(dir, `slow-${crypto.randomUUID()}`);
+  const children = machines.map((m) =>
+    new Deno.Command(join(ROOT, "bin", "ployz"), {
+      args: ["lab", "exec", m, "--dir", dir, "--", "sh", "-c", SLOW_SCRIPT, "sh", HOST, stopFile],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).output()
+  );
+  return {
+    async stop(): Promise<string[]> {
+      await Deno.writeTextFile(stopFile, "");
+      const outs = await Promise.all(children);
+      return outs.flatMap((o) => new TextDecoder().decode(o.stdout).split("\n").filter((l) => l !== ""));
+    },
+  };
 }
 
 function summary(what: string, figures: LoadFigures[]): string {
@@ -105,19 +139,40 @@ Deno.test(needs(["lab"], {
       "a stop-first redeploy under load fails nothing; each old container left first",
       async () => {
         const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+        const slow = slowRequests(lab.dir, ["m1", "m2", "m3"]);
         let figures: LoadFigures[] = [];
+        let slowLines: string[] = [];
         let outcome: Record<string, unknown> = {};
         try {
-          await sleep(1_000);
+          await sleep(2_500);
           outcome = await deploy("v2", 3);
           await sleep(2_000);
         } finally {
           figures = await loads.stop({ served: 10 });
+          slowLines = await slow.stop();
         }
         assertNoFailure("stop-first redeploy", figures);
-        const left = outcome.left as { acked: string[]; missing: string[] }[];
+        const left = outcome.left as {
+          acked: string[];
+          missing: string[];
+          drainedMs?: number;
+          inFlight?: number;
+        }[];
         assert.equal(left.length, 3, JSON.stringify(outcome));
         for (const l of left) assert.deepEqual([l.acked.length, l.missing], [3, []]);
+        // Slow requests were in flight to the old replicas when they left: drained, none cut by the stop.
+        console.log(
+          `slow requests during the stop-first redeploy: ${slowLines.length}; drains: ` +
+            left.map((l) => `${l.drainedMs} ms (${l.inFlight} open at the end)`).join(", "),
+        );
+        assert.ok(slowLines.length >= 10, slowLines.join("\n"));
+        assert.deepEqual(
+          slowLines.filter((l) => !/^0\|slow \|200$/.test(l)),
+          [],
+          "every slow request answered 200",
+        );
+        for (const l of left) assert.equal(l.inFlight, 0, JSON.stringify(l));
+        assert.ok(left.some((l) => (l.drainedMs ?? 0) > 0), `a drain waited: ${JSON.stringify(left)}`);
         assert.ok(figures.every((f) => f.marks.has("v2")), "the new replicas serve");
       },
     );

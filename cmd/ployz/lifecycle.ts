@@ -127,12 +127,19 @@ async function leaveFirst(client: MachineClient, id: string): Promise<Left> {
 function leftText(left: Left, names: ReadonlyMap<string, string>): string {
   if ("skipped" in left) return `not taken out of the proxies first: ${left.skipped}`;
   if (!left.live) return "it was not running";
+  const drained = left.drained_ms === undefined
+    ? ""
+    : (left.in_flight ?? 0) === 0
+    ? `; drained in ${left.drained_ms} ms`
+    : `; stopped with ${left.in_flight} connection${
+      left.in_flight === 1 ? "" : "s"
+    } still open after ${left.drained_ms} ms`;
   if (left.missing.length === 0) {
     return `left every proxy first (${left.acked.length} Machine${
       left.acked.length === 1 ? "" : "s"
-    } acked in ${left.waited_ms} ms)`;
+    } acked in ${left.waited_ms} ms)${drained}`;
   }
   return `stopped after ${left.waited_ms} ms without the proxy ack of ${
     left.missing.map((m) => names.get(m) ?? m).join(", ")
-  }`;
+  }${drained}`;
 }

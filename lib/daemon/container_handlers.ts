@@ -13,7 +13,7 @@ import {
   placementRefusal,
   validateSpec,
 } from "../deploy/machine/mod.ts";
-import { isIngressProxy } from "../serving/mod.ts";
+import { DRAIN_BOUND_MS, drainInflight, inflightConnections, isIngressProxy } from "../serving/mod.ts";
 import {
   type ContainerResponse,
   type EnsureContainerResponse,
@@ -302,14 +302,28 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       if (!leaving.marks.has(o.id)) leaving.marks.set(o.id, new Date().toISOString());
       await leaving.republish();
       // The caller's patience, not a safety wait: it decides what to do when acks are missing.
+      let status = leaving.status(o.id);
+      let waited = 0;
       for (;;) {
-        const status = leaving.status(o.id);
-        const waited = Date.now() - started;
-        if (status.missing.length === 0 || waited >= req.wait_ms || ctx.signal.aborted) {
-          return { id: o.id, live: true, ...status, "waited_ms": waited };
-        }
+        status = leaving.status(o.id);
+        waited = Date.now() - started;
+        if (status.missing.length === 0 || waited >= req.wait_ms || ctx.signal.aborted) break;
         await sleep(Math.min(100, req.wait_ms - waited), linked(ctx.signal));
       }
+      // Requests a proxy sent before it dropped the container may still run: drained within what is left of the
+      // caller's patience, at most DRAIN_BOUND_MS; patience too, the stop goes ahead when it ends.
+      const drain = await drainInflight(() => readInflight(o.pid), {
+        boundMs: Math.min(DRAIN_BOUND_MS, Math.max(0, req.wait_ms - waited)),
+        signal: ctx.signal,
+      });
+      return {
+        id: o.id,
+        live: true,
+        ...status,
+        "waited_ms": waited,
+        "drained_ms": drain.drainedMs,
+        "in_flight": drain.inFlight,
+      };
     },
     async startContainer(req, ctx) {
       // A requested start serves again: a leaving mark is dropped before the start.
@@ -369,4 +383,19 @@ export function containerHandlers(host: ContainerHost): ContainerHandlers {
       return healthToWire(result);
     },
   };
+}
+
+// Connections in flight to the container, from its own TCP tables; undefined when they cannot be read (it exited).
+async function readInflight(pid: number | undefined): Promise<number | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const root = `${hostProcRoot()}/${pid}/net`;
+    const tables = [await Deno.readTextFile(`${root}/tcp`)];
+    try {
+      tables.push(await Deno.readTextFile(`${root}/tcp6`));
+    } catch { /* no IPv6 */ }
+    return inflightConnections(tables);
+  } catch {
+    return undefined;
+  }
 }

@@ -241,6 +241,10 @@ export interface LeaveContainerResponse {
   missing: string[];
   /** How long the Machine waited. */
   "waited_ms": number;
+  /** How long it then drained the requests already in flight to the container; absent from older Machines. */
+  "drained_ms"?: number;
+  /** Connections to the container still open when the drain ended: 0 when drained. */
+  "in_flight"?: number;
 }
 
 /** Tolerant reader of {@link LeaveContainerResponse}. */
@@ -250,6 +254,8 @@ export const LeaveContainerResponseSchema: z.ZodType<LeaveContainerResponse> = z
   acked: z.array(z.string()),
   missing: z.array(z.string()),
   "waited_ms": z.number(),
+  "drained_ms": z.number().optional(),
+  "in_flight": z.number().optional(),
 });
 
 /** One container, observed after the call. */

@@ -16,7 +16,8 @@
  *   all from store changes, marking a container stopping and waiting for the local proxy to drop it first.
  * - **Leaving before a stop.** A client marks a container leaving through its Machine; every serving loop leaves
  *   it out and writes a leave ack ({@link leaveAcksToWrite}); the client stops it once {@link leaveStatus} shows
- *   every Machine not Down acked, or its patience ran out.
+ *   every Machine not Down acked, or its patience ran out; its Machine then drains the requests already in flight
+ *   to it ({@link drainInflight}, bounded by {@link DRAIN_BOUND_MS}) before the stop.
  * - **Removal marks.** `ployz rm` writes a name-keyed mark ({@link markRemoval}); every Machine leaves the covered
  *   containers out of its projections and acks it; each Machine stops and removes its own covered containers
  *   ({@link removalDecision}), also when it was unreachable during `rm` and gets the mark later.
@@ -82,6 +83,13 @@ export {
   IngressHoldBook,
   startIngressDriver,
 } from "./ingress_driver.ts";
+export {
+  DRAIN_BOUND_MS,
+  drainInflight,
+  type DrainOptions,
+  type DrainResult,
+  inflightConnections,
+} from "./drain.ts";
 export {
   LEAVE_ACK_PREFIX,
   leaveAckPointer,

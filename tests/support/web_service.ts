@@ -18,7 +18,13 @@ export interface WebService {
   machines?: string[];
   /** `x-ports`: the Ingress routes, such as `shop.test:80/http`. */
   ports: string[];
+  /** Also serve the CGI `/cgi-bin/slow`, which answers `slow` after 2 s: a request that is long in flight. */
+  slowCgi?: boolean;
 }
+
+const SLOW_CGI = "mkdir -p /www/cgi-bin && " +
+  "printf '#!/bin/sh\\nsleep 2\\necho Content-Type: text/plain\\necho\\necho slow\\n' > /www/cgi-bin/slow && " +
+  "chmod +x /www/cgi-bin/slow && ";
 
 /** The Service as the lines of a Compose `services:` entry, indented by two spaces, ending with a newline. */
 export function webService(service: WebService): string {
@@ -27,7 +33,13 @@ export function webService(service: WebService): string {
   return [
     `  ${service.name}:`,
     `    image: ${service.image ?? IMAGE}`,
-    `    command: ["sh", "-c", "echo ${index} > /www/index.html && exec httpd -f -p 80 -h /www"]`,
+    `    command: ["sh", "-c", ${
+      JSON.stringify(
+        `${
+          service.slowCgi === true ? SLOW_CGI : ""
+        }echo ${index} > /www/index.html && exec httpd -f -p 80 -h /www`,
+      )
+    }]`,
     ...(service.mark === undefined ? [] : [`    environment: {MARK: "${service.mark}"}`]),
     `    deploy: ${service.deploy}`,
     "    stop_grace_period: 1s",

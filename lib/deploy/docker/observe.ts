@@ -87,6 +87,8 @@ export interface ObservedContainer {
   ports: ObservedPort[];
   /** Most recent probes last, at most five. */
   healthLog: HealthProbe[];
+  /** Its main process id in the Machine's process namespace, while it runs; stays on this Machine. */
+  pid?: number;
 }
 
 const STATES: ReadonlySet<string> = new Set([
@@ -168,6 +170,7 @@ export function observeContainer(
     },
     ports,
     healthLog: (inspect.State?.Health?.Log ?? []).slice(-5).map(probe),
+    ...((inspect.State?.Pid ?? 0) > 0 ? { pid: inspect.State?.Pid } : {}),
   };
 }
 

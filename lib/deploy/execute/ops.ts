@@ -112,7 +112,15 @@ async function leaveProxies(ctx: Context, container: ContainerRef): Promise<void
   try {
     const answer = await ctx.api.leaveContainer({ id: container.id, "wait_ms": ctx.leavePatienceMs });
     if (!answer.live) return;
-    ctx.left({ ...base, acked: answer.acked, missing: answer.missing, waitedMs: answer.waited_ms });
+    ctx.left({
+      ...base,
+      acked: answer.acked,
+      missing: answer.missing,
+      waitedMs: answer.waited_ms,
+      ...(answer.drained_ms === undefined
+        ? {}
+        : { drainedMs: answer.drained_ms, inFlight: answer.in_flight ?? 0 }),
+    });
   } catch (error) {
     const body = errorBody(error);
     if (body.code !== "unsupported") throw error;

@@ -76,6 +76,10 @@ export interface LeftContainer {
   missing: string[];
   /** How long the wait took. */
   waitedMs: number;
+  /** How long its Machine then drained the requests in flight to it; absent from a Machine that does not drain. */
+  drainedMs?: number;
+  /** Connections still open when the drain ended (its bound passed): cut by the stop. 0 when drained. */
+  inFlight?: number;
   /** Why it was not left first, when it was not (a daemon without the leave route). */
   skipped?: string;
 }

@@ -146,7 +146,17 @@ export interface MachineApi {
   /** `ployz.container.leave.v1`; absent on a client that cannot ask it. */
   leaveContainer?(
     request: { id: string; "wait_ms": number },
-  ): Promise<{ id: string; live: boolean; acked: string[]; missing: string[]; "waited_ms": number }>;
+  ): Promise<
+    {
+      id: string;
+      live: boolean;
+      acked: string[];
+      missing: string[];
+      "waited_ms": number;
+      "drained_ms"?: number;
+      "in_flight"?: number;
+    }
+  >;
   /** `ployz.container.wait_healthy.v1`. */
   waitHealthy(
     request: { id: string; "deadline_ms": number; "monitor_ms": number },
