@@ -155,15 +155,15 @@ Deno.test(needs(["lab"], {
         const left = outcome.left as {
           acked: string[];
           missing: string[];
-          drainedMs?: number;
-          inFlight?: number;
+          "drained_ms"?: number;
+          "in_flight"?: number;
         }[];
         assert.equal(left.length, 3, JSON.stringify(outcome));
         for (const l of left) assert.deepEqual([l.acked.length, l.missing], [3, []]);
         // Slow requests were in flight to the old replicas when they left: drained, none cut by the stop.
         console.log(
           `slow requests during the stop-first redeploy: ${slowLines.length}; drains: ` +
-            left.map((l) => `${l.drainedMs} ms (${l.inFlight} open at the end)`).join(", "),
+            left.map((l) => `${l.drained_ms} ms (${l.in_flight} open at the end)`).join(", "),
         );
         assert.ok(slowLines.length >= 10, slowLines.join("\n"));
         assert.deepEqual(
@@ -171,8 +171,8 @@ Deno.test(needs(["lab"], {
           [],
           "every slow request answered 200",
         );
-        for (const l of left) assert.equal(l.inFlight, 0, JSON.stringify(l));
-        assert.ok(left.some((l) => (l.drainedMs ?? 0) > 0), `a drain waited: ${JSON.stringify(left)}`);
+        for (const l of left) assert.equal(l.in_flight, 0, JSON.stringify(l));
+        assert.ok(left.some((l) => (l.drained_ms ?? 0) > 0), `a drain waited: ${JSON.stringify(left)}`);
         assert.ok(figures.every((f) => f.marks.has("v2")), "the new replicas serve");
       },
     );

@@ -19,11 +19,19 @@ class LeavingMachine extends FakeMachine {
   acked = ["m1", "m2", "m3"];
   missing: string[] = [];
   refuse: Error | undefined;
+  drain: { "drained_ms": number; "in_flight": number } | undefined;
   leaveContainer(r: { id: string; "wait_ms": number }) {
     this.calls.push(`leave ${this.containers.get(r.id)?.name} within ${r.wait_ms}`);
     if (this.refuse !== undefined) return Promise.reject(this.refuse);
     const live = this.containers.get(r.id)?.state === "running";
-    return Promise.resolve({ id: r.id, live, acked: this.acked, missing: this.missing, "waited_ms": 12 });
+    return Promise.resolve({
+      id: r.id,
+      live,
+      acked: this.acked,
+      missing: this.missing,
+      "waited_ms": 12,
+      ...this.drain,
+    });
   }
 }
 
@@ -92,4 +100,33 @@ Deno.test("a Machine without the leave route is named in the Outcome; other leav
   const failed = await run(project([service("web", { replicas: 1 })]), n);
   assert.equal(failed.status, "failed");
   assert.ok(!n.calls.includes(`stop ${other}`), "never stopped without leaving");
+});
+
+Deno.test("the Outcome says how long the Machine drained before the stop, or how many connections the stop cut", async () => {
+  const two = project([service("web", { replicas: 2 })]);
+  const drained = new LeavingMachine();
+  drained.drain = { "drained_ms": 1_840, "in_flight": 0 };
+  seed(drained, two, "1");
+  seed(drained, two, "2");
+  const a = await run(project([service("web", { replicas: 1 })]), drained);
+  assert.deepEqual(a.left?.map((l) => [l.drainedMs, l.inFlight]), [[1_840, 0]]);
+  assert.match(renderOutcome(a), /acked by 3 Machines in 12 ms; drained in 1840 ms/);
+
+  const cut = new LeavingMachine();
+  cut.drain = { "drained_ms": 5_000, "in_flight": 2 };
+  seed(cut, two, "1");
+  seed(cut, two, "2");
+  const b = await run(project([service("web", { replicas: 1 })]), cut);
+  assert.match(
+    renderOutcome(b),
+    /acked by 3 Machines in 12 ms; stopped with 2 connections still open after 5000 ms/,
+  );
+
+  // An older Machine answers without drain figures: the Outcome claims none.
+  const old = new LeavingMachine();
+  seed(old, two, "1");
+  seed(old, two, "2");
+  const c = await run(project([service("web", { replicas: 1 })]), old);
+  assert.equal(c.left?.[0].drainedMs, undefined);
+  assert.doesNotMatch(renderOutcome(c), /drained|still open/);
 });
