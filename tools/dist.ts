@@ -119,8 +119,7 @@ async function buildTree(
   // Vendored npm packages: copied as deno laid them out, so `--cached-only --frozen` needs no registry.
   await copyVendored(join(ROOT, "node_modules"), join(tree, "node_modules"));
   // Last, so no source in the tree is newer than them: bin/ployz, bin/ployzd and the units run them only then.
-  await Deno.mkdir(join(tree, CLI_BUNDLE, ".."), { recursive: true });
-  await Deno.copyFile(join(bundled, CLI_BUNDLE), join(tree, CLI_BUNDLE));
+  await copySource(join(bundled, CLI_BUNDLE, ".."), join(tree, CLI_BUNDLE, ".."));
   if (kind === "full") await copySource(join(bundled, DAEMON_BUNDLE, ".."), join(tree, DAEMON_BUNDLE, ".."));
   const tarball = join(OUT, `${name}.tar.gz`);
   await run("tar", [

@@ -4,7 +4,7 @@
 import { deepEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DAEMON_BUNDLE } from "../../lib/permissions/mod.ts";
-import { bundleDaemon } from "./bundle.ts";
+import { bundleCli, bundleDaemon, CLI_BUNDLE } from "./bundle.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
 
@@ -16,12 +16,12 @@ interface Loaded {
 }
 
 // What running `<subcommand>` loads: the entry, the subcommand's chunk, and every chunk they import statically.
-async function loadedBy(dir: string, subcommand: string): Promise<Loaded> {
+async function loadedBy(dir: string, subcommand: string, entry = "ployzd.js"): Promise<Loaded> {
   const names = (await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name);
   const chunk = names.find((n) => n.startsWith(`${subcommand}-`) && n.endsWith(".js"));
   ok(chunk, `no chunk for ${subcommand} among ${names.join(" ")}`);
   const seen = new Set<string>();
-  const pending = ["ployzd.js", chunk];
+  const pending = [entry, chunk];
   const sources = new Set<string>();
   const imports = new Set<string>();
   while (pending.length > 0) {
@@ -62,6 +62,29 @@ Deno.test("the daemon bundle gives serve its npm packages inline and dns nothing
       ok(!dns.sources.some((s) => s.startsWith(area)), `dns loads nothing of ${area}`);
     }
     ok(!dns.imports.includes("node:sqlite"), dns.imports.join(" "));
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("the CLI bundle loads each command's code when it runs, and yaml as an ES module", async () => {
+  const out = await Deno.makeTempDir({ prefix: "ployz-bundle-" });
+  try {
+    const entry = await bundleCli(ROOT, out);
+    ok(entry.endsWith(CLI_BUNDLE), entry);
+    const dir = join(entry, "..");
+    const text = await Deno.readTextFile(entry);
+    ok(!/^\/\/ (lib\/deploy|lib\/rpc|node_modules)\//m.test(text), "the entry holds no command's code");
+
+    const config = await loadedBy(dir, "config", "ployz.js");
+    ok(config.sources.includes("lib/deploy/compose/load.ts"), "the config chunks hold the Compose loader");
+    // yaml's `node` export is CommonJS, which would start Node's module loader: its ES module build is inline.
+    ok(config.sources.some((s) => s.includes("/node_modules/yaml/browser/")), config.sources.join(" "));
+    deepEqual(config.imports.filter((s) => !s.startsWith("node:")), []);
+    for (const name of await Array.fromAsync(Deno.readDir(dir))) {
+      const chunk = await Deno.readTextFile(join(dir, name.name));
+      ok(!chunk.includes("createRequire"), `${name.name} requires no CommonJS module`);
+    }
   } finally {
     await Deno.remove(out, { recursive: true });
   }
