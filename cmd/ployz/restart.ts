@@ -40,9 +40,16 @@ function leftText(step: RestartStep): string {
   const left = step.left;
   if (left === undefined) return "";
   if ("skipped" in left) return `; not taken out of the proxies first: ${left.skipped}`;
-  return left.missing.length === 0
+  const drained = left.drainedMs === undefined
+    ? ""
+    : (left.inFlight ?? 0) === 0
+    ? `; drained in ${left.drainedMs} ms`
+    : `; stopped with ${left.inFlight} connection${
+      left.inFlight === 1 ? "" : "s"
+    } still open after ${left.drainedMs} ms`;
+  return (left.missing.length === 0
     ? `; left every proxy first (${left.acked} Machines acked in ${left.waitedMs} ms)`
-    : `; stopped after ${left.waitedMs} ms without the proxy ack of ${left.missing.join(", ")}`;
+    : `; stopped after ${left.waitedMs} ms without the proxy ack of ${left.missing.join(", ")}`) + drained;
 }
 
 /** `ployz restart`. */

@@ -38,8 +38,13 @@ export interface RestartStep {
   elapsedMs?: number;
   /** True when a receipt under the same request key already said this slot was restarted: nothing was sent. */
   earlier?: boolean;
-  /** How the container left every proxy before its stop: Machines that acked, those missing, the wait. */
-  left?: { acked: number; missing: string[]; waitedMs: number } | { skipped: string };
+  /**
+   * How the container left every proxy before its stop: Machines that acked, those missing, the wait, and how long
+   * its Machine then drained the connections in flight and how many were still open (absent from older Machines).
+   */
+  left?:
+    | { acked: number; missing: string[]; waitedMs: number; drainedMs?: number; inFlight?: number }
+    | { skipped: string };
 }
 
 /** A slot's receipt: `sent` until its outcome is known. */
@@ -95,7 +100,14 @@ async function leaveFirst(api: RestartApi, id: string, patienceMs: number): Prom
   try {
     const answer = await api.leaveContainer({ id, "wait_ms": patienceMs });
     if (!answer.live) return undefined;
-    return { acked: answer.acked.length, missing: answer.missing, waitedMs: answer.waited_ms };
+    return {
+      acked: answer.acked.length,
+      missing: answer.missing,
+      waitedMs: answer.waited_ms,
+      ...(answer.drained_ms === undefined
+        ? {}
+        : { drainedMs: answer.drained_ms, inFlight: answer.in_flight ?? 0 }),
+    };
   } catch (error) {
     if (error instanceof CodedError && error.code === "unsupported") return { skipped: error.message };
     throw error;

@@ -98,7 +98,15 @@ Deno.test("restart: each slot leaves every proxy before its stop, and the step s
     ...fakeMachine("m1", log, () => true),
     leaveContainer: ({ id, wait_ms }) => {
       log.push(`m1 leave ${id} within ${wait_ms}`);
-      return Promise.resolve({ id, live: true, acked: ["a", "b"], missing: ["c"], "waited_ms": 7 });
+      return Promise.resolve({
+        id,
+        live: true,
+        acked: ["a", "b"],
+        missing: ["c"],
+        "waited_ms": 7,
+        "drained_ms": 40,
+        "in_flight": 0,
+      });
     },
   };
   const steps = await restartSlots(
@@ -106,7 +114,7 @@ Deno.test("restart: each slot leaves every proxy before its stop, and the step s
     { deadlineMs: 1_000, monitorMs: 0, leavePatienceMs: 2_000 },
   );
   deepEqual(log, ["m1 leave c1 within 2000", "m1 stop c1", "m1 start c1", "m1 gate c1"]);
-  deepEqual(steps[0].left, { acked: 2, missing: ["c"], waitedMs: 7 });
+  deepEqual(steps[0].left, { acked: 2, missing: ["c"], waitedMs: 7, drainedMs: 40, inFlight: 0 });
   equal(steps[0].status, "restarted");
 });
 
