@@ -178,7 +178,7 @@ Deno.test("bin/ployz runs the bundled CLI only while no source is newer than the
   }
 });
 
-Deno.test("bin/ployzd serve, the units and the lab run the bundled daemon by one rule: only while it is fresh", async () => {
+Deno.test("bin/ployzd serve and observe, the units and the lab run the bundled daemon by one rule: only while it is fresh", async () => {
   const root = await Deno.makeTempDir({ prefix: "ployzd-launch-" });
   try {
     for (const dir of ["bin", "cmd", "lib/util", "dist/ployzd"]) {
@@ -208,6 +208,8 @@ Deno.test("bin/ployzd serve, the units and the lab run the bundled daemon by one
     const agree = async (expected: string): Promise<void> => {
       equal(await launched("serve"), expected);
       equal(daemonEntry("serve", root), expected, "the units and the lab decide as the launcher does");
+      equal(await launched("observe"), expected);
+      equal(daemonEntry("observe", root), expected);
       // The other subcommands always run their source.
       equal(await launched("dns"), join(root, "cmd", "ployzd.ts"));
       equal(daemonEntry("dns", root), join(root, "cmd", "ployzd.ts"));

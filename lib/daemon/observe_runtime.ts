@@ -8,7 +8,8 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { renderRuntimeUnit, type UnitOptions } from "../installer/machine/mod.ts";
 import {
   daemonEntry,
@@ -104,6 +105,10 @@ export function processObserveRunner(
   };
 }
 
+// The tree this code runs from, whose deno.json the child runs under: source and bundle chunks alike sit two
+// directories below it.
+const TREE = fileURLToPath(new URL("../../", import.meta.url));
+
 /**
  * `ployzd observe` under a runtime unit when systemd is PID 1, else as a child of this process run by the same deno
  * under the relocated `observe` permission set (the daemon then needs run permission for its own deno binary).
@@ -139,7 +144,7 @@ export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunne
       "--quiet",
       "--no-prompt",
       "--config",
-      join(dirname(dirname(entry)), "deno.json"),
+      join(TREE, "deno.json"),
       ...runtimeFlags("observe"),
       ...flags,
       entry,

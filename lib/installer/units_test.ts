@@ -117,7 +117,7 @@ function lay(): { dataDir: string; runDir: string; dockerSocket: string; dockerR
   };
 }
 
-Deno.test("renderUnit() starts serve from the release tree's bundle while it is fresh, the others from source", async () => {
+Deno.test("renderUnit() starts serve and observe from the release tree's bundle while it is fresh, dns from source", async () => {
   const tree = await Deno.makeTempDir({ prefix: "ployz-unit-tree-" });
   try {
     for (const dir of ["cmd", "lib", "dist/ployzd"]) await Deno.mkdir(join(tree, dir), { recursive: true });
@@ -135,9 +135,13 @@ Deno.test("renderUnit() starts serve from the release tree's bundle while it is 
         .split(" ");
     equal(execStart("serve").at(-2), join(tree, "dist", "ployzd", "ployzd.js"));
     equal(execStart("dns").at(-2), join(tree, "cmd", "ployzd.ts"));
-    equal(execStart("observe").at(-2), join(tree, "cmd", "ployzd.ts"));
-    // The bundle's chunks are imported when serve runs: its read grant covers them.
-    ok(execStart("serve").some((w) => w.startsWith("--allow-read=") && w.includes(`${tree}/dist/ployzd`)));
+    equal(execStart("observe").at(-2), join(tree, "dist", "ployzd", "ployzd.js"));
+    // The bundle's chunks are imported when the subcommand runs: its read grant covers them.
+    for (const subcommand of ["serve", "observe"] as const) {
+      ok(
+        execStart(subcommand).some((w) => w.startsWith("--allow-read=") && w.includes(`${tree}/dist/ployzd`)),
+      );
+    }
     await Deno.utime(join(tree, "cmd", "ployzd.ts"), new Date(), new Date(Date.now() + 1_000));
     equal(execStart("serve").at(-2), join(tree, "cmd", "ployzd.ts"), "an edited tree runs its source");
   } finally {

@@ -10,12 +10,13 @@ import type { PermissionSetName } from "./sets.ts";
 export const DAEMON_BUNDLE: string = join("dist", "ployzd", "ployzd.js");
 
 /**
- * Subcommands that run from the bundle when a fresh one exists. `serve` only: its ~190 modules and three npm
- * packages, each resolved and compiled on its own from source, hold ~10 MB more resident memory than the same
- * code as a few chunks (59 vs 69 MB at import, 3 runs each; `tools/bench/lab_footprint_bench.ts` for the idle
- * figure after a Deploy). The short-lived helpers gain little.
+ * Subcommands that run from the bundle when a fresh one exists, measured at import (3 runs each): `serve`, whose
+ * ~190 modules and three npm packages, each resolved and compiled on its own from source, hold ~10 MB more
+ * resident memory than the same code as a few chunks (59 vs 69 MB); `observe`, with hono inline, 45.5 vs 49 MB.
+ * `tools/bench/lab_footprint_bench.ts` gives the idle figures after a Deploy. `dns` gained 0.8 MB (40.5 vs
+ * 41.3), the short-lived helpers little.
  */
-const BUNDLED: ReadonlySet<PermissionSetName> = new Set(["serve"]);
+const BUNDLED: ReadonlySet<PermissionSetName> = new Set(["serve", "observe"]);
 
 // The tree this code runs from: from source and from the bundle alike, this module sits two directories below it.
 const TREE = fileURLToPath(new URL("../../", import.meta.url));

@@ -20,14 +20,15 @@ async function tree(): Promise<{ root: string; past: Date }> {
   return { root, past };
 }
 
-Deno.test("daemonEntry() runs serve from a fresh bundle, and from source after any edit, addition or removal", async () => {
+Deno.test("daemonEntry() runs serve and observe from a fresh bundle, and from source after any edit, addition or removal", async () => {
   const { root, past } = await tree();
   const source = join(root, "cmd", "ployzd.ts");
   const bundle = join(root, DAEMON_BUNDLE);
   try {
     equal(daemonEntry("serve", root), bundle);
-    // Only serve is bundled: the short-lived helpers and the other daemons run their source.
-    for (const sub of ["dns", "observe", "install", "systemd"] as const) {
+    equal(daemonEntry("observe", root), bundle);
+    // Only serve and observe are bundled: dns and the short-lived helpers run their source.
+    for (const sub of ["dns", "install", "systemd"] as const) {
       equal(daemonEntry(sub, root), source, sub);
     }
     await Deno.utime(join(root, "lib/util/mod.ts"), new Date(), new Date(Date.now() + 1_000));

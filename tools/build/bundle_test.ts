@@ -1,6 +1,7 @@
 // The daemon bundle keeps each process to what it runs, as the source does (tests/module_graph_test.ts): the chunks
 // `ployzd serve` loads hold its npm packages inline and nothing of the Observe Store or the lab; those of
-// `ployzd dns` hold no Docker, store, daemon or npm package.
+// `ployzd dns` hold no Docker, store, daemon or npm package; those of `ployzd observe` hold hono inline and nothing of
+// the daemon.
 import { deepEqual, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DAEMON_BUNDLE } from "../../lib/permissions/mod.ts";
@@ -29,7 +30,7 @@ async function loadedBy(dir: string, subcommand: string, entry = "ployzd.js"): P
     if (seen.has(name)) continue;
     seen.add(name);
     const text = await Deno.readTextFile(join(dir, name));
-    for (const [, path] of text.matchAll(/^\/\/ ((?:lib|cmd|node_modules)\/\S+)$/gm)) sources.add(path);
+    for (const [, path] of text.matchAll(/^\/\/ (\S+\.[cm]?[jt]s)$/gm)) sources.add(path);
     for (const [, spec] of text.matchAll(/^(?:import|export)\b[^;]*? from "([^"]+)";?$/gms)) {
       if (spec.startsWith("./")) pending.push(spec.slice(2));
       else imports.add(spec);
@@ -38,7 +39,7 @@ async function loadedBy(dir: string, subcommand: string, entry = "ployzd.js"): P
   return { sources: [...sources].sort(), imports: [...imports].sort() };
 }
 
-Deno.test("the daemon bundle gives serve its npm packages inline and dns nothing of serve", async () => {
+Deno.test("the daemon bundle gives serve and observe their npm packages inline and dns and observe nothing of serve", async () => {
   const out = await Deno.makeTempDir({ prefix: "ployzd-bundle-" });
   try {
     const entry = await bundleDaemon(ROOT, out);
@@ -58,10 +59,20 @@ Deno.test("the daemon bundle gives serve its npm packages inline and dns nothing
 
     const dns = await loadedBy(dir, "dns");
     ok(dns.sources.includes("lib/dns/server.ts"), "the dns chunks hold the DNS server");
-    for (const area of ["lib/daemon/", "lib/store/", "lib/deploy/", "lib/rpc/", "node_modules/"]) {
+    for (const area of ["lib/daemon/", "lib/store/", "lib/deploy/", "lib/rpc/"]) {
       ok(!dns.sources.some((s) => s.startsWith(area)), `dns loads nothing of ${area}`);
     }
+    ok(!dns.sources.some((s) => s.includes("node_modules/")), "dns loads no npm package");
     ok(!dns.imports.includes("node:sqlite"), dns.imports.join(" "));
+
+    const observe = await loadedBy(dir, "observe");
+    ok(observe.sources.includes("lib/observe/ingester.ts"), "the observe chunks hold the Observe Store");
+    ok(observe.sources.some((s) => s.includes("/node_modules/hono/")), "hono is bundled into observe");
+    deepEqual(observe.imports.filter((s) => !s.startsWith("node:")), []);
+    for (const area of ["lib/daemon/", "lib/store/", "lib/deploy/", "lib/rpc/"]) {
+      ok(!observe.sources.some((s) => s.startsWith(area)), `observe loads nothing of ${area}`);
+    }
+    ok(!observe.sources.some((s) => s.includes("/node_modules/zod/")), "observe loads no zod");
   } finally {
     await Deno.remove(out, { recursive: true });
   }
