@@ -1,7 +1,7 @@
 // Shared by `ployz start` and `ployz stop`: act on every container of a Service on every Machine (or `--machine M`)
 // and report each result; a Machine that did not answer is named, and the command exits 1.
 import { CliError, type CommandContext } from "../../lib/cli/mod.ts";
-import { errorBody } from "../../lib/deploy/mod.ts";
+import { drainText, errorBody, leftDrain } from "../../lib/deploy/mod.ts";
 import type { ListContainersResponse, MachineClient } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
@@ -127,13 +127,7 @@ async function leaveFirst(client: MachineClient, id: string): Promise<Left> {
 function leftText(left: Left, names: ReadonlyMap<string, string>): string {
   if ("skipped" in left) return `not taken out of the proxies first: ${left.skipped}`;
   if (!left.live) return "it was not running";
-  const drained = left.drained_ms === undefined
-    ? ""
-    : (left.in_flight ?? 0) === 0
-    ? `; drained in ${left.drained_ms} ms`
-    : `; stopped with ${left.in_flight} connection${
-      left.in_flight === 1 ? "" : "s"
-    } still open after ${left.drained_ms} ms`;
+  const drained = drainText(leftDrain(left));
   if (left.missing.length === 0) {
     return `left every proxy first (${left.acked.length} Machine${
       left.acked.length === 1 ? "" : "s"

@@ -4,6 +4,7 @@
 // same Deployment); the first slot that does not come back healthy stops the run, and the Outcome names what was
 // restarted, what failed and what was never attempted (docs/bets.md, bet 4: no rollback).
 import type { MachineClient } from "../rpc/mod.ts";
+import { leftDrain } from "../deploy/mod.ts";
 import { CodedError } from "../util/mod.ts";
 
 /**
@@ -104,9 +105,7 @@ async function leaveFirst(api: RestartApi, id: string, patienceMs: number): Prom
       acked: answer.acked.length,
       missing: answer.missing,
       waitedMs: answer.waited_ms,
-      ...(answer.drained_ms === undefined
-        ? {}
-        : { drainedMs: answer.drained_ms, inFlight: answer.in_flight ?? 0 }),
+      ...leftDrain(answer),
     };
   } catch (error) {
     if (error instanceof CodedError && error.code === "unsupported") return { skipped: error.message };

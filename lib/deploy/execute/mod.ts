@@ -16,7 +16,10 @@ export type { DeployEvent, Phase } from "./events.ts";
 export {
   type CompensationStep,
   type DeployStage,
+  drainText,
+  type LeaveDrainAnswer,
   type LeftContainer,
+  leftDrain,
   type OpFailure,
   opStage,
   opView,

@@ -22,7 +22,7 @@ import type {
   ReplaceOp,
 } from "../plan/types.ts";
 import type { Phase } from "./events.ts";
-import type { CompensationStep, LeftContainer } from "./outcome.ts";
+import { type CompensationStep, type LeftContainer, leftDrain } from "./outcome.ts";
 import { sleep } from "../../util/mod.ts";
 
 /** Fills one Machine's Ingress Proxy slot (creates or starts, never replaces or removes); errors propagate. */
@@ -117,9 +117,7 @@ async function leaveProxies(ctx: Context, container: ContainerRef): Promise<void
       acked: answer.acked,
       missing: answer.missing,
       waitedMs: answer.waited_ms,
-      ...(answer.drained_ms === undefined
-        ? {}
-        : { drainedMs: answer.drained_ms, inFlight: answer.in_flight ?? 0 }),
+      ...leftDrain(answer),
     });
   } catch (error) {
     const body = errorBody(error);

@@ -8,7 +8,7 @@
 import { describeOp, opTarget } from "../plan/preview.ts";
 import type { Op } from "../plan/types.ts";
 import type { DeployEvent } from "./events.ts";
-import { type DeployStage, type LeftContainer, opStage, type Outcome } from "./outcome.ts";
+import { type DeployStage, drainText, opStage, type Outcome } from "./outcome.ts";
 
 /** The heading line progress prints when `stage` begins. */
 export function stageHeading(stage: DeployStage): string {
@@ -152,13 +152,4 @@ export function renderOutcome(outcome: Outcome): string {
     for (const op of outcome.notAttempted) lines.push(`  - ${describeOp(op)}`);
   }
   return lines.join("\n") + "\n";
-}
-
-// What the Machine's drain before the stop saw: evidence, including the requests the stop cut.
-function drainText(l: LeftContainer): string {
-  if (l.drainedMs === undefined) return "";
-  if ((l.inFlight ?? 0) === 0) return `; drained in ${l.drainedMs} ms`;
-  return `; stopped with ${l.inFlight} connection${
-    l.inFlight === 1 ? "" : "s"
-  } still open after ${l.drainedMs} ms`;
 }
