@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildHandlers } from "../lib/daemon/mod.ts";
 import type { NormalizedProject, NormalizedService } from "../lib/deploy/mod.ts";
+import { buildOf } from "../lib/deploy/testing/mod.ts";
 import {
   type Builder,
   type BuildEvent,
@@ -24,18 +25,7 @@ function serviceOf(
   return {
     name,
     image: `p-${name}`,
-    build: {
-      context,
-      dockerfile: null,
-      dockerfileInline: null,
-      args: {},
-      target: null,
-      labels: {},
-      cacheFrom: [],
-      noCache: false,
-      image: null,
-      ...extra,
-    },
+    build: buildOf(context, extra),
   } as unknown as NormalizedService;
 }
 

@@ -129,36 +129,48 @@ Deno.test("bin/ployzd install runs under the install set plus only its release s
   }
 });
 
+/**
+ * A tree of its own for `program`'s launcher: the launchers, a stand-in deno (never run: the launcher only prints),
+ * its sources and `bundle`, all a minute in the past, so the bundle starts fresh. `entry` runs the
+ * launcher with `args` and answers the file it would run.
+ */
+async function launcherTree(
+  program: "ployz" | "ployzd",
+  bundle: string,
+): Promise<
+  { root: string; past: Date; entry(args: string[], env?: Record<string, string>): Promise<string> }
+> {
+  const root = await Deno.makeTempDir({ prefix: `${program}-launch-` });
+  for (const dir of ["bin", "cmd", "lib/util", join(bundle, "..")]) {
+    await Deno.mkdir(join(root, dir), { recursive: true });
+  }
+  for (const file of [program, "_launch.sh"]) {
+    await Deno.copyFile(join(ROOT, "bin", file), join(root, "bin", file));
+    await Deno.chmod(join(root, "bin", file), 0o755);
+  }
+  await Deno.writeTextFile(join(root, "deno"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  const source = `cmd/${program}.ts`;
+  for (const file of ["deno.json", "deno.lock", source, "lib/util/mod.ts", bundle]) {
+    await Deno.writeTextFile(join(root, file), "\n");
+  }
+  const past = new Date(Date.now() - 60_000);
+  for (const path of ["deno.json", "deno.lock", "cmd", source, "lib", "lib/util", "lib/util/mod.ts"]) {
+    await Deno.utime(join(root, path), past, past);
+  }
+  async function entry(args: string[], env: Record<string, string> = {}): Promise<string> {
+    const out = await run(join(root, "bin", program), args, { PLOYZ_LAUNCHER_PRINT: "1", ...env });
+    equal(out.code, 0, out.stderr);
+    const argv = out.stdout.trim().split("\n");
+    equal(argv.at(-1), args.at(-1), "the arguments follow the entry, the --bundle marker not among them");
+    return argv.at(-2)!;
+  }
+  return { root, past, entry };
+}
+
 Deno.test("bin/ployz runs the bundled CLI only while no source is newer than the bundle", async () => {
-  // A tree of its own: the launchers, a stand-in deno (never run: the launcher only prints), sources and a bundle.
-  const root = await Deno.makeTempDir({ prefix: "ployz-launch-" });
+  const { root, past, entry: launched } = await launcherTree("ployz", "dist/bundle/ployz.js");
   try {
-    for (const dir of ["bin", "cmd", "lib/util", "dist/bundle"]) {
-      await Deno.mkdir(join(root, dir), { recursive: true });
-    }
-    for (const file of ["ployz", "_launch.sh"]) {
-      await Deno.copyFile(join(ROOT, "bin", file), join(root, "bin", file));
-      await Deno.chmod(join(root, "bin", file), 0o755);
-    }
-    await Deno.writeTextFile(join(root, "deno"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
-    for (
-      const file of ["deno.json", "deno.lock", "cmd/ployz.ts", "lib/util/mod.ts", "dist/bundle/ployz.js"]
-    ) {
-      await Deno.writeTextFile(join(root, file), "\n");
-    }
-    const past = new Date(Date.now() - 60_000);
-    for (
-      const path of ["deno.json", "deno.lock", "cmd", "cmd/ployz.ts", "lib", "lib/util", "lib/util/mod.ts"]
-    ) {
-      await Deno.utime(join(root, path), past, past);
-    }
-    const entry = async (env: Record<string, string> = {}): Promise<string> => {
-      const out = await run(join(root, "bin", "ployz"), ["ps"], { PLOYZ_LAUNCHER_PRINT: "1", ...env });
-      equal(out.code, 0, out.stderr);
-      const argv = out.stdout.trim().split("\n");
-      equal(argv.at(-1), "ps", "the arguments follow the entry, the --bundle marker not among them");
-      return argv.at(-2)!;
-    };
+    const entry = (env: Record<string, string> = {}): Promise<string> => launched(["ps"], env);
     equal(await entry(), join(root, "dist", "bundle", "ployz.js"));
     equal(await entry({ PLOYZ_LAUNCHER_BUNDLE: "0" }), join(root, "cmd", "ployz.ts"));
     // An edit after the bundle was made: the source runs, never the old bundle.
@@ -179,32 +191,9 @@ Deno.test("bin/ployz runs the bundled CLI only while no source is newer than the
 });
 
 Deno.test("bin/ployzd serve and observe, the units and the lab run the bundled daemon by one rule: only while it is fresh", async () => {
-  const root = await Deno.makeTempDir({ prefix: "ployzd-launch-" });
+  const { root, past, entry } = await launcherTree("ployzd", DAEMON_BUNDLE);
   try {
-    for (const dir of ["bin", "cmd", "lib/util", "dist/ployzd"]) {
-      await Deno.mkdir(join(root, dir), { recursive: true });
-    }
-    for (const file of ["ployzd", "_launch.sh"]) {
-      await Deno.copyFile(join(ROOT, "bin", file), join(root, "bin", file));
-      await Deno.chmod(join(root, "bin", file), 0o755);
-    }
-    await Deno.writeTextFile(join(root, "deno"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
-    for (const file of ["deno.json", "deno.lock", "cmd/ployzd.ts", "lib/util/mod.ts", DAEMON_BUNDLE]) {
-      await Deno.writeTextFile(join(root, file), "\n");
-    }
-    const past = new Date(Date.now() - 60_000);
-    for (
-      const path of ["deno.json", "deno.lock", "cmd", "cmd/ployzd.ts", "lib", "lib/util", "lib/util/mod.ts"]
-    ) {
-      await Deno.utime(join(root, path), past, past);
-    }
-    const launched = async (subcommand: string): Promise<string> => {
-      const out = await run(join(root, "bin", "ployzd"), [subcommand], { PLOYZ_LAUNCHER_PRINT: "1" });
-      equal(out.code, 0, out.stderr);
-      const argv = out.stdout.trim().split("\n");
-      equal(argv.at(-1), subcommand, "the arguments follow the entry, the --bundle marker not among them");
-      return argv.at(-2)!;
-    };
+    const launched = (subcommand: string): Promise<string> => entry([subcommand]);
     const agree = async (expected: string): Promise<void> => {
       equal(await launched("serve"), expected);
       equal(daemonEntry("serve", root), expected, "the units and the lab decide as the launcher does");

@@ -164,6 +164,7 @@ Deno.test(needs(["docker"], {
             `${s.action}:${s.ok}`
           );
           equal(steps.join(","), "stop_new:true,restart_old:true");
+          // restart_old is ok only once the old container passed its healthcheck again: it answers at once.
           match(await http(port), /ployz test/);
           const web = (await containers(client, project)).filter((c) => c.service === "web");
           equal(web.length, 2, "the failed new container is kept as evidence");

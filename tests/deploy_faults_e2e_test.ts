@@ -68,7 +68,8 @@ Deno.test(needs(["engine"], {
         (await raw.listContainers({ all: true, filters: { label: [`ployz.project=${project}`] } }))
           .map((c: Listed) => c.Names[0]);
 
-      // A 4 s monitor keeps each replica in its health gate long enough to stop Docker under it.
+      // A 4 s monitor keeps each replica in its health gate long enough to stop Docker under it; --parallel 1 runs
+      // the replicas one after the other, so the Outcome is a completed prefix, the failed step and the rest.
       const child = spawnProgram(env, "ployz", "cli", [
         "deploy",
         "-f",
@@ -77,6 +78,8 @@ Deno.test(needs(["engine"], {
         "--json",
         "--monitor",
         "4s",
+        "--parallel",
+        "1",
       ]);
       const output = Promise.all([
         child.status,

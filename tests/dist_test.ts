@@ -7,11 +7,12 @@ import { join } from "node:path";
 import { PLOYZ_VERSION } from "../lib/cli/mod.ts";
 import { SIGNATURE_FILE, verifySumsSignature } from "../lib/installer/mod.ts";
 import { TEST_RELEASE_PUBLIC_KEY } from "../tools/release_test_key.ts";
-import { runDist } from "./support/installer.ts";
+import { hostDistBuild, runDist } from "./support/installer.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
 
-// This host's dist, built once for the file: the tree test and the install.sh --cli test read the same one, laid out
-// as a release source (`<base>/releases/<version>/`); removed when the file's tests end.
+// This host's dist, built once for the file (or once for the whole run, by the end-to-end runner): the tree test and
+// the install.sh --cli test read the same one, laid out as a release source (`<base>/releases/<version>/`, a link
+// to the runner's build when there is one); removed when the file's tests end.
 let hostRelease: Promise<{ base: string; out: string; result: RunResult }> | undefined;
 
 function hostReleaseOnce(): Promise<{ base: string; out: string; result: RunResult }> {
@@ -20,7 +21,12 @@ function hostReleaseOnce(): Promise<{ base: string; out: string; result: RunResu
     globalThis.addEventListener("unload", () => Deno.removeSync(base, { recursive: true }));
     await Deno.chmod(base, 0o755);
     const out = join(base, "releases", PLOYZ_VERSION);
-    return { base, out, result: await runDist(out) };
+    const built = await hostDistBuild(out);
+    if (built.out !== out) {
+      await Deno.mkdir(join(base, "releases"), { mode: 0o755 });
+      await Deno.symlink(built.out, out);
+    }
+    return { base, out, result: built.result };
   })();
   return hostRelease;
 }

@@ -17,19 +17,11 @@ import {
   webShopSpec,
 } from "./support/dns.ts";
 import { ROOT, run, tempLayout } from "./support/spawn.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually } from "./support/poll.ts";
 
 function addresses(outcome: QueryOutcome): string[] {
   if ("error" in outcome) throw new Error(`Query failed: ${outcome.error}`);
   return [...outcome.addresses].sort();
-}
-
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 Deno.test("ployzd dns answers nothing before its first load, then serves and reloads its spec", async () => {
@@ -55,10 +47,10 @@ Deno.test("ployzd dns answers nothing before its first load, then serves and rel
   equal((await udpQuery(port, "nope.shop.internal") as { rcode: string }).rcode, "NXDOMAIN");
 
   await writeDnsSpec(specPath, webShopSpec(port, ["10.210.3.7"]));
-  await until("the reloaded spec", async () => {
+  await eventually(10_000, "the reloaded spec", async () => {
     const outcome = await udpQuery(port, "web.shop.internal");
-    return "addresses" in outcome && outcome.addresses.join() === "10.210.3.7";
-  });
+    return "addresses" in outcome && outcome.addresses.join() === "10.210.3.7" || undefined;
+  }, 100);
 
   await Deno.writeTextFile(specPath, '{"format": 1, "listen": "not a list"}');
   await dns.waitFor(/keeping the last good one/);

@@ -1,6 +1,6 @@
 // `ployzd dns` under a flood of forwarded queries, as a real process under the dns permission set, its V8 flags
-// and systemd's default descriptor limit (soft 1024): dnsperf keeps 10,000 queries for names outside `.internal`
-// outstanding against an upstream that never answers. The process stays up, keeps answering `.internal` names during the
+// and systemd's default descriptor limit (soft 1024): dnsperf sends 10,000 queries for names outside `.internal`,
+// 2,000 a second, to an upstream that never answers, so up to 6,000 wait at once (each forward waits 3 s). The process stays up, keeps answering `.internal` names during the
 // flood, and refuses the excess with SERVFAIL at once instead of opening a socket per query.
 import { equal, ok } from "node:assert/strict";
 import dgram from "node:dgram";
@@ -13,7 +13,7 @@ import { sleep } from "./support/poll.ts";
 
 const QUERIES = 10_000;
 
-Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwarded queries", async () => {
+Deno.test("ployzd dns stays up and answers .internal under a flood of 10k forwarded queries", async () => {
   if ((await run("sh", ["-c", "command -v dnsperf && command -v prlimit"])).code !== 0) {
     throw new Error("dnsperf and prlimit are needed (apt-get install dnsperf util-linux)");
   }
@@ -42,6 +42,10 @@ Deno.test("ployzd dns stays up and answers .internal under 10k concurrent forwar
       ...dnsperfArgs(port, data, { passes: 1, clients: 20, outstanding: QUERIES }),
       "-t",
       "8",
+      // Sent at a bounded rate: the limit on forwards in flight is what is tested, not how many datagrams this
+      // host's default socket buffer holds while a loaded CPU is away from the process.
+      "-Q",
+      "2000",
     ]);
     // While the flood is outstanding, a name under .internal is still answered at once.
     await sleep(500);

@@ -7,7 +7,7 @@ import { type SupervisedDnsRunner, supervisedDnsRunner } from "../lib/daemon/mod
 import { writeDnsSpec } from "../lib/dns/mod.ts";
 import { dnsTestFlags, freeDnsPort, ployzdDnsArgs, udpFree, udpQuery, webShopSpec } from "./support/dns.ts";
 import { type TempLayout, tempLayout } from "./support/spawn.ts";
-import { sleep } from "./support/poll.ts";
+import { eventually, sleep } from "./support/poll.ts";
 
 /** A respawned child must answer again within this bound: a 1 s or 2 s backoff plus a deno start. */
 const ANSWER_AGAIN_MS = 10_000;
@@ -29,14 +29,6 @@ async function answered(port: number, ms = ANSWER_AGAIN_MS): Promise<number> {
     if (Date.now() - start > ms) {
       throw new Error(`No answer on ${port} within ${ms} ms: ${JSON.stringify(outcome)}`);
     }
-    await sleep(50);
-  }
-}
-
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
     await sleep(50);
   }
 }
@@ -87,7 +79,12 @@ Deno.test("a ployzd dns child that cannot serve the spec (exit 3) stays down and
       specPath,
       JSON.stringify({ ...webShopSpec(port, ["10.210.1.5"], []), format: 2 }),
     );
-    await until("the exit-3 report", () => lines.some((l) => /exited with code 3/.test(l)));
+    await eventually(
+      10_000,
+      "the exit-3 report",
+      () => lines.some((l) => /exited with code 3/.test(l)) || undefined,
+      50,
+    );
     assert.match(lines.at(-1) ?? "", /cannot serve the current DNS spec, not restarting it/);
     await sleep(2500);
     assert.equal(dns.pid(), undefined, "not respawned");

@@ -228,3 +228,39 @@ dockerTest("a missing image is refused before create", async (s) => {
     (e) => e instanceof DockerError && e.code === "not_found" && /is not on this Machine/.test(e.message),
   );
 });
+
+dockerTest(
+  "a create refuses a network that is missing or not this Machine's, as checkNetwork does first",
+  async (s) => {
+    const missing = s.spec("no-network", { network: { name: `ployz-test-${s.id}-missing` } });
+    for (const attempt of [() => s.engine.checkNetwork(missing), () => s.engine.createContainer(missing)]) {
+      await assert.rejects(attempt(), (e) => {
+        assert.ok(e instanceof DockerError);
+        assert.equal(e.code, "not_found");
+        assert.equal(
+          e.message,
+          `Cannot create container "${missing.name}": network "ployz-test-${s.id}-missing" does not exist`,
+        );
+        return true;
+      });
+    }
+    const name = `ployz-test-${s.id}-hand`;
+    const hand = await s.raw.createNetwork({ Name: name, Labels: { "ployz.test": s.id } });
+    try {
+      const foreign = s.spec("hand-network", { network: { name } });
+      for (const attempt of [() => s.engine.checkNetwork(foreign), () => s.engine.createContainer(foreign)]) {
+        await assert.rejects(attempt(), (e) => {
+          assert.ok(e instanceof DockerError);
+          assert.equal(e.code, "conflict");
+          assert.match(e.message, /Ployz does not own it/);
+          return true;
+        });
+      }
+      // A spec without a network has nothing to check.
+      await s.engine.checkNetwork(s.spec("default-network"));
+      assert.equal((await s.engine.listOwned()).length, 0);
+    } finally {
+      await hand.remove();
+    }
+  },
+);

@@ -1,6 +1,22 @@
 import assert from "node:assert/strict";
 import { DockerError, LABELS, MASQUERADE_OPTION } from "../lib/deploy/mod.ts";
-import { dockerTest, testSubnet } from "./support/docker.ts";
+import { dockerTest, type Scope, testSubnet } from "./support/docker.ts";
+
+/** A bridge network `ployz-test-<id>-<suffix>` on a fresh test subnet, made by Docker itself with `labels`. */
+async function rawNetwork(
+  s: Scope,
+  suffix: string,
+  labels: Record<string, string> = {},
+): Promise<{ name: string; subnet: string; gateway: string }> {
+  const network = { name: `ployz-test-${s.id}-${suffix}`, ...testSubnet() };
+  await s.raw.createNetwork({
+    Name: network.name,
+    Driver: "bridge",
+    IPAM: { Config: [{ Subnet: network.subnet, Gateway: network.gateway }] },
+    Labels: { ...labels, "ployz.test": s.id },
+  });
+  return network;
+}
 
 dockerTest("ensureNetwork creates, is idempotent, and refuses a subnet mismatch", async (s) => {
   const name = `ployz-test-${s.id}`;
@@ -48,14 +64,7 @@ dockerTest("a network named after another's id prefix is found by its exact name
 });
 
 dockerTest("a network Ployz does not own is refused, not adopted", async (s) => {
-  const name = `ployz-test-${s.id}-foreign`;
-  const { subnet, gateway } = testSubnet();
-  await s.raw.createNetwork({
-    Name: name,
-    Driver: "bridge",
-    IPAM: { Config: [{ Subnet: subnet, Gateway: gateway }] },
-    Labels: { "ployz.test": s.id },
-  });
+  const { name, subnet, gateway } = await rawNetwork(s, "foreign");
   await assert.rejects(
     s.engine.ensureNetwork({ name, subnet, gateway }),
     (e) => e instanceof DockerError && e.code === "conflict" && e.details.network === name,
@@ -91,14 +100,10 @@ dockerTest(
 );
 
 dockerTest("a Machine network created with Docker's masquerade on is reported with the fix", async (s) => {
-  const name = `ployz-test-${s.id}-old`;
-  const { subnet, gateway } = testSubnet();
   // As ployzd made it before masquerade was turned off: owned, no bridge options.
-  await s.raw.createNetwork({
-    Name: name,
-    Driver: "bridge",
-    IPAM: { Config: [{ Subnet: subnet, Gateway: gateway }] },
-    Labels: { [LABELS.managed]: "1", [LABELS.machine]: s.machineId, "ployz.test": s.id },
+  const { name, subnet, gateway } = await rawNetwork(s, "old", {
+    [LABELS.managed]: "1",
+    [LABELS.machine]: s.machineId,
   });
   const found = await s.engine.ensureNetwork({ name, subnet, gateway });
   assert.equal(found.created, false);

@@ -23,17 +23,13 @@ dockerTest(
     const config = await Deno.makeTempDir({ prefix: "ployz-docker-config-" });
     const ref = `${registry.host}/test/busybox:${s.id}`;
     try {
-      const login = await new Deno.Command("docker", {
-        args: ["login", "-u", USER.name, "--password-stdin", registry.host],
-        env: { ...DOCKER_ENV, DOCKER_CONFIG: config },
-        stdin: "piped",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
-      const writer = login.stdin.getWriter();
-      await writer.write(new TextEncoder().encode(USER.password));
-      await writer.close();
-      assert.equal((await login.status).code, 0);
+      const login = await run(
+        "docker",
+        ["login", "-u", USER.name, "--password-stdin", registry.host],
+        { ...DOCKER_ENV, DOCKER_CONFIG: config },
+        USER.password,
+      );
+      assert.equal(login.code, 0, login.stderr);
       // A layer of its own, so the pull below downloads one (the base layers are already here).
       const marker = join(config, "marker");
       await Deno.writeTextFile(marker, s.id);

@@ -5,7 +5,15 @@
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DOCKER_ENV } from "./support/docker.ts";
-import { hostDist, sh, signReleaseSums, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
+import {
+  hostDist,
+  linkTree,
+  replaceFile,
+  sh,
+  signReleaseSums,
+  SYSTEMD_IMAGE,
+  SystemdMachine,
+} from "./support/installer.ts";
 import { ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { eventually, sleep } from "./support/poll.ts";
@@ -40,12 +48,9 @@ async function buildSource(work: string): Promise<string> {
     const name = `ployz-${r.version}-${TRIPLE}`;
     const tree = join(work, "build", name);
     await Deno.mkdir(join(work, "build"), { recursive: true });
-    await sh(`cp -a '${built}' '${tree}'`);
+    await linkTree(built, tree);
     const configPath = join(tree, "deno.json");
-    await Deno.writeTextFile(
-      configPath,
-      patchConfig(await Deno.readTextFile(configPath), r.reports ?? r.version),
-    );
+    await replaceFile(configPath, patchConfig(await Deno.readTextFile(configPath), r.reports ?? r.version));
     if (r.brokenServe) {
       const servePath = join(tree, "cmd", "ployzd", "serve.ts");
       const text = await Deno.readTextFile(servePath);
@@ -54,7 +59,7 @@ async function buildSource(work: string): Promise<string> {
         'async run({ values, io }): Promise<number> {\n    if (values) throw new Error("This release cannot serve");',
       );
       ok(patched !== text, "serve.ts patch applies");
-      await Deno.writeTextFile(servePath, patched);
+      await replaceFile(servePath, patched);
     }
     await Deno.mkdir(join(rel, r.version), { recursive: true });
     await sh(

@@ -44,7 +44,7 @@ Deno.test("a release's files are fsynced before current switches to it", async (
       stderr: "piped",
     }).output();
     ok(out.success, `strace or the driver failed: ${new TextDecoder().decode(out.stderr)}`);
-    const lines = (await Deno.readTextFile(trace)).split("\n");
+    const lines = joinResumed((await Deno.readTextFile(trace)).split("\n"));
     const switched = lines.findIndex((l) => /rename.*\/prefix\/current"/.test(l));
     ok(switched > 0, "current was renamed into place");
     const incoming = join(root, "prefix", "releases", ".incoming-attemptx");
@@ -59,3 +59,27 @@ Deno.test("a release's files are fsynced before current switches to it", async (
     await Deno.remove(root, { recursive: true });
   }
 });
+
+/**
+ * strace's lines with each call that another thread's call interrupted put back on one line: with fsyncs on several
+ * threads at once, strace -f writes `PID fsync(…) <unfinished ...>` and later `PID <... fsync resumed>) = 0`.
+ */
+function joinResumed(lines: string[]): string[] {
+  const open = new Map<string, string>();
+  const out: string[] = [];
+  for (const line of lines) {
+    const unfinished = /^(\d+)\s+(.*) <unfinished \.\.\.>$/.exec(line);
+    if (unfinished !== null) {
+      open.set(unfinished[1], `${unfinished[1]} ${unfinished[2]}`);
+      continue;
+    }
+    const resumed = /^(\d+)\s+<\.\.\. \w+ resumed>(.*)$/.exec(line);
+    if (resumed !== null && open.has(resumed[1])) {
+      out.push(`${open.get(resumed[1])}${resumed[2]}`);
+      open.delete(resumed[1]);
+      continue;
+    }
+    out.push(line);
+  }
+  return out;
+}

@@ -4,7 +4,7 @@
 // A second Global Service comes from a real registry (Debian's docker-registry, plain, in the lab's underlay): its
 // tag is moved in the registry after the Deploy, and m3 still pulls the digest the Deploy pinned.
 import assert from "node:assert/strict";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { type Lab, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { IMAGE } from "./support/docker.ts";
@@ -55,19 +55,18 @@ Deno.test(needs(["lab", "command:docker-registry"], {
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const registryHost = `192.0.2.1:${port}`;
     await using lab = await startLab("cu", 3, { join: 2, upArgs: ["--insecure-registry", registryHost] });
-    // The lab's underlay namespace is `<name>-u`, its name the prefix and the directory's random tag.
     await using _registry = await startRegistry({
       address: "192.0.2.1",
       port,
-      namespace: `cu${basename(lab.dir).split("-").pop()}-u`,
+      namespace: `${lab.name}-u`,
     });
     const relay = `${registryHost}/fleet/relay:1`;
     const pinned = await pushed(lab, relay, "deployed");
     const tagged = await lab.docker("m1", ["tag", IMAGE, ONLY_M1]);
     assert.equal(tagged.code, 0, tagged.stderr);
-    const path = join(lab.dir, "global.yaml");
-    await Deno.writeTextFile(
-      path,
+    await lab.deploy(
+      "m1",
+      "global.yaml",
       `name: fleet
 services:
   agent:
@@ -90,8 +89,6 @@ services:
     stop_grace_period: 1s
 `,
     );
-    const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
-    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
     // The tag moves in the registry after the Deploy: m3 must still run the digest the Deploy pinned.
     const moved = await pushed(lab, relay, "moved");
     assert.notEqual(moved, pinned);

@@ -10,7 +10,6 @@ import { join } from "node:path";
 import { followDeploy, lastOutcome } from "./support/daemon.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
-import { ROOT } from "./support/spawn.ts";
 import { IMAGE } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
 
@@ -133,9 +132,10 @@ Deno.test(needs(["lab"], {
         const path = join(lab.dir, "cut.yaml");
         await Deno.writeTextFile(path, cutCompose());
         let cutAt = -1;
+        // --parallel 1: this is the plan-order Outcome (a completed prefix, the rest not attempted);
+        // lab_parallel_deploy_test cuts a Machine under the default parallel execution.
         const run = await followDeploy(
-          [join(ROOT, "bin", "ployz"), "deploy", "-f", path, "-y", "--monitor", "2s", "--json"],
-          lab.envOn("m1"),
+          { compose: path, flags: ["--monitor", "2s", "--parallel", "1"], env: lab.envOn("m1") },
           async (event) => {
             // While m2's slot is being made, m3 drops off the mesh: the next operation, on m3, cannot run.
             if (cutAt < 0 && event.type === "step" && event.status === "running" && event.index === 1) {

@@ -3,7 +3,6 @@
 // (start-first, health-gated) under a request loop through every Ingress Proxy, keeps the Global Service's slot on
 // m2 and says so, ends with a report and a receipt per leg; `machine undrain` lets m2 take new work again.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { labLoad, machinesUp, startLab } from "./support/lab.ts";
@@ -52,10 +51,7 @@ Deno.test(needs(["lab"], {
     assert.match(still.stdout.split("\n").find((l) => l.startsWith("m2 ")) ?? "", /workloads,ingress$/);
 
     // So the Deploy puts all 6 slots on m2; then m1 and m3 take workloads again.
-    const path = join(lab.dir, "shop.yaml");
-    await Deno.writeTextFile(path, COMPOSE);
-    const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
-    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+    await lab.deploy("m1", "shop.yaml", COMPOSE);
     await accept("m1", "on");
     await accept("m3", "on");
     const placed = async (): Promise<string[]> => {

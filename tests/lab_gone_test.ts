@@ -7,7 +7,6 @@
 // that row, records it, says so in "machine ls", stops syncing and reaches nothing else; its containers stay until
 // it leaves the Cluster with the command it names.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { labExec, labRestart, labStartMachine, labStopMachine } from "../lib/lab/mod.ts";
 import { IMAGE } from "./support/docker.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
@@ -38,10 +37,7 @@ Deno.test(needs(["lab"], {
   async fn() {
     await using lab = await startLab("gn", 3);
     await machinesUp(lab, "m1", 3);
-    const path = join(lab.dir, "keep.yaml");
-    await Deno.writeTextFile(path, COMPOSE);
-    const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
-    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+    await lab.deploy("m1", "keep.yaml", COMPOSE);
     const machinesOn = async (m: string): Promise<ListedMachines["machines"]> =>
       (JSON.parse((await lab.on(m, ["machine", "ls", "--json"])).stdout) as ListedMachines).machines;
 

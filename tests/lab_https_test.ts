@@ -14,6 +14,7 @@ import { issueCertificate, selfSignedCertificate } from "./support/pki.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
 import { webService } from "./support/web_service.ts";
+import { stopChild } from "../lib/util/mod.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 const UNDERLAY = "192.0.2.1";
@@ -54,6 +55,13 @@ function judgeLoad(r: RunResult): { requests: number; resets: string[]; other: s
   return { requests, ...splitReloadResets(failures) };
 }
 
+/** A load loop that held: it sent requests, and its only failures were a Caddy reload's resets, few enough. */
+function assertLoadHeld({ requests, resets, other }: ReturnType<typeof judgeLoad>): void {
+  assert.ok(requests > 0);
+  assert.deepEqual(other, []);
+  assert.ok(resets.length <= MAX_RELOAD_RESETS, resets.join("; "));
+}
+
 Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "command:openssl", "command:curl"], {
   name:
     "HTTPS on a 3-Machine lab: ACME HTTP-01 from Pebble, answers and certificates replicated, 443 everywhere",
@@ -64,10 +72,12 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       env: { PLOYZ_ACME_DIRECTORY: `https://${UNDERLAY}:14000/dir` },
       upArgs: ["--image", "ployz-test/busybox:1", "--image", "ployz-system/caddy:2"],
     });
-    // startLab names the lab `<prefix><tag>` and puts it in `/tmp/plz-<prefix>-<tag>`.
-    const name = `https${lab.dir.split("-").pop()}`;
+    const name = lab.name;
     const underlay = (argv: string[]): Promise<RunResult> =>
       run("nsenter", [`--net=/run/netns/${name}-u`, "--", ...argv]);
+    // curl from the underlay, silent but for errors, bounded to `seconds`.
+    const curl = (seconds: number, args: string[]): Promise<RunResult> =>
+      underlay(["curl", "-sS", "-m", String(seconds), ...args]);
     const pki = join(lab.dir, "pki");
     try {
       // Pebble's own listener certificate, from a CA the Machines trust for talking to the CA (never unverified).
@@ -135,11 +145,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       );
       const root = join(pki, "pebble-root.pem");
       await eventually(20_000, "Pebble answers with its root", async () => {
-        const r = await underlay([
-          "curl",
-          "-sS",
-          "-m",
-          "3",
+        const r = await curl(3, [
           "--cacert",
           join(pki, "ca.pem"),
           "-o",
@@ -172,11 +178,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
       const asker = [...machines].sort((a, b) => a.id < b.id ? -1 : 1)[0].name;
       const others = MACHINES.filter((m) => m !== asker);
       for (const [i, host] of HOSTS.entries()) {
-        const r = await underlay([
-          "curl",
-          "-sS",
-          "-m",
-          "3",
+        const r = await curl(3, [
           "-d",
           JSON.stringify({ host: `${host}.`, addresses: [ADDRESS[others[i % 2]]] }),
           `http://${UNDERLAY}:8055/add-a`,
@@ -256,11 +258,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         answered = true,
         ca = root,
       ): Promise<string | undefined> => {
-        const body = await underlay([
-          "curl",
-          "-sS",
-          "-m",
-          "5",
+        const body = await curl(5, [
           "--cacert",
           ca,
           "--resolve",
@@ -286,11 +284,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             addresses: [address],
           }]]
         ) {
-          const r = await underlay([
-            "curl",
-            "-sS",
-            "-m",
-            "3",
+          const r = await curl(3, [
             "-d",
             JSON.stringify(body),
             `http://${UNDERLAY}:8055/${path}`,
@@ -345,11 +339,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
 
       await t.step("port 80 redirects to https; unknown names still get the catch-all", async () => {
         for (const m of MACHINES) {
-          const r = await underlay([
-            "curl",
-            "-sS",
-            "-m",
-            "5",
+          const r = await curl(5, [
             "-o",
             "/dev/null",
             "-w",
@@ -360,11 +350,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           ]);
           assert.equal(r.stdout, `308 https://${HOSTS[0]}/path?q=1`, r.stderr);
         }
-        const other = await underlay([
-          "curl",
-          "-sS",
-          "-m",
-          "5",
+        const other = await curl(5, [
           "-o",
           "/dev/null",
           "-w",
@@ -472,9 +458,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           for (const m of MACHINES) fresh.add(String(await servedSerial(HOSTS[0], m)));
           assert.equal(fresh.size, 1, "one serial on every Machine");
           serials.set(HOSTS[0], [...fresh][0]);
-          assert.ok(requests > 0);
-          assert.deepEqual(other, []);
-          assert.ok(resets.length <= MAX_RELOAD_RESETS, resets.join("; "));
+          assertLoadHeld({ requests, resets, other });
         },
       );
 
@@ -494,9 +478,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
             `figure: redeploy over https, ${requests} requests through 3 Machines, ` +
               `${resets.length} reset during a Caddy reload, ${other.length} other failures`,
           );
-          assert.ok(requests > 0);
-          assert.deepEqual(other, []);
-          assert.ok(resets.length <= MAX_RELOAD_RESETS, resets.join("; "));
+          assertLoadHeld({ requests, resets, other });
         },
       );
 
@@ -600,17 +582,17 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         },
       );
 
-      // Stops Machine `m`'s Ingress Proxy, and another web server there takes `port` before it starts again.
-      const takePort = async (
-        m: string,
-        port: number,
-        viaAsker: Record<string, string>,
-      ): Promise<Deno.ChildProcess> => {
-        const stop = await lab.ployz(["stop", "ployz-system/caddy", "--machine", m], viaAsker);
+      // The port-taken steps: Machine `taken` loses a port its Ingress Proxy needs, asked through the asker, and the
+      // other two keep serving.
+      const taken = others[1];
+      const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
+      // Stops taken's Ingress Proxy, and another web server there takes `port` before it starts again.
+      const takePort = async (port: number): Promise<Deno.ChildProcess> => {
+        const stop = await lab.ployz(["stop", "ployz-system/caddy", "--machine", taken], viaAsker);
         assert.equal(stop.code, 0, `${stop.stdout}${stop.stderr}`);
         const holder = new Deno.Command("nsenter", {
           args: [
-            `--net=/run/netns/${name}-${m.slice(1)}`,
+            `--net=/run/netns/${name}-${taken.slice(1)}`,
             "--",
             "openssl",
             "s_server",
@@ -627,56 +609,57 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           stderr: "null",
         }).spawn();
         children.push(holder);
-        await eventually(10_000, `port ${port} taken on ${m}`, async () => {
+        await eventually(10_000, `port ${port} taken on ${taken}`, async () => {
           const r = await underlay([
             "sh",
             "-c",
-            `echo | openssl s_client -connect ${ADDRESS[m]}:${port} 2>&1`,
+            `echo | openssl s_client -connect ${ADDRESS[taken]}:${port} 2>&1`,
           ]);
           return /CN ?= ?pebble/.test(r.stdout) ? true : undefined;
         });
         return holder;
       };
+      const othersServe = async (): Promise<void> => {
+        for (const o of [asker, others[0]]) {
+          assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
+        }
+      };
+      const servesAgain = async (what: string): Promise<void> => {
+        await eventually(
+          60_000,
+          `${taken} serves again once ${what} is free`,
+          async () => await servedSerial(HOSTS[0], taken) === serials.get(HOSTS[0]) ? true : undefined,
+          250,
+        );
+      };
 
       await t.step(
         "port 443 taken on one Machine: its proxy's start names Machine, port and holder; the others serve",
         async () => {
-          const m = others[1];
-          const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
-          const holder = await takePort(m, 443, viaAsker);
-          const start = await lab.ployz(["start", "ployz-system/caddy", "--machine", m], viaAsker);
+          const holder = await takePort(443);
+          const start = await lab.ployz(["start", "ployz-system/caddy", "--machine", taken], viaAsker);
           console.log((start.stdout + start.stderr).trim());
           assert.equal(start.code, 1);
           assert.match(
             start.stdout + start.stderr,
             new RegExp(
-              `error\\[conflict\\]: Port 443 on Machine "${m}" is already in use: openssl \\(pid ${holder.pid}\\) ` +
+              `error\\[conflict\\]: Port 443 on Machine "${taken}" is already in use: openssl \\(pid ${holder.pid}\\) ` +
                 "holds it; free the port",
             ),
           );
           assert.doesNotMatch(start.stdout + start.stderr, / {4}at /, "no stack trace");
-          for (const o of [asker, others[0]]) {
-            assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
-          }
-          holder.kill("SIGTERM");
-          await holder.status;
-          const again = await lab.ployz(["start", "ployz-system/caddy", "--machine", m], viaAsker);
+          await othersServe();
+          await stopChild(holder);
+          const again = await lab.ployz(["start", "ployz-system/caddy", "--machine", taken], viaAsker);
           assert.equal(again.code, 0, `${again.stdout}${again.stderr}`);
-          await eventually(
-            60_000,
-            `${m} serves again once the port is free`,
-            async () => await servedSerial(HOSTS[0], m) === serials.get(HOSTS[0]) ? true : undefined,
-            250,
-          );
+          await servesAgain("the port");
         },
       );
 
       await t.step(
         "port 80 taken on one Machine: a Deploy's proxy fill names port 80 and the holder; the others serve",
         async () => {
-          const m = others[1];
-          const viaAsker = { PLOYZ_RUN_DIR: join(lab.dir, asker, "run") };
-          const holder = await takePort(m, 80, viaAsker);
+          const holder = await takePort(80);
           // The Project is unchanged: this Deploy's only operation is filling the stopped ingress slot.
           const refused = await deployVia(asker);
           const failed = outcomeOf(refused);
@@ -686,29 +669,21 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
           assert.ok(["partial", "failed"].includes(String(failed.status)), String(failed.status));
           const failure = failed.failed as { op: Record<string, unknown>; error: Record<string, unknown> };
           assert.equal(failure.op.kind, "ingress");
-          assert.equal(failure.op.machine_name, m);
+          assert.equal(failure.op.machine_name, taken);
           assert.equal(failure.error.code, "conflict");
           assert.match(
             String(failure.error.message),
             new RegExp(
-              `^Port 80 on Machine "${m}" is already in use: openssl \\(pid ${holder.pid}\\) holds it; free the port`,
+              `^Port 80 on Machine "${taken}" is already in use: openssl \\(pid ${holder.pid}\\) holds it; free the port`,
             ),
           );
           assert.doesNotMatch(refused.stdout + refused.stderr, / {4}at /, "no stack trace");
-          for (const o of [asker, others[0]]) {
-            assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
-          }
-          holder.kill("SIGTERM");
-          await holder.status;
+          await othersServe();
+          await stopChild(holder);
           const again = await deployVia(asker);
           assert.equal(again.code, 0, `${again.stdout}${again.stderr}`);
           assert.equal(outcomeOf(again).status, "succeeded");
-          await eventually(
-            60_000,
-            `${m} serves again once port 80 is free`,
-            async () => await servedSerial(HOSTS[0], m) === serials.get(HOSTS[0]) ? true : undefined,
-            250,
-          );
+          await servesAgain("port 80");
         },
       );
 
@@ -763,12 +738,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         const lines = text.split("\n").filter((l) => /certificates:|serving: Caddy/.test(l));
         console.log(`${m}: ${lines.slice(-8).join("\n    ")}`);
       }
-      for (const child of children) {
-        try {
-          child.kill("SIGTERM");
-        } catch { /* already gone */ }
-        await child.status;
-      }
+      for (const child of children) await stopChild(child);
     }
   },
 }));

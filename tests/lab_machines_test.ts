@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { wgInterfaceName } from "../lib/lab/mod.ts";
-import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { DOCKER_SOCKET, ownedLabelArgs } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
-import { fetchInLab, labAddress, ployzCli } from "./support/lab.ts";
+import { fetchInLab, helloServer, labAddress, labExec, labPlace, ployzCli } from "./support/lab.ts";
 import { readRows, storeDigest } from "./support/lab_store.ts";
 import { needs } from "./support/needs.ts";
 
@@ -48,10 +48,7 @@ function wireguardGo(iface: string): number[] {
 Deno.test(needs(["lab"], {
   name: "ployz lab with ployzd per Machine: join, membership, sync, partition, collision, heal, restart, rm",
   async fn(t) {
-    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-    const name = `k${tag}`;
-    const dir = `/tmp/plz-lab-${tag}`;
-    const at = ["--dir", dir];
+    const { name, dir, at } = labPlace("k");
     const env = { PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET, PLOYZ_CONFIG_DIR: join(dir, "nobody"), ...THRESHOLDS };
     const sock = (m: string): string => join(dir, m, "run", "ployz.sock");
     const db = (m: string): string => join(dir, m, "ployz", "store.db");
@@ -59,38 +56,21 @@ Deno.test(needs(["lab"], {
     const { ployz, ok } = ployzCli(env);
     // `machine ls` as the given Machine observes it, through `lab exec` (the CLI inside its namespace).
     const ls = async (m: string): Promise<Listed> =>
-      JSON.parse((await ok(["lab", "exec", m, ...at, "--", "ployz", "machine", "ls", "--json"])).stdout);
+      JSON.parse((await ok(labExec(m, at, ["ployz", "machine", "ls", "--json"]))).stdout);
     const ids: Record<string, string> = {};
     const runOwned = async (m: string, container: string): Promise<void> => {
-      await ok([
-        "lab",
-        "exec",
-        m,
-        ...at,
-        "--",
-        "docker",
-        "run",
-        "-d",
-        "--name",
-        container,
-        "--network",
-        "ployz",
-        "--label",
-        "ployz.managed=1",
-        "--label",
-        `ployz.machine=${ids[m]}`,
-        "--label",
-        "ployz.project=lab",
-        "--label",
-        `ployz.service=${container}`,
-        IMAGE,
-        "sh",
-        "-c",
-        `mkdir -p /www && echo hello-from-${container} > /www/index.html && exec httpd -f -p 80 -h /www`,
-      ]);
+      await ok(
+        labExec(m, at, [
+          "docker",
+          ...helloServer(container, container, ownedLabelArgs(ids[m], "lab", container)),
+        ]),
+      );
     };
     const rowNames = (m: string): string[] =>
       [...readRows(db(m), "containers").values()].map((r) => String(r.name)).sort();
+    /** Waits up to `ms` for Machine `m`'s store to hold the row of `container`; answers when it did. */
+    const rowOn = (m: string, container: string, ms: number, what: string): Promise<number> =>
+      eventually(ms, what, () => Promise.resolve(rowNames(m).includes(container) ? Date.now() : undefined));
 
     try {
       const started = Date.now();
@@ -139,16 +119,8 @@ Deno.test(needs(["lab"], {
 
       await t.step("a container row written on m3 appears on m1 within 5 s", async () => {
         await runOwned("m3", "web3");
-        const written = await eventually(
-          15_000,
-          "m3 publishes web3",
-          () => Promise.resolve(rowNames("m3").includes("web3") ? Date.now() : undefined),
-        );
-        await eventually(
-          5_000,
-          "web3 on m1",
-          () => Promise.resolve(rowNames("m1").includes("web3") ? true : undefined),
-        );
+        const written = await rowOn("m3", "web3", 15_000, "m3 publishes web3");
+        await rowOn("m1", "web3", 5_000, "web3 on m1");
         console.log(`row web3: m3 → m1 in ${Date.now() - written} ms (polling every 500 ms)`);
       });
 
@@ -161,11 +133,7 @@ Deno.test(needs(["lab"], {
         await ok(["lab", "partition", "m1,m2,m4", "/", "m3,m5", ...at]);
         await runOwned("m1", "web1");
         await runOwned("m3", "web3b");
-        await eventually(
-          15_000,
-          "web1 reaches m2",
-          () => Promise.resolve(rowNames("m2").includes("web1") ? true : undefined),
-        );
+        await rowOn("m2", "web1", 15_000, "web1 reaches m2");
         const m3view = await eventually(90_000, "m3 no longer judges m1 and m2 up", async () => {
           const l = await ls("m3");
           const others = l.machines.filter((x) => x.name !== "m3");
@@ -251,11 +219,7 @@ Deno.test(needs(["lab"], {
           "m1 still reaches m3's container",
         );
         await runOwned("m3", "web3c");
-        await eventually(
-          15_000,
-          "web3c from the restarted m3 reaches m1",
-          () => Promise.resolve(rowNames("m1").includes("web3c") ? true : undefined),
-        );
+        await rowOn("m1", "web3c", 15_000, "web3c from the restarted m3 reaches m1");
         const list = await eventually(30_000, "m3 judges m1 and m2 up again", async () => {
           const l = await ls("m3");
           const up = l.machines.filter((x) => ["m1", "m2"].includes(x.name) && x.membership === "up");

@@ -2,7 +2,6 @@
 // same read-only observe host view an installed Machine's ployz-observe unit has, so `ployz top` shows CPU,
 // memory, network and disk numbers for a busy container, never `gap: not_permitted`.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { needs } from "./support/needs.ts";
@@ -27,10 +26,10 @@ Deno.test(needs(["lab"], {
   name: "ployz top on a lab Machine shows real CPU, memory, network and disk figures for a busy container",
   async fn() {
     await using lab = await startLab("mt", 1);
-    const compose = join(lab.dir, "busy.yaml");
     // Busy in a bounded way: a short CPU burst every second, so the sampler sees CPU time grow.
-    await Deno.writeTextFile(
-      compose,
+    await lab.deploy(
+      "m1",
+      "busy.yaml",
       `name: busy
 services:
   spin:
@@ -38,9 +37,8 @@ services:
     command: ["sh", "-c", "while :; do seq 1 50000 > /dev/null; sleep 1; done"]
     stop_signal: SIGKILL
 `,
+      [],
     );
-    const deployed = await lab.on("m1", ["deploy", "-f", compose, "-y"]);
-    assert.equal(deployed.code, 0, `${deployed.stdout}${deployed.stderr}`);
     let last = "";
     const values = await eventually(90_000, "a sample with numbers for busy/spin", async () => {
       const top = await lab.on("m1", ["top", "--json"]);

@@ -5,7 +5,7 @@
 // the private ranges is refused by `machine init` before anything is founded.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type Lab, machinesUp, startLab } from "./support/lab.ts";
+import { type Lab, machinesUp, type ProjectReplica, projectReplicas, startLab } from "./support/lab.ts";
 import { eventually } from "./support/poll.ts";
 import { run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
@@ -20,16 +20,8 @@ function compose(): string {
 }
 
 /** Each Machine's one lnet container: its id and its address on the `ployz` network. */
-async function replicas(lab: Lab): Promise<{ machine: string; container: string; address: string }[]> {
-  return await Promise.all(MACHINES.map(async (machine) => {
-    const ids = (await lab.docker(machine, ["ps", "-q", "--filter", "label=ployz.project=lnet"])).stdout
-      .trim();
-    if (ids === "" || ids.includes("\n")) throw new Error(`${machine} runs not exactly one lnet container`);
-    const format = "{{.NetworkSettings.Networks.ployz.IPAddress}}";
-    const address = (await lab.docker(machine, ["inspect", "-f", format, ids])).stdout.trim();
-    if (address === "") throw new Error(`${machine}'s container has no address yet`);
-    return { machine, container: ids, address };
-  }));
+function replicas(lab: Lab): Promise<ProjectReplica[]> {
+  return projectReplicas(lab, MACHINES, "lnet");
 }
 
 /** What each container got asking the other by name, as `<from> -> <answer>` lines. */
@@ -78,10 +70,7 @@ Deno.test(needs(["lab"], {
       ["10.217.0.0/24", "10.217.1.0/24"],
     );
 
-    const file = join(lab.dir, "lnet.json");
-    await Deno.writeTextFile(file, compose());
-    const deployed = await lab.on("m1", ["deploy", "-f", file, "-y", "--monitor", "1s"]);
-    assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+    await lab.deploy("m1", "lnet.json", compose());
 
     let last: string[] = [];
     await eventually(60_000, "each container reaching the other by name", async () => {

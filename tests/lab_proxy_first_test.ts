@@ -10,8 +10,9 @@ import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { outcomeOf } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
-import { labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.ts";
+import { type Lab, labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
+import { ingressContainerName, kernelMigratesRequests, MIGRATE_REQ_SYSCTL } from "../lib/serving/mod.ts";
 import { webService } from "./support/web_service.ts";
 import { sleep } from "./support/poll.ts";
 import { ROOT } from "./support/spawn.ts";
@@ -57,6 +58,76 @@ function slowRequests(dir: string, machines: string[]): { stop(): Promise<string
       return outs.flatMap((o) => new TextDecoder().decode(o.stdout).split("\n").filter((l) => l !== ""));
     },
   };
+}
+
+/** What the test did and when (epoch ms), to place a failed request against. */
+type Timeline = [string, number][];
+
+/**
+ * Runs `act` inside the load loop through every Machine, `beforeMs` after the loop starts and `afterMs` before it
+ * stops; answers what `act` answered, the loop's figures (the loop stops even when `act` throws) and the timeline
+ * of `act`, to which `act` adds its own steps through `mark`.
+ */
+async function underLoad<T>(
+  lab: Lab,
+  beforeMs: number,
+  afterMs: number,
+  act: (mark: (what: string) => void) => Promise<T>,
+): Promise<{ result: T; figures: LoadFigures[]; timeline: Timeline }> {
+  const timeline: Timeline = [];
+  const mark = (what: string): void => void timeline.push([what, Date.now()]);
+  const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
+  let figures: LoadFigures[] = [];
+  let result: T;
+  try {
+    await sleep(beforeMs);
+    mark("act began");
+    result = await act(mark);
+    mark("act ended");
+    await sleep(afterMs);
+  } finally {
+    figures = await loads.stop({ served: 10 });
+  }
+  return { result, figures, timeline };
+}
+
+// Each Ingress Proxy's config loads, from Caddy's own log: `<machine> caddy load` at Caddy's time.
+async function caddyLoads(lab: Lab, machines: string[]): Promise<Timeline> {
+  const out: Timeline = [];
+  for (const m of machines) {
+    const logs = await lab.docker(m, ["logs", ingressContainerName()]);
+    for (const line of (logs.stdout + logs.stderr).split("\n")) {
+      if (!line.startsWith("{")) continue;
+      try {
+        const entry = JSON.parse(line) as { ts?: number; msg?: string };
+        if (entry.msg === "load complete" && typeof entry.ts === "number") {
+          out.push([`${m} caddy load complete`, Math.round(entry.ts * 1000)]);
+        }
+      } catch { /* not a JSON log line */ }
+    }
+  }
+  return out;
+}
+
+/**
+ * On a failed request, prints every failure and every step of `timeline` plus each Caddy load in one ordered list,
+ * in ms from the first step, so the failure names its phase.
+ */
+async function printTimeline(lab: Lab, figures: LoadFigures[], timeline: Timeline): Promise<void> {
+  if (figures.every((f) => f.failures.length === 0) || timeline.length === 0) return;
+  const zero = timeline[0][1];
+  const events: Timeline = [...timeline];
+  for (const [what, at] of await caddyLoads(lab, figures.map((f) => f.machine))) {
+    if (at >= zero - 5_000) events.push([what, at]);
+  }
+  for (const f of figures) {
+    for (const line of f.failures) {
+      const [began, ended] = line.split("|")[0].split("-").map(Number);
+      events.push([`${f.machine} request began (ended at +${ended - zero} ms): ${line}`, began]);
+    }
+  }
+  events.sort((a, b) => a[1] - b[1]);
+  console.log(events.map(([what, at]) => `  +${at - zero} ms ${what}`).join("\n"));
 }
 
 function summary(what: string, figures: LoadFigures[]): string {
@@ -113,12 +184,30 @@ Deno.test(needs(["lab"], {
       for (const m of ["m1", "m2", "m3"]) assert.equal((await running(m)).length, 1, `one replica on ${m}`);
     });
 
+    await t.step(
+      "each Ingress Proxy migrates the connections queued on a listener a config load closes",
+      async () => {
+        // Every load binds a new SO_REUSEPORT listener and closes the old one: without migration, a connection
+        // queued on the old one is reset and its request gets no reply. A kernel without the setting (before 5.14)
+        // gets a proxy without it, which Docker would refuse to create otherwise.
+        const want = kernelMigratesRequests() ? "1" : undefined;
+        for (const m of ["m1", "m2", "m3"]) {
+          const r = await lab.docker(m, [
+            "inspect",
+            "-f",
+            "{{json .HostConfig.Sysctls}}",
+            ingressContainerName(),
+          ]);
+          const sysctls = JSON.parse(r.stdout) as Record<string, string> | null;
+          assert.equal(sysctls?.[MIGRATE_REQ_SYSCTL], want, `${m}: ${r.stdout}${r.stderr}`);
+        }
+      },
+    );
+
     await t.step("ployz stop of one replica and start again under load fails nothing", async () => {
-      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
-      let figures: LoadFigures[] = [];
-      try {
-        await sleep(1_000);
+      const { figures, timeline } = await underLoad(lab, 1_000, 3_000, async (mark) => {
         const stopped = await lab.on("m1", ["stop", "pf/api", "--machine", "m1"]);
+        mark("ployz stop returned");
         assert.equal(stopped.code, 0, stopped.stderr + stopped.stdout);
         assert.match(
           stopped.stdout,
@@ -126,12 +215,12 @@ Deno.test(needs(["lab"], {
         );
         console.log(stopped.stdout.trim());
         await sleep(1_000);
+        mark("ployz start began");
         const started = await lab.on("m1", ["start", "pf/api", "--machine", "m1"]);
+        mark("ployz start returned");
         assert.equal(started.code, 0, started.stderr + started.stdout);
-        await sleep(3_000);
-      } finally {
-        figures = await loads.stop({ served: 10 });
-      }
+      });
+      await printTimeline(lab, figures, timeline);
       assertNoFailure("stop and start of one replica", figures);
     });
 
@@ -178,16 +267,12 @@ Deno.test(needs(["lab"], {
     );
 
     await t.step("ployz restart of every replica under load fails nothing; each left first", async () => {
-      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
-      let figures: LoadFigures[] = [];
-      let r;
-      try {
-        await sleep(1_000);
-        r = await lab.on("m1", ["restart", "pf/api", "--monitor", "1s"]);
-        await sleep(1_000);
-      } finally {
-        figures = await loads.stop({ served: 10 });
-      }
+      const { result: r, figures } = await underLoad(
+        lab,
+        1_000,
+        1_000,
+        () => lab.on("m1", ["restart", "pf/api", "--monitor", "1s"]),
+      );
       assert.equal(r.code, 0, r.stderr + r.stdout);
       assert.equal(
         r.stdout.match(/; left every proxy first \(3 Machines acked in \d+ ms\)/g)?.length,
@@ -198,16 +283,12 @@ Deno.test(needs(["lab"], {
     });
 
     await t.step("scale 3→1 under load fails nothing; each removed replica left first", async () => {
-      const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
-      let figures: LoadFigures[] = [];
-      let r;
-      try {
-        await sleep(1_000);
-        r = await lab.on("m1", ["scale", "pf/api=1", "-y", "--json"]);
-        await sleep(2_000);
-      } finally {
-        figures = await loads.stop({ served: 10 });
-      }
+      const { result: r, figures } = await underLoad(
+        lab,
+        1_000,
+        2_000,
+        () => lab.on("m1", ["scale", "pf/api=1", "-y", "--json"]),
+      );
       assert.equal(r.code, 0, r.stderr + r.stdout);
       assertNoFailure("scale 3→1", figures);
       const outcome = outcomeOf(r);

@@ -13,6 +13,12 @@ import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
 import { sleepService } from "./support/web_service.ts";
 
+/** Project `name`: one Service, db, holding the named volume `data`. */
+function dbWithVolume(name: string): string {
+  return `name: ${name}\nservices:\n  db:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+    `    volumes: ["data:/data"]\n    stop_grace_period: 1s\nvolumes:\n  data: {}\n`;
+}
+
 Deno.test(needs(["lab"], {
   name: "rm with m3 partitioned: pending on m3, finished by m3 after the heal; nothing resurrects it",
   async fn(t) {
@@ -131,14 +137,7 @@ Deno.test(needs(["lab"], {
     );
 
     await t.step("rm --volumes is Data Loss: refused unless each volume is named, then removed", async () => {
-      const path = join(lab.dir, "vol.yaml");
-      await Deno.writeTextFile(
-        path,
-        `name: vol\nservices:\n  db:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
-          `    volumes: ["data:/data"]\n    stop_grace_period: 1s\nvolumes:\n  data: {}\n`,
-      );
-      const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
-      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+      await lab.deploy("m1", "vol.yaml", dbWithVolume("vol"));
       const volumes = async (): Promise<string[]> =>
         (await Promise.all(["m1", "m2", "m3"].map(async (m) => {
           const r = await lab.docker(m, ["volume", "ls", "-q", "--filter", "name=vol_data"]);
@@ -167,14 +166,7 @@ Deno.test(needs(["lab"], {
     });
 
     await t.step("a volume a Machine cannot remove for a mark shows in rm --status", async () => {
-      const path = join(lab.dir, "pin.yaml");
-      await Deno.writeTextFile(
-        path,
-        `name: pin\nservices:\n  db:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
-          `    volumes: ["data:/data"]\n    stop_grace_period: 1s\nvolumes:\n  data: {}\n`,
-      );
-      const deployed = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
-      assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+      await lab.deploy("m1", "pin.yaml", dbWithVolume("pin"));
       let holder = "";
       for (const m of ["m1", "m2", "m3"]) if ((await held(m, "pin")).length > 0) holder = m;
       // A container run by hand keeps the volume in use, so Docker refuses its removal.
@@ -222,16 +214,11 @@ Deno.test(needs(["lab"], {
         assert.equal((await held(m, "gone")).length, 2, `redeployed on ${m}`);
       }
       // scale keeps a receipt: the same request again sends nothing.
-      const scaled = await lab.on("m1", ["scale", "gone/web=2", "-y", "--request-key", "scale-gone-web-lab"]);
+      const scale = () => lab.on("m1", ["scale", "gone/web=2", "-y", "--request-key", "scale-gone-web-lab"]);
+      const scaled = await scale();
       assert.equal(scaled.code, 0, scaled.stderr + scaled.stdout);
       assert.match(scaled.stdout, /\nrequest key: scale-gone-web-lab\n$/);
-      const rescaled = await lab.on("m1", [
-        "scale",
-        "gone/web=2",
-        "-y",
-        "--request-key",
-        "scale-gone-web-lab",
-      ]);
+      const rescaled = await scale();
       assert.equal(rescaled.code, 0, rescaled.stderr + rescaled.stdout);
       assert.equal(
         rescaled.stdout,

@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine, type MachineClient, RpcError, viaEntry } from "../lib/rpc/mod.ts";
-import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { IMAGE } from "./support/docker.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import type { RunResult } from "./support/spawn.ts";
-import { labDocker, onPloyzNetwork, ployzCli } from "./support/lab.ts";
+import { labDocker, labPlace, onPloyzNetwork, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
@@ -20,14 +20,7 @@ Deno.test(needs(["lab"], {
   name:
     "Entry Machine routing on a lab: forward, fan-out logs and ps, mesh allow-list, image copy, partition",
   async fn(t) {
-    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-    const dir = `/tmp/plz-rt-${tag}`;
-    const at = ["--dir", dir];
-    const env = {
-      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
-      PLOYZ_CONFIG_DIR: join(dir, "nobody"),
-      PLOYZ_MESH_TICK_MS: "2000",
-    };
+    const { tag, name, dir, at, env } = labPlace("r");
     const runDir = (m: string): string => join(dir, m, "run");
     const { ployz, ok } = ployzCli(env);
     const docker = (m: string, args: string[]): Promise<RunResult> => labDocker(dir, m, args);
@@ -37,7 +30,7 @@ Deno.test(needs(["lab"], {
 
     try {
       const started = Date.now();
-      await ok(["lab", "up", "--machines", "3", "--name", `r${tag}`, ...at]);
+      await ok(["lab", "up", "--machines", "3", "--name", name, ...at]);
       console.log(`lab up (3 Machines): ${((Date.now() - started) / 1000).toFixed(1)} s`);
       entry = connectMachine({ socketPath: join(runDir("m1"), "ployz.sock"), label: "m1" });
       const m1 = entry;

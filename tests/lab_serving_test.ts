@@ -14,11 +14,13 @@ import { configDials, openCaddyAdmin } from "../lib/serving/mod.ts";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { outcomeOf } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
+import { upstreamResolver } from "./support/dns.ts";
 import { eventually, sleep } from "./support/poll.ts";
 import { run, type RunResult } from "./support/spawn.ts";
-import { labDocker, labLoad, type LoadFigures, ployzCli } from "./support/lab.ts";
+import { labDocker, labLoad, labPlace, type LoadFigures, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { webService } from "./support/web_service.ts";
+import { stopChild } from "../lib/util/mod.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 /** The retire bound the lab's ployzd run with (PLOYZ_RETIRE_AFTER_SECONDS). */
@@ -65,14 +67,10 @@ Deno.test(needs(["lab"], {
   sanitizeOps: false,
   async fn(t) {
     await buildCaddyImage(DOCKER_SOCKET);
-    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-    const name = `lsv${tag}`;
-    const dir = `/tmp/plz-lsv-${tag}`;
-    const at = ["--dir", dir];
+    const place = labPlace("lsv");
+    const { name, dir, at } = place;
     const env = {
-      PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET,
-      PLOYZ_CONFIG_DIR: join(dir, "nobody"),
-      PLOYZ_MESH_TICK_MS: "2000",
+      ...place.env,
       PLOYZ_RETIRE_AFTER_SECONDS: String(BOUND_S),
       PLOYZ_INGRESS_RESCAN_SECONDS: String(RESCAN_S),
       PLOYZ_DNS_UPSTREAMS: UPSTREAM,
@@ -194,27 +192,12 @@ Deno.test(needs(["lab"], {
       await Deno.mkdir(composeDir, { recursive: true });
 
       // The upstream resolver the Machines' Internal DNS forwards other names to (PLOYZ_DNS_UPSTREAMS).
-      const upstream = new Deno.Command("nsenter", {
-        args: [
-          `--net=/run/netns/${name}-u`,
-          "--",
-          "dnsmasq",
-          "--keep-in-foreground",
-          "--conf-file=/dev/null",
-          "--no-resolv",
-          "--no-hosts",
-          "--bind-interfaces",
-          `--listen-address=${UPSTREAM}`,
-          `--pid-file=${join(dir, "dnsmasq.pid")}`,
-          "--user=root",
-          // Authoritative for the name: its AAAA query gets an empty answer rather than REFUSED.
-          `--local=/${FORWARDED.name}/`,
-          `--address=/${FORWARDED.name}/${FORWARDED.address}`,
-        ],
-        stdin: "null",
-        stdout: "null",
-        stderr: "inherit",
-      }).spawn();
+      const upstream = upstreamResolver(
+        `--net=/run/netns/${name}-u`,
+        UPSTREAM,
+        FORWARDED,
+        join(dir, "dnsmasq.pid"),
+      );
       children.push(upstream);
 
       const ids: Record<string, string> = {};
@@ -410,7 +393,7 @@ Deno.test(needs(["lab"], {
           }
           const observed = (await m2.listMachines()).machines.find((m) => m.id === ids.m3)?.membership;
           const old = await eventually(
-            17_000,
+            25_000,
             "the old containers stop after the bound",
             async () => {
               const now = (await inspect("m2", "lsapi")).filter((c) => second.some((s) => s.id === c.id));
@@ -424,8 +407,9 @@ Deno.test(needs(["lab"], {
             `m3 partitioned (m2 observes it ${observed}): old containers stopped ${after.toFixed(1)} s ` +
               `after m2 first saw them superseded (bound ${BOUND_S} s, stop grace 1 s)`,
           );
-          // A pass runs when the bound passes; the stop itself takes the 1 s grace and a Caddy reload.
-          assert.ok(after >= BOUND_S - 0.5 && after < BOUND_S + 6, `stopped after ${after} s`);
+          // A pass runs when the bound passes; the stop itself takes the 1 s grace and a Caddy reload, which on a
+          // loaded 2-core host running three other labs took up to 4 s more (17.5 s measured against a 15 s bound).
+          assert.ok(after >= BOUND_S - 0.5 && after < BOUND_S + 10, `stopped after ${after} s`);
           const text = await log("m2");
           for (const c of old) assert.match(text, new RegExp(`retired "${c.name}" \\(bound\\)`));
 
@@ -484,8 +468,7 @@ Deno.test(needs(["lab"], {
               ? true
               : undefined;
           });
-          holder.kill("SIGTERM");
-          await holder.status;
+          await stopChild(holder);
           const freed = Date.now();
           const bodies = await eventually((RESCAN_S + 15) * 1000, "Caddy on m1 answers again", async () => {
             const got = await through("m1", API, 2);

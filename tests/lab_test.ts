@@ -4,9 +4,9 @@
 // that leaves nothing behind.
 import assert from "node:assert/strict";
 import { wgInterfaceName } from "../lib/lab/mod.ts";
-import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
+import { DOCKER_SOCKET } from "./support/docker.ts";
 import { exists, run } from "./support/spawn.ts";
-import { fetchInLab, labAddress, ployzCli } from "./support/lab.ts";
+import { fetchInLab, helloServer, labAddress, labExec, labPlace, ployzCli } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 
 const { ployz, ok } = ployzCli({ PLOYZ_DOCKER_SOCKET: DOCKER_SOCKET });
@@ -31,10 +31,7 @@ function liveProcessesMentioning(needle: string): string[] {
 Deno.test(needs(["lab"], {
   name: "ployz lab: 3 Machines, cross-Machine container traffic, partition and heal, clean teardown",
   async fn() {
-    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-    const name = `t${tag}`;
-    const dir = `/tmp/plz-lab-${tag}`;
-    const at = ["--dir", dir];
+    const { name, dir, at } = labPlace("t");
     const wgNames = [1, 2, 3].map((i) => wgInterfaceName(name, i));
     try {
       const started = Date.now();
@@ -47,24 +44,7 @@ Deno.test(needs(["lab"], {
       for (const m of status.machines) assert.equal(m.dockerd, true, `dockerd of ${m.name} answers`);
       assert.ok(status.machines[0].peers.every((p: { latest_handshake?: string }) => "membership" in p));
 
-      await ok([
-        "lab",
-        "exec",
-        "m3",
-        ...at,
-        "--",
-        "docker",
-        "run",
-        "-d",
-        "--name",
-        "web",
-        "--network",
-        "ployz",
-        IMAGE,
-        "sh",
-        "-c",
-        "mkdir -p /www && echo hello-from-m3 > /www/index.html && exec httpd -f -p 80 -h /www",
-      ]);
+      await ok(labExec("m3", at, ["docker", ...helloServer("web", "m3")]));
       const address = await labAddress({ ployz, ok }, dir, "m3", "web");
       assert.match(address, /^10\.210\.2\.\d+$/, "the container is on m3's Machine Subnet");
       const fetch = fetchInLab(dir, "m1", `http://${address}/`);
@@ -76,19 +56,7 @@ Deno.test(needs(["lab"], {
       const cut = await ok(fetch);
       assert.doesNotMatch(cut.stdout, /hello-from-m3/, "m1 cannot reach m3 while partitioned");
       assert.doesNotMatch(cut.stdout, /rc=0/);
-      const sameSide = await ployz([
-        "lab",
-        "exec",
-        "m1",
-        ...at,
-        "--",
-        "ping",
-        "-c",
-        "2",
-        "-W",
-        "3",
-        "10.210.1.1",
-      ]);
+      const sameSide = await ployz(labExec("m1", at, ["ping", "-c", "2", "-W", "3", "10.210.1.1"]));
       assert.equal(sameSide.code, 0, `m1 still reaches m2: ${sameSide.stdout}${sameSide.stderr}`);
       assert.deepEqual(JSON.parse((await ok(["lab", "status", "--json", ...at])).stdout).partitions, [[[
         "m1",
@@ -127,10 +95,7 @@ Deno.test(needs(["lab"], {
 Deno.test(needs(["lab"], {
   name: "ployz lab --profile regional: mesh traffic crosses the latency relay",
   async fn() {
-    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-    const name = `r${tag}`;
-    const dir = `/tmp/plz-lab-${tag}`;
-    const at = ["--dir", dir];
+    const { name, dir, at } = labPlace("r");
     try {
       await ok([
         "lab",
@@ -146,22 +111,8 @@ Deno.test(needs(["lab"], {
         ...at,
       ]);
       // The first packets wait for the handshake; measure after it.
-      await ployz(["lab", "exec", "m1", ...at, "--", "ping", "-c", "3", "-W", "5", "10.210.1.1"]);
-      const ping = await ok([
-        "lab",
-        "exec",
-        "m1",
-        ...at,
-        "--",
-        "ping",
-        "-c",
-        "5",
-        "-i",
-        "0.2",
-        "-W",
-        "5",
-        "10.210.1.1",
-      ]);
+      await ployz(labExec("m1", at, ["ping", "-c", "3", "-W", "5", "10.210.1.1"]));
+      const ping = await ok(labExec("m1", at, ["ping", "-c", "5", "-i", "0.2", "-W", "5", "10.210.1.1"]));
       const min = Number(/= ([\d.]+)\//.exec(ping.stdout)?.[1]);
       // regional is 50 ± 5 ms each way, so no round trip is shorter than 90 ms.
       assert.ok(min >= 85, `round trip ${min} ms under the regional profile: ${ping.stdout}`);

@@ -12,7 +12,7 @@ import { IMAGE } from "./support/docker.ts";
 import { machinesUp, startLab } from "./support/lab.ts";
 import { readRows } from "./support/lab_store.ts";
 import { eventually } from "./support/poll.ts";
-import { ROOT, run } from "./support/spawn.ts";
+import { killedAt as killedAtPoint, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import type { ContainerSpec } from "../lib/deploy/mod.ts";
 import { connectMachine, type RpcError } from "../lib/rpc/mod.ts";
@@ -383,28 +383,9 @@ Deno.test(needs(["lab", "command:btrfs", "command:mkfs.btrfs", "command:losetup"
 
       // The CLI run through `entry`, killed (SIGKILL) as soon as its progress matches `at`; what it printed.
       const killedAt = async (entry: string, args: string[], at: RegExp): Promise<string> => {
-        const child = new Deno.Command(join(ROOT, "bin", "ployz"), {
-          args,
-          env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...lab.envOn(entry) },
-          clearEnv: true,
-          stdin: "null",
-          stdout: "null",
-          stderr: "piped",
-        }).spawn();
-        let seen = "";
-        const decoder = new TextDecoder();
-        for await (const chunk of child.stderr) {
-          seen += decoder.decode(chunk);
-          if (at.test(seen)) break;
-        }
-        // A run that ended before the point is a failure to show, not a process to kill.
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // Already exited.
-        }
-        const status = await child.status;
-        assert.match(seen, at, `exit ${status.code} before ${at}:\n${seen}`);
+        const { seen, code } = await killedAtPoint(join(ROOT, "bin", "ployz"), args, lab.envOn(entry), at);
+        // A run that ended before the point is a failure to show.
+        assert.match(seen, at, `exit ${code} before ${at}:\n${seen}`);
         return seen;
       };
 

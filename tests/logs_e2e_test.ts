@@ -13,6 +13,7 @@ import { type MachineEnv, machineEnv, ployz, spawnProgram, startServe } from "./
 import { DOCKER_SOCKET, dockerRootOf, IMAGE, isSocket } from "./support/docker.ts";
 import { eventually } from "./support/poll.ts";
 import { needs } from "./support/needs.ts";
+import { stopChild } from "../lib/util/mod.ts";
 
 const RUN = crypto.randomUUID().slice(0, 8);
 const PROJECT = `logs-${RUN}`;
@@ -178,12 +179,7 @@ async function scenario(env: MachineEnv, docker: Docker): Promise<void> {
       clearTimeout(deadline);
     } finally {
       await followReader.cancel().catch(() => {});
-      try {
-        follow.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      await follow.status;
+      await stopChild(follow);
     }
     assert.deepEqual(followed.toSorted(), [...LINES, "late 6"].toSorted(), await followErr);
     await container.remove({ force: true });

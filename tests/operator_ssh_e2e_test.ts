@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sshArgs } from "../lib/installer/mod.ts";
+import { attachToUnderlay } from "../lib/lab/mod.ts";
 import { chooseConnection, openConnection } from "../lib/operator/mod.ts";
 import { permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch, viaEntry } from "../lib/rpc/mod.ts";
@@ -22,6 +23,7 @@ import { machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { eventually } from "./support/poll.ts";
 import { ROOT, run, type RunResult } from "./support/spawn.ts";
+import { stopChild } from "../lib/util/mod.ts";
 
 const OPERATOR_ADDRESS = "192.0.2.50";
 const SSH_PORT = 2222;
@@ -79,25 +81,7 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
     let sshd: Deno.ChildProcess | undefined;
     try {
       // The operator namespace: one veth onto the lab bridge, nothing else.
-      await sh("ip", ["netns", "add", opNs]);
-      await sh("ip", [
-        "-n",
-        plan.underlayNamespace,
-        "link",
-        "add",
-        "vop",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "ul0",
-        "netns",
-        opNs,
-      ]);
-      await sh("ip", ["-n", plan.underlayNamespace, "link", "set", "vop", "master", plan.bridge, "up"]);
-      await sh("ip", ["-n", opNs, "addr", "add", `${OPERATOR_ADDRESS}/24`, "dev", "ul0"]);
-      await sh("ip", ["-n", opNs, "link", "set", "ul0", "up"]);
-      await sh("ip", ["-n", opNs, "link", "set", "lo", "up"]);
+      await attachToUnderlay(plan, opNs, "vop", OPERATOR_ADDRESS);
 
       // ployzd as an installed host has it: on the SSH user's PATH, under its relocated permission set.
       const runDir = (m: typeof m1): string => m.ployzRunDir ?? join(m.dir, "run");
@@ -638,21 +622,13 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
           );
           let cut = false;
           const deployed = await followDeploy(
-            [
-              "ip",
-              "netns",
-              "exec",
-              opNs,
-              join(ROOT, "bin", "ployz"),
-              "deploy",
-              "-f",
-              path,
-              "-y",
-              "--monitor",
-              "2s",
-              "--json",
-            ],
-            operatorEnv,
+            {
+              compose: path,
+              // In plan order: the Outcome is the completed prefix, the operation cut and the rest.
+              flags: ["--monitor", "2s", "--parallel", "1"],
+              env: operatorEnv,
+              via: ["ip", "netns", "exec", opNs],
+            },
             async (event) => {
               if (!cut && event.type === "step" && event.status === "running" && event.index === 1) {
                 cut = true;
@@ -707,14 +683,7 @@ Deno.test(needs(["lab", "path:/usr/sbin/sshd"], {
       );
       void sshdLog;
     } finally {
-      if (sshd !== undefined) {
-        try {
-          sshd.kill("SIGTERM");
-        } catch {
-          // already gone
-        }
-        await sshd.status;
-      }
+      if (sshd !== undefined) await stopChild(sshd);
       await run("ip", ["netns", "del", opNs]);
     }
   },

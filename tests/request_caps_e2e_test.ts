@@ -4,12 +4,12 @@
 import { equal, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { MAX_REQUEST_BYTES } from "../lib/rpc/mod.ts";
+import { streamedBody } from "../lib/util/testing/mod.ts";
 import { machineEnv, startServe } from "./support/daemon.ts";
 import { DOCKER_SOCKET } from "./support/docker.ts";
 import { needs } from "./support/needs.ts";
 
 const BODY_BYTES = 100 * 1024 * 1024;
-const CHUNK = new Uint8Array(64 * 1024).fill(0x20);
 
 function rssKiB(pid: number): number {
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
@@ -21,14 +21,7 @@ async function postChunked(
   socketPath: string,
   path: string,
 ): Promise<{ status: number; code: string; pulled: number; ms: number }> {
-  let pulled = 0;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller): void {
-      if (pulled >= BODY_BYTES) return controller.close();
-      pulled += CHUNK.length;
-      controller.enqueue(CHUNK.slice());
-    },
-  }, { highWaterMark: 0 });
+  const { body, pulled } = streamedBody(64 * 1024, BODY_BYTES);
   using client = Deno.createHttpClient({ proxy: { transport: "unix", path: socketPath } });
   const started = performance.now();
   const response = await fetch(`http://localhost${path}`, {
@@ -38,7 +31,12 @@ async function postChunked(
     headers: { "content-type": "application/json" },
   });
   const answer = await response.json() as { error?: { code?: string } };
-  return { status: response.status, code: answer.error?.code ?? "", pulled, ms: performance.now() - started };
+  return {
+    status: response.status,
+    code: answer.error?.code ?? "",
+    pulled: pulled(),
+    ms: performance.now() - started,
+  };
 }
 
 Deno.test(needs(["docker"], {

@@ -13,34 +13,54 @@ async function fileBytes(path: string): Promise<number> {
   return total;
 }
 
+/** Three signed store processes m1, m2, m3 of one Cluster on real SQLite files in a fresh directory (not started). */
+async function threeNodes(prefix: string, cluster: string): Promise<{ dir: string; nodes: StoreNode[] }> {
+  const dir = await Deno.makeTempDir({ prefix });
+  const sites = ["m1", "m2", "m3"];
+  const keys = await keyFiles(dir, sites);
+  return { dir, nodes: sites.map((site, i) => new StoreNode(dir, site, cluster, keys[i])) };
+}
+
+/** Starts `n`'s replication with `peers` (every 200 ms, compaction horizon 0). */
+function startWith(n: StoreNode, peers: StoreNode[]): Promise<unknown> {
+  return n.call("/test/start", { peers: peers.map((p) => p.url), antiEntropyMs: 200, horizonMs: 0 });
+}
+
+/** Starts each of `nodes` with all the others as its peers. */
+async function startAll(nodes: StoreNode[]): Promise<void> {
+  await Promise.all(nodes.map((n) => startWith(n, nodes.filter((p) => p !== n))));
+}
+
+/**
+ * All three started and peers of each other; m1 writes `count` rows and m3 `count / 6`, and all converge. Then m3
+ * stops, m1 rewrites its rows `rounds` times and deletes its first `deletes`.
+ */
+async function cutOffM3(
+  dir: string,
+  nodes: StoreNode[],
+  { count, rounds, deletes }: { count: number; rounds: number; deletes: number },
+): Promise<void> {
+  const [m1, _m2, m3] = nodes;
+  await Promise.all(nodes.map((n) => n.start(dir)));
+  await startAll(nodes);
+  await m1.call("/test/write", { count, prefix: "a" });
+  await m3.call("/test/write", { count: count / 6, prefix: "c" });
+  await waitConverged(nodes, 60_000);
+
+  await m3.kill("SIGTERM");
+  await m1.call("/test/churn", { rounds, count });
+  await m1.call("/test/delete", { ids: Array.from({ length: deletes }, (_, i) => `m1-a${i}`) });
+}
+
 // Three signed store processes on real SQLite files. m3 is stopped; m1 and m2 rewrite and delete rows and
 // compact past everything m3 holds. m3 restarts on its old file, finds itself behind their floors, takes a full
 // copy, drops what they deleted meanwhile, keeps what it wrote alone, and all three converge, also after all
 // compact again.
 Deno.test("a store behind the compaction horizon rejoins by full sync and converges", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "store_compaction_" });
-  const sites = ["m1", "m2", "m3"];
-  const keys = await keyFiles(dir, sites);
-  const nodes = sites.map((site, i) => new StoreNode(dir, site, "cluster-compact", keys[i]));
+  const { dir, nodes } = await threeNodes("store_compaction_", "cluster-compact");
   const [m1, m2, m3] = nodes;
-  const startAll = async (running: StoreNode[]): Promise<void> => {
-    const urls = running.map((n) => n.url);
-    await Promise.all(
-      running.map((n) =>
-        n.call("/test/start", { peers: urls.filter((u) => u !== n.url), antiEntropyMs: 200, horizonMs: 0 })
-      ),
-    );
-  };
   try {
-    await Promise.all(nodes.map((n) => n.start(dir)));
-    await startAll(nodes);
-    await m1.call("/test/write", { count: 60, prefix: "a" });
-    await m3.call("/test/write", { count: 10, prefix: "c" });
-    await waitConverged(nodes, 60_000);
-
-    await m3.kill("SIGTERM");
-    await m1.call("/test/churn", { rounds: 10, count: 60 });
-    await m1.call("/test/delete", { ids: Array.from({ length: 20 }, (_, i) => `m1-a${i}`) });
+    await cutOffM3(dir, nodes, { count: 60, rounds: 10, deletes: 20 });
     await m2.call("/test/write", { count: 30, prefix: "b" });
     await waitConverged([m1, m2], 60_000);
     const compacted = await Promise.all(
@@ -74,37 +94,24 @@ Deno.test("a store behind the compaction horizon rejoins by full sync and conver
 // a peer, refuses that claim (reported once per attempt) instead of adopting it, so it does not skip m1's next
 // 1000 versions: once it can reach m1 it takes a true full copy, and m1's later writes reach it as new changes.
 Deno.test("a store refuses a peer's forged vector and floors and skips no version for it", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "store_forged_" });
-  const sites = ["m1", "m2", "m3"];
-  const keys = await keyFiles(dir, sites);
-  const nodes = sites.map((site, i) => new StoreNode(dir, site, "cluster-forged", keys[i]));
+  const { dir, nodes } = await threeNodes("store_forged_", "cluster-forged");
   const [m1, m2, m3] = nodes;
-  const start = (n: StoreNode, peers: StoreNode[]): Promise<unknown> =>
-    n.call("/test/start", { peers: peers.map((p) => p.url), antiEntropyMs: 200, horizonMs: 0 });
   try {
-    await Promise.all(nodes.map((n) => n.start(dir)));
-    await Promise.all(nodes.map((n) => start(n, nodes.filter((p) => p !== n))));
-    await m1.call("/test/write", { count: 30, prefix: "a" });
-    await m3.call("/test/write", { count: 5, prefix: "c" });
-    await waitConverged(nodes, 60_000);
-
-    await m3.kill("SIGTERM");
-    await m1.call("/test/churn", { rounds: 4, count: 30 });
-    await m1.call("/test/delete", { ids: Array.from({ length: 10 }, (_, i) => `m1-a${i}`) });
+    await cutOffM3(dir, nodes, { count: 30, rounds: 4, deletes: 10 });
     await waitConverged([m1, m2], 60_000);
     for (const n of [m1, m2]) await n.call("/test/compact", { horizonMs: 0 });
     await m2.call("/test/lie", { site: "m1", extra: 1000 });
     const real = (await m1.call<Record<string, { c: number }>>("/test/vector")).m1.c;
 
     await m3.start(dir);
-    await start(m3, [m2]);
+    await startWith(m3, [m2]);
     const line = await m3.waitFor("refused_claim ", 30_000);
     assert.match(line, /its floor \d+ for Machine "m1" is followed by no change of it/);
     const held = (await m3.call<Record<string, { c: number }>>("/test/vector")).m1.c;
     assert.ok(held <= real, `m3 adopted the liar's watermark: ${held} > ${real}`);
 
     // With m1 reachable, m3 takes a true full copy; m1's next writes (versions the liar claimed) arrive as new.
-    await Promise.all(nodes.map((n) => start(n, nodes.filter((p) => p !== n))));
+    await startAll(nodes);
     await m3.waitFor("full_sync ", 60_000);
     await m1.call("/test/write", { count: 10, prefix: "z", pointer: false });
     const live = await waitConverged(nodes, 60_000, { live: true });

@@ -11,8 +11,9 @@ import { join } from "node:path";
 import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
 import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
+import { upstreamResolver } from "./support/dns.ts";
 import { buildReleaseSource, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
-import { ROOT, run } from "./support/spawn.ts";
+import { killedAt, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
 import { eventually, sleep } from "./support/poll.ts";
 
@@ -20,6 +21,8 @@ const APP_IMAGE = "ployz-test/busybox:1";
 const RUN = crypto.randomUUID().slice(0, 8);
 const NETWORK = `ployz-upg-${RUN}`;
 const UPSTREAM = "127.0.0.53";
+/** The CLI's line once the Machine holds the attempt: "found" when a retried request found it. */
+const ACCEPTED = /(?:accepted|found) upgrade attempt ([a-z0-9]+) to 0\.2\.0/;
 /**
  * Where dig asks from: an address in the Cluster network (10.210.0.0/16), as a container's would be; the dns
  * permission set lets Internal DNS answer in the private ranges a Cluster network may use (and port 53 anywhere).
@@ -293,23 +296,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
           0,
         );
       }
-      upstream = new Deno.Command("nsenter", {
-        args: [
-          ...inMachine,
-          "dnsmasq",
-          "--keep-in-foreground",
-          "--conf-file=/dev/null",
-          "--no-resolv",
-          "--no-hosts",
-          "--bind-interfaces",
-          `--listen-address=${UPSTREAM}`,
-          `--address=/${FORWARDED.name}/${FORWARDED.address}`,
-          `--pid-file=${join(work, "dnsmasq.pid")}`,
-        ],
-        stdin: "null",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
+      upstream = upstreamResolver(inMachine[0], UPSTREAM, FORWARDED, join(work, "dnsmasq.pid"));
       let names: Record<string, string> = {};
       await t.step("the Machine runs an application container on its Docker", async () => {
         await client.init({ "cluster_name": "upg", subnet });
@@ -348,7 +335,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       });
 
       await t.step(
-        "the installed ployz-observe unit shows real CPU and memory for a busy container",
+        "the installed ployz-observe unit shows real CPU, memory and disk figures for a busy container",
         async () => {
           let last = "";
           const values = await eventually(60_000, "ployz top figures for upg/busy", async () => {
@@ -366,12 +353,14 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             (figure(values.memory) ?? 0) > 0,
             `memory is a figure above zero, not ${JSON.stringify(values.memory)}`,
           );
+          // Disk comes from the cgroups as CPU and memory do. Network is read from the container's own
+          // /proc/<pid>/net/dev, and this container runs on the host's dockerd, its pid outside this Machine's
+          // pid namespace: here it is a gap (the lab and the example prove network figures).
+          for (const m of ["disk_read", "disk_write"]) {
+            ok(figure(values[m]) !== undefined, `${m} is a figure, not ${JSON.stringify(values[m])}`);
+          }
           match(await machine.ok("systemctl is-active ployz-observe.service"), /^active$/);
-          console.log(
-            `ployz-observe unit: busy container cpu ${JSON.stringify(values.cpu)}, memory ${
-              JSON.stringify(values.memory)
-            }`,
-          );
+          console.log(`ployz-observe unit: busy container figures ${JSON.stringify(values)}`);
         },
       );
 
@@ -412,29 +401,17 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       let dnsStats: DigTally | undefined;
       try {
         await t.step("the CLI is killed once the attempt is accepted; the attempt goes on", async () => {
-          const cli = new Deno.Command(Deno.execPath(), {
-            args: [...cliArgs, "machine", "upgrade", "--version", "0.2.0"],
-            env: cliEnv,
-            clearEnv: true,
-            stdin: "null",
-            stdout: "null",
-            stderr: "piped",
-          }).spawn();
-          let seen = "";
-          const reader = cli.stderr.pipeThrough(new TextDecoderStream()).getReader();
-          try {
-            while (!/accepted upgrade attempt ([a-z0-9]+)/.test(seen)) {
-              const { value, done } = await reader.read();
-              if (done) break;
-              seen += value;
-            }
-          } finally {
-            cli.kill("SIGKILL");
-            await reader.cancel();
-            await cli.status;
-          }
-          attemptId = seen.match(/accepted upgrade attempt ([a-z0-9]+) to 0\.2\.0/)?.[1] ?? "";
+          const { seen } = await killedAt(
+            Deno.execPath(),
+            [...cliArgs, "machine", "upgrade", "--version", "0.2.0"],
+            cliEnv,
+            ACCEPTED,
+          );
+          attemptId = seen.match(ACCEPTED)?.[1] ?? "";
           ok(attemptId !== "", `no acceptance: ${seen}`);
+          // "found": the first request outlived its call bound on a loaded host and the retry, with the same
+          // request key, found the attempt that request had started.
+          if (/found upgrade attempt/.test(seen)) console.log(`accepted on a retry: ${seen.trim()}`);
         });
 
         await t.step("during the attempt, mutations and a second upgrade are refused busy", async () => {

@@ -27,24 +27,15 @@ Deno.test(needs(["wireguard"], {
     const tag = crypto.randomUUID().slice(0, 6);
     const host = hostRunner();
     const dir = await Deno.makeTempDir({ prefix: "ployz-mesh-" });
-    const sides = [
-      {
-        ns: `pzm-${tag}-a`,
-        wg: `wt${tag}a`,
-        veth: `va${tag}`,
-        under: "192.0.2.1",
-        subnet: "10.210.0.0/24",
-        gw: "10.210.0.1",
-      },
-      {
-        ns: `pzm-${tag}-b`,
-        wg: `wt${tag}b`,
-        veth: `vb${tag}`,
-        under: "192.0.2.2",
-        subnet: "10.210.1.0/24",
-        gw: "10.210.1.1",
-      },
-    ];
+    // Side a is 192.0.2.1 with 10.210.0.0/24, side b 192.0.2.2 with 10.210.1.0/24.
+    const sides = (["a", "b"] as const).map((x, i) => ({
+      ns: `pzm-${tag}-${x}`,
+      wg: `wt${tag}${x}`,
+      veth: `v${x}${tag}`,
+      under: `192.0.2.${i + 1}`,
+      subnet: `10.210.${i}.0/24`,
+      gw: `10.210.${i}.1`,
+    }));
     try {
       for (const s of sides) await runChecked(host, "ip", ["netns", "add", s.ns]);
       await runChecked(host, "ip", [

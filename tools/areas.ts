@@ -57,7 +57,7 @@ export const AREAS: Readonly<Record<string, Area>> = {
   },
   deploy: {
     about: "Deploy: Compose loading, the Docker adapter, the pure planner and the client-side executor.",
-    uses: ["util"],
+    uses: ["rpc", "util"],
   },
   mesh: {
     about: "The WireGuard mesh: keys, addressing, subnet allocation, peers, membership and enrollment.",

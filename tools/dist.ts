@@ -16,6 +16,7 @@ import { bundleCli, bundleDaemon, CLI_BUNDLE } from "./build/bundle.ts";
 import { DAEMON_BUNDLE } from "../lib/permissions/mod.ts";
 import { compileTarget } from "./build/compile.ts";
 import { CLI_TARGETS, LINUX_TARGETS, type Target } from "./build/targets.ts";
+import { messageOf } from "../lib/util/mod.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const OUT = Deno.env.get("PLOYZ_DIST_OUT") ?? join(ROOT, "dist");
@@ -196,22 +197,19 @@ async function verifyTreeOffline(tarball: string): Promise<void> {
         );
       }
     }
-    // Unpacked, no source is newer than the bundle: the tree's ployz runs it.
-    const printed = await new Deno.Command(join(tree, "bin", "ployz"), {
-      args: ["version"],
-      env: { PLOYZ_LAUNCHER_PRINT: "1" },
-      stdout: "piped",
-    }).output();
-    if (!new TextDecoder().decode(printed.stdout).split("\n").includes(join(tree, CLI_BUNDLE))) {
-      throw new Error(`dist: the unpacked tree's bin/ployz does not run its bundle ${CLI_BUNDLE}`);
-    }
-    const serve = await new Deno.Command(join(tree, "bin", "ployzd"), {
-      args: ["serve"],
-      env: { PLOYZ_LAUNCHER_PRINT: "1" },
-      stdout: "piped",
-    }).output();
-    if (!new TextDecoder().decode(serve.stdout).split("\n").includes(join(tree, DAEMON_BUNDLE))) {
-      throw new Error(`dist: the unpacked tree's bin/ployzd serve does not run its bundle ${DAEMON_BUNDLE}`);
+    // Unpacked, no source is newer than the bundles: the tree's launchers run them.
+    const bundled = [["ployz", "version", CLI_BUNDLE], ["ployzd", "serve", DAEMON_BUNDLE]] as const;
+    for (const [program, subcommand, bundle] of bundled) {
+      const printed = await new Deno.Command(join(tree, "bin", program), {
+        args: [subcommand],
+        env: { PLOYZ_LAUNCHER_PRINT: "1" },
+        stdout: "piped",
+      }).output();
+      if (!new TextDecoder().decode(printed.stdout).split("\n").includes(join(tree, bundle))) {
+        throw new Error(
+          `dist: the unpacked tree's bin/${program} ${subcommand} does not run its bundle ${bundle}`,
+        );
+      }
     }
     console.log(
       `dist: verified ${basename(tarball)} runs offline from a fresh directory, CLI and daemon bundled`,
@@ -273,7 +271,7 @@ if (import.meta.main) {
   try {
     await main();
   } catch (error) {
-    console.error(error instanceof Error ? error.message : String(error));
+    console.error(messageOf(error));
     Deno.exit(1);
   }
 }

@@ -5,6 +5,7 @@
 //   mapfile -t flags < <(deno run --allow-env=PLOYZ_* tools/relocated_flags.ts serve "$(command -v deno)")
 //   deno run "${flags[@]}" cmd/ployzd.ts serve
 import { layoutFromEnv, permissionFlags, permissionSet, relocate } from "../lib/permissions/mod.ts";
+import { messageOf } from "../lib/util/mod.ts";
 
 const [name, ...runs] = Deno.args;
 if (name === undefined) {
@@ -15,7 +16,7 @@ let set;
 try {
   set = permissionSet(name);
 } catch (error) {
-  console.error(`error[invalid_argument]: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(`error[invalid_argument]: ${messageOf(error)}`);
   Deno.exit(2);
 }
 const layout = layoutFromEnv((key) => Deno.env.get(key));

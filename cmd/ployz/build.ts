@@ -13,6 +13,7 @@ import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_inpu
 import { jsonLine } from "./connect.ts";
 import { withDeployMachines } from "./deploy_machines.ts";
 import { bytes } from "./metric_view.ts";
+import { sharedOptions } from "./flags.ts";
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
@@ -90,7 +91,7 @@ export const buildCommand: Command = {
     ...COMPOSE_OPTIONS,
     "no-cache": { type: "boolean" },
     builder: { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   async run({ values, positionals, io }): Promise<number> {
     const { loaded } = loadComposeInput(values);

@@ -3,7 +3,8 @@
 import { CliError, type Command } from "../../lib/cli/mod.ts";
 import type { CertificateWire } from "../../lib/rpc/mod.ts";
 import { jsonLine, withMachine } from "./connect.ts";
-import { columns } from "./machine_target.ts";
+import { table } from "./table.ts";
+import { sharedOptions } from "./flags.ts";
 
 const MAX_PEM_BYTES = 65_536;
 
@@ -33,14 +34,14 @@ export function certificateTable(
     statusOf(c),
     c.last_error === undefined ? "-" : `${c.last_error_at ?? ""} ${c.last_error}`.trim(),
   ]);
-  return columns(["HOSTNAME", "SOURCE", "ISSUER", "NOT AFTER", "RENEWED BY", "STATUS", "LAST ERROR"], rows);
+  return table(["HOSTNAME", "SOURCE", "ISSUER", "NOT AFTER", "RENEWED BY", "STATUS", "LAST ERROR"], rows);
 }
 
 const certLsCommand: Command = {
   name: "ls",
   summary: "List certificates: hostname, issuer, expiry, which Machine last renewed it, last error",
   usage: "[--json]",
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, io }): Promise<number> {
     const { certificates, names } = await withMachine(async (client) => {
       const { certificates } = await client.listCertificates();
@@ -59,7 +60,7 @@ const certRenewCommand: Command = {
   description:
     "For a name whose first issuance failed, asks for the next attempt now instead of after its pause.",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, positionals, io }): Promise<number> {
     const hostname = hostnameOf(positionals);
     const answer = await withMachine((client) => client.renewCertificate({ hostname }));
@@ -100,13 +101,13 @@ const certAddCommand: Command = {
     "With --internal, HOSTNAME is served with a certificate issued now by the Cluster's internal root (made",
     "first when there is none) and renewed by ployz; no ACME CA is asked. Clients trust that root",
     '("ployz cert root"). Names under .internal get one without asking; "ployz cert rm HOSTNAME" undoes it.',
-  ].join("\n"),
+  ],
   positionals: [1, 1],
   options: {
     cert: { type: "string" },
     key: { type: "string" },
     internal: { type: "boolean" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   async run({ values, positionals, io }): Promise<number> {
     const hostname = hostnameOf(positionals);
@@ -156,7 +157,7 @@ const certRmCommand: Command = {
   summary: "Remove a hostname's certificate (an ACME one is obtained again while an https route names it)",
   usage: "HOSTNAME [--json]",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, positionals, io }): Promise<number> {
     const hostname = hostnameOf(positionals);
     const answer = await withMachine((client) => client.removeCertificate({ hostname }));
@@ -173,7 +174,7 @@ const certRootCommand: Command = {
   usage: "[--json]",
   description:
     "Every Machine serves .internal names, and names added with --internal, with certificates this root signed.",
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, io }): Promise<number> {
     const root = await withMachine((client) => client.clusterRoot());
     io.out(values.json === true ? jsonLine(root) : root.pem.endsWith("\n") ? root.pem : `${root.pem}\n`);

@@ -1,7 +1,7 @@
 // `ployz cleanup`: per Machine, the stopped old containers Ployz owns and the images Ployz pulled that no container
 // uses, with a Preview and a receipt per leg. The flow is lib/operator's previewCleanup/runCleanup; this file asks,
 // prints and keeps the receipts.
-import { CliError, type Command } from "../../lib/cli/mod.ts";
+import type { Command } from "../../lib/cli/mod.ts";
 import {
   type CleanupPreview,
   type CleanupReceipt,
@@ -13,10 +13,9 @@ import { errorBody } from "../../lib/deploy/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, openConfig } from "./connect.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
-
-function megabytes(bytes: number): string {
-  return `${(bytes / 1_000_000).toFixed(1)} MB`;
-}
+import { sharedOptions, stringFlag } from "./flags.ts";
+import { confirmed } from "./confirm.ts";
+import { megabytes } from "./units.ts";
 
 function previewLine(p: CleanupPreview): string {
   const bytes = p.images.removed.reduce((n, r) => n + r.size, 0);
@@ -52,19 +51,11 @@ export const cleanupCommand: Command = {
     "skips asking): containers first, so images only they used go too. Containers and images Ployz does not own",
     "are never touched. Each leg keeps a receipt under the request key (printed); a re-run with",
     "--request-key KEY skips the legs already done.",
-  ].join("\n"),
-  options: {
-    json: { type: "boolean" },
-    machine: { type: "string" },
-    yes: { type: "boolean", short: "y" },
-    "dry-run": { type: "boolean" },
-    "request-key": { type: "string" },
-  },
+  ],
+  options: sharedOptions("json", "machine", "yes", "dry-run", "request-key"),
   async run({ values, io }): Promise<number> {
     const json = values.json === true;
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const clients = new Map(targets.targets.flatMap((t) => "client" in t ? [[t.id, t.client] as const] : []));
     const previews = await askAll<CleanupPreview>(
       targets,
@@ -83,36 +74,22 @@ export const cleanupCommand: Command = {
       }
       return 0;
     }
-    if (values.yes !== true) {
-      if (!Deno.stdin.isTerminal()) {
-        throw new CliError(
-          "invalid_argument",
-          "Refusing to clean up without confirmation: standard input is not a terminal; pass -y to confirm",
-          { exitCode: 2 },
-        );
-      }
-      if (!confirm(`Remove ${count} container(s) and image(s)?`)) {
-        io.err("Nothing removed: the operator declined\n");
-        return 1;
-      }
+    if (values.yes !== true && !await confirmed("clean up", `Remove ${count} container(s) and image(s)?`)) {
+      io.err("Nothing removed: the operator declined\n");
+      return 1;
     }
     const key = requestKey(values["request-key"], "cleanup");
-    const config = openConfig();
-    let reports: CleanupReport[];
-    try {
-      const receipts = receiptBook<CleanupReceipt>(config, key);
-      // Machines in parallel, each leg of one Machine in order; a Machine failing does not stop the others.
-      reports = await Promise.all(machines.map(async (p) => {
-        try {
-          return await runCleanup({ machine: p.machine, api: clients.get(p.machine.id)! }, p, receipts);
-        } catch (error) {
-          const body = errorBody(error);
-          return { machine: p.machine, removed: [], failed: [`${body.code}: ${body.message}`] };
-        }
-      }));
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const receipts = receiptBook<CleanupReceipt>(config, key);
+    // Machines in parallel, each leg of one Machine in order; a Machine failing does not stop the others.
+    const reports: CleanupReport[] = await Promise.all(machines.map(async (p) => {
+      try {
+        return await runCleanup({ machine: p.machine, api: clients.get(p.machine.id)! }, p, receipts);
+      } catch (error) {
+        const body = errorBody(error);
+        return { machine: p.machine, removed: [], failed: [`${body.code}: ${body.message}`] };
+      }
+    }));
     const partial = partialLines(previews);
     if (json) {
       io.out(jsonLine({ "dry_run": false, "request_key": key, machines: reports, ...partialJson(previews) }));

@@ -4,6 +4,7 @@ import { stringify } from "yaml";
 import type { Command } from "../../lib/cli/mod.ts";
 import { formatIssue } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** `ployz config`. */
 export const configCommand: Command = {
@@ -13,7 +14,7 @@ export const configCommand: Command = {
   description:
     "Loads the Compose file(s) as `ployz deploy` would and prints the result, or every problem found.\n" +
     "Warnings go to standard error.",
-  options: { ...COMPOSE_OPTIONS, json: { type: "boolean" } },
+  options: { ...COMPOSE_OPTIONS, ...sharedOptions("json") },
   run({ values, io }): Promise<number> {
     const { loaded } = loadComposeInput(values);
     for (const warning of loaded.warnings) io.err(`warning: ${formatIssue(warning)}`);

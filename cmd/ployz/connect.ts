@@ -8,7 +8,7 @@ import { chooseConnection, type ConnectionChoice, openConnection } from "../../l
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { type MachineClient, RpcError } from "../../lib/rpc/mod.ts";
 import { type ConfigStore, openConfigStore } from "../../lib/store/mod.ts";
-import { CodedError } from "../../lib/util/mod.ts";
+import { CodedError, messageOf } from "../../lib/util/mod.ts";
 import { atCommandEnd, globalFlags } from "./selection.ts";
 
 // The real client must satisfy the slice of Machine RPC the Deploy code is written against.
@@ -77,13 +77,13 @@ export function configDir(): string {
   return join(home, ".config", "ployz");
 }
 
-/** Opens the operator's Config Store, creating its directory (0700). */
-export function openConfig(): ConfigStore {
-  return openConfigStore(join(configDir(), "config.db"));
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * Opens the operator's Config Store, creating its directory (0700). Disposable: `using config = openConfig()`
+ * closes it when the scope ends.
+ */
+export function openConfig(): ConfigStore & Disposable {
+  const store = openConfigStore(join(configDir(), "config.db"));
+  return Object.assign(store, { [Symbol.dispose]: () => store.close() });
 }
 
 /** Turns what a library throws into a one-line CLI error with its code. */

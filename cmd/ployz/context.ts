@@ -8,7 +8,8 @@ import {
   parseConnectUrl,
 } from "../../lib/operator/mod.ts";
 import { cliError, connectionChoice, jsonLine, openConfig } from "./connect.ts";
-import { table } from "./ps.ts";
+import { table } from "./table.ts";
+import { sharedOptions } from "./flags.ts";
 
 const PRECEDENCE = `Precedence, strongest first: ${CONNECTION_SOURCES.join(" > ")} (the local socket).`;
 
@@ -17,6 +18,13 @@ function usageError(error: unknown): CliError {
   return error instanceof OperatorError && error.code === "invalid_argument"
     ? new CliError(e.code, e.message, { details: e.details, exitCode: 2 })
     : e;
+}
+
+function unknownContext(name: string): CliError {
+  return new CliError(
+    "not_found",
+    `Unknown context "${name.slice(0, 80)}": "ployz context ls" lists the saved ones`,
+  );
 }
 
 const addCommand: Command = {
@@ -36,16 +44,12 @@ const addCommand: Command = {
     } catch (error) {
       throw usageError(error);
     }
-    const config = openConfig();
-    try {
-      const existed = config.context(name) !== undefined;
-      config.saveContext({ name, url, savedAt: new Date().toISOString() });
-      if (values.use === true || config.currentContext() === undefined) config.useContext(name);
-      const current = config.currentContext() === name ? " (current)" : "";
-      io.out(`${existed ? "Updated" : "Saved"} context "${name}" → ${url}${current}\n`);
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const existed = config.context(name) !== undefined;
+    config.saveContext({ name, url, savedAt: new Date().toISOString() });
+    if (values.use === true || config.currentContext() === undefined) config.useContext(name);
+    const current = config.currentContext() === name ? " (current)" : "";
+    io.out(`${existed ? "Updated" : "Saved"} context "${name}" → ${url}${current}\n`);
     return Promise.resolve(0);
   },
 };
@@ -55,17 +59,11 @@ const lsCommand: Command = {
   summary: "List saved contexts and which connection a command would use",
   usage: "[--json]",
   description: PRECEDENCE,
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   run({ values, io }): Promise<number> {
-    const config = openConfig();
-    let contexts;
-    let current;
-    try {
-      contexts = config.contexts();
-      current = config.currentContext();
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const contexts = config.contexts();
+    const current = config.currentContext();
     const active = connectionChoice();
     if (values.json === true) {
       io.out(jsonLine({
@@ -102,24 +100,15 @@ const useCommand: Command = {
     if ((name === undefined) === (values.none !== true)) {
       throw new CliError("invalid_argument", `Give a context name or "--none"`, { exitCode: 2 });
     }
-    const config = openConfig();
-    try {
-      if (name === undefined) {
-        config.useContext(undefined);
-        io.out("No current context: commands use the local socket\n");
-        return Promise.resolve(0);
-      }
-      if (config.context(name) === undefined) {
-        throw new CliError(
-          "not_found",
-          `Unknown context "${name.slice(0, 80)}": "ployz context ls" lists the saved ones`,
-        );
-      }
-      config.useContext(name);
-      io.out(`Current context: "${name}"\n`);
-    } finally {
-      config.close();
+    using config = openConfig();
+    if (name === undefined) {
+      config.useContext(undefined);
+      io.out("No current context: commands use the local socket\n");
+      return Promise.resolve(0);
     }
+    if (config.context(name) === undefined) throw unknownContext(name);
+    config.useContext(name);
+    io.out(`Current context: "${name}"\n`);
     return Promise.resolve(0);
   },
 };
@@ -131,18 +120,9 @@ const rmCommand: Command = {
   positionals: [1, 1],
   run({ positionals, io }): Promise<number> {
     const name = positionals[0];
-    const config = openConfig();
-    try {
-      if (!config.removeContext(name)) {
-        throw new CliError(
-          "not_found",
-          `Unknown context "${name.slice(0, 80)}": "ployz context ls" lists the saved ones`,
-        );
-      }
-      io.out(`Removed context "${name}"\n`);
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    if (!config.removeContext(name)) throw unknownContext(name);
+    io.out(`Removed context "${name}"\n`);
     return Promise.resolve(0);
   },
 };
@@ -165,24 +145,20 @@ export const contextCommand: Command = {
 export function rememberContext(names: (string | undefined)[]): string | undefined {
   const choice = connectionChoice();
   if (choice.source !== "--connect" && choice.source !== "default") return undefined;
-  const config = openConfig();
-  try {
-    const saved = config.contexts();
-    if (saved.some((c) => c.url === choice.url)) return undefined;
-    const name = names.find((n): n is string => {
-      if (n === undefined || saved.some((c) => c.name === n)) return false;
-      try {
-        checkContextName(n);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    if (name === undefined) return undefined;
-    config.saveContext({ name, url: choice.url, savedAt: new Date().toISOString() });
-    if (choice.source === "--connect") config.useContext(name);
-    return name;
-  } finally {
-    config.close();
-  }
+  using config = openConfig();
+  const saved = config.contexts();
+  if (saved.some((c) => c.url === choice.url)) return undefined;
+  const name = names.find((n): n is string => {
+    if (n === undefined || saved.some((c) => c.name === n)) return false;
+    try {
+      checkContextName(n);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (name === undefined) return undefined;
+  config.saveContext({ name, url: choice.url, savedAt: new Date().toISOString() });
+  if (choice.source === "--connect") config.useContext(name);
+  return name;
 }

@@ -1,11 +1,13 @@
 // `ployz deploy`: load the Compose file, plan against every Machine's Snapshot (taken through the Entry Machine),
 // confirm, execute, report.
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import { formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
+import { DEFAULT_PARALLEL, formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { openConfig } from "./connect.ts";
 import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
 import { deployReport, flowExitCode, withDeployMachines } from "./deploy_machines.ts";
+import { traceMark } from "../../lib/util/mod.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** Splits repeated or comma-separated values. */
 export function listOption(value: unknown): string[] {
@@ -32,12 +34,12 @@ export const deployCommand: Command = {
   usage:
     `${COMPOSE_USAGE} [-y] [--json] [--dry-run] [--monitor 5s] [--confirm-data-loss NAME,...] [--parallel N] ` +
     "[--call-timeout 2m] [--builder MACHINE] [--no-cache]",
-  description:
-    "Plans against what the Machines report, shows the Preview, and runs the operations in order.\n" +
+  description: "Plans against what the Machines report, shows the Preview, and runs the operations.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
-    "--parallel N runs up to N operations at once (at most 2 per Machine): different Machines side by side,\n" +
-    "Services still in dependency order, a Service's replacements still one at a time. After a failure nothing\n" +
-    "new starts; what was running finishes and is reported. Default 1: one operation at a time.\n" +
+    `--parallel N runs up to N operations at once (default ${DEFAULT_PARALLEL}, at most 2 per Machine): different\n` +
+    "Machines side by side, Services still in dependency order, a Service's replacements still one at a time.\n" +
+    "After a failure nothing new starts; what was running finishes and is reported. --parallel 1 runs one\n" +
+    "operation at a time, strictly in plan order.\n" +
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +
     "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.\n" +
     "build: Services are built first on --builder (default: the Entry Machine), then their images are distributed\n" +
@@ -46,11 +48,7 @@ export const deployCommand: Command = {
     "another image, and one tag never names two images across Machines.",
   options: {
     ...COMPOSE_OPTIONS,
-    yes: { type: "boolean", short: "y" },
-    json: { type: "boolean" },
-    "dry-run": { type: "boolean" },
-    monitor: { type: "string" },
-    "confirm-data-loss": { type: "string", multiple: true },
+    ...sharedOptions("yes", "json", "dry-run", "monitor", "confirm-data-loss"),
     parallel: { type: "string" },
     "call-timeout": { type: "string" },
     builder: { type: "string" },
@@ -73,34 +71,32 @@ export const deployCommand: Command = {
       }
       callTimeoutMs = parsed;
     }
+    traceMark("deploy: command loaded");
     const { input, loaded } = loadComposeInput(values);
+    traceMark("deploy: Compose file loaded");
     const path = input.files[0];
-    const config = openConfig();
-    try {
-      const dryRun = values["dry-run"] === true;
-      const result = await withDeployMachines((machines) =>
-        deployProject(machines, config, {
-          project: loaded.project,
-          warnings: loaded.warnings.map(formatIssue),
-          sourcePath: path,
-          monitorMs,
-        }, {
-          report: deployReport(io, { json: values.json === true, verb: "deploy" }),
-          yes: values.yes === true,
-          dryRun,
-          confirmDataLoss: listOption(values["confirm-data-loss"]),
-          verb: "deploy",
-          parallel,
-          callTimeoutMs,
-          files: loaded.files,
-          registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
-          builder: values.builder as string | undefined,
-          noCache: values["no-cache"] === true,
-        }), { composeContext: loaded.project.context ?? undefined });
-      if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
-      return flowExitCode(result);
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const dryRun = values["dry-run"] === true;
+    const result = await withDeployMachines((machines) =>
+      deployProject(machines, config, {
+        project: loaded.project,
+        warnings: loaded.warnings.map(formatIssue),
+        sourcePath: path,
+        monitorMs,
+      }, {
+        report: deployReport(io, { json: values.json === true, verb: "deploy" }),
+        yes: values.yes === true,
+        dryRun,
+        confirmDataLoss: listOption(values["confirm-data-loss"]),
+        verb: "deploy",
+        parallel,
+        callTimeoutMs,
+        files: loaded.files,
+        registryAuth: credentialCache({ saved: (host) => config.registryCredential(host) }),
+        builder: values.builder as string | undefined,
+        noCache: values["no-cache"] === true,
+      }), { composeContext: loaded.project.context ?? undefined });
+    if (result.status === "declined") io.err("Nothing changed: the operator declined\n");
+    return flowExitCode(result);
   },
 };

@@ -1,6 +1,6 @@
 // The Machines a Deploy observes and acts on, opened through the Entry Machine this CLI is connected to, and how a
 // Deploy is shown and asked on a terminal or as NDJSON.
-import { CliError, type Io } from "../../lib/cli/mod.ts";
+import type { Io } from "../../lib/cli/mod.ts";
 import {
   type DeployEvent,
   type MachineHandle,
@@ -21,6 +21,7 @@ import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
 import { cliError, jsonLine } from "./connect.ts";
 import { buildPrinter } from "./build.ts";
+import { confirmed } from "./confirm.ts";
 
 /** The Cluster's Machines as this CLI reaches them, closed on dispose. */
 export type OpenMachines =
@@ -53,14 +54,6 @@ function eventJson(event: DeployEvent): unknown {
   return toWire(event);
 }
 
-async function prompt(question: string): Promise<boolean> {
-  await Deno.stdout.write(new TextEncoder().encode(`${question} [y/N] `));
-  const buf = new Uint8Array(256);
-  const n = await Deno.stdin.read(buf);
-  const answer = n === null ? "" : new TextDecoder().decode(buf.subarray(0, n)).trim().toLowerCase();
-  return answer === "y" || answer === "yes";
-}
-
 /** Shows a Deploy on `io`: the Preview, progress and Outcome as text, or each as one NDJSON line. */
 export function deployReport(io: Io, options: { json: boolean; verb: string }): DeployReport {
   const tty = !options.json && Deno.stdout.isTerminal();
@@ -74,15 +67,7 @@ export function deployReport(io: Io, options: { json: boolean; verb: string }): 
         io.out(jsonLine({ type: "preview", preview: toWire({ ...plan, ops: plan.ops.map(opView) }) }));
       } else io.out(renderPreview(plan));
     },
-    async confirm(question): Promise<boolean> {
-      if (!Deno.stdin.isTerminal()) {
-        throw new CliError(
-          "invalid_argument",
-          `Refusing to ${options.verb} without confirmation: standard input is not a terminal; pass -y to confirm`,
-        );
-      }
-      return await prompt(question);
-    },
+    confirm: (question) => confirmed(options.verb, question),
     event(event): void {
       if (options.json) io.out(jsonLine(eventJson(event)));
       else {

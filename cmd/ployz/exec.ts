@@ -13,6 +13,7 @@ import {
 import { askAll, clusterTargets, requireAnyAnswer } from "./cluster_targets.ts";
 import { cliError } from "./connect.ts";
 import { exitWhenDone } from "./selection.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 function parseExecTarget(text: string): { project: string; service: string; slot?: string } {
   const [project, service, slot, extra] = text.split("/");
@@ -69,10 +70,10 @@ export const execCommand: Command = {
     "Without a slot, the lowest slot; a slot that runs on several Machines (a Global Service) needs --machine.",
     "A TTY is allocated when standard input is a terminal (-t forces one, -T refuses one). Standard input, the",
     "terminal size and its changes are sent; the command's exit code is this command's exit code.",
-  ].join("\n"),
+  ],
   positionals: [2, 4096],
   options: {
-    machine: { type: "string" },
+    ...sharedOptions("machine"),
     tty: { type: "boolean", short: "t" },
     "no-tty": { type: "boolean", short: "T" },
   },
@@ -81,7 +82,7 @@ export const execCommand: Command = {
     const cmd = positionals.slice(1);
     if (values.tty === true && values["no-tty"] === true) throw new UsageError(`Give "-t" or "-T", not both`);
     const tty = values.tty === true || (values["no-tty"] !== true && Deno.stdin.isTerminal());
-    const machine = typeof values.machine === "string" ? values.machine : undefined;
+    const machine = stringFlag(values, "machine");
     using targets = await clusterTargets({ machine });
     const listed = await askAll<ListContainersResponse>(
       targets,

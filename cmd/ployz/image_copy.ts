@@ -5,12 +5,10 @@ import { copyImage } from "../../lib/operator/mod.ts";
 import { PEER_PULL_MAX_MS } from "../../lib/rpc/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
 import { cliError, jsonLine } from "./connect.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
+import { megabytes } from "./units.ts";
 
 const DEFAULT_TIMEOUT_S = 600;
-
-function megabytes(bytes: number): string {
-  return `${(bytes / 1_000_000).toFixed(1)} MB`;
-}
 
 /** `ployz image copy`. */
 export const imageCopyCommand: Command = {
@@ -21,18 +19,13 @@ export const imageCopyCommand: Command = {
     "The --to Machine asks the --from Machine for a docker save of REF over the mesh and loads it; nothing is",
     "fetched when --to already has it. Machines are named by name, id or id prefix, as the Entry Machine (the one",
     "this CLI is attached to) holds them. --timeout bounds the whole transfer (default 600 s).",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
-  options: {
-    from: { type: "string" },
-    to: { type: "string" },
-    timeout: { type: "string" },
-    json: { type: "boolean" },
-  },
+  options: { from: { type: "string" }, to: { type: "string" }, ...sharedOptions("timeout", "json") },
   async run({ values, positionals, io }): Promise<number> {
     const ref = positionals[0];
-    const from = typeof values.from === "string" ? values.from : undefined;
-    const to = typeof values.to === "string" ? values.to : undefined;
+    const from = stringFlag(values, "from");
+    const to = stringFlag(values, "to");
     if (from === undefined || to === undefined) {
       throw new CliError("invalid_argument", 'Give both "--from" and "--to"', { exitCode: 2 });
     }

@@ -1,15 +1,13 @@
 // `ployz image ls` and `ployz image prune`: every Machine's images (ids, digests, sizes, which Services use them,
 // which Ployz pulled), and the removal of the ones Ployz pulled that no container uses, with a Preview and counts.
 import type { Command, Io } from "../../lib/cli/mod.ts";
-import { CliError } from "../../lib/cli/mod.ts";
 import type { ListImagesResponse, PruneImagesResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
-import { table } from "./ps.ts";
-
-function megabytes(bytes: number): string {
-  return `${(bytes / 1_000_000).toFixed(1)} MB`;
-}
+import { table } from "./table.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
+import { confirmed } from "./confirm.ts";
+import { megabytes } from "./units.ts";
 
 function shortId(id: string): string {
   return id.replace(/^sha256:/, "").slice(0, 12);
@@ -23,12 +21,10 @@ export const imageLsCommand: Command = {
   description: [
     "One row per image and Machine: id, tags, registry digest, size, whether Ployz pulled it (PLOYZ yes) and the",
     "Services whose containers use it. Machines that did not answer are listed at the end.",
-  ].join("\n"),
-  options: { json: { type: "boolean" }, machine: { type: "string" } },
+  ],
+  options: sharedOptions("json", "machine"),
   async run({ values, io }): Promise<number> {
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const result = await askAll<ListImagesResponse>(
       targets,
       (client, _m, signal) => client.listImages({ signal }),
@@ -88,18 +84,14 @@ export const imagePruneCommand: Command = {
     "pulled, copied or built are removed (a built image superseded by a newer build of its Service, once no",
     "container runs it); --all also removes other images no container uses. Docker refuses to remove an image",
     "any container uses, Ployz's or not.",
-  ].join("\n"),
+  ],
   options: {
-    json: { type: "boolean" },
-    machine: { type: "string" },
+    ...sharedOptions("json", "machine"),
     all: { type: "boolean" },
-    yes: { type: "boolean", short: "y" },
-    "dry-run": { type: "boolean" },
+    ...sharedOptions("yes", "dry-run"),
   },
   async run({ values, io }): Promise<number> {
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const all = values.all === true;
     const preview = await prune(io, targets, true, all);
     requireAnyAnswer(preview, "list images");
@@ -120,18 +112,9 @@ export const imagePruneCommand: Command = {
       }
       return 0;
     }
-    if (values.yes !== true) {
-      if (!Deno.stdin.isTerminal()) {
-        throw new CliError(
-          "invalid_argument",
-          "Refusing to prune without confirmation: standard input is not a terminal; pass -y to confirm",
-          { exitCode: 2 },
-        );
-      }
-      if (!confirm(`Remove ${count} image(s)?`)) {
-        io.err("Nothing removed: the operator declined\n");
-        return 1;
-      }
+    if (values.yes !== true && !await confirmed("prune", `Remove ${count} image(s)?`)) {
+      io.err("Nothing removed: the operator declined\n");
+      return 1;
     }
     const done = await prune(io, targets, false, all);
     requireAnyAnswer(done, "prune images");

@@ -5,7 +5,8 @@ import type { NormalizedProject } from "../../lib/deploy/mod.ts";
 import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
-import { table } from "./ps.ts";
+import { table } from "./table.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 /** `ployz inspect`. */
 export const inspectCommand: Command = {
@@ -13,19 +14,12 @@ export const inspectCommand: Command = {
   summary: "Show one Service",
   usage: "PROJECT/SERVICE [--machine M] [--json]",
   positionals: [1, 1],
-  options: { json: { type: "boolean" }, machine: { type: "string" } },
+  options: sharedOptions("json", "machine"),
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
-    const config = openConfig();
-    let saved;
-    try {
-      saved = (config.savedState(project)?.compose as NormalizedProject | undefined)?.services[service!];
-    } finally {
-      config.close();
-    }
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using config = openConfig();
+    const saved = (config.savedState(project)?.compose as NormalizedProject | undefined)?.services[service!];
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const result = await askAll<ListContainersResponse>(
       targets,
       (client, _m, signal) => client.listContainers({ project, service }, { signal }),

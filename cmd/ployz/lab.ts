@@ -29,6 +29,7 @@ import {
 import { MeshError, subnetCollisions } from "../../lib/mesh/mod.ts";
 import { parseBytes } from "../../lib/deploy/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
+import { sharedOptions } from "./flags.ts";
 
 const DEFAULT_DIR = "/tmp/ployz-lab";
 
@@ -204,7 +205,7 @@ const status: Command = {
   name: "status",
   summary: "Show each lab Machine and its peers as it observes them",
   usage: "[--dir D] [--json]",
-  options: { ...dirOption, json: { type: "boolean" } },
+  options: { ...dirOption, ...sharedOptions("json") },
   async run(ctx) {
     const result = await guard(() => labStatus({ dir: dirOf(ctx) }));
     ctx.io.out(ctx.values.json ? JSON.stringify(snakeKeys(result), null, 2) + "\n" : statusText(result));

@@ -18,6 +18,8 @@ import {
   readTailFrames as readFrames,
   renderLine,
 } from "../../lib/operator/mod.ts";
+import { messageOf } from "../../lib/util/mod.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** `--since`/`--until` parsed; a bad value is a usage error (exit 2). */
 function parseWhen(option: string, text: string, nowMs: number): string {
@@ -67,18 +69,18 @@ export const logsCommand: Command = {
     "-f then prints new lines as each Machine stores them, in arrival order, until interrupted.",
     "A Partial Result: Machines that did not answer, and Machines not asked, are listed on standard error (in",
     "--json, under failures and omissions). The exit code is 0 when at least one Machine answered, 1 when none did.",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
   options: {
     since: { type: "string" },
     until: { type: "string" },
     grep: { type: "string" },
     follow: { type: "boolean", short: "f" },
-    machine: { type: "string" },
+    ...sharedOptions("machine"),
     deployment: { type: "string" },
     container: { type: "string" },
     tail: { type: "string", short: "n" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], false);
@@ -210,8 +212,4 @@ async function followAll(
   }));
   if (streamed === 0) throw new CliError("unavailable", "Cannot follow the logs: no Machine answered");
   return 0;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -4,18 +4,17 @@ import type { Command } from "../../lib/cli/mod.ts";
 import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
-import { table } from "./ps.ts";
+import { table } from "./table.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 /** `ployz ls`. */
 export const lsCommand: Command = {
   name: "ls",
   summary: "List Projects and their Services across the Cluster",
   usage: "[--machine M] [--json]",
-  options: { json: { type: "boolean" }, machine: { type: "string" } },
+  options: sharedOptions("json", "machine"),
   async run({ values, io }): Promise<number> {
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const result = await askAll<ListContainersResponse>(
       targets,
       (client, _m, signal) => client.listContainers({}, { signal }),

@@ -18,6 +18,7 @@ import {
   provisionOverSsh,
 } from "./machine_provision.ts";
 import { checkDestination, targetMachine } from "./machine_target.ts";
+import { sharedOptions, stringFlag, timeoutMs } from "./flags.ts";
 
 /** Runs the Global catch-up on the joined Machine and prints what it did per Project. */
 async function catchUp(config: ConfigStore, joined: Joined, io: Io, json: boolean): Promise<CatchUpResult[]> {
@@ -43,15 +44,6 @@ async function catchUp(config: ConfigStore, joined: Joined, io: Io, json: boolea
   return results;
 }
 
-function seconds(value: unknown): number {
-  if (value === undefined) return 60;
-  const n = Number(value);
-  if (typeof value !== "string" || !Number.isFinite(n) || n <= 0 || n > 3600) {
-    throw new UsageError(`Invalid --timeout "${String(value)}": expected seconds above 0, at most 3600`);
-  }
-  return n;
-}
-
 /** What `ployz machine add` was asked, parsed before anything is contacted. */
 interface AddRequest {
   /** SSH destination (positional or `--ssh`). */
@@ -74,8 +66,8 @@ function parseRequest({ values, positionals }: CommandContext): AddRequest {
   if (positionals[0] !== undefined && typeof values.ssh === "string") {
     throw new UsageError("Give the SSH destination once: as an argument or with --ssh");
   }
-  const ssh = positionals[0] ?? (typeof values.ssh === "string" ? values.ssh : undefined);
-  const socket = typeof values.socket === "string" ? values.socket : undefined;
+  const ssh = positionals[0] ?? stringFlag(values, "ssh");
+  const socket = stringFlag(values, "socket");
   const provision = provisionFlags(values);
   const provisioning = ["release-source", "version", "channel", "install-prerequisites", "skip-prerequisites"]
     .find((k) => values[k] !== undefined);
@@ -87,7 +79,7 @@ function parseRequest({ values, positionals }: CommandContext): AddRequest {
     ...(socket === undefined ? {} : { socket }),
     provision,
     ...(typeof values.name === "string" ? { machineName: values.name } : {}),
-    timeoutMs: seconds(values.timeout) * 1000,
+    timeoutMs: timeoutMs(values, 60),
     json: values.json === true,
     catchUp: values["no-catch-up"] !== true,
   };
@@ -165,13 +157,12 @@ export const machineAddCommand: Command = {
     "(creations only, images copied from peers; never replaces, moves or removes) and says per Project what it",
     "placed, what failed, and where it could not tell; --no-catch-up skips it. Exit 1 if any Project failed.",
     "With --json, a pass that had Projects to consider adds its operations' NDJSON and a `catch_up` line.",
-  ].join("\n"),
+  ],
   options: {
     ssh: { type: "string" },
     socket: { type: "string" },
     name: { type: "string" },
-    timeout: { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("timeout", "json"),
     "no-catch-up": { type: "boolean" },
     ...PROVISION_OPTIONS,
   },
@@ -193,7 +184,7 @@ export const machineAddCommand: Command = {
       });
     }
     const entry = entryMachine();
-    const config = openConfig();
+    using config = openConfig();
     let joiner: MachineClient | undefined;
     try {
       const entryRecord = await requireEntry(entry);
@@ -239,7 +230,6 @@ export const machineAddCommand: Command = {
     } finally {
       joiner?.close();
       entry.close();
-      config.close();
     }
   },
 };

@@ -1,16 +1,12 @@
 // `ployz machine drain` and `ployz machine undrain`: a bounded command that ends and reports each Project.
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
 import { parseDurationMs } from "../../lib/deploy/mod.ts";
-import {
-  configureMachine,
-  type DrainLegReceipt,
-  drainMachine,
-  type DrainResult,
-} from "../../lib/operator/mod.ts";
-import { jsonLine, openConfig, withMachine } from "./connect.ts";
+import { type DrainLegReceipt, drainMachine, type DrainResult } from "../../lib/operator/mod.ts";
+import { jsonLine, openConfig } from "./connect.ts";
 import { deployReport, withDeployMachines } from "./deploy_machines.ts";
-import { settingsLine } from "./machine_label.ts";
+import { configureAndPrint, settingsLine } from "./machine_label.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** The human form of a Drain's report. */
 export function drainLines(result: DrainResult): string {
@@ -55,14 +51,9 @@ export const machineDrainCommand: Command = {
     "Refused when no other Machine accepts workloads, unless --force.",
     "Each leg's receipt is kept under the request key (printed; see ployz receipts): a re-run with --request-key",
     "KEY continues, skipping the legs already done.",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
-  options: {
-    force: { type: "boolean" },
-    monitor: { type: "string" },
-    "request-key": { type: "string" },
-    json: { type: "boolean" },
-  },
+  options: { force: { type: "boolean" }, ...sharedOptions("monitor", "request-key", "json") },
   async run({ values, positionals, io }): Promise<number> {
     const json = values.json === true;
     let monitorMs: number | undefined;
@@ -72,28 +63,24 @@ export const machineDrainCommand: Command = {
       monitorMs = parsed;
     }
     const key = requestKey(values["request-key"], `drain-${positionals[0]}`);
-    const config = openConfig();
-    try {
-      const result = await withDeployMachines((machines) =>
-        drainMachine(machines, config, positionals[0], {
-          force: values.force === true,
-          monitorMs,
-          receipts: receiptBook<DrainLegReceipt>(config, key),
-          report: () => deployReport(io, { json, verb: "drain" }),
-          drained: (m) => {
-            if (!json) io.out(settingsLine(m));
-          },
-        })
-      );
-      io.out(
-        json
-          ? jsonLine({ type: "drain", "request_key": key, ...result })
-          : `${drainLines(result)}request key: ${key}\n`,
-      );
-      return result.projects.every((p) => p.status === "succeeded" || p.status === "unchanged") ? 0 : 1;
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const result = await withDeployMachines((machines) =>
+      drainMachine(machines, config, positionals[0], {
+        force: values.force === true,
+        monitorMs,
+        receipts: receiptBook<DrainLegReceipt>(config, key),
+        report: () => deployReport(io, { json, verb: "drain" }),
+        drained: (m) => {
+          if (!json) io.out(settingsLine(m));
+        },
+      })
+    );
+    io.out(
+      json
+        ? jsonLine({ type: "drain", "request_key": key, ...result })
+        : `${drainLines(result)}request key: ${key}\n`,
+    );
+    return result.projects.every((p) => p.status === "succeeded" || p.status === "unchanged") ? 0 : 1;
   },
 };
 
@@ -104,12 +91,8 @@ export const machineUndrainCommand: Command = {
   usage: "MACHINE [--json]",
   description: "Nothing moves back on its own: the next Deploy places slots there again.",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
-  async run({ values, positionals, io }): Promise<number> {
-    const answer = await withMachine((entry) =>
-      configureMachine(entry, positionals[0], { "accepts_workloads": true })
-    );
-    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
-    return 0;
+  options: sharedOptions("json"),
+  run(ctx): Promise<number> {
+    return configureAndPrint(ctx, ctx.positionals[0], () => ({ "accepts_workloads": true }));
   },
 };

@@ -2,6 +2,7 @@
 import type { Command } from "../../lib/cli/mod.ts";
 import { jsonLine, withMachine } from "./connect.ts";
 import { rememberContext } from "./context.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** `ployz machine init`. */
 export const machineInitCommand: Command = {
@@ -12,7 +13,7 @@ export const machineInitCommand: Command = {
     name: { type: "string" },
     cluster: { type: "string" },
     subnet: { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   async run({ values, io }): Promise<number> {
     const request: { machine_name?: string; cluster_name?: string; subnet?: string } = {};

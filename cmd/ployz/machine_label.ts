@@ -1,9 +1,10 @@
 // `ployz machine label` and `ployz machine accept`: the named Machine changes its own Labels and acceptance flags
 // (only it writes its row). Nothing running moves: the next Deploy or Drain applies them.
-import type { Command } from "../../lib/cli/mod.ts";
+import type { Command, CommandContext } from "../../lib/cli/mod.ts";
 import { configureMachine, labelRequest, onOff } from "../../lib/operator/mod.ts";
-import type { MachineRecord } from "../../lib/rpc/mod.ts";
+import type { ConfigureMachineRequest, MachineRecord } from "../../lib/rpc/mod.ts";
 import { jsonLine, withMachine } from "./connect.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 /** One line describing a Machine's Labels and flags. */
 export function settingsLine(machine: MachineRecord): string {
@@ -13,6 +14,21 @@ export function settingsLine(machine: MachineRecord): string {
   }; ingress ${machine.accepts_ingress === false ? "off" : "on"}; builds ${
     machine.accepts_builds === false ? "off" : "on"
   }\n`;
+}
+
+/**
+ * Has the Machine named `machine` apply `request()` to its own row, through the Entry Machine, and prints the row it
+ * wrote: its settings line, or the answer as JSON under --json. `request` runs once the Entry Machine's client is
+ * open, and what it throws is reported as that client's errors are.
+ */
+export async function configureAndPrint(
+  { values, io }: CommandContext,
+  machine: string,
+  request: () => ConfigureMachineRequest,
+): Promise<number> {
+  const answer = await withMachine((entry) => configureMachine(entry, machine, request()));
+  io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
+  return 0;
 }
 
 function strings(value: unknown): string[] {
@@ -27,14 +43,10 @@ export const machineLabelCommand: Command = {
   description:
     "The Machine writes its own Labels; running containers stay where they are (labels never evict).",
   positionals: [1, 64],
-  options: { rm: { type: "string", multiple: true }, json: { type: "boolean" } },
-  async run({ values, positionals, io }): Promise<number> {
-    const [machine, ...words] = positionals;
-    const answer = await withMachine((entry) =>
-      configureMachine(entry, machine, labelRequest(words, strings(values.rm)))
-    );
-    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
-    return 0;
+  options: { rm: { type: "string", multiple: true }, ...sharedOptions("json") },
+  run(ctx): Promise<number> {
+    const [machine, ...words] = ctx.positionals;
+    return configureAndPrint(ctx, machine, () => labelRequest(words, strings(ctx.values.rm)));
   },
 };
 
@@ -50,20 +62,18 @@ export const machineAcceptCommand: Command = {
     workloads: { type: "string" },
     ingress: { type: "string" },
     builds: { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
-  async run({ values, positionals, io }): Promise<number> {
-    const answer = await withMachine(async (entry) => {
-      const workloads = onOff("workloads", values.workloads as string | undefined);
-      const ingress = onOff("ingress", values.ingress as string | undefined);
-      const builds = onOff("builds", values.builds as string | undefined);
+  run(ctx): Promise<number> {
+    return configureAndPrint(ctx, ctx.positionals[0], () => {
+      const workloads = onOff("workloads", stringFlag(ctx.values, "workloads"));
+      const ingress = onOff("ingress", stringFlag(ctx.values, "ingress"));
+      const builds = onOff("builds", stringFlag(ctx.values, "builds"));
       const request: Record<string, boolean> = {};
       if (workloads !== undefined) request["accepts_workloads"] = workloads;
       if (ingress !== undefined) request["accepts_ingress"] = ingress;
       if (builds !== undefined) request["accepts_builds"] = builds;
-      return await configureMachine(entry, positionals[0], request);
+      return request;
     });
-    io.out(values.json === true ? jsonLine(answer) : settingsLine(answer.machine));
-    return 0;
   },
 };

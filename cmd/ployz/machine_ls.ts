@@ -4,7 +4,8 @@ import { type SubnetCollision, subnetCollisions } from "../../lib/mesh/mod.ts";
 import type { ListMachinesResponse, RemovedWire } from "../../lib/rpc/mod.ts";
 import { retiredNotice } from "../../lib/operator/mod.ts";
 import { jsonLine, openConfig, socketPath, withMachine } from "./connect.ts";
-import { columns } from "./machine_target.ts";
+import { table } from "./table.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** Lines naming each subnet collision; reported, never repaired. */
 export function collisionLines(collisions: readonly SubnetCollision[]): string {
@@ -52,7 +53,7 @@ export function machineTable(list: ListMachinesResponse): string {
     Object.entries(m.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-",
     `${m.accepts_workloads === false ? "-" : "workloads"},${m.accepts_ingress === false ? "-" : "ingress"}`,
   ]);
-  const table = columns(
+  const rendered = table(
     [
       "NAME",
       "ID",
@@ -69,7 +70,7 @@ export function machineTable(list: ListMachinesResponse): string {
     rows,
   );
   const mesh = list.mesh_error === undefined ? "" : `mesh: ${list.mesh_error}\n`;
-  return head + table + collisionLines(subnetCollisions(list.machines)) + mesh;
+  return head + rendered + collisionLines(subnetCollisions(list.machines)) + mesh;
 }
 
 /** `ployz machine ls`. */
@@ -77,19 +78,15 @@ export const machineLsCommand: Command = {
   name: "ls",
   summary: "List Machines as the local Machine observes them (membership, collisions)",
   usage: "[--json]",
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, io }): Promise<number> {
     const list = await withMachine((client) => client.listMachines());
     // The Machine's own word first (a peer proved it was retired); else what this operator's history recorded.
     const retired = list.removed !== undefined
       ? removedNotice(list.observer, list.removed, socketPath())
       : (() => {
-        const config = openConfig();
-        try {
-          return retiredNotice(config.allocations(), list.observer.machine_id);
-        } finally {
-          config.close();
-        }
+        using config = openConfig();
+        return retiredNotice(config.allocations(), list.observer.machine_id);
       })();
     if (values.json === true) {
       io.out(jsonLine({

@@ -11,11 +11,9 @@ import {
 } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
-import { columns } from "./machine_target.ts";
-
-function mib(bytes: number | undefined): string {
-  return bytes === undefined ? "-" : `${(bytes / 2 ** 20).toFixed(1)}MiB`;
-}
+import { table } from "./table.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
+import { mib } from "./units.ts";
 
 /** Parses `--set btrfs` or `--set zfs:DATASET:MOUNT_ROOT` with `--loop-size SIZE` (btrfs only). */
 export function poolSet(value: string, loopSize: string | undefined): PoolSetWire {
@@ -70,7 +68,7 @@ export async function askPool(
 
 /** The human form of the answers. */
 export function poolTable(answers: { machine: string; value: MachinePoolResponse }[]): string {
-  const pools = columns(
+  const pools = table(
     ["MACHINE", "POOL", "WHERE", "SIZE", "FREE", "DEFAULT", "PROBLEM"],
     answers.map(({ machine, value }) => [
       machine,
@@ -93,7 +91,7 @@ export function poolTable(answers: { machine: string; value: MachinePoolResponse
     ])
   );
   if (copies.length === 0) return pools;
-  return pools + "\n" + columns(["VOLUME", "MACHINE", "COPY", "USED", "SIZE", "SNAPSHOTS"], copies);
+  return pools + "\n" + table(["VOLUME", "MACHINE", "COPY", "USED", "SIZE", "SNAPSHOTS"], copies);
 }
 
 /** `ployz machine pool`. */
@@ -110,17 +108,17 @@ export const machinePoolCommand: Command = {
     "local volumes and refuses Provisioned Volumes (x-volumes).",
     "--default-size SIZE sets the size of a Provisioned Volume made there whose x-volumes names none",
     "(x-volumes: {NAME: {}}). A Machine whose daemon predates Pools, or the default size, is refused by name.",
-  ].join("\n"),
+  ],
   options: {
-    machine: { type: "string" },
+    ...sharedOptions("machine"),
     set: { type: "string" },
     "loop-size": { type: "string" },
     "default-size": { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   async run({ values, io }): Promise<number> {
-    const machine = typeof values.machine === "string" ? values.machine : undefined;
-    const loopSize = typeof values["loop-size"] === "string" ? values["loop-size"] : undefined;
+    const machine = stringFlag(values, "machine");
+    const loopSize = stringFlag(values, "loop-size");
     const set = typeof values.set === "string" ? poolSet(values.set, loopSize) : undefined;
     if (set === undefined && loopSize !== undefined) {
       throw new UsageError(`--loop-size goes with --set btrfs`);

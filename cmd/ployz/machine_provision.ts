@@ -15,7 +15,7 @@ import {
 } from "../../lib/installer/mod.ts";
 import type { MachineClient } from "../../lib/rpc/mod.ts";
 import { targetMachine } from "./machine_target.ts";
-import { sleep } from "../../lib/util/mod.ts";
+import { messageOf, sleep } from "../../lib/util/mod.ts";
 
 /** Where releases come from when neither `--release-source` nor `PLOYZ_RELEASE_SOURCE` says (install.sh's too). */
 export const DEFAULT_RELEASE_SOURCE = "https://ployz.sh";
@@ -127,7 +127,7 @@ export async function provisionOverSsh(
         );
         return { client, outcome, daemonVersion: contract.daemon_version, totalMs };
       } catch (error) {
-        last = error instanceof Error ? error.message : String(error);
+        last = messageOf(error);
         if (Date.now() - readyStarted > waitMs) break;
         await sleep(1000);
       }

@@ -8,6 +8,7 @@ import { listedMachine, retireGone } from "../../lib/operator/mod.ts";
 import { cliError, entryMachine, jsonLine, openConfig } from "./connect.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
 import { targetMachine } from "./machine_target.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 /** `ployz machine rm`. */
 export const machineRmCommand: Command = {
@@ -22,18 +23,18 @@ export const machineRmCommand: Command = {
     "reaches: peers refuse it and its rows leave every view; its subnet stays retired in the allocation history.",
     "If it comes back, peers answer it only to tell it who removed it and when, and it stops syncing. What its",
     "rows held is lost: confirm with --confirm-data-loss NAME.",
-  ].join("\n"),
+  ],
   options: {
     gone: { type: "boolean" },
-    "request-key": { type: "string" },
+    ...sharedOptions("request-key"),
     socket: { type: "string" },
     "confirm-data-loss": { type: "string" },
-    json: { type: "boolean" },
+    ...sharedOptions("json"),
   },
   positionals: [1, 2],
   async run({ values, positionals, io }): Promise<number> {
     const [wanted, ssh] = positionals;
-    const socket = typeof values.socket === "string" ? values.socket : undefined;
+    const socket = stringFlag(values, "socket");
     if (values.gone === true) {
       if (socket !== undefined || ssh !== undefined) {
         throw new UsageError(
@@ -41,7 +42,7 @@ export const machineRmCommand: Command = {
         );
       }
       const confirm = values["confirm-data-loss"];
-      const config = openConfig();
+      using config = openConfig();
       const gone = entryMachine();
       try {
         const key = requestKey(values["request-key"], `machine-rm-gone-${wanted}`);
@@ -76,7 +77,6 @@ export const machineRmCommand: Command = {
         throw cliError(error);
       } finally {
         gone.close();
-        config.close();
       }
     }
     const entry = entryMachine();

@@ -49,10 +49,3 @@ export function targetMachine(
     { exitCode: 2 },
   );
 }
-
-/** Left-aligned columns with two spaces between them. */
-export function columns(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
-}

@@ -16,15 +16,7 @@ import {
   type UpgradeSequenceResult,
   type UpgradeTarget,
 } from "../../lib/operator/mod.ts";
-
-function seconds(value: unknown): number {
-  if (value === undefined) return 900;
-  const n = Number(value);
-  if (typeof value !== "string" || !Number.isFinite(n) || n <= 0 || n > 3600) {
-    throw new UsageError(`Invalid --timeout "${String(value)}": expected seconds above 0, at most 3600`);
-  }
-  return n;
-}
+import { sharedOptions, stringFlag, timeoutMs } from "./flags.ts";
 
 function target(name: string | undefined): UpgradeTarget {
   if (name === undefined) return { label: "local", connect: entryMachine };
@@ -96,26 +88,21 @@ export const machineUpgradeCommand: Command = {
     "survives this command ending; the command follows it across the daemon's restart (--timeout per Machine,",
     "default 900 s). Running the same command again finds the same attempts. The sequence stops at the first",
     "Machine that fails, refuses or cannot be confirmed; later Machines are not attempted. No automatic rollback.",
-  ].join("\n"),
-  options: {
-    version: { type: "string" },
-    channel: { type: "string" },
-    timeout: { type: "string" },
-    json: { type: "boolean" },
-  },
+  ],
+  options: { version: { type: "string" }, channel: { type: "string" }, ...sharedOptions("timeout", "json") },
   positionals: [0, 64],
   async run({ values, positionals, io }): Promise<number> {
-    const version = typeof values.version === "string" ? values.version : undefined;
-    const channel = typeof values.channel === "string" ? values.channel : undefined;
+    const version = stringFlag(values, "version");
+    const channel = stringFlag(values, "channel");
     if (version !== undefined && channel !== undefined) {
       throw new UsageError("Give at most one of --version and --channel");
     }
-    const timeoutMs = seconds(values.timeout) * 1000;
+    const timeout = timeoutMs(values, 900);
     const names = positionals.length === 0 ? [undefined] : positionals;
     if (new Set(names).size !== names.length) throw new UsageError("Each MACHINE may be named once");
     const targets = names.map(target);
     const json = values.json === true;
-    const config = openConfig();
+    using config = openConfig();
     const key = commandKey({ version, channel });
     const receipts: ReceiptBook = {
       load(leg) {
@@ -133,13 +120,11 @@ export const machineUpgradeCommand: Command = {
         channel,
         targets,
         receipts,
-        timeoutMs,
+        timeoutMs: timeout,
         progress: json ? undefined : (line) => io.err(`${line}\n`),
       });
     } catch (error) {
       throw cliError(error);
-    } finally {
-      config.close();
     }
     if (json) {
       io.out(jsonLine(result));

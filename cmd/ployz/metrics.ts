@@ -7,6 +7,7 @@ import type { MetricSeriesWire } from "../../lib/rpc/mod.ts";
 import { partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, parseTarget } from "./connect.ts";
 import { formatValue, historyAll, numberOf, parseDuration } from "./metric_view.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 const DEFAULT_WIDTH = 72;
 const TITLES: Record<MetricName, string> = {
@@ -66,14 +67,9 @@ export const metricsCommand: Command = {
     "the last 24 h come from raw 10 s samples, longer ones from 5 minute Rollups (kept 90 days). A blank column",
     "is a gap: a value that could not be read, or no sample at all; it is never drawn as zero. Machines that did",
     "not answer, and Machines not asked, are listed. The exit code is 0 when at least one Machine answered.",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
-  options: {
-    since: { type: "string" },
-    width: { type: "string" },
-    machine: { type: "string" },
-    json: { type: "boolean" },
-  },
+  options: { since: { type: "string" }, width: { type: "string" }, ...sharedOptions("machine", "json") },
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
     const sinceText = typeof values.since === "string" ? values.since : "24h";
@@ -91,7 +87,7 @@ export const metricsCommand: Command = {
     const step = Math.max(1, Math.ceil(sinceMs / width / 1000));
     const result = await historyAll(
       { project, service, since: new Date(Date.now() - sinceMs).toISOString(), step },
-      typeof values.machine === "string" ? values.machine : undefined,
+      stringFlag(values, "machine"),
     );
     requireAnyAnswer(result, `read the metrics of "${project}/${service}"`);
     if (values.json === true) {

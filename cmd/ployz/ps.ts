@@ -5,13 +5,8 @@ import type { ObservedContainerView } from "../../lib/deploy/mod.ts";
 import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
-
-/** Renders rows as aligned columns. */
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()).join("\n") +
-    "\n";
-}
+import { sharedOptions, stringFlag } from "./flags.ts";
+import { table } from "./table.ts";
 
 function ports(c: ObservedContainerView): string {
   return c.ports.map((p) =>
@@ -30,15 +25,11 @@ export const psCommand: Command = {
     "Machine named on each row; --machine M asks only M (--all-machines, the default, is accepted).",
     "Each Machine is reported on standard error as it answers; Machines that did not answer, and Machines not",
     "asked, are listed at the end (in --json, under failures and omissions).",
-  ].join("\n"),
+  ],
   positionals: [0, 1],
-  options: {
-    json: { type: "boolean" },
-    "all-machines": { type: "boolean" },
-    machine: { type: "string" },
-  },
+  options: sharedOptions("json", "all-machines", "machine"),
   async run({ values, positionals, io }): Promise<number> {
-    const machine = typeof values.machine === "string" ? values.machine : undefined;
+    const machine = stringFlag(values, "machine");
     return await psAll(io, { project: positionals[0], machine, json: values.json === true });
   },
 };

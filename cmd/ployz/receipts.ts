@@ -2,7 +2,8 @@
 import type { Command } from "../../lib/cli/mod.ts";
 import type { ConfigStore } from "../../lib/store/mod.ts";
 import { jsonLine, openConfig } from "./connect.ts";
-import { columns } from "./machine_target.ts";
+import { table } from "./table.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** `ployz receipts`. */
 export const receiptsCommand: Command = {
@@ -10,27 +11,23 @@ export const receiptsCommand: Command = {
   summary: "Show the receipts of the last bounded commands (start, stop, restart, cleanup, drain…)",
   usage: "[REQUEST_KEY] [--last N] [--json]",
   positionals: [0, 1],
-  options: { last: { type: "string" }, json: { type: "boolean" } },
+  options: { last: { type: "string" }, ...sharedOptions("json") },
   run({ values, positionals, io }): Promise<number> {
     const last = Number(values.last ?? "10");
-    const config = openConfig();
-    try {
-      const list = positionals[0] !== undefined
-        ? config.receipts(positionals[0])
-        : config.recentReceipts(Number.isInteger(last) && last > 0 ? Math.min(last, 1000) : 10);
-      if (values.json === true) {
-        io.out(jsonLine({ receipts: list }));
-      } else if (list.length === 0) io.out("No receipts\n");
-      else {
-        io.out(columns(
-          ["REQUEST KEY", "LEG", "SAVED", "RECEIPT"],
-          list.map((r) => [r.requestKey, r.leg, r.savedAt, JSON.stringify(r.receipt)]),
-        ));
-      }
-      return Promise.resolve(0);
-    } finally {
-      config.close();
+    using config = openConfig();
+    const list = positionals[0] !== undefined
+      ? config.receipts(positionals[0])
+      : config.recentReceipts(Number.isInteger(last) && last > 0 ? Math.min(last, 1000) : 10);
+    if (values.json === true) {
+      io.out(jsonLine({ receipts: list }));
+    } else if (list.length === 0) io.out("No receipts\n");
+    else {
+      io.out(table(
+        ["REQUEST KEY", "LEG", "SAVED", "RECEIPT"],
+        list.map((r) => [r.requestKey, r.leg, r.savedAt, JSON.stringify(r.receipt)]),
+      ));
     }
+    return Promise.resolve(0);
   },
 };
 

@@ -3,6 +3,7 @@
 import { CliError, type Command } from "../../lib/cli/mod.ts";
 import { parseImageRef, registryHost } from "../../lib/deploy/mod.ts";
 import { openConfig } from "./connect.ts";
+import { stringFlag } from "./flags.ts";
 
 /** The longest password or token read from stdin. */
 const MAX_SECRET_BYTES = 16_384;
@@ -51,12 +52,12 @@ const loginCommand: Command = {
     "Saves USER and the password (or token) read from stdin for HOST, in the Config Store (mode 0600). A Deploy",
     "that pulls from HOST sends them with that pull request only; Machines never store them. Without a saved",
     "login, a Deploy reads Docker's config.json (auths, credHelpers, credsStore) as docker does.",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
   options: { username: { type: "string", short: "u" }, "password-stdin": { type: "boolean" } },
   async run({ positionals, values, io }): Promise<number> {
     const host = checkRegistryHost(positionals[0]);
-    const username = typeof values.username === "string" ? values.username : "";
+    const username = stringFlag(values, "username") ?? "";
     if (username === "" || values["password-stdin"] !== true) {
       throw new CliError(
         "invalid_argument",
@@ -70,12 +71,8 @@ const loginCommand: Command = {
     if (secret === "") {
       throw new CliError("invalid_argument", "The password on stdin is empty", { exitCode: 2 });
     }
-    const config = openConfig();
-    try {
-      config.saveRegistryCredential({ host, username, secret, savedAt: new Date().toISOString() });
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    config.saveRegistryCredential({ host, username, secret, savedAt: new Date().toISOString() });
     io.out(`Saved credentials of "${username}" for registry "${host}"\n`);
     return 0;
   },
@@ -88,15 +85,11 @@ const logoutCommand: Command = {
   positionals: [1, 1],
   run({ positionals, io }): Promise<number> {
     const host = checkRegistryHost(positionals[0]);
-    const config = openConfig();
-    try {
-      const removed = config.removeRegistryCredential(host);
-      io.out(
-        removed ? `Forgot the credentials for registry "${host}"\n` : `No credentials saved for "${host}"\n`,
-      );
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const removed = config.removeRegistryCredential(host);
+    io.out(
+      removed ? `Forgot the credentials for registry "${host}"\n` : `No credentials saved for "${host}"\n`,
+    );
     return Promise.resolve(0);
   },
 };

@@ -13,6 +13,7 @@ import type { ListContainersResponse } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 function duration(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback;
@@ -63,23 +64,15 @@ export const restartCommand: Command = {
     "The first slot that does not come back healthy stops the run: the rest is reported as not attempted.",
     "Each slot keeps a receipt under the request key (printed); a re-run with --request-key KEY skips the slots",
     "already restarted and restarts the others.",
-  ].join("\n"),
+  ],
   positionals: [1, 1],
-  options: {
-    json: { type: "boolean" },
-    machine: { type: "string" },
-    timeout: { type: "string" },
-    monitor: { type: "string" },
-    "request-key": { type: "string" },
-  },
+  options: sharedOptions("json", "machine", "timeout", "monitor", "request-key"),
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
     const deadlineMs = duration(values.timeout, 120_000, "timeout");
     const monitorMs = duration(values.monitor, 5_000, "monitor");
     const json = values.json === true;
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const listed = await askAll<ListContainersResponse>(
       targets,
       (client, _m, signal) => client.listContainers({ project, service }, { signal }),
@@ -102,38 +95,33 @@ export const restartCommand: Command = {
       );
     }
     const key = requestKey(values["request-key"], `restart-${project}-${service}`);
-    const config = openConfig();
-    let steps: RestartStep[];
-    try {
-      steps = await restartSlots(slots, {
-        deadlineMs,
-        monitorMs,
-        receipts: receiptBook<RestartReceipt>(config, key),
-        onStep(step) {
-          if (json) io.out(jsonLine({ type: "step", ...stepJson(step as RestartStep) }));
-          else if ((step as RestartStep).earlier === true) {
-            io.out(
-              `Already restarted ${step.slot.container.name} on "${step.slot.machine.name}" by an earlier run of this request\n`,
-            );
-          } else if (step.status === "running") {
-            io.err(`Restarting ${step.slot.container.name} on "${step.slot.machine.name}"…\n`);
-          } else if (step.status === "restarted") {
-            io.out(
-              `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
-                (step as RestartStep).via ?? "gate"
-              })${leftText(step as RestartStep)}\n`,
-            );
-          } else if (step.status === "failed") {
-            const error = (step as RestartStep).error!;
-            io.out(
-              `Failed ${step.slot.container.name} on "${step.slot.machine.name}": error[${error.code}]: ${error.message}\n`,
-            );
-          }
-        },
-      });
-    } finally {
-      config.close();
-    }
+    using config = openConfig();
+    const steps: RestartStep[] = await restartSlots(slots, {
+      deadlineMs,
+      monitorMs,
+      receipts: receiptBook<RestartReceipt>(config, key),
+      onStep(step) {
+        if (json) io.out(jsonLine({ type: "step", ...stepJson(step as RestartStep) }));
+        else if ((step as RestartStep).earlier === true) {
+          io.out(
+            `Already restarted ${step.slot.container.name} on "${step.slot.machine.name}" by an earlier run of this request\n`,
+          );
+        } else if (step.status === "running") {
+          io.err(`Restarting ${step.slot.container.name} on "${step.slot.machine.name}"…\n`);
+        } else if (step.status === "restarted") {
+          io.out(
+            `Restarted ${step.slot.container.name} on "${step.slot.machine.name}" (healthy via ${
+              (step as RestartStep).via ?? "gate"
+            })${leftText(step as RestartStep)}\n`,
+          );
+        } else if (step.status === "failed") {
+          const error = (step as RestartStep).error!;
+          io.out(
+            `Failed ${step.slot.container.name} on "${step.slot.machine.name}": error[${error.code}]: ${error.message}\n`,
+          );
+        }
+      },
+    });
     const skipped = steps.filter((s) => s.status === "not_attempted");
     const partial = partialLines(listed);
     if (json) {

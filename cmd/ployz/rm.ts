@@ -13,6 +13,7 @@ import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { deployReport, type OpenMachines, withDeployMachines } from "./deploy_machines.ts";
 import { listOption } from "./deploy.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** `ployz rm`. */
 export const rmCommand: Command = {
@@ -28,14 +29,12 @@ export const rmCommand: Command = {
     "(printed; see ployz receipts): a re-run with --request-key KEY marks nothing again and waits once more.",
   positionals: [0, 1],
   options: {
-    yes: { type: "boolean", short: "y" },
-    json: { type: "boolean" },
+    ...sharedOptions("yes", "json"),
     wait: { type: "string" },
     status: { type: "boolean" },
     cancel: { type: "boolean" },
     volumes: { type: "boolean" },
-    "confirm-data-loss": { type: "string", multiple: true },
-    "request-key": { type: "string" },
+    ...sharedOptions("confirm-data-loss", "request-key"),
   },
   async run({ values, positionals, io }): Promise<number> {
     const json = values.json === true;
@@ -71,36 +70,32 @@ export const rmCommand: Command = {
     if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) {
       throw new UsageError(`Invalid --wait "${waitText}": expected seconds from 0 to 3600`);
     }
-    const config = openConfig();
-    try {
-      const key = requestKey(
-        values["request-key"],
-        `rm-${target.project}${target.service === undefined ? "" : `-${target.service}`}`,
-      );
-      const result = await withDeployMachines((machines) =>
-        removeWithMark(machines, config, target, {
-          receipts: receiptBook<RemovalReceipt>(config, key),
-          report: deployReport(io, { json, verb: "remove" }),
-          progress: (line) => {
-            if (json) io.out(jsonLine({ type: "progress", line }));
-            else io.out(`${line}\n`);
-          },
-          yes: values.yes === true,
-          patienceMs: waitSeconds * 1000,
-          volumes: values.volumes === true,
-          confirmDataLoss: listOption(values["confirm-data-loss"]),
-        })
-      );
-      if (result.status === "declined") {
-        io.err("Nothing changed: the operator declined\n");
-        return 1;
-      }
-      if (json) io.out(jsonLine({ type: "outcome", outcome: toWire(result.outcome), "request_key": key }));
-      else io.out(`${renderRemoval(result.outcome)}request key: ${key}\n`);
-      return result.outcome.status === "done" ? 0 : 1;
-    } finally {
-      config.close();
+    using config = openConfig();
+    const key = requestKey(
+      values["request-key"],
+      `rm-${target.project}${target.service === undefined ? "" : `-${target.service}`}`,
+    );
+    const result = await withDeployMachines((machines) =>
+      removeWithMark(machines, config, target, {
+        receipts: receiptBook<RemovalReceipt>(config, key),
+        report: deployReport(io, { json, verb: "remove" }),
+        progress: (line) => {
+          if (json) io.out(jsonLine({ type: "progress", line }));
+          else io.out(`${line}\n`);
+        },
+        yes: values.yes === true,
+        patienceMs: waitSeconds * 1000,
+        volumes: values.volumes === true,
+        confirmDataLoss: listOption(values["confirm-data-loss"]),
+      })
+    );
+    if (result.status === "declined") {
+      io.err("Nothing changed: the operator declined\n");
+      return 1;
     }
+    if (json) io.out(jsonLine({ type: "outcome", outcome: toWire(result.outcome), "request_key": key }));
+    else io.out(`${renderRemoval(result.outcome)}request key: ${key}\n`);
+    return result.outcome.status === "done" ? 0 : 1;
   },
 };
 

@@ -5,7 +5,8 @@ import type { MetricHistoryResponse, MetricPointWire, MetricSeriesWire } from ".
 import { askAll, clusterTargets, partialJson, partialLines, requireAnyAnswer } from "./cluster_targets.ts";
 import { jsonLine } from "./connect.ts";
 import { formatValue, gapText, numberOf } from "./metric_view.ts";
-import { table } from "./ps.ts";
+import { table } from "./table.ts";
+import { sharedOptions, stringFlag } from "./flags.ts";
 
 // Long enough to hold the last complete round even when one is late.
 const WINDOW_MS = 30_000;
@@ -41,13 +42,11 @@ export const topCommand: Command = {
     "Asks every Machine the local Machine knows of for its latest 10 s samples. A value a Machine could not read",
     "shows as a gap with its reason, never as zero. Machines that did not answer, and Machines not asked, are",
     "listed. The exit code is 0 when at least one Machine answered.",
-  ].join("\n"),
-  options: { json: { type: "boolean" }, machine: { type: "string" } },
+  ],
+  options: sharedOptions("json", "machine"),
   async run({ values, io }): Promise<number> {
     const since = new Date(Date.now() - WINDOW_MS).toISOString();
-    using targets = await clusterTargets({
-      machine: typeof values.machine === "string" ? values.machine : undefined,
-    });
+    using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const result = await askAll<MachineTop>(targets, async (client, _m, signal) => {
       const [services, machine] = await Promise.all([
         client.metricHistory({ since, step: 10 }, { signal }),

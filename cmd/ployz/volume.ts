@@ -9,10 +9,12 @@ import {
   type VolumeRunRequest,
   type VolumeRunResult,
 } from "../../lib/operator/mod.ts";
-import type { ConfigStore } from "../../lib/store/mod.ts";
 import { clusterTargets } from "./cluster_targets.ts";
 import { cliError, jsonLine, openConfig } from "./connect.ts";
-import { columns } from "./machine_target.ts";
+import { table } from "./table.ts";
+import { mib } from "./units.ts";
+import { messageOf } from "../../lib/util/mod.ts";
+import { sharedOptions } from "./flags.ts";
 
 /** A Volume as the user names it: its Pool name (`shop_db`) or `PROJECT/VOLUME`. */
 export function volumeArg(value: string | undefined): string {
@@ -29,15 +31,6 @@ export function volumeArg(value: string | undefined): string {
 }
 
 // The Config Store, closed when the command's scope ends.
-function configStore(): ConfigStore & Disposable {
-  const store = openConfig();
-  return Object.assign(store, { [Symbol.dispose]: () => store.close() });
-}
-
-function mib(bytes: number | undefined): string {
-  return bytes === undefined ? "-" : `${(bytes / 2 ** 20).toFixed(1)}MiB`;
-}
-
 async function withMachines<T>(
   fn: (machines: VolumeRunMachine[], unreachable: { name: string; reason: string }[]) => Promise<T>,
 ): Promise<T> {
@@ -90,11 +83,11 @@ function runCommand(
     summary,
     usage,
     positionals: [1, 1],
-    options: { ...options, json: { type: "boolean" } },
+    options: { ...options, ...sharedOptions("json") },
     async run({ values, positionals, io }): Promise<number> {
       const volume = volumeArg(positionals[0]);
       const asked = request(values);
-      using config = configStore();
+      using config = openConfig();
       const result = await withMachines((machines, unreachable) =>
         runVolume(
           {
@@ -123,9 +116,9 @@ const ls: Command = {
   name: "ls",
   summary: "Every Machine's Volume copies (Writer, Mirror) with usage and the open run",
   usage: "[--json]",
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, io }): Promise<number> {
-    using config = configStore();
+    using config = openConfig();
     return await withMachines(async (machines, unreachable) => {
       const answers = await Promise.all(machines.map(async (m) => {
         try {
@@ -134,7 +127,7 @@ const ls: Command = {
             shown: await m.client.machinePool({}, { signal: AbortSignal.timeout(15_000) }),
           };
         } catch (error) {
-          unreachable.push({ name: m.name, reason: error instanceof Error ? error.message : String(error) });
+          unreachable.push({ name: m.name, reason: messageOf(error) });
           return undefined;
         }
       }));
@@ -144,7 +137,7 @@ const ls: Command = {
       if (values.json === true) {
         io.out(jsonLine({ volumes: rows, unreachable }));
       } else {
-        io.out(columns(
+        io.out(table(
           ["VOLUME", "MACHINE", "COPY", "USED", "SIZE", "SNAPSHOTS", "RUN"],
           rows.map((v) => {
             const run = config.volumeRun(v.name);
@@ -171,10 +164,10 @@ const inspect: Command = {
   summary: "One Volume: each Machine's copy, read live, and its newest run",
   usage: "VOLUME [--json]",
   positionals: [1, 1],
-  options: { json: { type: "boolean" } },
+  options: sharedOptions("json"),
   async run({ values, positionals, io }): Promise<number> {
     const volume = volumeArg(positionals[0]);
-    using config = configStore();
+    using config = openConfig();
     return await withMachines(async (machines, unlisted) => {
       const { copies, unreachable } = await readCopies(machines, volume);
       const run = config.volumeRun(volume);
@@ -197,7 +190,7 @@ const inspect: Command = {
           unreachable: all,
         }));
       } else {
-        io.out(columns(
+        io.out(table(
           ["MACHINE", "COPY", "USED", "SIZE"],
           copies.map((c) => [c.machine.name, describeWire(c.copy), mib(c.usedBytes), mib(c.sizeBytes)]),
         ));
@@ -218,7 +211,7 @@ const cancel: Command = {
   positionals: [1, 1],
   run({ positionals, io }): Promise<number> {
     const volume = volumeArg(positionals[0]);
-    using config = configStore();
+    using config = openConfig();
     const run = config.volumeRun(volume);
     if (run?.state !== "open") {
       throw new CliError("not_found", `Volume "${volume}" has no open run`);

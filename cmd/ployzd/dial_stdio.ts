@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { CliError, type Command } from "../../lib/cli/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { serveMux } from "../../lib/rpc/mod.ts";
+import { messageOf } from "../../lib/util/mod.ts";
 
 /**
  * `ployzd dial-stdio`: bridges stdin/stdout to the local Machine RPC socket, so an operator reaches a Machine with
@@ -43,7 +44,3 @@ export const dialStdio: Command = {
     return 0;
   },
 };
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

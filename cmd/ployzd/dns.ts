@@ -20,7 +20,7 @@ export const dns: Command = {
     `status ${EXIT_UNSUPPORTED_SPEC}. On SIGTERM it keeps answering until queries stop arriving (a successor bound`,
     "the same addresses), then exits. --probe exits 0 only when this binary can serve the current spec.",
     "The spec is $PLOYZ_RUN_DIR/dns.json (default /run/ployz/dns.json).",
-  ].join("\n"),
+  ],
   options: { probe: { type: "boolean" } },
   async run({ values, io }): Promise<number> {
     const specPath = join(layoutFromEnv((k) => Deno.env.get(k)).runDir, "dns.json");

@@ -32,10 +32,10 @@ export const install: Command = {
     "Options: --version V (exact), --channel C (resolved once, default stable), --source DIR|URL (default: the",
     "source this Machine last installed from), --request-key K (a retry finds the same attempt), --wait (with",
     "--upgrade: wait for the outcome), --ready-timeout SECONDS, --install-prerequisites (docker.io, wireguard-go,",
-    "wireguard-tools), --skip-prerequisites, --record-source SRC|none (with --from: the source later upgrades use,",
+    "wireguard-tools, libjemalloc2), --skip-prerequisites, --record-source SRC|none (with --from: the source later upgrades use,",
     "default --source). Prerequisites are installed only when asked, or when missing at first",
     "setup; never by --upgrade. There is no automatic rollback; the previous release stays for manual recovery.",
-  ].join("\n"),
+  ],
   options: INSTALL_OPTIONS,
 
   async run({ values, io }): Promise<number> {

@@ -5,6 +5,7 @@
 import { fileURLToPath } from "node:url";
 import { DEFAULT_INSTALL_PATHS, installReach, withReach } from "../../lib/installer/mod.ts";
 import { layoutFromEnv, permissionFlags, permissionSet } from "../../lib/permissions/mod.ts";
+import { messageOf } from "../../lib/util/mod.ts";
 
 /** The flags for `ployzd install args`, the set's relative paths resolved against `appDir`. */
 export async function installFlags(args: string[], appDir: string): Promise<string[]> {
@@ -22,7 +23,7 @@ if (import.meta.main) {
       (await installFlags(Deno.args, fileURLToPath(new URL("../../", import.meta.url)))).join("\n"),
     );
   } catch (error) {
-    console.error(`error[invalid_argument]: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`error[invalid_argument]: ${messageOf(error)}`);
     Deno.exitCode = 2;
   }
 }

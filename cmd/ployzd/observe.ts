@@ -14,7 +14,7 @@ export const observe: Command = {
     "Reads $PLOYZ_DOCKER_ROOT/containers/*/config.v2.json and local-logs (default /var/lib/docker); never uses",
     "the Docker API. Disk budget: PLOYZ_OBSERVE_MAX_BYTES (default 512m) and PLOYZ_OBSERVE_MIN_FREE_BYTES",
     "(default the larger of 1 GiB and 5 % of the file system); the oldest hour goes first.",
-  ].join("\n"),
+  ],
   async run({ io }): Promise<number> {
     const get = (key: string): string | undefined => Deno.env.get(key);
     const layout = layoutFromEnv(get);

@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import { CliError, type Command, PLOYZ_VERSION, UsageError } from "../../lib/cli/mod.ts";
 import { type Daemon, meshSettingsFromEnv, startDaemon } from "../../lib/daemon/mod.ts";
-import { DEFAULT_LAYOUT, layoutFromEnv } from "../../lib/permissions/mod.ts";
+import { DEFAULT_LAYOUT, dropPreload, layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { RpcError } from "../../lib/rpc/mod.ts";
+import { messageOf } from "../../lib/util/mod.ts";
 
 /**
  * `ployzd serve`: the Machine daemon. Serves Machine RPC on `$PLOYZ_RUN_DIR/ployz.sock` and publishes this
@@ -20,9 +21,10 @@ export const serve: Command = {
     "directory; none = no mesh), PLOYZ_WG_PORT (51820), PLOYZ_ADVERTISE_ENDPOINTS (host:port,…; default the",
     "host's IPv4 addresses), PLOYZ_MEMBERSHIP_{HANDSHAKE_UP,STORE_UP,DOWN_AFTER}_MS, PLOYZ_MESH_TICK_MS,",
     "PLOYZ_SYNC_INTERVAL_MS. Store sync listens on the Machine Gateway, port 51000, over the mesh only.",
-  ].join("\n"),
+  ],
   options: { "rescan-seconds": { type: "string" } },
   async run({ values, io }): Promise<number> {
+    dropPreload();
     const rescanSeconds = parseRescan(values["rescan-seconds"]);
     const env = (key: string): string | undefined => Deno.env.get(key);
     const layout = layoutFromEnv(env);
@@ -31,7 +33,7 @@ export const serve: Command = {
     try {
       mesh = meshSettingsFromEnv(env, { defaultLayout: layout.dataDir === DEFAULT_LAYOUT.dataDir });
     } catch (error) {
-      throw new UsageError(error instanceof Error ? error.message : String(error));
+      throw new UsageError(messageOf(error));
     }
     let daemon: Daemon;
     try {

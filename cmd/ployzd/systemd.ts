@@ -35,7 +35,7 @@ export const systemdDoor: Command = {
     "or ployz-upgrade-<id>.",
     "run-worker ATTEMPT VERSION: starts ployz-upgrade-<ATTEMPT>, running the current release's own",
     "ployzd install --attempt ATTEMPT.",
-  ].join("\n"),
+  ],
   positionals: [2, 3],
   options: { "ready-timeout": { type: "string" } },
   async run({ positionals, values, io }): Promise<number> {

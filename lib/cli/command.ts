@@ -31,8 +31,8 @@ export interface Command {
   summary: string;
   /** Argument synopsis after the command path, e.g. `[--json]`. */
   usage?: string;
-  /** Longer text printed under the usage line by `--help`. */
-  description?: string;
+  /** Longer text printed under the usage line by `--help`: one string, or its lines. */
+  description?: string | string[];
   /** Options in `node:util` parseArgs syntax. */
   options?: ParseArgsOptionsConfig;
   /** How many positionals the command takes: `[min, max]`; default none. */

@@ -3,6 +3,7 @@ import type { Command, Io } from "./command.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { loadCommand } from "./lazy.ts";
 import { usageText } from "./usage.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** The command a command line resolved to, before its own options are parsed. */
 export interface Resolved {
@@ -94,7 +95,7 @@ function parseCommandArgs(
 }
 
 function parseArgsMessage(path: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const unknown = message.match(/Unknown option '([^']+)'/);
   if (unknown) return `Unknown option "${unknown[1]}" for "${path}"`;
   const missing = message.match(/Option '(?:-\w, )?(--[\w-]+) <value>' argument missing/);
@@ -116,8 +117,4 @@ function report(error: unknown, resolved: Resolved | undefined, io: Io, json: bo
     io.err("\n" + usageText(resolved.path, resolved.command));
   }
   return cli.exitCode;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -16,6 +16,7 @@ const program: Command = {
         name: "leaf",
         summary: "A leaf",
         usage: "NAME [--count N]",
+        description: ["First line.", "Second line."],
         options: { count: { type: "string" }, json: { type: "boolean" } },
         positionals: [1, 1],
         run: ({ values, positionals, io }) => {
@@ -70,6 +71,9 @@ Deno.test("dispatch() prints errors as JSON under --json and help on --help", as
   const help = bufferIo();
   equal(await dispatch(program, ["group", "--help"], help), 0);
   match(help.stdout, /Commands:\n {2}leaf {2}A leaf/);
+  const leafHelp = bufferIo();
+  equal(await dispatch(program, ["group", "leaf", "--help"], leafHelp), 0);
+  match(leafHelp.stdout, /\n\nA leaf\n\nFirst line\.\nSecond line\.\n\nOptions:\n/);
 });
 
 // A module exporting a command named `name` that exits with `exitCode`.

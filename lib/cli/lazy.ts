@@ -1,5 +1,6 @@
 import type { Command } from "./command.ts";
 import { CliError } from "./errors.ts";
+import { damagedRelease, messageOf } from "../util/mod.ts";
 
 /**
  * A command whose module is imported only when the command line selects it, so a process carries only the code
@@ -23,21 +24,14 @@ export async function loadCommand(command: Command, path: string): Promise<Comma
   try {
     loaded = await command.load();
   } catch (error) {
-    const message = firstLine(error instanceof Error ? error.message : String(error)).replace(/\.$/, "");
-    throw new CliError(
-      "internal",
-      `Cannot load "${path}": ${message}; this installation is damaged, reinstall the release`,
-      { details: { command: path, module: moduleOf(message) } },
-    );
+    throw new CliError("internal", damagedRelease(`"${path}"`, error), {
+      details: { command: path, module: moduleOf(messageOf(error)) },
+    });
   }
   if (loaded?.name !== command.name) {
     throw new CliError("internal", `"${path}" loaded no command named "${command.name}"`);
   }
   return loaded;
-}
-
-function firstLine(text: string): string {
-  return text.split("\n")[0].trim();
 }
 
 // Deno names the module it could not load in quotes: `Module not found "file:///…/x.ts".`

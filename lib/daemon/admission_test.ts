@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type { ContainerSpec } from "../deploy/mod.ts";
+import { containerSpec } from "../deploy/testing/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import { admit } from "./container_handlers.ts";
+import { admit } from "./container_admission.ts";
 import { configuredRecord, type LocalMachine } from "./machine_file.ts";
 
 const record: LocalMachine = {
@@ -12,16 +13,7 @@ const record: LocalMachine = {
 };
 
 function spec(fields: Partial<ContainerSpec> = {}): ContainerSpec {
-  return {
-    name: "shop-web-1-x",
-    creationKey: "k",
-    project: "shop",
-    service: "web",
-    deployment: "d",
-    slot: "1",
-    image: "img",
-    ...fields,
-  };
+  return containerSpec({ name: "shop-web-1-x", image: "img", ...fields });
 }
 
 function refusedCheck(fn: () => void): string {

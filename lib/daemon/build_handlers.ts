@@ -15,22 +15,12 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { BuildError, type Engine } from "../deploy/machine/mod.ts";
-import {
-  type BuildFrame,
-  type BuildRequest,
-  MAX_BUILD_CONTEXT,
-  RpcError,
-  type RpcHandlers,
-} from "../rpc/mod.ts";
-import { CodedError } from "../util/mod.ts";
+import { type BuildFrame, type BuildRequest, RpcError, type RpcHandlers } from "../rpc/mod.ts";
+import { CodedError, messageOf } from "../util/mod.ts";
+import { BuildUploads } from "./build_uploads.ts";
 
-/** Most uploads a Machine holds at once. */
-export const MAX_OPEN_UPLOADS = 8;
-/** An upload untouched this long is removed. */
-const STALE_UPLOAD_MS = 60 * 60 * 1000;
+export { MAX_OPEN_UPLOADS } from "./build_uploads.ts";
 /** The longest a build may run. */
 export const BUILD_MAX_MS = 30 * 60 * 1000;
 /** An upload whose next piece or build has not come this long after its last piece is abandoned and removed. */
@@ -79,211 +69,172 @@ function refuseUnlessAccepting(host: BuildHost): void {
   }
 }
 
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  using file = await Deno.open(path);
-  for await (const chunk of file.readable) hash.update(chunk);
-  return hash.digest("hex");
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The build route handlers. */
 export function buildHandlers(host: BuildHost): BuildHandlers {
+  const uploads = new BuildUploads({
+    buildsDir: host.buildsDir,
+    idleMs: host.uploadIdleMs ?? UPLOAD_IDLE_MS,
+    machineName: () => host.record().name,
+    stopping: host.stopping,
+    log: (line) => host.log(line),
+  });
+  // The build of each Project running on this Machine now; a second one waits for it.
   const running = new Map<string, Promise<void>>();
-  const uploadPath = (upload: string): string => join(host.buildsDir, `${upload}.tar`);
-  const idle = new Map<string, ReturnType<typeof setTimeout>>();
-  const settle = (upload: string): void => {
-    clearTimeout(idle.get(upload));
-    idle.delete(upload);
-  };
-  // Removes the upload unless another piece or its build comes first.
-  const watch = (upload: string): void => {
-    settle(upload);
-    const timer = setTimeout(() => {
-      idle.delete(upload);
-      Deno.remove(uploadPath(upload)).then(
-        () => host.log(`removed build upload "${upload}": nothing came for it`),
-        () => {},
-      );
-    }, host.uploadIdleMs ?? UPLOAD_IDLE_MS);
-    Deno.unrefTimer(timer);
-    idle.set(upload, timer);
-  };
-  host.stopping.addEventListener("abort", () => {
-    for (const upload of [...idle.keys()]) settle(upload);
-  }, { once: true });
-
-  async function prepareDir(): Promise<number> {
-    await Deno.mkdir(host.buildsDir, { recursive: true, mode: 0o700 });
-    let open = 0;
-    for await (const entry of Deno.readDir(host.buildsDir)) {
-      const path = join(host.buildsDir, entry.name);
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info === undefined) continue;
-      if (Date.now() - (info.mtime?.getTime() ?? 0) > STALE_UPLOAD_MS) {
-        await Deno.remove(path).catch(() => {});
-      } else open++;
-    }
-    return open;
-  }
-
-  async function build(
-    req: BuildRequest,
-    signal: AbortSignal,
-    send: (frame: BuildFrame) => void,
-  ): Promise<void> {
-    const started = performance.now();
-    const path = uploadPath(req.upload);
-    try {
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info === undefined || info.size !== req.bytes || await sha256Of(path) !== req.sha256) {
-        throw new RpcError(
-          "invalid_argument",
-          `The build context of service "${req.service}" arrived incomplete or changed: ${
-            info?.size ?? 0
-          } of ${req.bytes} bytes, checksum ${
-            info?.size === req.bytes ? "differs" : "not checked"
-          }; send it again`,
-        );
-      }
-      const file = await Deno.open(path);
-      const built = await host.engine.buildImage(file.readable, {
-        tags: req.tags,
-        dockerfile: req.dockerfile,
-        args: req.args,
-        target: req.target,
-        // No label of Ployz's own: the classic builder runs one more step per label, and the first tag already
-        // carries the content digest.
-        labels: req.labels,
-        cacheFrom: req.cache_from,
-        noCache: req.no_cache,
-        onLine: (text) => send({ type: "log", text }),
-        signal,
-      });
-      await host.pulled.add(built.imageId);
-      const durationMs = Math.round(performance.now() - started);
-      host.log(`built image "${req.tags[0]}" for ${req.project}/${req.service} in ${durationMs} ms`);
-      send({ type: "done", "image_id": built.imageId, "duration_ms": durationMs, built: true });
-    } finally {
-      await Deno.remove(path).catch(() => {});
-    }
-  }
-
   return {
     async buildUpload(req) {
       refuseUnlessAccepting(host);
-      const path = uploadPath(req.upload);
-      const existing = await Deno.stat(path).catch(() => undefined);
-      if (existing === undefined) {
-        const open = await prepareDir();
-        if (open >= MAX_OPEN_UPLOADS) {
-          throw new RpcError(
-            "busy",
-            `Machine "${host.record().name}" holds ${open} build uploads already; try again when one has been built`,
-          );
-        }
-      }
-      const size = existing?.size ?? 0;
-      if (req.offset > size) {
-        throw new RpcError(
-          "conflict",
-          `Upload "${req.upload}" holds ${size} bytes; a piece at offset ${req.offset} leaves a gap`,
-          { details: { received: size } },
-        );
-      }
-      const bytes = Uint8Array.from(atob(req.data), (c) => c.charCodeAt(0));
-      if (req.offset + bytes.length > MAX_BUILD_CONTEXT) {
-        throw new RpcError(
-          "invalid_argument",
-          `A build context is limited to ${MAX_BUILD_CONTEXT} bytes on this Machine`,
-          { details: { limit: MAX_BUILD_CONTEXT } },
-        );
-      }
-      using file = await Deno.open(path, { write: true, create: true, mode: 0o600 });
-      // A piece sent again (after a lost answer) overwrites from its offset.
-      await file.truncate(req.offset);
-      await file.seek(req.offset, Deno.SeekMode.Start);
-      let written = 0;
-      while (written < bytes.length) written += await file.write(bytes.subarray(written));
-      watch(req.upload);
-      return { received: req.offset + bytes.length };
+      return await uploads.write(req);
     },
     async buildImage(req, ctx) {
-      settle(req.upload);
+      uploads.settle(req.upload);
       try {
         refuseUnlessAccepting(host);
       } catch (error) {
-        await Deno.remove(uploadPath(req.upload)).catch(() => {});
+        await uploads.remove(req.upload);
         throw error;
       }
       const signal = AbortSignal.any([ctx.signal, host.stopping, AbortSignal.timeout(BUILD_MAX_MS)]);
-      const encoder = new TextEncoder();
-      return new ReadableStream<Uint8Array>({
-        start(controller): void {
-          const send = (frame: BuildFrame): void => {
-            try {
-              controller.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
-            } catch {
-              // The caller went away; the build is cancelled through `signal`.
-            }
-          };
-          // A caller that asks hears from this Machine at least this often, building or waiting.
-          const beat = req.heartbeat_ms === undefined ? undefined : setInterval(
-            () => send({ type: "alive" }),
-            req.heartbeat_ms,
-          );
-          if (beat !== undefined) send({ type: "alive" });
-          const key = req.project;
-          const run = async (): Promise<void> => {
-            const ahead = running.get(key);
-            if (ahead !== undefined) {
-              send({
-                type: "waiting",
-                text:
-                  `another build of Project "${req.project}" runs on Machine "${host.record().name}"; this one waits for it`,
-              });
-              while (running.has(key)) await running.get(key)?.catch(() => {});
-            }
-            let release!: () => void;
-            running.set(key, new Promise<void>((resolve) => release = resolve));
-            try {
-              // Admission is checked again after the wait; a build admitted before a change may finish.
-              refuseUnlessAccepting(host);
-              // The first tag is the content digest: present, the build already happened (usually the one waited for).
-              const id = req.no_cache ? undefined : await host.engine.imageId(req.tags[0], signal);
-              if (id !== undefined) {
-                await Deno.remove(uploadPath(req.upload)).catch(() => {});
-                send({ type: "done", "image_id": id, "duration_ms": 0, built: false });
-                return;
-              }
-              await build(req, signal, send);
-            } finally {
-              running.delete(key);
-              release();
-            }
-          };
-          run().catch((error) => {
-            const tail = error instanceof BuildError ? error.tail : [];
-            const code = error instanceof CodedError ? error.code : "internal";
-            if (!(error instanceof CodedError)) {
-              host.log(`build of ${req.project}/${req.service}: ${messageOf(error)}`);
-            }
-            send({ type: "failed", code, message: messageOf(error), tail });
-          }).finally(async () => {
-            clearInterval(beat);
-            // Refused after the wait, or failed before building: the upload is of no further use.
-            await Deno.remove(uploadPath(req.upload)).catch(() => {});
-            try {
-              controller.close();
-            } catch {
-              // Already cancelled by the caller.
-            }
-          });
-        },
-      });
+      return frameStream(
+        req,
+        host,
+        (send) => buildInTurn({ host, uploads, running }, req, signal, send),
+        () =>
+          // Refused after the wait, or failed before building: the upload is of no further use.
+          uploads.remove(req.upload),
+      );
     },
   };
+}
+
+/** What a build acts with: the daemon's host, the uploads, and the builds running by Project. */
+interface BuildParts {
+  host: BuildHost;
+  uploads: BuildUploads;
+  running: Map<string, Promise<void>>;
+}
+
+/**
+ * The build's NDJSON frames: `alive` at the caller's heartbeat, what `run` sends, and one `failed` frame when it
+ * throws; `done` runs when it ended either way, before the stream closes.
+ */
+function frameStream(
+  req: BuildRequest,
+  host: BuildHost,
+  run: (send: (frame: BuildFrame) => void) => Promise<void>,
+  done: () => Promise<void>,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    start(controller): void {
+      const send = (frame: BuildFrame): void => {
+        try {
+          controller.enqueue(encoder.encode(JSON.stringify(frame) + "\n"));
+        } catch {
+          // The caller went away; the build is cancelled through its signal.
+        }
+      };
+      // A caller that asks hears from this Machine at least this often, building or waiting.
+      const beat = req.heartbeat_ms === undefined ? undefined : setInterval(
+        () => send({ type: "alive" }),
+        req.heartbeat_ms,
+      );
+      if (beat !== undefined) send({ type: "alive" });
+      run(send).catch((error) => {
+        const tail = error instanceof BuildError ? error.tail : [];
+        const code = error instanceof CodedError ? error.code : "internal";
+        if (!(error instanceof CodedError)) {
+          host.log(`build of ${req.project}/${req.service}: ${messageOf(error)}`);
+        }
+        send({ type: "failed", code, message: messageOf(error), tail });
+      }).finally(async () => {
+        clearInterval(beat);
+        await done();
+        try {
+          controller.close();
+        } catch {
+          // Already cancelled by the caller.
+        }
+      });
+    },
+  });
+}
+
+/**
+ * Builds once no other build of the Project runs here (a `waiting` frame says it waits), checking admission again
+ * after the wait; an image already built under the first tag (the content digest) answers at once.
+ */
+async function buildInTurn(
+  parts: BuildParts,
+  req: BuildRequest,
+  signal: AbortSignal,
+  send: (frame: BuildFrame) => void,
+): Promise<void> {
+  const { host, running } = parts;
+  const key = req.project;
+  if (running.has(key)) {
+    send({
+      type: "waiting",
+      text:
+        `another build of Project "${req.project}" runs on Machine "${host.record().name}"; this one waits for it`,
+    });
+    while (running.has(key)) await running.get(key)?.catch(() => {});
+  }
+  let release!: () => void;
+  running.set(key, new Promise<void>((resolve) => release = resolve));
+  try {
+    // Admission is checked again after the wait; a build admitted before a change may finish.
+    refuseUnlessAccepting(host);
+    // The first tag is the content digest: present, the build already happened (usually the one waited for).
+    const id = req.no_cache ? undefined : await host.engine.imageId(req.tags[0], signal);
+    if (id !== undefined) {
+      await parts.uploads.remove(req.upload);
+      send({ type: "done", "image_id": id, "duration_ms": 0, built: false });
+      return;
+    }
+    await build(parts, req, signal, send);
+  } finally {
+    running.delete(key);
+    release();
+  }
+}
+
+/** Builds the uploaded context with this Machine's Docker, once it checks out whole; the upload goes after. */
+async function build(
+  { host, uploads }: BuildParts,
+  req: BuildRequest,
+  signal: AbortSignal,
+  send: (frame: BuildFrame) => void,
+): Promise<void> {
+  const started = performance.now();
+  try {
+    const { ok, size } = await uploads.complete(req.upload, req.bytes, req.sha256);
+    if (!ok) {
+      throw new RpcError(
+        "invalid_argument",
+        `The build context of service "${req.service}" arrived incomplete or changed: ${
+          size ?? 0
+        } of ${req.bytes} bytes, checksum ${size === req.bytes ? "differs" : "not checked"}; send it again`,
+      );
+    }
+    const file = await Deno.open(uploads.path(req.upload));
+    const built = await host.engine.buildImage(file.readable, {
+      tags: req.tags,
+      dockerfile: req.dockerfile,
+      args: req.args,
+      target: req.target,
+      // No label of Ployz's own: the classic builder runs one more step per label, and the first tag already
+      // carries the content digest.
+      labels: req.labels,
+      cacheFrom: req.cache_from,
+      noCache: req.no_cache,
+      onLine: (text) => send({ type: "log", text }),
+      signal,
+    });
+    await host.pulled.add(built.imageId);
+    const durationMs = Math.round(performance.now() - started);
+    host.log(`built image "${req.tags[0]}" for ${req.project}/${req.service} in ${durationMs} ms`);
+    send({ type: "done", "image_id": built.imageId, "duration_ms": durationMs, built: true });
+  } finally {
+    await uploads.remove(req.upload);
+  }
 }

@@ -15,7 +15,6 @@
  * @module
  */
 
-import { join } from "node:path";
 import type {
   ConfigureMachineRequest,
   JoinRequest,
@@ -27,28 +26,26 @@ import type {
 } from "../rpc/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import type { RemovalNotice, Store } from "../store/mod.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 import type { PeerHint } from "./cluster_link.ts";
 import { mintId } from "./ids.ts";
 import { configuredRecord, type LocalMachine, writeMachineFile } from "./machine_file.ts";
 import { listMachines } from "./membership.ts";
 import { bootstrapHints, checkFound, checkJoin, checkLeave } from "./cluster_entry.ts";
 import type { FoundRequest, LifecycleDeps, LinkPort, Stoppable } from "./cluster_lifecycle_deps.ts";
+import {
+  leftRecord,
+  refuseRetired,
+  removedRecord,
+  removeStoreFiles,
+  setStoreAside,
+  storePath,
+} from "./cluster_records.ts";
 import { retireGoneMachine } from "./retire_machine.ts";
 import { type MachineSubnet, parseSubnet } from "./subnet.ts";
 
-/** The store file inside the data directory. */
-export function storePath(dataDir: string): string {
-  return join(dataDir, "store.db");
-}
-
-async function removeStoreFiles(path: string): Promise<void> {
-  for (const suffix of ["", "-wal", "-shm"]) {
-    await Deno.remove(path + suffix).catch((error) => {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    });
-  }
-}
+/** The pause after a joiner's first failed catch-up round; each next one doubles, up to `catchUpPauseMs`. */
+const FIRST_CATCH_UP_PAUSE_MS = 50;
 
 /** The Cluster lifecycle of this Machine; see the module doc for its states. */
 export class ClusterLifecycle<S extends Stoppable = Stoppable> {
@@ -138,13 +135,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
   noteRemoved(notice: RemovalNotice): Promise<void> {
     return this.#serialized(async () => {
       if (this.#record.removed !== undefined || this.#record.phase === "uninitialized") return;
-      const removed: NonNullable<LocalMachine["removed"]> = {
-        by: notice.retiredBy,
-        "noticed_at": new Date().toISOString(),
-      };
-      if (notice.retiredByName !== undefined) removed["by_name"] = notice.retiredByName;
-      if (notice.retiredAt !== undefined) removed.at = notice.retiredAt;
-      const next: LocalMachine = { ...this.#record, removed };
+      const next = removedRecord(this.#record, notice, new Date());
       await writeMachineFile(this.#deps.dataDir, next);
       this.#record = next;
     });
@@ -228,19 +219,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
         },
       );
     }
-    const retired = this.store?.retiredMachines.get(hint.machineId);
-    if (retired !== undefined) {
-      throw new RpcError(
-        "conflict",
-        `Machine "${
-          retired.name ?? hint.machineId
-        }" (${hint.machineId}) was removed from this Cluster while gone ` +
-          `(machine rm --gone, ${
-            retired.retired_at ?? "earlier"
-          }): reset it (a fresh data directory mints a new id) before adding it again`,
-        { details: { "machine_id": hint.machineId, retired: true } },
-      );
-    }
+    refuseRetired(hint.machineId, this.store?.retiredMachines.get(hint.machineId));
     if (signingKey !== undefined) this.store?.admit(hint.machineId, signingKey);
     return await this.#link.admit(hint);
   }
@@ -364,13 +343,8 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     this.#link = undefined;
     this.#store = undefined;
     opened.close();
-    // Kept, not deleted: it is the only copy of what this Machine saw, and a later join starts a fresh one.
-    const path = storePath(dataDir);
-    const aside = `${path}.left-${new Date().toISOString().replaceAll(":", "")}`;
-    await Deno.rename(path, aside).catch(() => {});
-    await removeStoreFiles(path);
-    const next: LocalMachine = { id: record.id, name: record.name, phase: "uninitialized" };
-    for (const k of ["public_key", "created_at"]) if (record[k] !== undefined) next[k] = record[k];
+    await setStoreAside(dataDir, new Date());
+    const next = leftRecord(record);
     await writeMachineFile(dataDir, next);
     this.#record = next;
     this.#deps.log(`left the Cluster; tombstone delivered to ${delivery.delivered.length} peer(s)`);
@@ -389,12 +363,12 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
     this.#publisher = this.#deps.startPublisher(opened);
     const link = this.#deps.openLink(opened, this.#record, bootstrapHints(this.#record));
     this.#link = link;
-    link.start();
+    const linkUp = link.start();
     const signal = this.#stopping.signal;
     this.#networkCheck = this.#deps.watchNetwork(this.#deps.networkSpec(this.#record.subnet!), signal)
       .then((problem) => this.#networkProblem = problem);
     this.#startServing(opened);
-    if (this.#record.phase === "joining") this.#catchingUp = this.#catchUp(opened, link);
+    if (this.#record.phase === "joining") this.#catchingUp = this.#catchUp(opened, link, linkUp);
   }
 
   #publish(): void {
@@ -404,7 +378,10 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
 
   // Joining: sync with the bootstrap peers until this copy holds everything the first one answering held when
   // asked; only then does the Machine count as participating (it never acts on a stale copy as if complete).
-  async #catchUp(opened: Store, link: LinkPort): Promise<void> {
+  // The first round waits for this Machine's own mesh (asked before, it only fails); a round that fails is
+  // retried after a pause that starts short (the peer's side of a fresh join is usually a moment behind) and
+  // doubles up to catchUpPauseMs, so a peer that stays unreachable is asked at that pace.
+  async #catchUp(opened: Store, link: LinkPort, linkUp: Promise<void>): Promise<void> {
     const agent = link.agent;
     const peers = bootstrapHints(this.#record).map((h) =>
       link.peerUrls().find((p) => p.machineId === h.machineId)
@@ -415,6 +392,9 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
       return;
     }
     const signal = this.#stopping.signal;
+    await linkUp;
+    const longestPause = this.#deps.catchUpPauseMs ?? 500;
+    let pause = Math.min(FIRST_CATCH_UP_PAUSE_MS, longestPause);
     let reported = "";
     while (!signal.aborted && !opened.closed && this.#store === opened) {
       for (const peer of peers) {
@@ -433,12 +413,13 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
           this.#startServing(opened);
           return;
         } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
+          const message = messageOf(error);
           if (message !== reported) this.#deps.log(`joining: ${message}`);
           reported = message;
         }
       }
-      await sleep(this.#deps.catchUpPauseMs ?? 500, signal);
+      await sleep(pause, signal);
+      pause = Math.min(pause * 2, longestPause);
     }
   }
 
@@ -454,8 +435,7 @@ export class ClusterLifecycle<S extends Stoppable = Stoppable> {
         if (this.#store !== opened || this.#stopping.signal.aborted) await runtime.stop();
         else this.#serving = runtime;
       },
-      (error) =>
-        this.#deps.log(`serving: cannot start: ${error instanceof Error ? error.message : String(error)}`),
+      (error) => this.#deps.log(`serving: cannot start: ${messageOf(error)}`),
     )
       .finally(() => this.#servingStart = undefined);
   }

@@ -21,7 +21,8 @@ export interface LinkPort {
     | undefined;
   /** Why the mesh is not working, if it is not. */
   readonly meshError: string | undefined;
-  start(): void;
+  /** Starts the link in the background; resolves (never rejects) once its first bring-up was tried. */
+  start(): Promise<void>;
   stop(): Promise<void>;
   teardown(): Promise<boolean>;
   peerUrls(): { machineId: string; url: string }[];
@@ -62,7 +63,7 @@ export interface LifecycleDeps<S extends Stoppable = Stoppable> {
   startPublisher(store: Store): Stoppable & { rescan(): Promise<void> };
   /** Starts serving infrastructure (Internal DNS, the serving loop, ingress) for a participating Machine. */
   startServing(store: Store, subnet: MachineSubnet): Promise<S>;
-  /** Pause between catch-up rounds; default 500 ms. */
+  /** Longest pause between catch-up rounds (the first ones are shorter); default 500 ms. */
   catchUpPauseMs?: number;
   /**
    * Probes another Machine's RPC over the mesh, bounded by `signal`: any answer at all (even a refusal) proves

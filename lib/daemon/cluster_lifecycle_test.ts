@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import { openStore, type Store } from "../store/mod.ts";
-import { ClusterLifecycle, storePath } from "./cluster_lifecycle.ts";
+import { ClusterLifecycle } from "./cluster_lifecycle.ts";
+import { storePath } from "./cluster_records.ts";
 import type { LifecycleDeps, LinkPort } from "./cluster_lifecycle_deps.ts";
 import { mintId } from "./ids.ts";
 import { type LocalMachine, readMachineFile } from "./machine_file.ts";
@@ -84,7 +85,7 @@ function fakeLink(f: Fixture, store: Store, peers: string[]): LinkPort {
       },
     },
     meshError: undefined,
-    start: () => void f.events.push("link start"),
+    start: () => Promise.resolve(void f.events.push("link start")),
     stop: () => Promise.resolve(void f.events.push("link stop")),
     teardown: () => Promise.resolve(true),
     peerUrls: () => peers.map((machineId) => ({ machineId, url: `http://${machineId}` })),

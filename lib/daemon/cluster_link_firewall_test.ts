@@ -8,7 +8,7 @@ import { DEFAULT_CLUSTER_NETWORK, DEFAULT_MEMBERSHIP_THRESHOLDS } from "../mesh/
 import { openStore } from "../store/mod.ts";
 import { ClusterLink } from "./cluster_link.ts";
 import { SYNC_PORT } from "./mesh_settings.ts";
-import { sleep } from "../util/mod.ts";
+import { pollUntil, sleep } from "../util/mod.ts";
 
 const GATEWAY = "127.77.0.1";
 
@@ -22,13 +22,14 @@ async function listening(): Promise<boolean> {
   }
 }
 
+/** Polls `check` every 20 ms for at most `ms`; fails naming `what` when it never holds, else how long it took. */
 async function until(what: string, ms: number, check: () => Promise<boolean>): Promise<number> {
   const started = Date.now();
-  while (Date.now() - started < ms) {
-    if (await check()) return Date.now() - started;
-    await sleep(20);
-  }
-  throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
+  assert.ok(
+    await pollUntil(check, { timeoutMs: ms, intervalMs: 20 }),
+    `Timed out after ${ms} ms waiting for ${what}`,
+  );
+  return Date.now() - started;
 }
 
 Deno.test("the mesh listener runs only while the firewall guards it, checked on every tick", async () => {

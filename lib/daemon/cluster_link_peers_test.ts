@@ -3,6 +3,7 @@
 import { deepEqual, equal } from "node:assert/strict";
 import { openStore, type Store } from "../store/mod.ts";
 import { ClusterLink } from "./cluster_link.ts";
+import { DEPARTED_GRACE_MS, nextDeparted, type Peer } from "./cluster_link_peers.ts";
 
 const KEY = (fill: number): string => btoa(String.fromCharCode(...new Uint8Array(32).fill(fill)));
 
@@ -55,4 +56,66 @@ Deno.test("the link's peers are read once per change of the machines rows and fo
     store.close();
     for (const peer of peers.values()) peer.close();
   }
+});
+
+const peer = (id: string, fill: number): Peer => ({
+  machineId: id,
+  publicKey: KEY(fill),
+  subnet: `10.210.${fill}.0/24`,
+  endpoints: [],
+});
+
+Deno.test("nextDeparted: a peer gone from the rows keeps a grace, ended by its bound or its return", () => {
+  const [b, c, d] = [peer("b", 2), peer("c", 3), peer("d", 4)];
+  const first = nextDeparted({
+    applied: [b, c, d],
+    live: [b],
+    departed: new Map(),
+    retired: new Set(),
+    nowMs: 1_000,
+  });
+  deepEqual(first.newly.map((p) => p.machineId), ["c", "d"]);
+  deepEqual([...first.departed.values()].map((x) => [x.peer.machineId, x.until]), [
+    ["c", 1_000 + DEPARTED_GRACE_MS],
+    ["d", 1_000 + DEPARTED_GRACE_MS],
+  ]);
+  // Already departed: no second grace. `d` came back: its entry goes.
+  const second = nextDeparted({
+    applied: [b],
+    live: [b, d],
+    departed: first.departed,
+    retired: new Set(),
+    nowMs: 2_000,
+  });
+  deepEqual(second.newly, []);
+  deepEqual([...second.departed.keys()], [c.publicKey]);
+  // The bound passed.
+  const third = nextDeparted({
+    applied: [b, d],
+    live: [b, d],
+    departed: second.departed,
+    retired: new Set(),
+    nowMs: 1_000 + DEPARTED_GRACE_MS,
+  });
+  equal(third.departed.size, 0);
+});
+
+Deno.test("nextDeparted: a retired Machine gets no grace, and loses one it had", () => {
+  const [b, c] = [peer("b", 2), peer("c", 3)];
+  const gone = nextDeparted({
+    applied: [b, c],
+    live: [],
+    departed: new Map(),
+    retired: new Set(["c"]),
+    nowMs: 0,
+  });
+  deepEqual(gone.newly.map((p) => p.machineId), ["b"]);
+  const retiredLater = nextDeparted({
+    applied: [],
+    live: [],
+    departed: gone.departed,
+    retired: new Set(["b"]),
+    nowMs: 1,
+  });
+  equal(retiredLater.departed.size, 0);
 });

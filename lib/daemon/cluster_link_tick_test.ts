@@ -7,16 +7,7 @@ import type { CommandResult, CommandRunner } from "../mesh/mod.ts";
 import { DEFAULT_CLUSTER_NETWORK, DEFAULT_MEMBERSHIP_THRESHOLDS, firewallStandIn } from "../mesh/mod.ts";
 import { openStore } from "../store/mod.ts";
 import { ClusterLink } from "./cluster_link.ts";
-import { sleep } from "../util/mod.ts";
-
-async function until(what: string, ms: number, check: () => boolean): Promise<void> {
-  const started = Date.now();
-  while (Date.now() - started < ms) {
-    if (check()) return;
-    await sleep(10);
-  }
-  throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
-}
+import { pollUntil } from "../util/mod.ts";
 
 Deno.test("a tick that finds the mesh in place reads each firewall table and the interface once, and writes nothing", async () => {
   const firewall = firewallStandIn();
@@ -54,11 +45,11 @@ Deno.test("a tick that finds the mesh in place reads each firewall table and the
   const reads = (): number => commands.filter((c) => c.startsWith("wg show")).length;
   try {
     link.start();
-    await until("the first ticks", 5_000, () => reads() >= 2);
+    assert.ok(await pollUntil(() => reads() >= 2, { timeoutMs: 5_000, intervalMs: 10 }), "the first ticks");
     assert.equal(link.meshError, undefined);
     const writes = firewall.counts.writes;
     commands.length = 0;
-    await until("four more ticks", 5_000, () => reads() >= 4);
+    assert.ok(await pollUntil(() => reads() >= 4, { timeoutMs: 5_000, intervalMs: 10 }), "four more ticks");
     // Three whole ticks after the reset, the first of which may have been half-way through it.
     const from = commands.indexOf("iptables -t filter -S");
     assert.deepEqual(
@@ -75,13 +66,10 @@ Deno.test("a tick that finds the mesh in place reads each firewall table and the
     // A firewall reload flushed INPUT on both families: the next tick puts the jumps back.
     firewall.chains.get("iptables filter INPUT")!.length = 0;
     firewall.chains.get("ip6tables filter INPUT")!.length = 0;
-    await until(
-      "the INPUT jumps back",
-      5_000,
-      () =>
-        firewall.chains.get("iptables filter INPUT")!.includes("-A INPUT -j PLOYZ-INPUT") &&
-        firewall.chains.get("ip6tables filter INPUT")!.includes("-A INPUT -j PLOYZ-INPUT"),
-    );
+    const jumpsBack = () =>
+      firewall.chains.get("iptables filter INPUT")!.includes("-A INPUT -j PLOYZ-INPUT") &&
+      firewall.chains.get("ip6tables filter INPUT")!.includes("-A INPUT -j PLOYZ-INPUT");
+    assert.ok(await pollUntil(jumpsBack, { timeoutMs: 5_000, intervalMs: 10 }), "the INPUT jumps back");
   } finally {
     await link.stop();
     store.close();

@@ -10,23 +10,20 @@
  */
 
 import { Buffer } from "node:buffer";
-import { Demuxer, type Engine } from "../deploy/machine/mod.ts";
-import { pollUntil } from "../util/mod.ts";
+import type { Engine } from "../deploy/machine/mod.ts";
 import {
-  type ExecFrame,
   type ExecInputResponse,
   type ExecStartResponse,
   MAX_EXEC_INPUT,
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
+import { ExecSessions } from "./exec_sessions.ts";
 
-/** A session nobody attached to within this long is ended. */
-export const ATTACH_WITHIN_MS = 30_000;
+export { ATTACH_WITHIN_MS } from "./exec_sessions.ts";
+
 /** Sessions running at once on one Machine. */
 export const MAX_SESSIONS = 64;
-/** How long after its output ends a process may take to be reported ended. */
-const EXIT_WITHIN_MS = 5_000;
 /** A terminal's end of input (^D): what a TTY session gets when the operator's input ends. */
 const END_OF_TRANSMISSION = new Uint8Array([4]);
 
@@ -40,77 +37,9 @@ export interface ExecHost {
   log(line: string): void;
 }
 
-interface Session {
-  id: string;
-  container: string;
-  tty: boolean;
-  conn: Deno.UnixConn;
-  /** Bytes read after the upgrade's head. */
-  leftover: Uint8Array;
-  attached: boolean;
-  ended: boolean;
-  timer: ReturnType<typeof setTimeout>;
-}
-
-const encoder = new TextEncoder();
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The exec handlers. */
 export function execHandlers(host: ExecHost): RpcHandlers {
-  const sessions = new Map<string, Session>();
-
-  function end(session: Session): void {
-    if (session.ended) return;
-    session.ended = true;
-    clearTimeout(session.timer);
-    sessions.delete(session.id);
-    try {
-      session.conn.close();
-    } catch {
-      // already closed
-    }
-  }
-  host.stopping.addEventListener("abort", () => {
-    for (const session of [...sessions.values()]) end(session);
-  }, { once: true });
-
-  function find(id: string): Session {
-    const session = sessions.get(id);
-    if (session === undefined) {
-      throw new RpcError(
-        "not_found",
-        `No exec session "${id}" on this Machine (it ended, or was never started)`,
-        {
-          details: { session: id },
-        },
-      );
-    }
-    return session;
-  }
-
-  /** The exit code once Docker says the process ended (its stream can end a moment before); null if unknown. */
-  async function exitCodeOf(session: Session): Promise<number | null> {
-    try {
-      const exited = await pollUntil(async () => {
-        const state = await host.engine.inspectExec(session.id);
-        return state.running ? undefined : { code: state.exitCode };
-      }, { timeoutMs: EXIT_WITHIN_MS, intervalMs: 50 });
-      return exited?.code ?? null;
-    } catch (error) {
-      host.log(`exec ${session.id.slice(0, 12)}: cannot read its exit code: ${messageOf(error)}`);
-      return null;
-    }
-  }
-
-  async function resize(session: Session, cols: number, rows: number, signal: AbortSignal): Promise<void> {
-    if (!session.tty) return;
-    // A process that already ended has no TTY to resize.
-    await host.engine.resizeExec(session.id, { cols, rows }, signal).catch(() => {});
-  }
-
+  const sessions = new ExecSessions(host);
   return {
     async execStart(req, ctx): Promise<ExecStartResponse> {
       if (sessions.size >= MAX_SESSIONS) {
@@ -119,97 +48,21 @@ export function execHandlers(host: ExecHost): RpcHandlers {
           `Too many exec sessions on this Machine (${MAX_SESSIONS}); try again later`,
         );
       }
-      const observed = await host.engine.inspectContainer(req.id, ctx.signal);
-      if (observed === undefined) {
-        throw new RpcError("not_found", `Cannot exec in container "${req.id}": no such container`, {
-          details: { container: req.id },
-        });
-      }
-      if (!observed.owned) {
-        throw new RpcError(
-          "conflict",
-          `Refusing to exec in container "${observed.name}": Ployz on this Machine does not own it`,
-          { details: { container: observed.name } },
-        );
-      }
-      if (observed.state !== "running") {
-        throw new RpcError(
-          "conflict",
-          `Cannot exec in container "${observed.name}": it is ${observed.state}`,
-          {
-            details: { container: observed.name, state: observed.state },
-          },
-        );
-      }
-      const id = await host.engine.createExec(observed.id, { cmd: req.cmd, tty: req.tty }, ctx.signal);
+      const container = await runningOwned(host.engine, req.id, ctx.signal);
+      const id = await host.engine.createExec(container.id, { cmd: req.cmd, tty: req.tty }, ctx.signal);
       const { conn, rest } = await host.engine.startExec(id, req.tty, ctx.signal);
-      const session: Session = {
-        id,
-        container: observed.name,
-        tty: req.tty,
-        conn,
-        leftover: rest,
-        attached: false,
-        ended: false,
-        timer: setTimeout(() => {
-          if (!session.attached) {
-            host.log(`exec ${id.slice(0, 12)} in "${observed.name}": nobody attached, ended`);
-            end(session);
-          }
-        }, ATTACH_WITHIN_MS),
-      };
-      sessions.set(id, session);
+      const session = sessions.open({ id, container: container.name, tty: req.tty, conn, leftover: rest });
       if (req.cols !== undefined && req.rows !== undefined) {
-        await resize(session, req.cols, req.rows, ctx.signal);
+        await sessions.resize(session, req.cols, req.rows, ctx.signal);
       }
-      host.log(`exec ${id.slice(0, 12)} in "${observed.name}"${req.tty ? " with a TTY" : ""}`);
-      return { session: id, container: observed.name };
+      host.log(`exec ${id.slice(0, 12)} in "${container.name}"${req.tty ? " with a TTY" : ""}`);
+      return { session: id, container: container.name };
     },
-
     execAttach(req): Promise<ReadableStream<Uint8Array>> {
-      const session = find(req.session);
-      if (session.attached) {
-        throw new RpcError("conflict", `Exec session "${req.session}" is already attached`);
-      }
-      session.attached = true;
-      clearTimeout(session.timer);
-      const demuxer = session.tty ? undefined : new Demuxer();
-      const frames = (bytes: Uint8Array): ExecFrame[] =>
-        (demuxer?.push(bytes) ?? [{ stream: "stdout", data: bytes }]).map((f) => ({
-          type: "output",
-          stream: f.stream,
-          data: Buffer.from(f.data).toString("base64"),
-        }));
-      const line = (frame: ExecFrame): Uint8Array => encoder.encode(JSON.stringify(frame) + "\n");
-      const reader = session.conn.readable.getReader();
-      let first: Uint8Array | undefined = session.leftover.length > 0 ? session.leftover : undefined;
-      return Promise.resolve(
-        new ReadableStream<Uint8Array>({
-          async pull(controller) {
-            try {
-              const chunk = first ?? (await reader.read()).value;
-              first = undefined;
-              if (chunk !== undefined) {
-                for (const frame of frames(chunk)) controller.enqueue(line(frame));
-                return;
-              }
-            } catch {
-              // The connection ended: the exit code says how.
-            }
-            const exitCode = await exitCodeOf(session);
-            controller.enqueue(line({ type: "exit", "exit_code": exitCode }));
-            controller.close();
-            end(session);
-          },
-          cancel() {
-            end(session);
-          },
-        }),
-      );
+      return Promise.resolve(sessions.attach(req.session));
     },
-
     async execInput(req, ctx): Promise<ExecInputResponse> {
-      const session = find(req.session);
+      const session = sessions.find(req.session);
       if (req.data !== undefined) {
         const bytes = new Uint8Array(Buffer.from(req.data, "base64"));
         if (bytes.length > MAX_EXEC_INPUT) {
@@ -222,7 +75,7 @@ export function execHandlers(host: ExecHost): RpcHandlers {
         while (written < bytes.length) written += await session.conn.write(bytes.subarray(written));
       }
       if (req.cols !== undefined && req.rows !== undefined) {
-        await resize(session, req.cols, req.rows, ctx.signal);
+        await sessions.resize(session, req.cols, req.rows, ctx.signal);
       }
       if (req.eof === true) {
         // Closing a TTY session's input would end its stream; a terminal says "end of input" with ^D instead.
@@ -232,4 +85,35 @@ export function execHandlers(host: ExecHost): RpcHandlers {
       return { running: !session.ended };
     },
   };
+}
+
+/** The container to exec in: it exists, Ployz owns it, and it runs; refused naming which does not hold. */
+async function runningOwned(
+  engine: Engine,
+  ref: string,
+  signal: AbortSignal,
+): Promise<{ id: string; name: string }> {
+  const observed = await engine.inspectContainer(ref, signal);
+  if (observed === undefined) {
+    throw new RpcError("not_found", `Cannot exec in container "${ref}": no such container`, {
+      details: { container: ref },
+    });
+  }
+  if (!observed.owned) {
+    throw new RpcError(
+      "conflict",
+      `Refusing to exec in container "${observed.name}": Ployz on this Machine does not own it`,
+      { details: { container: observed.name } },
+    );
+  }
+  if (observed.state !== "running") {
+    throw new RpcError(
+      "conflict",
+      `Cannot exec in container "${observed.name}": it is ${observed.state}`,
+      {
+        details: { container: observed.name, state: observed.state },
+      },
+    );
+  }
+  return observed;
 }

@@ -24,6 +24,7 @@ import {
   RpcError,
   type RpcErrorCode,
 } from "../rpc/mod.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** Where to relay a Machine's calls. */
 export interface ForwardTarget {
@@ -64,10 +65,6 @@ export interface Forwarder {
 
 /** Default bound of connecting to a forwarding target. */
 export const FORWARD_CONNECT_MS = 5_000;
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** An error answer in the Machine RPC error body. */
 export function errorResponse(error: RpcError): Response {
@@ -167,137 +164,156 @@ function probe(target: ForwardTarget, connectMs: number, signal: AbortSignal): P
 
 /** Builds the forwarder of a daemon. */
 export function createForwarder(host: ForwarderHost): Forwarder {
-  const connectMs = host.connectMs ?? FORWARD_CONNECT_MS;
+  return {
+    relay: (machineId, capability, body, signal) => relay(host, machineId, capability, body, signal),
+    serveVia: (request, signal) => serveVia(host, request, signal),
+  };
+}
 
-  async function unreachable(
-    machineId: string,
-    target: ForwardTarget,
-    capability: string,
-    why: string,
-  ): Promise<RpcError> {
-    const self = host.self();
-    const seen = await host.observe(machineId).catch((error) => `no observation: ${messageOf(error)}`);
-    return new RpcError(
-      "unavailable",
-      `Cannot reach Machine "${target.name}" (${machineId}) from Entry Machine "${self.name}" at ` +
-        `${target.hostname}:${target.port}: ${why}; ${seen}`,
-      {
-        details: {
-          capability,
-          "machine_id": machineId,
-          "machine_name": target.name,
-          "entry_machine_id": self.id,
-          observed: seen,
-        },
-      },
+/** Relays one call to a Machine: this one answers it itself, another over a connection of the relay's own. */
+async function relay(
+  host: ForwarderHost,
+  machineId: string,
+  capability: string,
+  body: Uint8Array<ArrayBuffer>,
+  signal: AbortSignal,
+): Promise<Response> {
+  const self = host.self();
+  if (machineId === self.id) {
+    return await host.local(
+      new Request(`http://localhost/rpc/${encodeURIComponent(capability)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      }),
+      signal,
     );
   }
+  const target = host.resolve(machineId);
+  if (target === undefined) {
+    return errorResponse(
+      new RpcError(
+        "not_found",
+        `Cannot forward "${capability}" to Machine "${machineId}": Entry Machine "${self.name}" holds no row for it`,
+        { details: { capability, "machine_id": machineId, "entry_machine_id": self.id } },
+      ),
+    );
+  }
+  return await relayRemote(host, { machineId, target, capability }, body, signal);
+}
 
-  async function relay(
-    machineId: string,
-    capability: string,
-    body: Uint8Array<ArrayBuffer>,
-    signal: AbortSignal,
-  ): Promise<Response> {
-    const self = host.self();
-    if (machineId === self.id) {
-      return await host.local(
-        new Request(`http://localhost/rpc/${encodeURIComponent(capability)}`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body,
-        }),
-        signal,
-      );
-    }
-    const target = host.resolve(machineId);
-    if (target === undefined) {
-      return errorResponse(
-        new RpcError(
-          "not_found",
-          `Cannot forward "${capability}" to Machine "${machineId}": Entry Machine "${self.name}" holds no row for it`,
-          { details: { capability, "machine_id": machineId, "entry_machine_id": self.id } },
-        ),
-      );
-    }
-    const unreached = new AbortController();
-    const linked = AbortSignal.any([signal, unreached.signal]);
-    const probing = probe(target, connectMs, linked).then((why) => {
-      if (why !== undefined) unreached.abort(new Error(why));
-      return why;
+/**
+ * Relays to another Machine while a probe checks it connects within the connect bound; unreachable, the answer is
+ * `unavailable` naming what this Machine observes of it.
+ */
+async function relayRemote(
+  host: ForwarderHost,
+  { machineId, target, capability }: { machineId: string; target: ForwardTarget; capability: string },
+  body: Uint8Array<ArrayBuffer>,
+  signal: AbortSignal,
+): Promise<Response> {
+  const unreached = new AbortController();
+  const linked = AbortSignal.any([signal, unreached.signal]);
+  const probing = probe(target, host.connectMs ?? FORWARD_CONNECT_MS, linked).then((why) => {
+    if (why !== undefined) unreached.abort(new Error(why));
+    return why;
+  });
+  // A connection of its own per relay, never a pooled one: a request written to an idle pooled connection to a
+  // Machine that just became unreachable would sit in the kernel's send queue and could still run there after
+  // the network heals, long after this relay reported it unavailable. A fresh connection aborted while it
+  // connects never carries the request.
+  const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+  try {
+    const upstream = await fetch(
+      `http://${target.hostname}:${target.port}/rpc/${encodeURIComponent(capability)}`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        signal: linked,
+        client,
+      },
+    );
+    // Connected, since it answered: the probe is settling, and is not left behind.
+    await probing;
+    return new Response(closingWhenDone(upstream.body, client), {
+      status: upstream.status,
+      headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
     });
-    // A connection of its own per relay, never a pooled one: a request written to an idle pooled connection to a
-    // Machine that just became unreachable would sit in the kernel's send queue and could still run there after
-    // the network heals, long after this relay reported it unavailable. A fresh connection aborted while it
-    // connects never carries the request.
-    const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
-    try {
-      const upstream = await fetch(
-        `http://${target.hostname}:${target.port}/rpc/${encodeURIComponent(capability)}`,
+  } catch (error) {
+    client.close();
+    const why = unreached.signal.aborted ? messageOf(unreached.signal.reason) : messageOf(error);
+    // Ends a probe still connecting.
+    unreached.abort(new Error("the relay ended"));
+    await probing;
+    if (signal.aborted) {
+      return errorResponse(
+        new RpcError("unavailable", "The caller went away", { details: { capability } }),
+      );
+    }
+    return errorResponse(await unreachable(host, machineId, target, capability, why));
+  }
+}
+
+/** `unavailable` for a Machine the relay could not reach: where it was tried, why, and what this Machine sees of it. */
+async function unreachable(
+  host: ForwarderHost,
+  machineId: string,
+  target: ForwardTarget,
+  capability: string,
+  why: string,
+): Promise<RpcError> {
+  const self = host.self();
+  const seen = await host.observe(machineId).catch((error) => `no observation: ${messageOf(error)}`);
+  return new RpcError(
+    "unavailable",
+    `Cannot reach Machine "${target.name}" (${machineId}) from Entry Machine "${self.name}" at ` +
+      `${target.hostname}:${target.port}: ${why}; ${seen}`,
+    {
+      details: {
+        capability,
+        "machine_id": machineId,
+        "machine_name": target.name,
+        "entry_machine_id": self.id,
+        observed: seen,
+      },
+    },
+  );
+}
+
+/** Serves `POST /rpc/via/MACHINE/CAPABILITY` on the socket: the body relayed as it came. */
+async function serveVia(host: ForwarderHost, request: Request, signal: AbortSignal): Promise<Response> {
+  const path = new URL(request.url).pathname;
+  const via = parseViaPath(path);
+  if (via === undefined) {
+    return errorResponse(
+      new RpcError(
+        "invalid_argument",
+        `Invalid forwarding path "${path}": expected /rpc/via/MACHINE/CAPABILITY`,
+      ),
+    );
+  }
+  if (request.method !== "POST") {
+    return errorResponse(
+      new RpcError(
+        "unsupported",
+        `Method "${request.method}" is not served for "${via.capability}": use POST`,
         {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body,
-          signal: linked,
-          client,
-        },
-      );
-      // Connected, since it answered: the probe is settling, and is not left behind.
-      await probing;
-      return new Response(closingWhenDone(upstream.body, client), {
-        status: upstream.status,
-        headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
-      });
-    } catch (error) {
-      client.close();
-      const why = unreached.signal.aborted ? messageOf(unreached.signal.reason) : messageOf(error);
-      // Ends a probe still connecting.
-      unreached.abort(new Error("the relay ended"));
-      await probing;
-      if (signal.aborted) {
-        return errorResponse(
-          new RpcError("unavailable", "The caller went away", { details: { capability } }),
-        );
-      }
-      return errorResponse(await unreachable(machineId, target, capability, why));
-    }
-  }
-
-  async function serveVia(request: Request, signal: AbortSignal): Promise<Response> {
-    const path = new URL(request.url).pathname;
-    const via = parseViaPath(path);
-    if (via === undefined) {
-      return errorResponse(
-        new RpcError(
-          "invalid_argument",
-          `Invalid forwarding path "${path}": expected /rpc/via/MACHINE/CAPABILITY`,
-        ),
-      );
-    }
-    if (request.method !== "POST") {
-      return errorResponse(
-        new RpcError(
-          "unsupported",
-          `Method "${request.method}" is not served for "${via.capability}": use POST`,
-          {
-            details: { capability: via.capability },
-          },
-        ),
-      );
-    }
-    try {
-      return await relay(via.machineId, via.capability, await readBody(request, via.capability), signal);
-    } catch (error) {
-      if (error instanceof RpcError) return errorResponse(error);
-      return errorResponse(
-        new RpcError("internal", `Cannot forward "${via.capability}": ${messageOf(error)}`, {
           details: { capability: via.capability },
-        }),
-      );
-    }
+        },
+      ),
+    );
   }
-
-  return { relay, serveVia };
+  try {
+    return await relay(host, via.machineId, via.capability, await readBody(request, via.capability), signal);
+  } catch (error) {
+    if (error instanceof RpcError) return errorResponse(error);
+    return errorResponse(
+      new RpcError("internal", `Cannot forward "${via.capability}": ${messageOf(error)}`, {
+        details: { capability: via.capability },
+      }),
+    );
+  }
 }
 
 /** The JSON spelling `ployz.machine.forward.v1`: the target's stream, or its refusal as an `RpcError`. */

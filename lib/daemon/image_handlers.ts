@@ -11,16 +11,15 @@
 import type { Engine } from "../deploy/machine/mod.ts";
 import {
   type ListedImageView,
-  PEER_PULL_DEFAULT_MS,
-  PROTOCOL_MAJOR,
+  type PruneImagesRequest,
   type PruneImagesResponse,
-  type PullFromPeerResponse,
   RpcError,
   type RpcHandlers,
 } from "../rpc/mod.ts";
-import { CodedError } from "../util/mod.ts";
-import { type ForwardTarget, readErrorResponse } from "./forward.ts";
-import { localImage, type PulledImages, PullTasks, tagAsWritten } from "./image_pulls.ts";
+import type { ForwardTarget } from "./forward.ts";
+import { pullFromPeer } from "./image_peer_pull.ts";
+import { localImage, type PulledImages, PullTasks } from "./image_pulls.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** This Machine's images, with which Ployz pulled and which containers use them. */
 async function listed(host: ImageHost, signal: AbortSignal): Promise<ListedImageView[]> {
@@ -59,24 +58,6 @@ export interface ImageHost {
   log(line: string): void;
   /** The record of images Ployz pulled, copied or built here. */
   readonly pulled: PulledImages;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** A stream that counts what passes through it. */
-function counting(): { stream: TransformStream<Uint8Array, Uint8Array>; bytes: () => number } {
-  let bytes = 0;
-  return {
-    stream: new TransformStream({
-      transform(chunk, controller): void {
-        bytes += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    }),
-    bytes: () => bytes,
-  };
 }
 
 /** The handlers of the image routes. */
@@ -129,34 +110,7 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
     async listImages(_req, ctx) {
       return { "machine_id": host.self().id, images: await listed(host, ctx.signal) };
     },
-    async pruneImages(req, ctx) {
-      const images = await listed(host, ctx.signal);
-      const out: PruneImagesResponse = {
-        "machine_id": host.self().id,
-        removed: [],
-        "kept_in_use": 0,
-        "kept_not_owned": 0,
-        failed: [],
-      };
-      for (const image of images) {
-        if (image.used_by.length > 0 || image.other_containers > 0) out.kept_in_use++;
-        else if (!image.owned && req.all !== true) out.kept_not_owned++;
-        else if (req.dry_run === true) out.removed.push({ id: image.id, tags: image.tags, size: image.size });
-        else {
-          try {
-            await host.engine.removeImage(image.id, ctx.signal);
-            out.removed.push({ id: image.id, tags: image.tags, size: image.size });
-          } catch (error) {
-            out.failed.push({ id: image.id, message: messageOf(error) });
-          }
-        }
-      }
-      if (req.dry_run !== true && out.removed.length > 0) {
-        await host.pulled.remove(out.removed.map((r) => r.id));
-        host.log(`pruned ${out.removed.length} image(s)`);
-      }
-      return out;
-    },
+    pruneImages: (req, ctx) => pruneImages(host, req, ctx.signal),
     async exportImage(req, ctx) {
       const image = await localImage(host.engine, host.pulled, req.ref, ctx.signal);
       return await host.engine.saveImage(
@@ -164,96 +118,40 @@ export function imageHandlers(host: ImageHost): ImageHandlers {
         AbortSignal.any([ctx.signal, host.stopping]),
       );
     },
-    async pullImageFromPeer(req, ctx): Promise<PullFromPeerResponse> {
-      const self = host.self();
-      const base = { "machine_id": self.id, ref: req.ref, "from_machine_id": req.from_machine_id };
-      if (req.from_machine_id === self.id) {
-        throw new RpcError(
-          "invalid_argument",
-          `Cannot pull image "${req.ref}" from Machine "${self.name}" itself`,
-          {
-            details: { field: "from_machine_id" },
-          },
-        );
-      }
-      if (await localImage(host.engine, host.pulled, req.ref, ctx.signal) !== undefined) {
-        return { ...base, transferred: false, bytes: 0, "duration_ms": 0, loaded: [] };
-      }
-      const peer = host.resolve(req.from_machine_id);
-      if (peer === undefined) {
-        throw new RpcError(
-          "not_found",
-          `Cannot pull image "${req.ref}": Machine "${self.name}" holds no row for Machine "${req.from_machine_id}"`,
-          { details: { "from_machine_id": req.from_machine_id } },
-        );
-      }
-      const timeoutMs = req.timeout_ms ?? PEER_PULL_DEFAULT_MS;
-      const deadline = AbortSignal.timeout(timeoutMs);
-      const signal = AbortSignal.any([ctx.signal, host.stopping, deadline]);
-      const started = performance.now();
-      const counter = counting();
-      try {
-        const response = await fetch(`http://${peer.hostname}:${peer.port}/rpc/ployz.image.export.v1`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ "protocol_major": PROTOCOL_MAJOR, ref: req.ref }),
-          signal,
-        });
-        if (!response.ok) {
-          const error = await readErrorResponse(response, `Machine "${peer.name}"`);
-          throw new RpcError(
-            error.code,
-            `Machine "${peer.name}" cannot export image "${req.ref}": ${error.message}`,
-            { details: { ...error.details, "from_machine_id": req.from_machine_id } },
-          );
-        }
-        const archive = (response.body ?? new ReadableStream({ start: (c) => c.close() }))
-          .pipeThrough(counter.stream);
-        const loaded = await host.engine.loadImage(archive, signal);
-        // An archive of a pinned reference names no tag (docker save keeps no digest): its id is the alias.
-        const loadedId = loaded.images.find((i) => /^sha256:[a-f0-9]{64}$/.test(i));
-        if (/@sha256:[a-f0-9]{64}$/.test(req.ref) && loadedId !== undefined) {
-          await host.pulled.add(loadedId, req.ref);
-          await tagAsWritten(host.engine, req.ref, loadedId);
-        }
-        if (await localImage(host.engine, host.pulled, req.ref, signal) === undefined) {
-          throw new RpcError(
-            "internal",
-            `Loaded ${
-              loaded.images.join(", ")
-            } from Machine "${peer.name}" but image "${req.ref}" is still absent`,
-            { details: { loaded: loaded.images } },
-          );
-        }
-        const copied = await localImage(host.engine, host.pulled, req.ref, signal);
-        if (copied !== undefined) await host.pulled.add(copied.id);
-        const durationMs = Math.round(performance.now() - started);
-        host.log(`pulled image "${req.ref}" from ${peer.name}: ${counter.bytes()} bytes in ${durationMs} ms`);
-        return {
-          ...base,
-          transferred: true,
-          bytes: counter.bytes(),
-          "duration_ms": durationMs,
-          loaded: loaded.images,
-        };
-      } catch (error) {
-        if (deadline.aborted && !ctx.signal.aborted) {
-          throw new RpcError(
-            "unavailable",
-            `Cannot pull image "${req.ref}" from Machine "${peer.name}" within ${timeoutMs} ms: ${counter.bytes()} bytes arrived`,
-            { details: { bytes: counter.bytes(), "from_machine_id": req.from_machine_id } },
-          );
-        }
-        if (error instanceof RpcError) throw error;
-        if (error instanceof CodedError) throw error;
-        throw new RpcError(
-          "unavailable",
-          `Cannot pull image "${req.ref}" from Machine "${peer.name}" at ${peer.hostname}:${peer.port}: ${
-            messageOf(error)
-          }`,
-          { details: { bytes: counter.bytes(), "from_machine_id": req.from_machine_id }, cause: error },
-        );
-      }
-    },
+    pullImageFromPeer: (req, ctx) => pullFromPeer(host, req, ctx.signal),
   };
+}
+
+/** Removes the images no container uses that Ployz brought here (every unused one with `all`); `dry_run` lists them. */
+async function pruneImages(
+  host: ImageHost,
+  req: PruneImagesRequest,
+  signal: AbortSignal,
+): Promise<PruneImagesResponse> {
+  const images = await listed(host, signal);
+  const out: PruneImagesResponse = {
+    "machine_id": host.self().id,
+    removed: [],
+    "kept_in_use": 0,
+    "kept_not_owned": 0,
+    failed: [],
+  };
+  for (const image of images) {
+    if (image.used_by.length > 0 || image.other_containers > 0) out.kept_in_use++;
+    else if (!image.owned && req.all !== true) out.kept_not_owned++;
+    else if (req.dry_run === true) out.removed.push({ id: image.id, tags: image.tags, size: image.size });
+    else {
+      try {
+        await host.engine.removeImage(image.id, signal);
+        out.removed.push({ id: image.id, tags: image.tags, size: image.size });
+      } catch (error) {
+        out.failed.push({ id: image.id, message: messageOf(error) });
+      }
+    }
+  }
+  if (req.dry_run !== true && out.removed.length > 0) {
+    await host.pulled.remove(out.removed.map((r) => r.id));
+    host.log(`pruned ${out.removed.length} image(s)`);
+  }
+  return out;
 }

@@ -13,7 +13,7 @@
 
 import type { Engine, PullProgress, RegistryAuth } from "../deploy/machine/mod.ts";
 import type { PullImageResponse } from "../rpc/mod.ts";
-import { CodedError, writeFileAtomic } from "../util/mod.ts";
+import { CodedError, messageOf, writeFileAtomic } from "../util/mod.ts";
 
 /** At most this many pulls run at once on one Machine; more are refused as `unavailable`. */
 export const MAX_RUNNING_PULLS = 8;
@@ -243,7 +243,7 @@ export class PullTasks {
         });
       } catch (error) {
         task.state = "failed";
-        task.error = { code: codeOf(error), message: error instanceof Error ? error.message : String(error) };
+        task.error = { code: codeOf(error), message: messageOf(error) };
         this.host.log(`pull of image "${ref}" failed: ${task.error.code}: ${task.error.message}`);
         return;
       }
@@ -272,9 +272,7 @@ export class PullTasks {
       );
     } catch (error) {
       this.host.log(
-        `pulled image "${ref}" in ${pulledMs} ms; recording it failed: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `pulled image "${ref}" in ${pulledMs} ms; recording it failed: ${messageOf(error)}`,
       );
     }
   }

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/machine/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
-import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
+import { readJsonIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { isMintedId, mintId } from "./ids.ts";
 
 /** The local record, as stored. */
@@ -65,14 +65,11 @@ export function machineFilePath(dataDir: string): string {
 /** Reads the record; `undefined` when there is none yet. A file that cannot be read as a record throws. */
 export async function readMachineFile(dataDir: string): Promise<LocalMachine | undefined> {
   const path = machineFilePath(dataDir);
-  const text = await readTextIfPresent(path);
-  if (text === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new Error(`Cannot read the Machine record "${path}": it is not JSON`);
-  }
+  const json = await readJsonIfPresent(
+    path,
+    () => new Error(`Cannot read the Machine record "${path}": it is not JSON`),
+  );
+  if (json === undefined) return undefined;
   const parsed = LocalMachineSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -4,14 +4,12 @@ import { isMintedId, mintId } from "./ids.ts";
 import { ensureKeyPair, keyPath } from "./keys.ts";
 import { loadOrCreateMachine, machineFilePath, readMachineFile, writeMachineFile } from "./machine_file.ts";
 import { parseSubnet } from "./subnet.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-daemon-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-daemon-");
+  const dir = tmp.path;
+  await fn(dir);
 }
 
 Deno.test("mintId gives 26 lowercase base32 characters, different each time", () => {

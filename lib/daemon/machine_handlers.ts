@@ -10,6 +10,7 @@ import type { Engine } from "../deploy/machine/mod.ts";
 import { type MachineRecord, type ObserveStatus, PROTOCOL_MAJOR, type RpcHandlers } from "../rpc/mod.ts";
 import type { ClusterLifecycle } from "./cluster_lifecycle.ts";
 import { type LocalMachine, recordLabels } from "./machine_file.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** What the machine handlers need from the running daemon. */
 export interface MachineHost {
@@ -84,7 +85,7 @@ export function machineHandlers(host: MachineHost): MachineHandlers {
           const info = await engine.info(AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]));
           return { reachable: true, "server_version": info.serverVersion };
         } catch (error) {
-          return { reachable: false, error: error instanceof Error ? error.message : String(error) };
+          return { reachable: false, error: messageOf(error) };
         }
       };
       const [docker, observe] = await Promise.all([readDocker(), host.observe()]);

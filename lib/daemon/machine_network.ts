@@ -9,6 +9,7 @@
  */
 
 import { DockerError, type Engine, type NetworkSpec } from "../deploy/machine/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** What {@link watchMachineNetwork} needs. */
 export interface MachineNetworkOptions {
@@ -40,17 +41,11 @@ export async function watchMachineNetwork(options: MachineNetworkOptions): Promi
         options.log(`error[conflict]: ${error.message}`);
         return error.message;
       }
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       if (message !== reported) options.log(`network "${spec.name}": ${message}`);
       reported = message;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, options.retryMs ?? 10_000);
-      options.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
+    await sleep(options.retryMs ?? 10_000, options.signal);
   }
   return undefined;
 }

@@ -34,7 +34,8 @@ export const OBSERVE_DEADLINE_MS = 15_000;
 
 type ObserveHandlers = Required<Pick<RpcHandlers, "logHistory" | "tailLogs" | "metricHistory">>;
 
-function messageOf(error: unknown): string {
+/** An error's message with the reason fetch keeps in its cause (fetch itself says only "fetch failed"). */
+function fetchFailureMessage(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   // fetch says only "fetch failed"; the reason (no such socket, refused) is its cause.
   const cause = error.cause instanceof Error
@@ -47,75 +48,10 @@ const encoder = new TextEncoder();
 
 /** Handlers of `ployz.observe.{log_history,tail_logs,metric_history}.v1`. */
 export function observeHandlers(host: ObserveProxyHost): ObserveHandlers {
-  const deadlineMs = host.deadlineMs ?? OBSERVE_DEADLINE_MS;
-
-  /** POSTs to observe.sock; the response headers must arrive within the deadline. */
-  async function post(
-    path: string,
-    body: unknown,
-    caller: AbortSignal,
-  ): Promise<{ response: Response; client: Deno.HttpClient; cancel: AbortController }> {
-    const client = Deno.createHttpClient({ proxy: { transport: "unix", path: host.observeSocket } });
-    const cancel = new AbortController();
-    const signal = AbortSignal.any([caller, host.stopping, cancel.signal]);
-    const timer = setTimeout(() => cancel.abort("deadline"), deadlineMs);
-    try {
-      // The host part is not dialled (the unix proxy is); "ployz" is the name the serve set's net grant allows
-      // for that, so the set grants no loopback address at all.
-      const response = await fetch(`http://ployz${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-        client,
-        signal,
-      });
-      if (response.ok) return { response, client, cancel };
-      const text = await response.text().catch(() => "");
-      throw refusal(response.status, text);
-    } catch (error) {
-      client.close();
-      if (error instanceof RpcError) throw error;
-      if (cancel.signal.aborted) {
-        throw new RpcError(
-          "unavailable",
-          `The Observe Store of Machine "${host.record().name}" did not answer within ${deadlineMs} ms`,
-          { details: { socket: host.observeSocket } },
-        );
-      }
-      if (caller.aborted || host.stopping.aborted) throw error;
-      throw new RpcError(
-        "unavailable",
-        `Cannot reach the Observe Store of Machine "${host.record().name}" at "${host.observeSocket}": ${
-          messageOf(error)
-        }`,
-        { details: { socket: host.observeSocket }, cause: error },
-      );
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async function query<T>(path: string, body: unknown, caller: AbortSignal): Promise<T> {
-    const { response, client } = await post(path, body, caller);
-    try {
-      return await response.json() as T;
-    } catch (error) {
-      throw new RpcError("unavailable", `The Observe Store's answer was cut short: ${messageOf(error)}`, {
-        cause: error,
-      });
-    } finally {
-      client.close();
-    }
-  }
-
-  function self(): { "machine_id": string; "machine_name": string } {
-    const record = host.record();
-    return { "machine_id": record.id, "machine_name": record.name };
-  }
-
   return {
     async logHistory(req, ctx) {
       const answer = await query<Omit<LogHistoryResponse, "machine_id" | "machine_name">>(
+        host,
         "/observe/v1/log_history",
         {
           ...req.selector,
@@ -126,7 +62,7 @@ export function observeHandlers(host: ObserveProxyHost): ObserveHandlers {
         },
         ctx.signal,
       );
-      const who = self();
+      const who = machineOf(host);
       return {
         ...who,
         lines: answer.lines.map((line) => ({ ...line, "machine_name": who.machine_name })),
@@ -136,79 +72,171 @@ export function observeHandlers(host: ObserveProxyHost): ObserveHandlers {
     },
     async metricHistory(req, ctx) {
       const answer = await query<Omit<MetricHistoryResponse, "machine_id" | "machine_name">>(
+        host,
         "/observe/v1/metric_history",
         req,
         ctx.signal,
       );
-      return { ...self(), ...answer };
+      return { ...machineOf(host), ...answer };
     },
     async tailLogs(req, ctx) {
-      const { response, client, cancel } = await post(
+      const posted = await post(
+        host,
         "/observe/v1/tail_logs",
         { ...req.selector, since: req.since, backlog: req.backlog, grep: req.grep },
         ctx.signal,
       );
-      const name = host.record().name;
-      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-      let pending = "";
-      let closed = false;
-      function finish(): void {
-        if (closed) return;
-        closed = true;
-        client.close();
-      }
-      return new ReadableStream<Uint8Array>({
-        async pull(controller): Promise<void> {
-          for (;;) {
-            const newline = pending.indexOf("\n");
-            if (newline >= 0) {
-              const raw = pending.slice(0, newline);
-              pending = pending.slice(newline + 1);
-              const frame = raw.trim() === "" ? undefined : readTailFrame(safeParse(raw));
-              if (frame === undefined) continue;
-              if (frame.type === "heartbeat" && req.heartbeat !== true) continue;
-              const out = frame.type === "line" ? { ...frame, "machine_name": name } : frame;
-              controller.enqueue(encoder.encode(`${JSON.stringify(out)}\n`));
-              return;
-            }
-            let next: ReadableStreamReadResult<string>;
-            try {
-              next = await reader.read();
-            } catch (error) {
-              if (!ctx.signal.aborted && !host.stopping.aborted) {
-                const note = {
-                  type: "note",
-                  message: `The Observe Store of Machine "${name}" stopped answering: ${messageOf(error)}`,
-                };
-                controller.enqueue(encoder.encode(`${JSON.stringify(note)}\n`));
-              }
-              finish();
-              controller.close();
-              return;
-            }
-            if (next.done) {
-              if (!ctx.signal.aborted && !host.stopping.aborted) {
-                const note = {
-                  type: "note",
-                  message: `The Observe Store of Machine "${name}" ended the tail`,
-                };
-                controller.enqueue(encoder.encode(`${JSON.stringify(note)}\n`));
-              }
-              finish();
-              controller.close();
-              return;
-            }
-            pending += next.value;
-          }
-        },
-        async cancel(): Promise<void> {
-          cancel.abort();
-          await reader.cancel().catch(() => {});
-          finish();
-        },
-      });
+      return tailStream(host, posted, { heartbeat: req.heartbeat === true, signal: ctx.signal });
     },
   };
+}
+
+/** An answer of the Observe Store whose headers arrived: its body is read, then `client` closed. */
+interface Posted {
+  response: Response;
+  client: Deno.HttpClient;
+  /** Ends the request (a tail the caller cancelled). */
+  cancel: AbortController;
+}
+
+/** POSTs to observe.sock; the response headers must arrive within the deadline. */
+async function post(
+  host: ObserveProxyHost,
+  path: string,
+  body: unknown,
+  caller: AbortSignal,
+): Promise<Posted> {
+  const deadlineMs = host.deadlineMs ?? OBSERVE_DEADLINE_MS;
+  const client = Deno.createHttpClient({ proxy: { transport: "unix", path: host.observeSocket } });
+  const cancel = new AbortController();
+  const signal = AbortSignal.any([caller, host.stopping, cancel.signal]);
+  const timer = setTimeout(() => cancel.abort("deadline"), deadlineMs);
+  try {
+    // The host part is not dialled (the unix proxy is); "ployz" is the name the serve set's net grant allows
+    // for that, so the set grants no loopback address at all.
+    const response = await fetch(`http://ployz${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      client,
+      signal,
+    });
+    if (response.ok) return { response, client, cancel };
+    const text = await response.text().catch(() => "");
+    throw refusal(response.status, text);
+  } catch (error) {
+    client.close();
+    if (error instanceof RpcError) throw error;
+    if (cancel.signal.aborted) {
+      throw new RpcError(
+        "unavailable",
+        `The Observe Store of Machine "${host.record().name}" did not answer within ${deadlineMs} ms`,
+        { details: { socket: host.observeSocket } },
+      );
+    }
+    if (caller.aborted || host.stopping.aborted) throw error;
+    throw new RpcError(
+      "unavailable",
+      `Cannot reach the Observe Store of Machine "${host.record().name}" at "${host.observeSocket}": ${
+        fetchFailureMessage(error)
+      }`,
+      { details: { socket: host.observeSocket }, cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One query's JSON answer; an answer cut short is `unavailable`. */
+async function query<T>(
+  host: ObserveProxyHost,
+  path: string,
+  body: unknown,
+  caller: AbortSignal,
+): Promise<T> {
+  const { response, client } = await post(host, path, body, caller);
+  try {
+    return await response.json() as T;
+  } catch (error) {
+    throw new RpcError(
+      "unavailable",
+      `The Observe Store's answer was cut short: ${fetchFailureMessage(error)}`,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    client.close();
+  }
+}
+
+function machineOf(host: ObserveProxyHost): { "machine_id": string; "machine_name": string } {
+  const record = host.record();
+  return { "machine_id": record.id, "machine_name": record.name };
+}
+
+/**
+ * One line of the Observe Store's tail as this Machine relays it: a log line names the Machine, a heartbeat goes
+ * only to a caller that asked for them, and anything unreadable is dropped. Undefined: nothing to relay.
+ */
+export function relayTailLine(raw: string, machineName: string, heartbeat: boolean): string | undefined {
+  const frame = raw.trim() === "" ? undefined : readTailFrame(safeParse(raw));
+  if (frame === undefined) return undefined;
+  if (frame.type === "heartbeat" && !heartbeat) return undefined;
+  const out = frame.type === "line" ? { ...frame, "machine_name": machineName } : frame;
+  return `${JSON.stringify(out)}\n`;
+}
+
+/** The tail relayed line by line; when the Observe Store stops, a last `note` frame says so (unless the caller left). */
+function tailStream(
+  host: ObserveProxyHost,
+  { response, client, cancel }: Posted,
+  options: { heartbeat: boolean; signal: AbortSignal },
+): ReadableStream<Uint8Array> {
+  const name = host.record().name;
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let pending = "";
+  let closed = false;
+  const finish = (): void => {
+    if (closed) return;
+    closed = true;
+    client.close();
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, why: string): void => {
+    if (!options.signal.aborted && !host.stopping.aborted) {
+      const note = { type: "note", message: `The Observe Store of Machine "${name}" ${why}` };
+      controller.enqueue(encoder.encode(`${JSON.stringify(note)}\n`));
+    }
+    finish();
+    controller.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller): Promise<void> {
+      for (;;) {
+        const newline = pending.indexOf("\n");
+        if (newline >= 0) {
+          const out = relayTailLine(pending.slice(0, newline), name, options.heartbeat);
+          pending = pending.slice(newline + 1);
+          if (out === undefined) continue;
+          controller.enqueue(encoder.encode(out));
+          return;
+        }
+        let next: ReadableStreamReadResult<string>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          return end(controller, `stopped answering: ${fetchFailureMessage(error)}`);
+        }
+        if (next.done) return end(controller, "ended the tail");
+        pending += next.value;
+      }
+    },
+    async cancel(): Promise<void> {
+      cancel.abort();
+      await reader.cancel().catch(() => {});
+      finish();
+    },
+  });
 }
 
 function safeParse(text: string): unknown {

@@ -4,55 +4,13 @@
 // unix sockets.
 import { join } from "node:path";
 import { openLogStore, serveObserveSocket } from "../observe/mod.ts";
+import { busyHour } from "../observe/testing/mod.ts";
 import { connectMachine, createRpcApp, listenUnix } from "../rpc/mod.ts";
 import { observeHandlers } from "./observe_proxy.ts";
 
-const T0 = 1_767_225_600_000_000_000n;
-const HOUR_S = 3600;
-const PER_SECOND = 30;
-
 const dir = Deno.makeTempDirSync({ prefix: "ployz-observe-proxy-bench-" });
 const store = openLogStore({ path: join(dir, "observe.db") });
-const keys = ["0", "1", "2"].map((slot) =>
-  store.upsertContainer({
-    containerId: slot.repeat(64),
-    name: `web-${slot}`,
-    machineId: "m",
-    project: "shop",
-    service: "web",
-    deployment: "dep-1",
-    slot,
-  }).key
-);
-keys.push(
-  store.upsertContainer({
-    containerId: "9".repeat(64),
-    name: "db",
-    machineId: "m",
-    project: "shop",
-    service: "db",
-    deployment: "dep-1",
-    slot: "0",
-  }).key,
-);
-const encoder = new TextEncoder();
-for (let s = 0; s < HOUR_S; s += 60) {
-  for (const key of keys) {
-    const minute = Array.from({ length: 60 * PER_SECOND }, (_, i) => ({
-      stream: "stdout" as const,
-      timeNano: T0 + BigInt(s) * 1_000_000_000n + BigInt(i) * (1_000_000_000n / BigInt(PER_SECOND)),
-      line: encoder.encode(`INFO request id=${s}-${i} path=/api/items/${i % 97} status=200`),
-      partial: false,
-      at: 0,
-    }));
-    store.append(key, {
-      entries: minute,
-      corruptBytes: 0,
-      gap: false,
-      cursor: { ino: 1, head: new Uint8Array(), offset: 0 },
-    });
-  }
-}
+const hour = busyHour(store);
 
 const stopping = new AbortController();
 const observeSocket = join(dir, "observe.sock");
@@ -71,8 +29,8 @@ globalThis.addEventListener("unload", () => {
   Deno.removeSync(dir, { recursive: true });
 });
 
-const since = T0.toString();
-const until = (T0 + BigInt(HOUR_S) * 1_000_000_000n).toString();
+const since = hour.since.toString();
+const until = hour.until.toString();
 
 async function directly(): Promise<number> {
   const response = await fetch("http://127.0.0.1/observe/v1/log_history", {

@@ -3,7 +3,7 @@
 import { equal, match, rejects } from "node:assert/strict";
 import { join } from "node:path";
 import { RpcError } from "../rpc/mod.ts";
-import { observeHandlers } from "./observe_proxy.ts";
+import { observeHandlers, relayTailLine } from "./observe_proxy.ts";
 
 const record = () => ({ id: "m-id", name: "m1", phase: "participating" });
 const context = (signal: AbortSignal) => ({ capability: "ployz.observe.log_history.v1", signal });
@@ -70,4 +70,29 @@ Deno.test("an Observe Store that never answers is unavailable at the deadline; r
     await server.finished;
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a relayed tail line names the Machine; heartbeats only when asked; unreadable lines are dropped", () => {
+  equal(relayTailLine("", "m1", true), undefined);
+  equal(relayTailLine("{not json", "m1", true), undefined);
+  equal(relayTailLine(`{"type":"surprise"}`, "m1", true), undefined);
+  equal(relayTailLine(`{"type":"heartbeat"}`, "m1", false), undefined);
+  equal(relayTailLine(`{"type":"heartbeat"}`, "m1", true), `{"type":"heartbeat"}\n`);
+  equal(relayTailLine(`{"type":"note","message":"m"}`, "m1", false), `{"type":"note","message":"m"}\n`);
+  const line = relayTailLine(
+    JSON.stringify({
+      type: "line",
+      "machine_id": "a",
+      "container_id": "c",
+      service: "web",
+      deployment: "d",
+      stream: "stdout",
+      "time_nano": "1",
+      text: "hi",
+    }),
+    "m1",
+    false,
+  );
+  match(line ?? "", /"machine_name":"m1"/);
+  match(line ?? "", /"text":"hi"/);
 });

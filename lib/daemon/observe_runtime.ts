@@ -11,17 +11,10 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { renderRuntimeUnit, type UnitOptions } from "../installer/machine/mod.ts";
-import {
-  daemonEntry,
-  type Layout,
-  permissionFlags,
-  permissionSet,
-  relocate,
-  runtimeFlags,
-} from "../permissions/mod.ts";
+import { daemonCommand, type Layout, layoutEnv } from "../permissions/mod.ts";
 import { RUNTIME_UNIT_DIR, systemdRuns, systemdUnitRunner } from "../serving/mod.ts";
 import { doorRunner } from "./systemd_door.ts";
-import { socketAnswers, stopChild } from "../util/mod.ts";
+import { messageOf, socketAnswers, stopChild } from "../util/mod.ts";
 
 /** How the Observe Store process is kept running. */
 export interface ObserveRunner {
@@ -114,17 +107,9 @@ const TREE = fileURLToPath(new URL("../../", import.meta.url));
  * under the relocated `observe` permission set (the daemon then needs run permission for its own deno binary).
  */
 export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunner> {
-  const entry = daemonEntry("observe");
   // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
   if (await systemdRuns()) return doorRunner("observe");
-  const flags = permissionFlags(relocate(permissionSet("observe"), layout));
-  const env: Record<string, string> = {
-    PLOYZ_DATA_DIR: layout.dataDir,
-    PLOYZ_RUN_DIR: layout.runDir,
-    PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-    PLOYZ_DOCKER_ROOT: layout.dockerRoot,
-    NO_COLOR: "1",
-  };
+  const env: Record<string, string> = { ...layoutEnv(layout), NO_COLOR: "1" };
   // The budget and the proc/cgroup roots, when the daemon was given them.
   for (
     const name of [
@@ -138,18 +123,7 @@ export async function defaultObserveRunner(layout: Layout): Promise<ObserveRunne
     if (value !== undefined) env[name] = value;
   }
   return processObserveRunner(
-    [
-      Deno.execPath(),
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--config",
-      join(TREE, "deno.json"),
-      ...runtimeFlags("observe"),
-      ...flags,
-      entry,
-      "observe",
-    ],
+    daemonCommand("observe", { config: ["--config", join(TREE, "deno.json")], layout }),
     env,
     join(layout.runDir, "observe.sock"),
   );
@@ -173,7 +147,7 @@ export function startObserveRuntime(options: {
       runner = options.runner ?? await defaultObserveRunner(layout);
       await runner.ensure();
     } catch (error) {
-      failure = `cannot start the Observe Store: ${error instanceof Error ? error.message : String(error)}`;
+      failure = `cannot start the Observe Store: ${messageOf(error)}`;
       log(`observe: ${failure}`);
     }
   })();

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { renderRuntimeUnit } from "../installer/mod.ts";
 import { processObserveRunner, startObserveRuntime } from "./observe_runtime.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const LAYOUT = {
   dataDir: "/srv/m1/data",
@@ -40,22 +41,19 @@ Deno.test("no second Observe Store is spawned while observe.sock answers, and st
 });
 
 Deno.test("a failed start is reported by state, not thrown", async () => {
-  const runDir = await Deno.makeTempDir({ prefix: "ployz-observe-runtime-" });
-  try {
-    const runner = processObserveRunner([join(runDir, "absent")], {}, join(runDir, "observe.sock"));
-    const lines: string[] = [];
-    const observe = startObserveRuntime({
-      layout: { ...LAYOUT, dataDir: runDir, runDir },
-      runner,
-      log: (l) => lines.push(l),
-    });
-    await observe.started;
-    const state = await observe.state();
-    assert.equal(state.running, false);
-    assert.match(state.error ?? "", /^cannot start the Observe Store: /);
-    assert.equal(lines.length, 1);
-    await observe.close();
-  } finally {
-    await Deno.remove(runDir, { recursive: true });
-  }
+  await using runDirDir = await tempDir("ployz-observe-runtime-");
+  const runDir = runDirDir.path;
+  const runner = processObserveRunner([join(runDir, "absent")], {}, join(runDir, "observe.sock"));
+  const lines: string[] = [];
+  const observe = startObserveRuntime({
+    layout: { ...LAYOUT, dataDir: runDir, runDir },
+    runner,
+    log: (l) => lines.push(l),
+  });
+  await observe.started;
+  const state = await observe.state();
+  assert.equal(state.running, false);
+  assert.match(state.error ?? "", /^cannot start the Observe Store: /);
+  assert.equal(lines.length, 1);
+  await observe.close();
 });

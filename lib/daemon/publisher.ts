@@ -12,7 +12,7 @@
 import type { Engine, ObservedContainer } from "../deploy/machine/mod.ts";
 import type { Container, Store } from "../store/mod.ts";
 import { toRow } from "./observed.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** Options of {@link startPublisher}. */
 export interface PublisherOptions {
@@ -42,10 +42,6 @@ export interface Publisher {
 }
 
 const LIVE = new Set(["running", "restarting", "paused"]);
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** Starts publishing: one rescan at once, then events and the periodic rescan. */
 export function startPublisher(options: PublisherOptions): Publisher {

@@ -11,6 +11,7 @@ import { RpcError } from "../rpc/mod.ts";
 import type { Store } from "../store/mod.ts";
 import { type GoneVerdict, goneVerdict, type ProbeResult } from "./gone_evidence.ts";
 import type { LocalMachine } from "./machine_file.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** How long a probe of a Machine about to be retired as gone may take. */
 const GONE_PROBE_MS = 3_000;
@@ -115,7 +116,7 @@ async function observeGone(ctx: RetireContext, machineId: string): Promise<GoneV
     const ms = Math.round(performance.now() - started);
     const why = deadline.aborted
       ? `no answer within ${GONE_PROBE_MS / 1_000} s`
-      : `${(error instanceof Error ? error.message : String(error)).slice(0, 200)} after ${ms} ms`;
+      : `${messageOf(error).slice(0, 200)} after ${ms} ms`;
     probe = { answered: false, ms, reason: why };
   }
   // Read after the probe, so a packet that arrived meanwhile counts.

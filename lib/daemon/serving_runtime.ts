@@ -12,16 +12,7 @@
 
 import type { ContainerDns, ContainerSpec, Engine } from "../deploy/machine/mod.ts";
 import { DNS_EXIT_UNSUPPORTED_SPEC } from "../dns/writer/mod.ts";
-import {
-  configFlags,
-  daemonEntry,
-  DEFAULT_LAYOUT,
-  type Layout,
-  permissionFlags,
-  permissionSet,
-  relocate,
-  runtimeFlags,
-} from "../permissions/mod.ts";
+import { configFlags, daemonCommand, DEFAULT_LAYOUT, type Layout, layoutEnv } from "../permissions/mod.ts";
 import {
   acmeSettingsFromEnv,
   CADDY_ADMIN_DIR_IN_CONTAINER,
@@ -31,6 +22,8 @@ import {
   IngressHoldBook,
   type IngressRecord,
   isIngressProxy,
+  kernelMigratesRequests,
+  MIGRATE_REQ_SYSCTL,
   retireAfterMsFromEnv,
   type ServingLoop,
   startIngressDriver,
@@ -100,31 +93,13 @@ export async function defaultDnsRunner(
   layout: Layout,
   log: (line: string) => void = () => {},
 ): Promise<DnsRunner> {
-  const entry = daemonEntry("dns");
   // Under systemd the runtime unit is written and started by the ployz-systemd door, not by the daemon.
   if (await systemdRuns()) return doorRunner("dns");
-  const flags = permissionFlags(relocate(permissionSet("dns"), layout));
   return supervisedDnsRunner({
     // As the installed unit runs it: no deno.json, so net and lazy dynamic imports (without which Deno would
     // parse every other subcommand's graph too) are named by configFlags.
-    argv: [
-      Deno.execPath(),
-      "run",
-      "--quiet",
-      "--no-prompt",
-      ...configFlags("dns"),
-      ...runtimeFlags("dns"),
-      ...flags,
-      entry,
-      "dns",
-    ],
-    env: {
-      PLOYZ_DATA_DIR: layout.dataDir,
-      PLOYZ_RUN_DIR: layout.runDir,
-      PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-      PLOYZ_DOCKER_ROOT: layout.dockerRoot,
-      NO_COLOR: "1",
-    },
+    argv: daemonCommand("dns", { config: configFlags("dns"), layout }),
+    env: { ...layoutEnv(layout), NO_COLOR: "1" },
     log,
   });
 }
@@ -253,17 +228,26 @@ export function ingressHttpsPortFromEnv(
 /**
  * An Ingress Proxy's admin socket directory, HTTP port and network are this Machine's facts, not the client's: the
  * mount that targets the admin directory gets this Machine's `<runDir>/caddy`, port 80 inside gets `httpPort`, and
- * the container joins the Machine's bridge network.
+ * the container joins the Machine's bridge network. Where the kernel can (`migrateRequests`), the proxy's network
+ * namespace migrates queued connections: each config load binds a new SO_REUSEPORT listener and closes the old one,
+ * and without migration the connections already queued on the old one are reset, a request failed with no reply.
  */
 export function localizeIngress(
   spec: ContainerSpec,
-  machine: { runDir: string; httpPort: number; httpsPort?: number | null; network: string },
+  machine: {
+    runDir: string;
+    httpPort: number;
+    httpsPort?: number | null;
+    network: string;
+    migrateRequests?: boolean;
+  },
 ): ContainerSpec {
   if (!isIngressProxy(spec)) return spec;
   const { runDir, httpPort } = machine;
   const httpsPort = machine.httpsPort === undefined ? 443 : machine.httpsPort;
   return {
     ...spec,
+    ...(machine.migrateRequests ? { sysctls: { ...spec.sysctls, [MIGRATE_REQ_SYSCTL]: "1" } } : {}),
     network: { ...spec.network, name: machine.network },
     mounts: spec.mounts?.map((m) =>
       m.type === "bind" && m.target === CADDY_ADMIN_DIR_IN_CONTAINER
@@ -286,6 +270,7 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
   const holds = new IngressHoldBook();
   const httpPort = options.ingressHttpPort ?? ingressHttpPortFromEnv();
   const httpsPort = ingressHttpsPortFromEnv();
+  const migrateRequests = kernelMigratesRequests();
   let down: ReadonlySet<string> = new Set();
   const readDown = async (): Promise<void> => {
     try {
@@ -336,7 +321,13 @@ export async function startServingRuntime(options: ServingRuntimeOptions): Promi
     down: () => down,
     dns: (project) => dnsUp ? containerDns(options.gateway, project) : undefined,
     localize: (spec) =>
-      localizeIngress(spec, { runDir: options.layout.runDir, httpPort, httpsPort, network: options.network }),
+      localizeIngress(spec, {
+        runDir: options.layout.runDir,
+        httpPort,
+        httpsPort,
+        network: options.network,
+        migrateRequests,
+      }),
     stop(): Promise<void> {
       stopped ??= (async () => {
         clearInterval(downTimer);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ContainerSpec } from "../deploy/mod.ts";
-import { ingressContainerSpec } from "../serving/mod.ts";
+import { ingressContainerSpec, kernelMigratesRequests, MIGRATE_REQ_SYSCTL } from "../serving/mod.ts";
 import {
   containerDns,
   ingressHttpPortFromEnv,
@@ -23,6 +23,24 @@ Deno.test("an Ingress Proxy spec gets this Machine's admin directory, HTTP port 
   assert.deepEqual(off.ports?.map((p) => p.hostPort), [8081]);
   const web: ContainerSpec = { ...spec, project: "shop", service: "web" };
   assert.equal(localizeIngress(web, machine), web);
+});
+
+Deno.test("an Ingress Proxy migrates a closing listener's queued connections where the kernel can", () => {
+  // A Caddy config load closes the old SO_REUSEPORT listener; without migration its queued connections are reset.
+  const spec = ingressContainerSpec({ machineId: "m1", deployment: "d1" });
+  const machine = { runDir: "/tmp/run", httpPort: 80, network: "ployz" };
+  assert.deepEqual(localizeIngress(spec, { ...machine, migrateRequests: true }).sysctls, {
+    [MIGRATE_REQ_SYSCTL]: "1",
+  });
+  assert.equal(localizeIngress(spec, { ...machine, migrateRequests: false }).sysctls, undefined);
+  const web: ContainerSpec = { ...spec, project: "shop", service: "web" };
+  assert.equal(localizeIngress(web, { ...machine, migrateRequests: true }), web);
+  assert.deepEqual(
+    ["6.18.44-fc-v1045", "5.15.0-91-generic", "5.14.0", "5.10.0-28-amd64", "4.18.0-513.el8.x86_64", ""].map((
+      r,
+    ) => kernelMigratesRequests(r)),
+    [true, true, true, false, false, false],
+  );
 });
 
 Deno.test("containers resolve through the Machine Gateway and search their own Project", () => {

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { loadCompose, serviceContainerSpec } from "../deploy/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import { materializeFiles } from "./shipped_files.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const SECRET = "s3cret-do-not-leak";
 
@@ -68,24 +69,21 @@ Deno.test("external secrets are refused with the reason; a relative bind above t
 });
 
 Deno.test("a copy is written only from content matching its digest, and a missing content is refused", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const { project: p, files } = project(dir);
-    const spec = serviceContainerSpec(p, p.services.app, { deploymentId: "d1", slot: "1" });
-    await assert.rejects(materializeFiles(join(dir, "files"), spec, {}), (error: Error) => {
-      assert.ok(error instanceof RpcError);
-      assert.match(
-        error.message,
-        /needs the file it mounts at "\/run\/secrets\/db-password", whose content was not sent/,
-      );
-      assert.ok(!error.message.includes(SECRET));
-      return true;
-    });
-    const wrong = Object.fromEntries(
-      [...files.keys()].map((digest) => [digest, Buffer.from("x").toString("base64")]),
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  const { project: p, files } = project(dir);
+  const spec = serviceContainerSpec(p, p.services.app, { deploymentId: "d1", slot: "1" });
+  await assert.rejects(materializeFiles(join(dir, "files"), spec, {}), (error: Error) => {
+    assert.ok(error instanceof RpcError);
+    assert.match(
+      error.message,
+      /needs the file it mounts at "\/run\/secrets\/db-password", whose content was not sent/,
     );
-    await assert.rejects(materializeFiles(join(dir, "files"), spec, wrong), /does not match its digest/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    assert.ok(!error.message.includes(SECRET));
+    return true;
+  });
+  const wrong = Object.fromEntries(
+    [...files.keys()].map((digest) => [digest, Buffer.from("x").toString("base64")]),
+  );
+  await assert.rejects(materializeFiles(join(dir, "files"), spec, wrong), /does not match its digest/);
 });

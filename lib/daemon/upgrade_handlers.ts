@@ -24,7 +24,7 @@ import {
   type RpcHandlers,
   type UpgradeAttemptWire,
 } from "../rpc/mod.ts";
-import { CodedError, importOnFirstUse } from "../util/mod.ts";
+import { CodedError, importOnFirstUse, messageOf } from "../util/mod.ts";
 import type { MutationGate } from "./mutation_gate.ts";
 
 /** The routes that change the Machine: refused during an upgrade attempt, and counted by the gate. */
@@ -115,7 +115,7 @@ async function refuseDuringAttempt(host: UpgradeHost, capability: string): Promi
     throw new RpcError(
       "unavailable",
       `Cannot serve "${capability}" on Machine "${host.machineName()}": cannot tell whether an upgrade is running: ${
-        error instanceof Error ? error.message : String(error)
+        messageOf(error)
       }`,
     );
   }

@@ -6,10 +6,9 @@
  * @module
  */
 
-import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
+import { messageOf, readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import { VolumeError } from "../volume/mod.ts";
-import { message } from "./volume_wire.ts";
 
 /** What the ledger keeps per Volume. */
 export interface LedgerEntry {
@@ -30,7 +29,7 @@ export async function readLedgerFile(path: string): Promise<Ledger> {
     const parsed = JSON.parse(text);
     return typeof parsed === "object" && parsed !== null ? parsed : {};
   } catch (error) {
-    throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
+    throw new VolumeError("internal", `${path} cannot be read: ${messageOf(error)}`);
   }
 }
 
@@ -50,7 +49,7 @@ export async function readDefaultSizeFile(path: string): Promise<number | undefi
     const size = (JSON.parse(text) as { "default_size_bytes"?: unknown })?.default_size_bytes;
     return typeof size === "number" && Number.isSafeInteger(size) && size > 0 ? size : undefined;
   } catch (error) {
-    throw new VolumeError("internal", `${path} cannot be read: ${message(error)}`);
+    throw new VolumeError("internal", `${path} cannot be read: ${messageOf(error)}`);
   }
 }
 

@@ -19,28 +19,20 @@ import {
   RpcError,
   type RpcHandlers,
   type SendVolumeRequest,
-  type SetVolumeCopyRequest,
-  type SetVolumeCopyResponse,
 } from "../rpc/mod.ts";
 import type { Store } from "../store/mod.ts";
 import {
   btrfsPoolRoot,
   checkVolumeName,
-  copyAfter,
-  decideCopy,
   type Exec,
-  floorAfter,
   openBoundPool,
   type Pool,
   type PoolBinding,
-  VolumeError,
   writePoolBinding,
 } from "../volume/mod.ts";
 import type { ForwardTarget } from "./forward.ts";
 import { assertLedgerProject, readDefaultSizeFile, writeDefaultSizeFile } from "./volume_ledger.ts";
 import {
-  type CopyTask,
-  currentCopy,
   listCopies,
   mounting,
   openVolumeState,
@@ -53,7 +45,9 @@ import {
   writeLedger,
 } from "./volume_state.ts";
 import { COPY_TASK_MS, runStep } from "./volume_steps.ts";
-import { asRpc, copyFromWire, copyToWire, message } from "./volume_wire.ts";
+import { setVolumeCopy } from "./volume_copy.ts";
+import { asRpc } from "./volume_wire.ts";
+import { messageOf } from "../util/mod.ts";
 
 export { COPY_TASK_MS } from "./volume_steps.ts";
 
@@ -83,8 +77,7 @@ export interface VolumeHost {
   openPool?(binding: PoolBinding, exec: Exec): Promise<Pool>;
 }
 
-/** How long a SetVolumeCopy request waits on its task before answering `busy`. */
-export const COPY_ANSWER_MS = 3_000;
+export { COPY_ANSWER_MS } from "./volume_copy.ts";
 
 /** The running volume runtime. */
 export interface VolumeRuntime {
@@ -230,90 +223,6 @@ async function volumeContainers(
   };
 }
 
-// SetVolumeCopy: decided in turn against this Machine's copy and floor; a step runs as a task the request waits
-// on for at most COPY_ANSWER_MS, answering `busy` after that (the caller asks again with the same request).
-async function setVolumeCopy(state: VolumeState, req: SetVolumeCopyRequest): Promise<SetVolumeCopyResponse> {
-  const { host, tasks } = state;
-  const volume = checkVolumeName(req.volume);
-  const self = host.self();
-  const key = JSON.stringify([req.expected, req.wanted, req.gen]);
-  const answer = async (outcome: SetVolumeCopyResponse["outcome"]): Promise<SetVolumeCopyResponse> => ({
-    "machine_id": self.id,
-    volume,
-    outcome,
-    copy: copyToWire(await currentCopy(state, volume)),
-    floor: (await readLedger(state))[volume]?.floor ?? 0,
-  });
-  const waitOn = async (task: CopyTask): Promise<SetVolumeCopyResponse> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([task.done, new Promise((r) => (timer = setTimeout(r, COPY_ANSWER_MS)))]);
-    clearTimeout(timer);
-    if (!task.finished) return await answer("busy");
-    if (task.error !== undefined) {
-      tasks.delete(volume);
-      throw task.error;
-    }
-    return await answer("done");
-  };
-  const running = tasks.get(volume);
-  if (running !== undefined && running.key === key) return await waitOn(running);
-  return await serial(state, async (): Promise<SetVolumeCopyResponse | CopyTask> => {
-    // Checked here, in turn, not before: a request queued behind one that started a task (a killed run's
-    // receive) must see that task, or it would be decided against a copy the task is still changing.
-    const now = tasks.get(volume);
-    if (now !== undefined && !now.finished) {
-      if (now.key === key) return now;
-      throw new RpcError(
-        "busy",
-        `Another transition of Volume "${volume}" runs on Machine "${self.name}"`,
-        { details: { volume, copy: copyToWire(await currentCopy(state, volume)) } },
-      );
-    }
-    tasks.delete(volume);
-    const ledger = await readLedger(state);
-    const floor = ledger[volume]?.floor ?? 0;
-    const current = await currentCopy(state, volume);
-    const decision = decideCopy(current, floor, {
-      expected: copyFromWire(req.expected),
-      wanted: copyFromWire(req.wanted),
-      gen: req.gen,
-    });
-    if (decision.kind === "refused") {
-      throw new RpcError("conflict", `Volume "${volume}" on Machine "${self.name}": ${decision.message}`, {
-        details: { volume, reason: decision.reason, copy: copyToWire(current), floor },
-      });
-    }
-    const next = floorAfter(floor, req.gen, decision);
-    if (next !== floor) {
-      ledger[volume] = { ...ledger[volume], floor: next };
-      await writeLedger(state, ledger);
-    }
-    if (decision.kind === "at_want") {
-      // Writer{start} again on a Writer: its Container is found by creation key and started (Docker runs once).
-      const spec = req.start?.spec as ContainerSpec | undefined;
-      if (req.wanted.role === "writer" && spec !== undefined && host.ensureStarted !== undefined) {
-        await host.ensureStarted(spec);
-      }
-      return await answer("at_want");
-    }
-    const step = decision.step;
-    host.log(`volume: ${volume}: ${step.kind} toward ${JSON.stringify(copyAfter(step))} (gen ${req.gen})`);
-    const task: CopyTask = { key, finished: false, done: Promise.resolve() };
-    task.done = runStep(state.steps, volume, step, req).then(
-      () => {
-        task.finished = true;
-      },
-      (error) => {
-        task.finished = true;
-        task.error = error instanceof VolumeError ? asRpc(error) : error;
-        host.log(`volume: ${volume}: ${step.kind} failed: ${message(error)}`);
-      },
-    ).finally(() => publish(state).catch(() => {}));
-    tasks.set(volume, task);
-    return task;
-  }).then((result) => ("outcome" in result ? result : waitOn(result)));
-}
-
 // A Snapshot of a Volume as a send stream, for a peer's receive; a Writer takes the run's Snapshot when a
 // receiver first asks for it.
 async function sendVolume(
@@ -352,7 +261,7 @@ async function sendVolume(
     );
   });
   stream.done.catch((error) =>
-    host.log(`volume: sending ${volume}@${req.snapshot} failed: ${message(error)}`)
+    host.log(`volume: sending ${volume}@${req.snapshot} failed: ${messageOf(error)}`)
   );
   return stream.output;
 }
@@ -423,7 +332,7 @@ async function bindPool(state: VolumeState, set: NonNullable<MachinePoolRequest[
   state.pool = opened;
   state.problem = undefined;
   host.log(`volume: bound to the ${next.kind} Pool at ${opened.where}`);
-  await publish(state).catch((error) => host.log(`volume: publishing rows failed: ${message(error)}`));
+  await publish(state).catch((error) => host.log(`volume: publishing rows failed: ${messageOf(error)}`));
 }
 
 // Destroys this Machine's copy of a Volume (see VolumeRuntime.remove); its floor stays in the ledger.

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import type { ContainerSpec } from "../deploy/mod.ts";
 import { type CopyWire, RpcError } from "../rpc/mod.ts";
 import type { Exec, Pool } from "../volume/mod.ts";
-import { startVolumeRuntime } from "./volume_runtime.ts";
+import { tempDir } from "../util/testing/mod.ts";
+import { startVolumeRuntime, type VolumeHost, type VolumeRuntime } from "./volume_runtime.ts";
 
 const spec: ContainerSpec = {
   name: "db-1",
@@ -22,57 +23,51 @@ const noExec: Exec = {
   },
 };
 
-Deno.test("a Machine without a Pool refuses a Provisioned Volume, naming it and how to bind one", async () => {
-  const dataDir = await Deno.makeTempDir();
+/** The volume runtime of Machine m1 on `dataDir`, running no program and storing nothing; stopped at scope end. */
+async function started(
+  dataDir: string,
+  host: Partial<VolumeHost> = {},
+): Promise<VolumeRuntime & AsyncDisposable> {
   const runtime = await startVolumeRuntime({
     dataDir,
     exec: noExec,
     self: () => ({ id: "m1id", name: "m1" }),
     store: () => undefined,
     log: () => {},
+    ...host,
   });
-  try {
-    await assert.rejects(
-      runtime.prepare(spec),
-      (e: RpcError) =>
-        e instanceof RpcError && e.code === "unsupported" && e.message.includes('"shop_data"') &&
-        e.message.includes("ployz machine pool --set btrfs --machine m1"),
-    );
-    // A spec without Provisioned Volumes needs no Pool.
-    assert.deepEqual(await runtime.prepare({ ...spec, mounts: [] }), {});
-    const shown = await runtime.handlers.machinePool!({}, { signal: AbortSignal.timeout(1000) } as never);
-    assert.equal(shown.pool, null);
-    assert.deepEqual(shown.volumes, []);
-    // A confirmed removal on a Machine without a Pool has no copy to destroy.
-    assert.equal(await runtime.remove("shop_data", "shop"), false);
-    await assert.rejects(runtime.remove("../etc", "shop"), /name|Volume/);
-  } finally {
-    await runtime.stop();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  return { ...runtime, [Symbol.asyncDispose]: () => runtime.stop() };
+}
+
+Deno.test("a Machine without a Pool refuses a Provisioned Volume, naming it and how to bind one", async () => {
+  await using dir = await tempDir();
+  await using runtime = await started(dir.path);
+  await assert.rejects(
+    runtime.prepare(spec),
+    (e: RpcError) =>
+      e instanceof RpcError && e.code === "unsupported" && e.message.includes('"shop_data"') &&
+      e.message.includes("ployz machine pool --set btrfs --machine m1"),
+  );
+  // A spec without Provisioned Volumes needs no Pool.
+  assert.deepEqual(await runtime.prepare({ ...spec, mounts: [] }), {});
+  const shown = await runtime.handlers.machinePool!({}, { signal: AbortSignal.timeout(1000) } as never);
+  assert.equal(shown.pool, null);
+  assert.deepEqual(shown.volumes, []);
+  // A confirmed removal on a Machine without a Pool has no copy to destroy.
+  assert.equal(await runtime.remove("shop_data", "shop"), false);
+  await assert.rejects(runtime.remove("../etc", "shop"), /name|Volume/);
 });
 
 Deno.test("a pool.json that names no Pool is reported, not fatal", async () => {
-  const dataDir = await Deno.makeTempDir();
-  await Deno.writeTextFile(`${dataDir}/pool.json`, `{"kind": "ext4"}`);
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/pool.json`, `{"kind": "ext4"}`);
   const lines: string[] = [];
-  const runtime = await startVolumeRuntime({
-    dataDir,
-    exec: noExec,
-    self: () => ({ id: "m1id", name: "m1" }),
-    store: () => undefined,
-    log: (line) => lines.push(line),
-  });
-  try {
-    assert.match(lines.join("\n"), /names no Pool/);
-    await assert.rejects(
-      runtime.prepare(spec),
-      (e: RpcError) => e.code === "unsupported" && /names no Pool/.test(e.message),
-    );
-  } finally {
-    await runtime.stop();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  await using runtime = await started(dir.path, { log: (line) => lines.push(line) });
+  assert.match(lines.join("\n"), /names no Pool/);
+  await assert.rejects(
+    runtime.prepare(spec),
+    (e: RpcError) => e.code === "unsupported" && /names no Pool/.test(e.message),
+  );
 });
 
 /** An in-memory Pool whose receives wait until `release()`; it counts receives running at once. */
@@ -124,20 +119,16 @@ function slowPool(): { pool: Pool; release(): void; receiving: number; most: num
 }
 
 Deno.test("a request queued behind a killed run's receive is told busy: never a second receive, never a fence beside it", async () => {
-  const dataDir = await Deno.makeTempDir();
-  await Deno.writeTextFile(`${dataDir}/pool.json`, JSON.stringify({ kind: "btrfs", root: "/fake" }));
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/pool.json`, JSON.stringify({ kind: "btrfs", root: "/fake" }));
   // m1's send route on loopback: a few bytes of "stream".
-  const sender = Deno.serve(
+  await using sender = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     () => new Response(new Uint8Array([1, 2, 3])),
   );
   const fake = slowPool();
-  const runtime = await startVolumeRuntime({
-    dataDir,
-    exec: noExec,
+  await using runtime = await started(dir.path, {
     self: () => ({ id: "m2id", name: "m2" }),
-    store: () => undefined,
-    log: () => {},
     resolve: () => ({ name: "m1", hostname: "127.0.0.1", port: sender.addr.port }),
     openPool: () => Promise.resolve(fake.pool),
   });
@@ -177,9 +168,7 @@ Deno.test("a request queued behind a killed run's receive is told busy: never a 
     assert.equal(fenced.outcome, "at_want");
     assert.equal(fenced.floor, 2);
   } finally {
+    // A receive still held would keep the runtime from stopping.
     fake.release();
-    await runtime.stop();
-    await sender.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
   }
 });

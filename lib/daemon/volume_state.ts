@@ -13,7 +13,8 @@ import { type Copy, openBoundPool, type Pool, type PoolBinding, readPoolBinding 
 import { type Ledger, type LedgerEntry, readLedgerFile, writeLedgerFile } from "./volume_ledger.ts";
 import type { VolumeHost } from "./volume_runtime.ts";
 import type { StepContext } from "./volume_steps.ts";
-import { message, publishRows } from "./volume_wire.ts";
+import { publishRows } from "./volume_wire.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** A transition running as a bounded task. */
 export interface CopyTask {
@@ -65,7 +66,7 @@ export async function openVolumeState(host: VolumeHost): Promise<VolumeState> {
     state.binding = await readPoolBinding(host.dataDir);
     if (state.binding !== undefined) await openPool(state, state.binding);
   } catch (error) {
-    state.problem = message(error);
+    state.problem = messageOf(error);
     host.log(`volume: ${state.problem}`);
   }
   return state;
@@ -77,7 +78,7 @@ async function openPool(state: VolumeState, next: PoolBinding): Promise<void> {
     state.problem = undefined;
   } catch (error) {
     state.pool = undefined;
-    state.problem = message(error);
+    state.problem = messageOf(error);
     state.host.log(`volume: the bound Pool cannot be opened: ${state.problem}`);
   }
 }
@@ -195,6 +196,6 @@ export async function publish(state: VolumeState): Promise<void> {
 /** {@link publish} in turn; a failure is logged, since the next rescan writes the rows again. */
 export function publishInTurn(state: VolumeState): Promise<void> {
   return serial(state, () => publish(state)).catch((error) =>
-    state.host.log(`volume: publishing rows failed: ${message(error)}`)
+    state.host.log(`volume: publishing rows failed: ${messageOf(error)}`)
   );
 }

@@ -9,11 +9,6 @@ import { type CopyWire, RpcError, type VolumeCopyWire } from "../rpc/mod.ts";
 import type { Store, Volume } from "../store/mod.ts";
 import { type Copy, VolumeError } from "../volume/mod.ts";
 
-/** An error's message, whatever was thrown. */
-export function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** A Volume error as the RPC error of the same code; anything else as it is. */
 export function asRpc(error: unknown): unknown {
   if (error instanceof VolumeError) {

@@ -1,4 +1,5 @@
 import { readDnsSpec } from "./spec.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** Whether this build can serve a spec: a one-line summary, or the reason it cannot with an error code. */
 export type ProbeResult =
@@ -22,7 +23,7 @@ export async function probeDnsSpec(path: string): Promise<ProbeResult> {
   try {
     text = await Deno.readTextFile(path);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     return { ok: false, code: "unavailable", reason: `Cannot read the spec "${path}": ${message}` };
   }
   const reading = readDnsSpec(text);

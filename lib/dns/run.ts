@@ -2,6 +2,7 @@ import { createDnsServer } from "./server.ts";
 import { DNS_SPEC_FORMAT, type HostPort, readDnsSpec } from "./spec.ts";
 import { chooseUpstreams } from "./upstreams.ts";
 import { buildZone } from "./zone.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** How `ployzd dns` runs. */
 export interface RunDnsOptions {
@@ -197,8 +198,4 @@ function closeQuietly(watcher: Deno.FsWatcher): void {
   } catch {
     // Already closed.
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -4,7 +4,7 @@ import { FORWARD_TIMEOUT_MS, forwardTcp, forwardUdp, readExact, writeAll } from 
 import { formatHostPort, type HostPort } from "./spec.ts";
 import { buildError, RCODE, readQuestion } from "./wire.ts";
 import type { Zone } from "./zone.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** An idle TCP client is closed after this long (bounded, so idle clients cannot hold sockets). */
 const TCP_IDLE_MS = 10_000;
@@ -258,8 +258,4 @@ function ignore(): void {
 function servfail(message: Uint8Array): Uint8Array | undefined {
   const read = readQuestion(message);
   return read === undefined ? undefined : buildError(message, read, RCODE.SERVFAIL);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

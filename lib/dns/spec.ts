@@ -1,6 +1,7 @@
 // Checked by hand rather than with zod: zod adds about 10 MB of resident memory to `ployzd dns`, which runs on
 // every Machine, and the format is small and frozen.
 import { isIPv4, isIPv6 } from "./ip.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** The dns.json format this build reads and writes. A reader refuses only a different `format`. */
 export const DNS_SPEC_FORMAT = 1;
@@ -114,7 +115,7 @@ export function readDnsSpec(text: string): SpecReading {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return { kind: "invalid", reason: `not JSON: ${error instanceof Error ? error.message : String(error)}` };
+    return { kind: "invalid", reason: `not JSON: ${messageOf(error)}` };
   }
   if (!isObject(json) || typeof json.format !== "number" || !Number.isInteger(json.format)) {
     return { kind: "invalid", reason: `"format" is missing or not an integer` };

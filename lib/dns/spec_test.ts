@@ -4,6 +4,7 @@ import { renderDnsSpec } from "./render.ts";
 import { parseHostPort, readDnsSpec } from "./spec.ts";
 import { writeDnsSpec } from "./write.ts";
 import { sampleSpec } from "./test_helpers.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 Deno.test("readDnsSpec() keeps unknown fields and skips entries it cannot use instead of refusing", () => {
   const text = JSON.stringify({
@@ -94,19 +95,16 @@ Deno.test("renderDnsSpec() is deterministic and reads back as the same spec", ()
 });
 
 Deno.test("writeDnsSpec() replaces the file whole and leaves no temp file behind", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-dns-" });
-  try {
-    const path = join(dir, "dns.json");
-    await writeDnsSpec(path, sampleSpec());
-    const second = { ...sampleSpec(), "machine_id": "m2" };
-    await writeDnsSpec(path, second);
-    const reading = readDnsSpec(await Deno.readTextFile(path));
-    if (reading.kind !== "ok") throw new Error(reading.reason);
-    equal(reading.spec.machine_id, "m2");
-    deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), ["dns.json"]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-dns-");
+  const dir = tmp.path;
+  const path = join(dir, "dns.json");
+  await writeDnsSpec(path, sampleSpec());
+  const second = { ...sampleSpec(), "machine_id": "m2" };
+  await writeDnsSpec(path, second);
+  const reading = readDnsSpec(await Deno.readTextFile(path));
+  if (reading.kind !== "ok") throw new Error(reading.reason);
+  equal(reading.spec.machine_id, "m2");
+  deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), ["dns.json"]);
 });
 
 Deno.test("readDnsSpec() names the field of the wrong type: invalid at the top, skipped below", () => {

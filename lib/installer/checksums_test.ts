@@ -1,6 +1,7 @@
 import { equal, rejects, throws } from "node:assert/strict";
 import { join } from "node:path";
 import { parseSha256Sums, verifyArtifact } from "./checksums.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const HELLO = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"; // sha256("hello\n")
 
@@ -13,18 +14,15 @@ Deno.test("parseSha256Sums() reads sha256sum output and refuses malformed or dup
 });
 
 Deno.test("verifyArtifact() refuses a missing entry and a mismatched digest", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = join(dir, "a.tar.gz");
-    await Deno.writeTextFile(path, "hello\n");
-    equal(await verifyArtifact(path, "a.tar.gz", new Map([["a.tar.gz", HELLO]])), HELLO);
-    await rejects(() => verifyArtifact(path, "a.tar.gz", new Map()), /SHA256SUMS does not list it/);
-    await Deno.writeTextFile(path, "hellO\n");
-    await rejects(
-      () => verifyArtifact(path, "a.tar.gz", new Map([["a.tar.gz", HELLO]])),
-      /Refusing "a.tar.gz"/,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  const path = join(dir, "a.tar.gz");
+  await Deno.writeTextFile(path, "hello\n");
+  equal(await verifyArtifact(path, "a.tar.gz", new Map([["a.tar.gz", HELLO]])), HELLO);
+  await rejects(() => verifyArtifact(path, "a.tar.gz", new Map()), /SHA256SUMS does not list it/);
+  await Deno.writeTextFile(path, "hellO\n");
+  await rejects(
+    () => verifyArtifact(path, "a.tar.gz", new Map([["a.tar.gz", HELLO]])),
+    /Refusing "a.tar.gz"/,
+  );
 });

@@ -4,6 +4,7 @@ import { DEFAULT_LAYOUT, permissionSet } from "../permissions/mod.ts";
 import { installReach, sourceNetScope, withReach } from "./grants.ts";
 import type { InstallPaths } from "./paths.ts";
 import { PREREQUISITES } from "./prerequisites.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 Deno.test("an http(s) source grants its host and port only; a directory or anything else grants no network", () => {
   equal(sourceNetScope("https://ployz.sh"), "ployz.sh:443");
@@ -27,40 +28,37 @@ Deno.test("withReach adds an http(s) source's host to the set's net scopes and n
 });
 
 Deno.test("installReach finds the source in the arguments, the saved source or the attempt's record", async () => {
-  const root = await Deno.makeTempDir({ prefix: "ployz-grants-" });
-  try {
-    const paths: InstallPaths = {
-      prefix: join(root, "prefix"),
-      binDir: join(root, "bin"),
-      unitDir: join(root, "units"),
-      layout: { ...DEFAULT_LAYOUT, dataDir: join(root, "data") },
-    };
-    await Deno.mkdir(join(root, "data", "install", "attempts"), { recursive: true });
-    deepEqual(await installReach(paths, ["--from", "/t/a.tar.gz", "--source", "http://h:1"]), {
-      tarball: "/t/a.tar.gz",
-      source: "http://h:1",
-    });
-    deepEqual(await installReach(paths, ["--upgrade"]), { source: undefined });
-    await Deno.writeTextFile(
-      join(root, "data", "install", "source.json"),
-      '{"source":"https://saved.example"}',
-    );
-    deepEqual(await installReach(paths, ["--upgrade", "--wait"]), { source: "https://saved.example" });
-    deepEqual(await installReach(paths, ["--upgrade", "--source", "/dir"]), { source: "/dir" });
-    await Deno.writeTextFile(
-      join(root, "data", "install", "attempts", "abcdef12.json"),
-      '{"id":"abcdef12","source":"http://rec.example:8080"}',
-    );
-    deepEqual(await installReach(paths, ["--attempt", "abcdef12"]), { source: "http://rec.example:8080" });
-    // An id that could walk out of the attempts directory, a record that is not there, a status read, or
-    // arguments the command refuses reach nothing.
-    deepEqual(await installReach(paths, ["--attempt", "../source"]), {});
-    deepEqual(await installReach(paths, ["--attempt", "zzzzzz99"]), { source: undefined });
-    deepEqual(await installReach(paths, ["--status", "abcdef12"]), {});
-    deepEqual(await installReach(paths, ["--bogus", "--source", "http://h"]), {});
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+  await using rootDir = await tempDir("ployz-grants-");
+  const root = rootDir.path;
+  const paths: InstallPaths = {
+    prefix: join(root, "prefix"),
+    binDir: join(root, "bin"),
+    unitDir: join(root, "units"),
+    layout: { ...DEFAULT_LAYOUT, dataDir: join(root, "data") },
+  };
+  await Deno.mkdir(join(root, "data", "install", "attempts"), { recursive: true });
+  deepEqual(await installReach(paths, ["--from", "/t/a.tar.gz", "--source", "http://h:1"]), {
+    tarball: "/t/a.tar.gz",
+    source: "http://h:1",
+  });
+  deepEqual(await installReach(paths, ["--upgrade"]), { source: undefined });
+  await Deno.writeTextFile(
+    join(root, "data", "install", "source.json"),
+    '{"source":"https://saved.example"}',
+  );
+  deepEqual(await installReach(paths, ["--upgrade", "--wait"]), { source: "https://saved.example" });
+  deepEqual(await installReach(paths, ["--upgrade", "--source", "/dir"]), { source: "/dir" });
+  await Deno.writeTextFile(
+    join(root, "data", "install", "attempts", "abcdef12.json"),
+    '{"id":"abcdef12","source":"http://rec.example:8080"}',
+  );
+  deepEqual(await installReach(paths, ["--attempt", "abcdef12"]), { source: "http://rec.example:8080" });
+  // An id that could walk out of the attempts directory, a record that is not there, a status read, or
+  // arguments the command refuses reach nothing.
+  deepEqual(await installReach(paths, ["--attempt", "../source"]), {});
+  deepEqual(await installReach(paths, ["--attempt", "zzzzzz99"]), { source: undefined });
+  deepEqual(await installReach(paths, ["--status", "abcdef12"]), {});
+  deepEqual(await installReach(paths, ["--bogus", "--source", "http://h"]), {});
 });
 
 Deno.test("withReach adds a directory source and the artifact to read, never a relative or walking source", () => {

@@ -33,7 +33,7 @@ export type { InstallPaths } from "./paths.ts";
 /** The Machine layout units and install paths refer to (from lib/permissions). */
 
 export { checkVersion } from "./release.ts";
-export { INSTALL_OPTIONS, installReach, sourceNetScope, withReach } from "./grants.ts";
+export { INSTALL_OPTIONS, installReach, withReach } from "./grants.ts";
 export type { InstallReach } from "./grants.ts";
 export {
   publicKeyOf,
@@ -46,7 +46,6 @@ export { checkAttemptId, STAGES } from "./attempt.ts";
 export type { AttemptRecord, Outcome, ReadyEvidence, Stage } from "./attempt.ts";
 export { installFrom, readAttempt, requestUpgrade, runWorker, startUpgradeWorker } from "./request.ts";
 export { activeState, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
-export { runningAttempt } from "./running.ts";
 export { waitReady } from "./readiness.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";

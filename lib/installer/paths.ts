@@ -55,16 +55,3 @@ export function releaseTestKeyPath(paths: InstallPaths): string {
 export function currentLink(paths: InstallPaths): string {
   return join(paths.prefix, "current");
 }
-
-/** The `PLOYZ_*` variables that carry a relocated layout to a child process; empty for the default layout. */
-export function layoutEnv(layout: Layout): Record<string, string> {
-  const env: Record<string, string> = {};
-  const pairs: [string, string, string][] = [
-    ["PLOYZ_DATA_DIR", layout.dataDir, DEFAULT_LAYOUT.dataDir],
-    ["PLOYZ_RUN_DIR", layout.runDir, DEFAULT_LAYOUT.runDir],
-    ["PLOYZ_DOCKER_SOCKET", layout.dockerSocket, DEFAULT_LAYOUT.dockerSocket],
-    ["PLOYZ_DOCKER_ROOT", layout.dockerRoot, DEFAULT_LAYOUT.dockerRoot],
-  ];
-  for (const [key, value, fallback] of pairs) if (value !== fallback) env[key] = value;
-  return env;
-}

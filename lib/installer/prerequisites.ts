@@ -2,6 +2,7 @@
 // An ordinary upgrade never installs or upgrades host software.
 import { InstallError } from "./errors.ts";
 import { execBounded, tail } from "./exec.ts";
+import { JEMALLOC_LIBRARIES } from "../permissions/mod.ts";
 
 /** A Debian package the Machine needs and a file that shows it is present. */
 export interface Prerequisite {
@@ -16,6 +17,8 @@ export const PREREQUISITES: readonly Prerequisite[] = [
   { name: "docker.io", evidence: ["/usr/sbin/dockerd", "/usr/bin/dockerd"] },
   { name: "wireguard-go", evidence: ["/usr/bin/wireguard-go", "/usr/sbin/wireguard-go"] },
   { name: "wireguard-tools", evidence: ["/usr/bin/wg", "/usr/sbin/wg"] },
+  // ployzd serve runs with jemalloc as its malloc where present: lower idle memory (lib/permissions/runtime_flags.ts).
+  { name: "libjemalloc2", evidence: [...JEMALLOC_LIBRARIES] },
 ];
 
 /** The operator's explicit choice. */

@@ -21,7 +21,7 @@
  */
 
 import { join } from "node:path";
-import { type ErrorCode, isErrorCode } from "../util/mod.ts";
+import { type ErrorCode, isErrorCode, messageOf } from "../util/mod.ts";
 import { parseSha256Sums, verifyArtifact } from "./checksums.ts";
 import { releasePublicKey, SIGNATURE_FILE, verifySumsSignature } from "./signature.ts";
 import { InstallError } from "./errors.ts";
@@ -304,9 +304,7 @@ export async function acquireRelease(
     throw new ProvisionError(
       "acquire",
       "unavailable",
-      `Cannot acquire release ${target.version}: ${
-        redact(error instanceof Error ? error.message : String(error))
-      }`,
+      `Cannot acquire release ${target.version}: ${redact(messageOf(error))}`,
     );
   }
 }

@@ -15,35 +15,33 @@ import {
   tripleFor,
 } from "./provision.ts";
 import { checkSshDestination, type RemoteResult, type RemoteShell, sshArgs } from "./ssh.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 Deno.test("bundleStream: real tar unpacks every file byte for byte, with its modes", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-bundle-test-" });
-  try {
-    const big = new Uint8Array(700_001).map((_, i) => (i * 7919) % 251);
-    await Deno.writeFile(join(dir, "big.bin"), big);
-    await Deno.writeTextFile(join(dir, "small.txt"), "0.1.0\n");
-    const bundle = await bundleStream([
-      { kind: "file", name: "install.sh", path: join(dir, "small.txt") },
-      { kind: "dir", name: "source" },
-      { kind: "dir", name: "source/0.1.0" },
-      { kind: "file", name: "source/0.1.0/big.bin", path: join(dir, "big.bin") },
-    ]);
-    const out = join(dir, "out");
-    await Deno.mkdir(out);
-    const tar = new Deno.Command("tar", { args: ["-xf", "-", "-C", out], stdin: "piped", stderr: "piped" })
-      .spawn();
-    await bundle.stream.pipeTo(tar.stdin);
-    const done = await tar.output();
-    equal(done.code, 0, new TextDecoder().decode(done.stderr));
-    equal(bundle.sent(), bundle.size);
-    equal(bundle.size % 512, 0);
-    deepEqual(await Deno.readFile(join(out, "source", "0.1.0", "big.bin")), big);
-    equal(await Deno.readTextFile(join(out, "install.sh")), "0.1.0\n");
-    equal((await Deno.stat(join(out, "source"))).mode! & 0o777, 0o700);
-    equal((await Deno.stat(join(out, "install.sh"))).mode! & 0o777, 0o600);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-bundle-test-");
+  const dir = tmp.path;
+  const big = new Uint8Array(700_001).map((_, i) => (i * 7919) % 251);
+  await Deno.writeFile(join(dir, "big.bin"), big);
+  await Deno.writeTextFile(join(dir, "small.txt"), "0.1.0\n");
+  const bundle = await bundleStream([
+    { kind: "file", name: "install.sh", path: join(dir, "small.txt") },
+    { kind: "dir", name: "source" },
+    { kind: "dir", name: "source/0.1.0" },
+    { kind: "file", name: "source/0.1.0/big.bin", path: join(dir, "big.bin") },
+  ]);
+  const out = join(dir, "out");
+  await Deno.mkdir(out);
+  const tar = new Deno.Command("tar", { args: ["-xf", "-", "-C", out], stdin: "piped", stderr: "piped" })
+    .spawn();
+  await bundle.stream.pipeTo(tar.stdin);
+  const done = await tar.output();
+  equal(done.code, 0, new TextDecoder().decode(done.stderr));
+  equal(bundle.sent(), bundle.size);
+  equal(bundle.size % 512, 0);
+  deepEqual(await Deno.readFile(join(out, "source", "0.1.0", "big.bin")), big);
+  equal(await Deno.readTextFile(join(out, "install.sh")), "0.1.0\n");
+  equal((await Deno.stat(join(out, "source"))).mode! & 0o777, 0o700);
+  equal((await Deno.stat(join(out, "install.sh"))).mode! & 0o777, 0o600);
 });
 
 Deno.test("bundleStream refuses names that could leave the directory", async () => {

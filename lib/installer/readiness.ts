@@ -3,7 +3,7 @@
 import { connectMachine, type ConnectOptions } from "../rpc/mod.ts";
 import type { ReadyEvidence } from "./attempt.ts";
 import { InstallError } from "./errors.ts";
-import { pollUntil } from "../util/mod.ts";
+import { messageOf, pollUntil } from "../util/mod.ts";
 
 /** Polls `socketPath` until the daemon reports `version`, or refuses `unavailable` after `timeoutMs`. */
 export async function waitReady(
@@ -26,7 +26,7 @@ export async function waitReady(
       }
       last = `it reports version "${contract.daemon_version}"`;
     } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
+      last = messageOf(error);
     }
     return undefined;
   }, { timeoutMs });

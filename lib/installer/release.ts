@@ -9,6 +9,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { InstallError } from "./errors.ts";
+import { messageOf } from "../util/mod.ts";
 
 const VERSION =
   /^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})(-[0-9A-Za-z]+(\.[0-9A-Za-z]+)*)?$/;
@@ -156,9 +157,7 @@ function urlSource(base: string): ReleaseSource {
     } catch (error) {
       throw new InstallError(
         "unavailable",
-        `Cannot fetch "${shown}/${path}": ${
-          withoutCredentials(error instanceof Error ? error.message : String(error))
-        }`,
+        `Cannot fetch "${shown}/${path}": ${withoutCredentials(messageOf(error))}`,
       );
     }
     if (/^https:/.test(plain) && !/^https:/.test(response.url)) {

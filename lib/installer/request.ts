@@ -18,12 +18,14 @@ import {
 import { currentTree, currentVersion } from "./activate.ts";
 import { InstallError } from "./errors.ts";
 import { type InstallLock, lockHolder, lockIsHeld, waitLockInstall } from "./lock.ts";
-import { type InstallPaths, layoutEnv } from "./paths.ts";
+import type { InstallPaths } from "./paths.ts";
+import { layoutEnv } from "../permissions/mod.ts";
 import type { PrerequisiteChoice } from "./prerequisites.ts";
 import { checkChannel, checkVersion, majorLine, openReleaseSource, resolveChannel } from "./release.ts";
 import { keepTestReleaseKey, readSavedSource, runAttempt } from "./run_attempt.ts";
 import { releasePublicKey } from "./signature.ts";
 import { activeState, startTransient, type SystemdDoor, type UpgradeWorker } from "./systemd.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** An upgrade request: an exact version or a channel (resolved once), from the Machine's release source. */
 export interface UpgradeRequest {
@@ -90,7 +92,11 @@ export async function startUpgradeWorker(paths: InstallPaths, worker: UpgradeWor
   await startTransient({
     unit: workerUnit(id),
     argv: args,
-    env: { ...layoutEnv(paths.layout), "DENO_DIR": "/var/cache/ployz/install", "NO_COLOR": "1" },
+    env: {
+      ...layoutEnv(paths.layout, { relocatedOnly: true }),
+      "DENO_DIR": "/var/cache/ployz/install",
+      "NO_COLOR": "1",
+    },
     runtimeMaxSec: WORKER_MAX_SECONDS,
     description: `Ployz upgrade attempt ${id} to ${target}`,
   });
@@ -175,7 +181,7 @@ export async function requestUpgrade(
   try {
     await door.startWorker({ id, target, readyTimeoutSeconds: request.readyTimeoutSeconds });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     record = await writeAttempt(paths, {
       ...record,
       outcome: "failed",
@@ -201,7 +207,7 @@ export async function runWorker(
   try {
     lock = await waitLockInstall(paths, id, 60_000);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     return await writeAttempt(paths, { ...record, outcome: "failed", error: message, "error_code": "busy" });
   }
   try {

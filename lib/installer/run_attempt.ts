@@ -11,8 +11,8 @@ import {
   switchCurrent,
   writeUnits,
 } from "./activate.ts";
-import { writeFileAtomic } from "../util/mod.ts";
-import { layoutEnv } from "./paths.ts";
+import { messageOf, writeFileAtomic } from "../util/mod.ts";
+import { layoutEnv } from "../permissions/mod.ts";
 import { InstallError } from "./errors.ts";
 import { type InstallPaths, installStateDir, releasesDir, releaseTestKeyPath, stagingDir } from "./paths.ts";
 import { preflight } from "./preflight.ts";
@@ -124,7 +124,7 @@ export async function runAttempt(
     const checked = await preflight(tree, record.target_version, {
       denoDir: join(staging, "deno-dir"),
       dnsSpec: join(paths.layout.runDir, "dns.json"),
-      env: layoutEnv(paths.layout),
+      env: layoutEnv(paths.layout, { relocatedOnly: true }),
       attemptId: record.id,
     });
     await enter("prerequisites", { "dns_probe": checked.dnsProbe });
@@ -166,7 +166,7 @@ export async function runAttempt(
   } catch (error) {
     const failure = error instanceof InstallError
       ? { code: error.code, message: error.message }
-      : { code: "internal", message: error instanceof Error ? error.message : String(error) };
+      : { code: "internal", message: messageOf(error) };
     const previous = record.from_version;
     record = await writeAttempt(paths, {
       ...record,

@@ -12,6 +12,7 @@ import {
   verifySumsSignature,
 } from "./signature.ts";
 import { acquire, verify } from "./stage.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const secret = Uint8Array.from(atob(TEST_RELEASE_SECRET_KEY), (c) => c.charCodeAt(0));
 const testKey = Uint8Array.from(atob(TEST_RELEASE_PUBLIC_KEY), (c) => c.charCodeAt(0));
@@ -61,28 +62,25 @@ Deno.test("a test key is honoured for local and http sources, never for https", 
 });
 
 Deno.test("ployzd install refuses a staged release with tampered sums before unpacking", async () => {
-  const base = await Deno.makeTempDir({ prefix: "ployz-signed-" });
-  try {
-    const name = "ployz-0.1.0-x86_64-unknown-linux-gnu.tar.gz";
-    await Deno.mkdir(join(base, "source", "0.1.0"), { recursive: true });
-    await Deno.mkdir(join(base, "staging"));
-    const artifact = new TextEncoder().encode("artifact");
-    await Deno.writeFile(join(base, "source", "0.1.0", name), artifact);
-    const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", artifact)))
-      .map((b) => b.toString(16).padStart(2, "0")).join("");
-    const goodSums = new TextEncoder().encode(`${digest}  ${name}\n`);
-    await Deno.writeFile(join(base, "source", "0.1.0", "SHA256SUMS"), goodSums);
-    await Deno.writeTextFile(join(base, "source", "0.1.0", SIGNATURE_FILE), signSums(goodSums, secret));
-    const source = openReleaseSource(join(base, "source"));
-    const staged = await acquire(source, "0.1.0", "x86_64-unknown-linux-gnu", join(base, "staging"));
-    equal(await verify(staged, testKey), digest);
-    await rejects(verify(staged), /not signed by the release key/);
-    await Deno.writeTextFile(join(base, "source", "0.1.0", "SHA256SUMS"), `${"0".repeat(64)}  ${name}\n`);
-    const tampered = await acquire(source, "0.1.0", "x86_64-unknown-linux-gnu", join(base, "staging"));
-    await rejects(verify(tampered, testKey), /Refusing release 0\.1\.0: its SHA256SUMS is not signed/);
-  } finally {
-    await Deno.remove(base, { recursive: true });
-  }
+  await using baseDir = await tempDir("ployz-signed-");
+  const base = baseDir.path;
+  const name = "ployz-0.1.0-x86_64-unknown-linux-gnu.tar.gz";
+  await Deno.mkdir(join(base, "source", "0.1.0"), { recursive: true });
+  await Deno.mkdir(join(base, "staging"));
+  const artifact = new TextEncoder().encode("artifact");
+  await Deno.writeFile(join(base, "source", "0.1.0", name), artifact);
+  const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", artifact)))
+    .map((b) => b.toString(16).padStart(2, "0")).join("");
+  const goodSums = new TextEncoder().encode(`${digest}  ${name}\n`);
+  await Deno.writeFile(join(base, "source", "0.1.0", "SHA256SUMS"), goodSums);
+  await Deno.writeTextFile(join(base, "source", "0.1.0", SIGNATURE_FILE), signSums(goodSums, secret));
+  const source = openReleaseSource(join(base, "source"));
+  const staged = await acquire(source, "0.1.0", "x86_64-unknown-linux-gnu", join(base, "staging"));
+  equal(await verify(staged, testKey), digest);
+  await rejects(verify(staged), /not signed by the release key/);
+  await Deno.writeTextFile(join(base, "source", "0.1.0", "SHA256SUMS"), `${"0".repeat(64)}  ${name}\n`);
+  const tampered = await acquire(source, "0.1.0", "x86_64-unknown-linux-gnu", join(base, "staging"));
+  await rejects(verify(tampered, testKey), /Refusing release 0\.1\.0: its SHA256SUMS is not signed/);
 });
 
 Deno.test("an http source's credentials travel as a header and never appear in an error", async () => {

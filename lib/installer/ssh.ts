@@ -3,6 +3,7 @@
 // shell of the remote user does not matter. Nothing secret is ever on a command line: authentication is ssh's own
 // (keys, agent, its config), and what is logged is the destination and the remote program's name.
 import { InstallError } from "./errors.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** How `ssh` is run. */
 export interface SshOptions {
@@ -107,7 +108,7 @@ export function sshShell(destination: string, options: SshOptions = {}): RemoteS
       } catch (error) {
         throw new InstallError(
           "unavailable",
-          `Cannot run ssh: ${error instanceof Error ? error.message : String(error)}`,
+          `Cannot run ssh: ${messageOf(error)}`,
         );
       }
       const feed = run.stdin === undefined

@@ -136,5 +136,10 @@ Deno.test("prerequisites: only when asked, or missing at first setup; never on a
   deepEqual(prerequisitesToInstall("auto", true, ["wireguard-go"]), ["wireguard-go"]);
   deepEqual(prerequisitesToInstall("auto", false, ["wireguard-go"]), []);
   deepEqual(prerequisitesToInstall("skip", true, ["docker.io"]), []);
-  deepEqual(prerequisitesToInstall("install", false, []), ["docker.io", "wireguard-go", "wireguard-tools"]);
+  deepEqual(prerequisitesToInstall("install", false, []), [
+    "docker.io",
+    "wireguard-go",
+    "wireguard-tools",
+    "libjemalloc2",
+  ]);
 });

@@ -1,5 +1,6 @@
 import { equal, match, ok, throws } from "node:assert/strict";
 import { join } from "node:path";
+import { jemallocLibrary } from "../permissions/mod.ts";
 import { renderUnit, type UnitSubcommand } from "./units.ts";
 import { environmentLine, quoteExecWord, quotePath, UnitValueError } from "./systemd_escape.ts";
 
@@ -85,6 +86,13 @@ Deno.test("only the serve unit tells its daemon that systemd keeps the DNS and O
   match(serve.text, /^Environment="MALLOC_MMAP_THRESHOLD_=131072"$/m);
   match(serve.text, /^Environment="MALLOC_TRIM_THRESHOLD_=131072"$/m);
   ok(!dns.text.includes("MALLOC_"), dns.text);
+  // Measured in tools/bench/lab_footprint_bench.ts: jemalloc gives back what a Deploy freed.
+  const jemalloc = jemallocLibrary();
+  if (jemalloc === undefined && Deno.env.get("CI") === "true") {
+    throw new Error("libjemalloc2 is missing on this host: .ci/setup installs it");
+  }
+  if (jemalloc !== undefined) match(serve.text, new RegExp(`^Environment="LD_PRELOAD=${jemalloc}"$`, "m"));
+  for (const unit of [dns, observe]) ok(!unit.text.includes("LD_PRELOAD"), unit.text);
   ok(!dns.text.includes("PLOYZ_RUNTIME_UNITS"), dns.text);
   ok(!observe.text.includes("PLOYZ_RUNTIME_UNITS"), observe.text);
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { dockerdConfigProblem } from "./dockerd.ts";
+import { dockerdAnswers, dockerdConfigProblem } from "./dockerd.ts";
+import type { MachinePlan } from "./plan.ts";
 
 Deno.test("dockerdConfigProblem accepts registry hosts and a bounded attempt count, and names what it refuses", () => {
   assert.equal(
@@ -14,4 +15,26 @@ Deno.test("dockerdConfigProblem accepts registry hosts and a bounded attempt cou
   assert.match(dockerdConfigProblem({ insecureRegistries: ['a", "b'] }) ?? "", /is not HOST/);
   assert.match(dockerdConfigProblem({ maxDownloadAttempts: 0 }) ?? "", /from 1 to 20: got 0/);
   assert.match(dockerdConfigProblem({ maxDownloadAttempts: Number("x") }) ?? "", /got NaN/);
+});
+
+Deno.test("dockerdAnswers is true only when the socket answers Docker's /_ping with 200", async () => {
+  const dir = await Deno.makeTempDir();
+  const machine = { dockerSocket: `${dir}/docker.sock` } as MachinePlan;
+  try {
+    assert.equal(await dockerdAnswers(machine), false);
+    let status = 500;
+    const server = Deno.serve(
+      { transport: "unix", path: machine.dockerSocket, onListen: () => {} },
+      (request) => new Response("OK", { status: new URL(request.url).pathname === "/_ping" ? status : 404 }),
+    );
+    try {
+      assert.equal(await dockerdAnswers(machine), false);
+      status = 200;
+      assert.equal(await dockerdAnswers(machine), true);
+    } finally {
+      await server.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

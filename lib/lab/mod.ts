@@ -42,7 +42,7 @@ export { startRelay } from "./relay.ts";
 export type { Relay, RelayConfig } from "./relay.ts";
 export { missingCommands } from "./prereq.ts";
 export type { LabState } from "./state.ts";
-export { labUp } from "./up.ts";
+export { attachToUnderlay, labUp } from "./up.ts";
 export type { LabUpOptions, LabUpResult } from "./up.ts";
 export { labDown } from "./down.ts";
 export type { LabDownResult } from "./down.ts";

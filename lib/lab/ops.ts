@@ -23,6 +23,7 @@ import {
   stopDaemonProcess,
   waitDaemon,
 } from "./ployzd.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** One peer as one lab Machine sees it. */
 export interface LabPeerStatus {
@@ -114,7 +115,7 @@ export async function labStatus(options: { dir: string }): Promise<LabStatus> {
       status.ployzd = true;
     } catch (error) {
       status.ployzd = false;
-      status.machineListError = error instanceof Error ? error.message : String(error);
+      status.machineListError = messageOf(error);
     }
     try {
       status.peers = (await readPeers(netnsRunner(m.namespace), m.wgInterface)).map((p) => ({
@@ -126,7 +127,7 @@ export async function labStatus(options: { dir: string }): Promise<LabStatus> {
         membership: observeMembership({ now, latestHandshake: p.latestHandshake }),
       }));
     } catch (error) {
-      status.peersError = error instanceof Error ? error.message : String(error);
+      status.peersError = messageOf(error);
     }
     return status;
   }));

@@ -11,13 +11,11 @@ import { fileURLToPath } from "node:url";
 import { netnsPath } from "../mesh/mod.ts";
 import {
   DAEMON_BUNDLE,
-  daemonEntry,
+  daemonCommand,
   type Layout,
-  permissionFlags,
-  permissionSet,
-  relocate,
+  layoutEnv,
+  type PermissionSet,
   runtimeEnvironment,
-  runtimeFlags,
 } from "../permissions/mod.ts";
 import { connectMachine, type MachineClient } from "../rpc/mod.ts";
 import { LabError } from "./errors.ts";
@@ -81,10 +79,7 @@ export function daemonEnv(m: MachinePlan, extra: Record<string, string> = {}): R
     PLOYZ_OBSERVE_CGROUP_ROOT: join(observeHost, "cgroup"),
     RUST_BACKTRACE: "0",
     NO_COLOR: "1",
-    PLOYZ_DATA_DIR: layout.dataDir,
-    PLOYZ_RUN_DIR: layout.runDir,
-    PLOYZ_DOCKER_SOCKET: layout.dockerSocket,
-    PLOYZ_DOCKER_ROOT: layout.dockerRoot,
+    ...layoutEnv(layout),
     PLOYZ_WG_INTERFACE: m.wgInterface,
     PLOYZ_WG_PORT: "51820",
     PLOYZ_ADVERTISE_ENDPOINTS: `${m.underlayAddress}:51820`,
@@ -110,16 +105,17 @@ export async function startDaemonProcess(
   const layout = daemonLayout(m);
   await Deno.mkdir(layout.dataDir, { recursive: true });
   await Deno.mkdir(layout.runDir, { recursive: true });
-  // No systemd in a lab namespace: the daemon spawns `ployzd dns` as a child with this same deno.
-  const set = relocate(permissionSet("serve"), layout);
-  const runs = Array.isArray(set.run) ? set.run : [];
-  // A lab names its own ACME CA (Pebble in the underlay); the daemon may reach exactly that host and port.
   const directory = daemonEnv(m, extraEnv).PLOYZ_ACME_DIRECTORY;
-  if (directory !== undefined && URL.canParse(directory) && Array.isArray(set.net)) {
-    const url = new URL(directory);
-    set.net = [...set.net, `${url.hostname}:${url.port === "" ? "443" : url.port}`];
-  }
-  const flags = permissionFlags(set.run === true ? set : { ...set, run: [...runs, Deno.execPath()] });
+  const widen = (set: PermissionSet): PermissionSet => {
+    // A lab names its own ACME CA (Pebble in the underlay); the daemon may reach exactly that host and port.
+    if (directory !== undefined && URL.canParse(directory) && Array.isArray(set.net)) {
+      const url = new URL(directory);
+      set.net = [...set.net, `${url.hostname}:${url.port === "" ? "443" : url.port}`];
+    }
+    // No systemd in a lab namespace: the daemon spawns `ployzd dns` as a child with this same deno.
+    const runs = Array.isArray(set.run) ? set.run : [];
+    return set.run === true ? set : { ...set, run: [...runs, Deno.execPath()] };
+  };
   const env = Object.entries(daemonEnv(m, extraEnv)).map(([k, v]) => `${k}=${v}`);
   await spawnDetached([
     "env",
@@ -129,16 +125,12 @@ export async function startDaemonProcess(
     `--net=${netnsPath(m.namespace)}`,
     "--",
     ...observeHostView(layout),
-    Deno.execPath(),
-    "run",
-    "--no-prompt",
-    "--quiet",
-    "--config",
-    join(ROOT, "deno.json"),
-    ...runtimeFlags("serve"),
-    ...flags,
-    daemonEntry("serve", ROOT),
-    "serve",
+    ...daemonCommand("serve", {
+      config: ["--config", join(ROOT, "deno.json")],
+      layout,
+      root: ROOT,
+      widen,
+    }),
     "--rescan-seconds",
     "10",
   ], m.ployzLog ?? join(m.dir, "ployzd.log"));
@@ -163,7 +155,8 @@ export async function waitDaemon(m: MachinePlan, timeoutMs: number): Promise<voi
     } catch {
       return false;
     }
-  }, { timeoutMs });
+    // Every 50 ms: an ask that finds no socket yet costs one failed connect.
+  }, { timeoutMs, intervalMs: 50 });
   if (!ready) {
     throw new LabError(
       "unavailable",

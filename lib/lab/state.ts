@@ -5,7 +5,7 @@
  */
 
 import { join } from "node:path";
-import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
+import { readJsonIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { LabError } from "./errors.ts";
 import type { DockerdConfig, DockerNetworking } from "./dockerd.ts";
 import type { LabPlan, Profile } from "./plan.ts";
@@ -50,13 +50,12 @@ export function statePath(dir: string): string {
 
 /** Reads the lab state; `undefined` when there is none. */
 export async function readState(dir: string): Promise<LabState | undefined> {
-  const text = await readTextIfPresent(statePath(dir));
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text) as LabState;
-  } catch (error) {
-    throw new LabError("internal", `Cannot read lab state "${statePath(dir)}": not JSON`, { cause: error });
-  }
+  const state = await readJsonIfPresent(
+    statePath(dir),
+    (error) =>
+      new LabError("internal", `Cannot read lab state "${statePath(dir)}": not JSON`, { cause: error }),
+  );
+  return state as LabState | undefined;
 }
 
 /** Reads the lab state, refusing when there is no lab in `dir`. */

@@ -19,6 +19,7 @@ import {
   chooseSubnet,
   configHistory,
   enrollMachine,
+  type EnrollResult,
   netnsPath,
   netnsRunner,
   runChecked,
@@ -36,7 +37,7 @@ import {
 } from "./dockerd.ts";
 import { labDown } from "./down.ts";
 import { LabError } from "./errors.ts";
-import { pollUntil } from "../util/mod.ts";
+import { pollUntil, traceMark } from "../util/mod.ts";
 import { sh, spawnDetached, tryRun } from "./host.ts";
 import {
   IMPAIRMENTS,
@@ -161,10 +162,13 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     forwardingBeforeDocker: forwarding,
   };
   await writeState(plan.dir, state); // before anything exists, so down can undo a crash
+  traceMark("lab: plan checked");
   try {
     progress(`underlay namespace "${plan.underlayNamespace}"`);
     await makeUnderlay(plan);
-    for (const m of plan.machines) await makeNamespace(plan, m, profile, forwarding);
+    // Each Machine's namespace, veth and firewall chains are its own: made side by side.
+    await Promise.all(plan.machines.map((m) => makeNamespace(plan, m, profile, forwarding)));
+    traceMark("lab: namespaces made");
     if (IMPAIRMENTS[profile] !== undefined) {
       progress(`latency relay for profile "${profile}"`);
       await startLabRelay(plan, profile);
@@ -172,18 +176,26 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     }
     progress(`starting ${plan.machines.length} dockerd`);
     await Promise.all(plan.machines.map((m) => startDockerd(m, dockerNetworking, dockerdConfig)));
-    await Promise.all(plan.machines.map((m) => waitDockerd(m, 90_000)));
-    progress("dockerd answers on every Machine");
+    traceMark("lab: dockerd started");
     const wanted = options.images ?? ["ployz-test/busybox:1"];
     const hostSocket = options.hostDockerSocket ?? Deno.env.get("PLOYZ_DOCKER_SOCKET") ??
       "/var/run/docker.sock";
     const tar = join(plan.dir, "images.tar");
-    const images = wanted.length > 0 ? await saveImages(hostSocket, wanted, tar) : [];
-    if (images.length > 0) {
-      progress(`loading ${images.join(", ")}`);
-      await Promise.all(plan.machines.map((m) => loadImages(m, tar)));
-      await Deno.remove(tar);
-    }
+    // Saved from the host's Docker while the Machines' dockerd start; each Machine loads as soon as its own answers.
+    const saving = wanted.length > 0 ? saveImages(hostSocket, wanted, tar) : Promise.resolve([]);
+    saving.then(() => traceMark("lab: images saved"), () => {});
+    await Promise.all(plan.machines.map(async (m) => {
+      await waitDockerd(m, 90_000);
+      traceMark(`lab: dockerd of ${m.name} answers`);
+      if ((await saving).length === 0) return;
+      await loadImages(m, tar);
+      traceMark(`lab: images loaded on ${m.name}`);
+    })).finally(() => saving.catch(() => {}));
+    const images = await saving;
+    progress(
+      `dockerd answers on every Machine${images.length > 0 ? `, with ${images.join(", ")} loaded` : ""}`,
+    );
+    if (images.length > 0) await Deno.remove(tar);
     if (options.poolBytes !== undefined) {
       state.poolBytes = options.poolBytes;
       await writeState(plan.dir, state);
@@ -199,13 +211,21 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     }
     progress(`starting ${plan.machines.length} ployzd`);
     for (const m of plan.machines) await startDaemonProcess(m, options.daemonEnv);
-    await Promise.all(plan.machines.map((m) => waitDaemon(m, 60_000)));
-    for (const m of plan.machines) {
+    traceMark("lab: ployzd started");
+    await Promise.all(
+      plan.machines.map((m) =>
+        waitDaemon(m, 60_000).then(() => traceMark(`lab: ployzd of ${m.name} answers`))
+      ),
+    );
+    const keys = await Promise.all(plan.machines.map(async (m) => {
       using client = daemonClient(m);
-      const key = (await client.status()).machine.public_key;
-      if (key !== undefined) state.publicKeys[m.name] = key;
-    }
+      return (await client.status()).machine.public_key;
+    }));
+    plan.machines.forEach((m, i) => {
+      if (keys[i] !== undefined) state.publicKeys[m.name] = keys[i];
+    });
     await writeState(plan.dir, state);
+    traceMark("lab: keys read");
     await enrollLab(plan, options.join ?? plan.machines.length, progress);
     if (options.poolBytes !== undefined) {
       for (const m of plan.machines) {
@@ -215,6 +235,7 @@ export async function labUp(options: LabUpOptions): Promise<LabUpResult> {
     }
     state.phase = "up";
     await writeState(plan.dir, state);
+    traceMark("lab: up");
     return {
       state,
       images,
@@ -326,14 +347,17 @@ async function steerThroughRelay(plan: LabPlan, m: MachinePlan): Promise<void> {
   }
 }
 
-async function makeNamespace(
-  plan: LabPlan,
-  m: MachinePlan,
-  profile: Profile,
-  forwarding: boolean,
+/**
+ * Makes network namespace `namespace` with `lo` up and one interface, `ul0` at `address`/24, on the lab bridge (its
+ * bridge end named `veth`): how each Machine, and anything a test puts beside them, reaches the underlay.
+ */
+export async function attachToUnderlay(
+  plan: Pick<LabPlan, "underlayNamespace" | "bridge">,
+  namespace: string,
+  veth: string,
+  address: string,
 ): Promise<void> {
-  await sh("ip", ["netns", "add", m.namespace]);
-  const veth = `v${m.name}`;
+  await sh("ip", ["netns", "add", namespace]);
   await sh("ip", [
     "-n",
     plan.underlayNamespace,
@@ -346,14 +370,24 @@ async function makeNamespace(
     "name",
     "ul0",
     "netns",
-    m.namespace,
+    namespace,
   ]);
   const u = netnsRunner(plan.underlayNamespace);
   await runChecked(u, "ip", ["link", "set", veth, "master", plan.bridge, "up"]);
-  const r = netnsRunner(m.namespace);
+  const r = netnsRunner(namespace);
   await runChecked(r, "ip", ["link", "set", "lo", "up"]);
-  await runChecked(r, "ip", ["addr", "add", `${m.underlayAddress}/24`, "dev", "ul0"]);
+  await runChecked(r, "ip", ["addr", "add", `${address}/24`, "dev", "ul0"]);
   await runChecked(r, "ip", ["link", "set", "ul0", "up"]);
+}
+
+async function makeNamespace(
+  plan: LabPlan,
+  m: MachinePlan,
+  profile: Profile,
+  forwarding: boolean,
+): Promise<void> {
+  await attachToUnderlay(plan, m.namespace, `v${m.name}`, m.underlayAddress);
+  const r = netnsRunner(m.namespace);
   // Off is set, not left: a new namespace may start with forwarding on.
   await runChecked(r, "sysctl", ["-q", "-w", `net.ipv4.ip_forward=${forwarding ? 1 : 0}`]);
   await runChecked(r, "iptables", ["-N", LAB_CHAIN]);
@@ -384,7 +418,7 @@ async function makeNamespace(
 
 /**
  * The lab as operator: founds the Cluster on m1 with a subnet from its own allocation history, then adds m2…m<join>
- * through m1 with the real enrollment flow, one after the other.
+ * through m1 with the real enrollment flow, each admitted once the one before took its join.
  */
 async function enrollLab(plan: LabPlan, members: number, progress: (line: string) => void): Promise<void> {
   if (members < 1) return;
@@ -400,11 +434,34 @@ async function enrollLab(plan: LabPlan, members: number, progress: (line: string
       const { subnet } = chooseSubnet({ network: plan.network, observed: [], history: history.list() });
       history.save({ subnet, machineId: before.id, machineName: first.name, state: "saved" });
       await entry.init({ "cluster_name": plan.name, "machine_name": first.name, subnet });
+      traceMark(`lab: ${first.name} founded the Cluster`);
       progress(`${first.name} founded Cluster "${plan.name}" with subnet ${subnet}`);
     }
-    for (const m of rest.slice(0, members - 1)) {
-      using joiner = daemonClient(m);
-      const result = await enrollMachine({ entry, joiner, history, machineName: m.name, timeoutMs: 60_000 });
+    // The next Machine is admitted once the previous one took its join: admissions and subnet picks stay one after
+    // the other, as an operator's `machine add` runs, while the waits for each to catch up overlap.
+    const enrollments: { m: MachinePlan; result: Promise<EnrollResult> }[] = [];
+    try {
+      for (const m of rest.slice(0, members - 1)) {
+        const joiner = daemonClient(m);
+        const joined = Promise.withResolvers<void>();
+        const result = enrollMachine({
+          entry,
+          joiner,
+          history,
+          machineName: m.name,
+          timeoutMs: 60_000,
+          joined: joined.resolve,
+        }).finally(() => joiner[Symbol.dispose]());
+        result.then(() => traceMark(`lab: ${m.name} joined`), () => {});
+        enrollments.push({ m, result });
+        await Promise.race([joined.promise, result]);
+      }
+    } finally {
+      // Nothing runs on after a failure: the entry client and the Config Store close below.
+      await Promise.allSettled(enrollments.map((e) => e.result));
+    }
+    for (const { m, result: pending } of enrollments) {
+      const result = await pending;
       if (!result.participating) {
         throw new LabError(
           "unavailable",

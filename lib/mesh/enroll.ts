@@ -71,6 +71,8 @@ export interface EnrollOptions {
   timeoutMs?: number;
   /** Progress lines. */
   progress?: (line: string) => void;
+  /** Called once the joiner took the join (or was in the Cluster already), before the wait for it to catch up. */
+  joined?: () => void;
 }
 
 /** What {@link enrollMachine} observed and did. */
@@ -222,6 +224,7 @@ export async function enrollMachine(options: EnrollOptions): Promise<EnrollResul
     progress(`"${machine.name}" is ${machine.phase}; waiting for it to catch up`);
   }
 
+  options.joined?.();
   const deadline = started + (options.timeoutMs ?? 60_000);
   const participating = await pollUntil(async () => {
     machine = (await joiner.status()).machine;

@@ -170,3 +170,27 @@ Deno.test("enrollMachine allocates in the Entry Machine's Cluster network when i
     "join 10.217.2.0/24 via e",
   ]);
 });
+
+Deno.test("enrollMachine says the join was taken after the join call and before the wait for the joiner", async () => {
+  const events: string[] = [];
+  const history = memoryHistory(events);
+  using entry = client(entryHandlers(events), "m1");
+  using joiner = client(joinerHandlers(events, { join: false }), "vm");
+  const joined = () => events.push("joined");
+  const result = await enrollMachine({ entry, joiner, history, machineName: "m3", timeoutMs: 5_000, joined });
+  equal(result.participating, true);
+  deepEqual(events.slice(-3), ["join 10.210.2.0/24 via e", "save 10.210.2.0/24 published", "joined"]);
+  // Not called when the join itself fails: nothing was taken.
+  const failed: string[] = [];
+  using refusing = client(joinerHandlers(failed, { join: true }), "vm");
+  await rejects(
+    enrollMachine({
+      entry,
+      joiner: refusing,
+      history,
+      timeoutMs: 1_000,
+      joined: () => failed.push("joined"),
+    }),
+  );
+  ok(!failed.includes("joined"));
+});

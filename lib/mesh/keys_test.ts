@@ -8,6 +8,7 @@ import {
   readPrivateKeyFile,
   writePrivateKeyFile,
 } from "./keys.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 Deno.test("publicKeyOf() matches the RFC 7748 X25519 test vector", () => {
   // RFC 7748 §6.1: Alice's private and public keys.
@@ -32,21 +33,18 @@ Deno.test("publicKeyOf() never echoes a bad private key", () => {
 });
 
 Deno.test("writePrivateKeyFile() writes mode 0600 and ensurePrivateKeyFile() reuses it", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = join(dir, "keys", "wg.key");
-    const first = await ensurePrivateKeyFile(path);
-    assert.equal(first.generated, true);
-    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
-    const again = await ensurePrivateKeyFile(path);
-    assert.deepEqual(again, { publicKey: first.publicKey, generated: false });
-    const other = generatePrivateKey();
-    await writePrivateKeyFile(path, other);
-    assert.equal(await readPrivateKeyFile(path), other);
-    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
-    await Deno.writeTextFile(path, "garbage\n");
-    await assert.rejects(readPrivateKeyFile(path), /expected 32 bytes in base64/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  const path = join(dir, "keys", "wg.key");
+  const first = await ensurePrivateKeyFile(path);
+  assert.equal(first.generated, true);
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+  const again = await ensurePrivateKeyFile(path);
+  assert.deepEqual(again, { publicKey: first.publicKey, generated: false });
+  const other = generatePrivateKey();
+  await writePrivateKeyFile(path, other);
+  assert.equal(await readPrivateKeyFile(path), other);
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+  await Deno.writeTextFile(path, "garbage\n");
+  await assert.rejects(readPrivateKeyFile(path), /expected 32 bytes in base64/);
 });

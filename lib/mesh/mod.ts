@@ -8,7 +8,7 @@
  */
 
 export { MeshError } from "./errors.ts";
-export { formatIpv4Network, networkContains, parseIpv4, parseIpv4Network } from "./cidr.ts";
+export { networkContains, parseIpv4, parseIpv4Network } from "./cidr.ts";
 export type { Ipv4Network } from "./cidr.ts";
 export { ensurePrivateKeyFile } from "./keys.ts";
 export {
@@ -17,7 +17,6 @@ export {
   managementAddress,
   parseMachineSubnet,
   peerAllowedIps,
-  subnetInNetwork,
 } from "./addressing.ts";
 export type { MachineSubnet } from "./addressing.ts";
 export { chooseSubnet } from "./allocation.ts";

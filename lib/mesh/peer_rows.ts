@@ -9,6 +9,7 @@
 import { parseClusterNetwork, parseMachineSubnet } from "./addressing.ts";
 import { networksOverlap, parseIpv4Network } from "./cidr.ts";
 import { isWireGuardKey } from "./keys.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** A row or hint offered as a peer. */
 export interface PeerCandidate {
@@ -102,7 +103,7 @@ export function usablePeers(
     } catch (error) {
       skipped.push({
         machineId: c.machineId,
-        reason: error instanceof Error ? error.message : String(error),
+        reason: messageOf(error),
       });
     }
   }

@@ -44,15 +44,18 @@ async function execute(
   what: string,
 ): Promise<CommandResult> {
   try {
-    // `detached` takes effect only through spawn(): the child then starts its own session.
-    const out = await new Deno.Command(cmd, {
+    const command = new Deno.Command(cmd, {
       args,
       env: options?.env,
       detached: options?.detached,
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
-    }).spawn().output();
+    });
+    // `detached` takes effect only through spawn(): the child then starts its own session. Everything else takes
+    // output() at once: a spawned child's pipes hold ~100 KB of native memory each until a full GC, and the mesh
+    // tick runs these commands every few seconds, which grew an idle daemon's RSS by ~1 MB every 5 s.
+    const out = await (options?.detached ? command.spawn().output() : command.output());
     return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {

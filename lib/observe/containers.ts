@@ -25,6 +25,32 @@ export interface ContainerIdentity {
   slot: string;
 }
 
+/**
+ * The columns the Log Store's `containers` and the metrics' `metric_subjects` both keep of an identity (all but
+ * the slot), each with its field, in the one order of their DDL, their inserts and {@link identityValues}.
+ */
+const IDENTITY_COLUMNS: readonly (readonly [string, keyof ContainerIdentity])[] = [
+  ["container_id", "containerId"],
+  ["name", "name"],
+  ["machine_id", "machineId"],
+  ["project", "project"],
+  ["service", "service"],
+  ["deployment", "deployment"],
+];
+
+/** The identity columns' DDL lines, the container id unique. */
+export const IDENTITY_COLUMNS_DDL: string = IDENTITY_COLUMNS.map(([column]) =>
+  `  ${column} TEXT NOT NULL${column === "container_id" ? " UNIQUE" : ""},`
+).join("\n");
+
+/** The identity columns' names, for an insert's column list. */
+export const IDENTITY_COLUMN_NAMES: string = IDENTITY_COLUMNS.map(([column]) => column).join(", ");
+
+/** An identity's values in the order of {@link IDENTITY_COLUMN_NAMES}, to bind to a statement. */
+export function identityValues(identity: ContainerIdentity): string[] {
+  return IDENTITY_COLUMNS.map(([, field]) => identity[field]);
+}
+
 /** A Ployz container found on disk, with where its `local` driver logs live. */
 export interface FoundContainer extends ContainerIdentity {
   /** `<dockerRoot>/containers/<id>/local-logs`. */

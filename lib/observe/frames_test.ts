@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { MAX_FRAME_BYTES, scanFrames } from "./frames.ts";
-import { concat, encodeLogFrame, frames, numbered, T0 } from "./test_support.ts";
+import { concatBytes } from "../util/mod.ts";
+import { encodeLogFrame, frames, numbered, T0 } from "./test_support.ts";
 
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 
@@ -22,7 +23,12 @@ Deno.test("scanFrames reads every valid frame with its stream, time and text", (
 
 Deno.test("scanFrames skips garbage between frames and counts exactly its bytes", () => {
   const garbage = new Uint8Array([0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00, 0x05, 0x01]);
-  const bytes = concat([frames(numbered("a", 2)), garbage, frames(numbered("b", 2)), garbage.subarray(0, 3)]);
+  const bytes = concatBytes([
+    frames(numbered("a", 2)),
+    garbage,
+    frames(numbered("b", 2)),
+    garbage.subarray(0, 3),
+  ]);
   const scan = scanFrames(bytes, { final: true });
   assert.deepEqual(scan.entries.map((e) => text(e.line)), ["a 0", "a 1", "b 0", "b 1"]);
   assert.equal(scan.corruptBytes, garbage.length + 3);
@@ -37,7 +43,7 @@ Deno.test("scanFrames skips a frame whose trailer differs from its header, or wh
   badBody[5] = 0xff;
   const notStream = encodeLogFrame({ stream: "stdout", timeNano: T0, line: "source" });
   notStream.set(new TextEncoder().encode("stdzzz"), 6);
-  const bytes = concat([good, badTrailer, badBody, notStream, good]);
+  const bytes = concatBytes([good, badTrailer, badBody, notStream, good]);
   const scan = scanFrames(bytes, { final: true });
   assert.deepEqual(scan.entries.map((e) => text(e.line)), ["kept", "kept"]);
   assert.equal(scan.corruptBytes, badTrailer.length + badBody.length + notStream.length);
@@ -45,7 +51,7 @@ Deno.test("scanFrames skips a frame whose trailer differs from its header, or wh
 
 Deno.test("scanFrames treats a frame larger than the cap as corrupt", () => {
   const big = encodeLogFrame({ stream: "stdout", timeNano: T0, line: "x".repeat(2000) });
-  const bytes = concat([frames(numbered("a", 1)), big, frames(numbered("b", 1))]);
+  const bytes = concatBytes([frames(numbered("a", 1)), big, frames(numbered("b", 1))]);
   const scan = scanFrames(bytes, { final: true, maxFrameBytes: 1000 });
   assert.deepEqual(scan.entries.map((e) => text(e.line)), ["a 0", "b 0"]);
   assert.equal(scan.corruptBytes, big.length);

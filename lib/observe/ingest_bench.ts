@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Ingester } from "./ingester.ts";
 import { readLogBatches } from "./log_reader.ts";
 import { type LogStore, openLogStore } from "./log_store.ts";
-import { append, frames, makeContainer, ployzLabels, T0 } from "./test_support.ts";
+import { append, busyHour, frames, makeContainer, ployzLabels, T0 } from "./test_support.ts";
 import type { LogEntryInput } from "./log_entry.ts";
 
 const LINES = 20_000;
@@ -63,52 +63,7 @@ Deno.bench({
 // One hour of a busy Service.
 const history = openLogStore({ path: join(dir, "history.db") });
 globalThis.addEventListener("unload", () => history.close());
-const HOUR_S = 3600;
-const PER_SECOND = 30;
-const keys = ["0", "1", "2"].map((slot) =>
-  history.upsertContainer({
-    containerId: `${slot}`.repeat(64),
-    name: `web-${slot}`,
-    machineId: "m",
-    project: "shop",
-    service: "web",
-    deployment: "dep-1",
-    slot,
-  }).key
-);
-keys.push(
-  history.upsertContainer({
-    containerId: "9".repeat(64),
-    name: "db",
-    machineId: "m",
-    project: "shop",
-    service: "db",
-    deployment: "dep-1",
-    slot: "0",
-  }).key,
-);
-const encoder = new TextEncoder();
-for (let s = 0; s < HOUR_S; s += 60) {
-  for (const key of keys) {
-    const minute = Array.from({ length: 60 * PER_SECOND }, (_, i) => ({
-      stream: "stdout" as const,
-      timeNano: T0 + BigInt(s) * 1_000_000_000n + BigInt(i) * (1_000_000_000n / BigInt(PER_SECOND)),
-      line: encoder.encode(
-        `INFO request id=${s}-${i} path=/api/items/${i % 97} status=${i % 1000 === 0 ? 500 : 200}`,
-      ),
-      partial: false,
-      at: 0,
-    }));
-    history.append(key, {
-      entries: minute,
-      corruptBytes: 0,
-      gap: false,
-      cursor: { ino: 1, head: new Uint8Array(), offset: 0 },
-    });
-  }
-}
-const since = T0;
-const until = T0 + BigInt(HOUR_S) * 1_000_000_000n;
+const { since, until } = busyHour(history);
 
 Deno.bench({
   name: "one container, 1 h, newest 1000",

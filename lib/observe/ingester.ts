@@ -8,6 +8,7 @@
 import { type FoundContainer, scanContainers } from "./containers.ts";
 import { type LogCursor, readLogBatches, type ReadOptions } from "./log_reader.ts";
 import type { LogStore } from "./log_store.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** Options of {@link Ingester}. */
 export interface IngesterOptions {
@@ -70,7 +71,7 @@ export class Ingester {
       try {
         await this.#pollOne(tracked, report, signal);
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = messageOf(error);
         this.#options.log?.(`Cannot read the logs of container "${tracked.found.containerId}": ${message}`);
       }
     }

@@ -27,91 +27,96 @@ function collect(out: Read, batch: LogBatch): void {
   out.cursor = batch.cursor;
 }
 
-Deno.test("readLogBatches resumes from a cursor with no line twice and none lost", async () => {
-  await using dir = await tempDir();
+/** A log directory in a fresh temporary directory, its live file, and a writer of numbered lines to that file. */
+async function logDir(): Promise<
+  & { path: string; live: string; write: (...lines: Parameters<typeof numbered>) => Promise<void> }
+  & AsyncDisposable
+> {
+  const dir = await tempDir();
   const live = join(dir.path, "container.log");
-  await append(live, frames(numbered("a", 50)));
-  const first = await readAll(dir.path, undefined, 4096 + 8);
+  return { ...dir, live, write: (...lines) => append(live, frames(numbered(...lines))) };
+}
+
+Deno.test("readLogBatches resumes from a cursor with no line twice and none lost", async () => {
+  await using log = await logDir();
+  await log.write("a", 50);
+  const first = await readAll(log.path, undefined, 4096 + 8);
   assert.equal(first.lines.length, 50);
-  await append(live, frames(numbered("a", 30, undefined, 50)));
-  const second = await readAll(dir.path, first.cursor);
+  await log.write("a", 30, undefined, 50);
+  const second = await readAll(log.path, first.cursor);
   assert.deepEqual([...first.lines, ...second.lines], numbered("a", 80).map((e) => e.line));
-  const third = await readAll(dir.path, second.cursor);
+  const third = await readAll(log.path, second.cursor);
   assert.deepEqual(third.lines, []);
 });
 
 Deno.test("readLogBatches follows rotation: finishes the rotated file, then reads the new one from its start", async () => {
-  await using dir = await tempDir();
-  const live = join(dir.path, "container.log");
-  await append(live, frames(numbered("a", 10)));
-  const first = await readAll(dir.path, undefined);
-  await append(live, frames(numbered("a", 5, undefined, 10)));
-  await rotate(dir.path);
-  await append(live, frames(numbered("a", 7, undefined, 15)));
-  const second = await readAll(dir.path, first.cursor);
+  await using log = await logDir();
+  await log.write("a", 10);
+  const first = await readAll(log.path, undefined);
+  await log.write("a", 5, undefined, 10);
+  await rotate(log.path);
+  await log.write("a", 7, undefined, 15);
+  const second = await readAll(log.path, first.cursor);
   assert.deepEqual([...first.lines, ...second.lines], numbered("a", 22).map((e) => e.line));
   assert.equal(second.corrupt, 0);
   assert.equal(second.gaps, 0);
 });
 
 Deno.test("readLogBatches reads several rotations in order, and reports a gap when its file rotated away", async () => {
-  await using dir = await tempDir();
-  const live = join(dir.path, "container.log");
-  await append(live, frames(numbered("a", 3)));
-  const first = await readAll(dir.path, undefined);
+  await using log = await logDir();
+  await log.write("a", 3);
+  const first = await readAll(log.path, undefined);
   for (let r = 1; r <= 2; r++) {
-    await rotate(dir.path, 5);
-    await append(live, frames(numbered("a", 3, undefined, 3 * r)));
+    await rotate(log.path, 5);
+    await log.write("a", 3, undefined, 3 * r);
   }
-  const second = await readAll(dir.path, first.cursor);
+  const second = await readAll(log.path, first.cursor);
   assert.deepEqual(second.lines, numbered("a", 6, undefined, 3).map((e) => e.line));
 
   // With max-file 2 (live + .1), rotate twice before reading: the cursor's file is gone.
-  await Deno.remove(join(dir.path, "container.log.2"));
+  await Deno.remove(join(log.path, "container.log.2"));
   for (let r = 3; r <= 5; r++) {
-    await rotate(dir.path, 2);
-    await append(live, frames(numbered("a", 3, undefined, 3 * r)));
+    await rotate(log.path, 2);
+    await log.write("a", 3, undefined, 3 * r);
   }
-  const third = await readAll(dir.path, second.cursor);
+  const third = await readAll(log.path, second.cursor);
   assert.equal(third.gaps, 1);
   assert.deepEqual(third.lines, numbered("a", 6, undefined, 12).map((e) => e.line));
 });
 
 Deno.test("a truncated last frame in the live file waits, and counts as corrupt only once rotated past", async () => {
-  await using dir = await tempDir();
-  const live = join(dir.path, "container.log");
+  await using log = await logDir();
   const tail = frames(numbered("b", 1));
-  await append(live, frames(numbered("a", 4)));
-  await append(live, tail.subarray(0, 10));
-  const first = await readAll(dir.path, undefined);
+  await log.write("a", 4);
+  await append(log.live, tail.subarray(0, 10));
+  const first = await readAll(log.path, undefined);
   assert.equal(first.lines.length, 4);
   assert.equal(first.corrupt, 0);
 
   // The writer finishes the frame: it is read whole.
-  await append(live, tail.subarray(10));
-  const second = await readAll(dir.path, first.cursor);
+  await append(log.live, tail.subarray(10));
+  const second = await readAll(log.path, first.cursor);
   assert.deepEqual(second.lines, ["b 0"]);
 
   // A frame cut short and then rotated away is proven stale: its bytes are corrupt.
-  await append(live, tail.subarray(0, 10));
-  const third = await readAll(dir.path, second.cursor);
+  await append(log.live, tail.subarray(0, 10));
+  const third = await readAll(log.path, second.cursor);
   assert.equal(third.corrupt, 0);
-  await rotate(dir.path);
-  await append(live, frames(numbered("c", 2)));
-  const fourth = await readAll(dir.path, third.cursor);
+  await rotate(log.path);
+  await log.write("c", 2);
+  const fourth = await readAll(log.path, third.cursor);
   assert.equal(fourth.corrupt, 10);
   assert.deepEqual(fourth.lines, ["c 0", "c 1"]);
 });
 
 Deno.test("readLogBatches reads across chunk boundaries and tells a reused inode apart by its first bytes", async () => {
-  await using dir = await tempDir();
-  const live = join(dir.path, "container.log");
-  await append(live, frames(numbered("a", 400)));
-  const first = await readAll(dir.path, undefined, 4096 + 8);
+  await using log = await logDir();
+  await log.write("a", 400);
+  const first = await readAll(log.path, undefined, 4096 + 8);
   assert.equal(first.lines.length, 400);
   // Same inode, other contents (a truncate-and-rewrite): the head no longer matches, so it reads from the start.
-  await Deno.writeFile(live, frames(numbered("z", 500)));
-  const second = await readAll(dir.path, first.cursor);
+  await Deno.writeFile(log.live, frames(numbered("z", 500)));
+  const second = await readAll(log.path, first.cursor);
   assert.equal(second.lines.length, 500);
   assert.equal(second.lines[0], "z 0");
 });

@@ -8,7 +8,7 @@
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { ContainerIdentity } from "./containers.ts";
+import { type ContainerIdentity, IDENTITY_COLUMN_NAMES, identityValues } from "./containers.ts";
 import type { LogBatch, LogCursor } from "./log_reader.ts";
 import { historyQuery, type LogHistoryQuery, type LogHistoryResult } from "./log_query.ts";
 import { FORMAT_VERSION, SCHEMA } from "./schema.ts";
@@ -65,19 +65,10 @@ export class LogStore {
   /** Records a container (or notes it exists again) and returns its key and saved cursor. */
   upsertContainer(identity: ContainerIdentity, nowMs: number = Date.now()): StoredContainer {
     this.#db.prepare(
-      `INSERT INTO containers (container_id, name, machine_id, project, service, deployment, slot, first_seen_ms)
+      `INSERT INTO containers (${IDENTITY_COLUMN_NAMES}, slot, first_seen_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (container_id) DO UPDATE SET gone_ms = NULL, name = excluded.name`,
-    ).run(
-      identity.containerId,
-      identity.name,
-      identity.machineId,
-      identity.project,
-      identity.service,
-      identity.deployment,
-      identity.slot,
-      nowMs,
-    );
+    ).run(...identityValues(identity), identity.slot, nowMs);
     const row = this.#db.prepare(
       "SELECT key, file_ino, file_head, file_offset FROM containers WHERE container_id = ?",
     ).get(identity.containerId)!;

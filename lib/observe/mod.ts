@@ -60,7 +60,7 @@ export type { LogCursor } from "./log_reader.ts";
 export type { ScannedEntry } from "./frames.ts";
 export type { LogLine, LogSelector } from "./log_query.ts";
 export type { GapReason, Reading } from "./metrics/gaps.ts";
-export type { Acc, MarkerCounts } from "./metrics/rollup.ts";
+export type { Acc, BucketCounts, MarkerCounts } from "./metrics/rollup.ts";
 export type { MetricPoint } from "./metrics/history.ts";
 export type { LogEntry, LogStream } from "./log_entry.ts";
 export type { Gap } from "./metrics/gaps.ts";

@@ -12,7 +12,7 @@ import { openLogStore } from "./log_store.ts";
 import { MetricStore } from "./metrics/metric_store.ts";
 import { runMetrics } from "./metrics/metrics_loop.ts";
 import { serveObserveSocket } from "./server.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** Options of {@link runObserve}. */
 export interface ObserveOptions {
@@ -125,7 +125,7 @@ async function loop(
         }
       }
     } catch (error) {
-      options.log(`Observe Store step failed: ${error instanceof Error ? error.message : String(error)}`);
+      options.log(`Observe Store step failed: ${messageOf(error)}`);
     }
     await sleep(options.pollMs ?? 500, signal);
   }

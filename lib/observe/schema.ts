@@ -6,6 +6,7 @@
  * @module
  */
 
+import { IDENTITY_COLUMNS_DDL } from "./containers.ts";
 import { METRIC_SCHEMA } from "./metrics/metric_schema.ts";
 
 /** The format this release writes and reads. */
@@ -23,12 +24,7 @@ CREATE TABLE meta (
 ) STRICT;
 CREATE TABLE containers (
   key INTEGER PRIMARY KEY,
-  container_id TEXT NOT NULL UNIQUE,
-  name TEXT NOT NULL,
-  machine_id TEXT NOT NULL,
-  project TEXT NOT NULL,
-  service TEXT NOT NULL,
-  deployment TEXT NOT NULL,
+${IDENTITY_COLUMNS_DDL}
   slot TEXT NOT NULL,
   first_seen_ms INTEGER NOT NULL,
   gone_ms INTEGER,

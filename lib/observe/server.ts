@@ -9,7 +9,7 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { type ErrorCode, readBodyCapped } from "../util/mod.ts";
+import { type ErrorCode, messageOf, readBodyCapped } from "../util/mod.ts";
 import { ObserveError } from "./errors.ts";
 import { selectContainers } from "./log_query.ts";
 import type { LogStore } from "./log_store.ts";
@@ -222,8 +222,4 @@ async function clearStaleSocket(path: string): Promise<void> {
   }
   conn.close();
   throw new ObserveError("conflict", `Cannot serve "${path}": another process already answers on it`);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

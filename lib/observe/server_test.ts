@@ -4,6 +4,7 @@ import { Ingester } from "./ingester.ts";
 import { type LogStore, openLogStore } from "./log_store.ts";
 import { MAX_OBSERVE_REQUEST_BYTES, serveObserveSocket } from "./server.ts";
 import { append, frames, makeContainer, numbered, ployzLabels, T0, tempDir } from "./test_support.ts";
+import { streamedBody } from "../util/testing/mod.ts";
 
 const ID = "d".repeat(64);
 
@@ -128,21 +129,13 @@ Deno.test("observe.sock refuses a 100 MB chunked body at its cap without reading
   await using served = await serve(dir.path);
   const { client } = served;
   const total = 100 * 1024 * 1024;
-  const chunk = new Uint8Array(64 * 1024).fill(0x20);
-  let pulled = 0;
   // No content-length: the server can only find the size by reading.
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller): void {
-      if (pulled >= total) return controller.close();
-      pulled += chunk.length;
-      controller.enqueue(chunk.slice());
-    },
-  }, { highWaterMark: 0 });
+  const { body, pulled } = streamedBody(64 * 1024, total);
   const response = await fetch("http://observe/observe/v1/log_history", { method: "POST", body, client });
   const answer = await response.json();
   assert.equal(response.status, 400);
   assert.equal(answer.code, "invalid_argument");
   assert.match(answer.message, /exceeds 1048576 bytes/);
-  assert.ok(pulled > MAX_OBSERVE_REQUEST_BYTES, "the cap, not an early close, refused it");
-  assert.ok(pulled < total / 4, `the server read ${pulled} of ${total} bytes`);
+  assert.ok(pulled() > MAX_OBSERVE_REQUEST_BYTES, "the cap, not an early close, refused it");
+  assert.ok(pulled() < total / 4, `the server read ${pulled()} of ${total} bytes`);
 });

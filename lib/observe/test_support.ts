@@ -9,9 +9,48 @@ import { join } from "node:path";
 import protobuf from "protobufjs";
 import type { ContainerIdentity } from "./containers.ts";
 import type { LogEntryInput } from "./log_entry.ts";
+import type { LogStore } from "./log_store.ts";
+import { concatBytes } from "../util/mod.ts";
 
 /** A base time: 2026-01-01T00:00:00Z in ns. */
 export const T0 = 1_767_225_600_000_000_000n;
+
+/**
+ * Fills `store` with one hour from {@linkcode T0} of a busy Service, shop/web (three containers), and another
+ * Service's container, shop/db: 30 lines a second each, every 1000th a status 500. Answers the containers' keys
+ * (web's slots 0, 1, 2, then db) and the hour's bounds in ns.
+ */
+export function busyHour(store: LogStore): { keys: number[]; since: bigint; until: bigint } {
+  const HOUR_S = 3600;
+  const PER_SECOND = 30;
+  const owned = (slot: string, name: string, service: string, id: string): ContainerIdentity =>
+    identity({ containerId: id.repeat(64), name, project: "shop", service, deployment: "dep-1", slot });
+  const keys = [
+    ...["0", "1", "2"].map((slot) => store.upsertContainer(owned(slot, `web-${slot}`, "web", slot)).key),
+    store.upsertContainer(owned("0", "db", "db", "9")).key,
+  ];
+  const encoder = new TextEncoder();
+  for (let s = 0; s < HOUR_S; s += 60) {
+    for (const key of keys) {
+      const minute = Array.from({ length: 60 * PER_SECOND }, (_, i) => ({
+        stream: "stdout" as const,
+        timeNano: T0 + BigInt(s) * 1_000_000_000n + BigInt(i) * (1_000_000_000n / BigInt(PER_SECOND)),
+        line: encoder.encode(
+          `INFO request id=${s}-${i} path=/api/items/${i % 97} status=${i % 1000 === 0 ? 500 : 200}`,
+        ),
+        partial: false,
+        at: 0,
+      }));
+      store.append(key, {
+        entries: minute,
+        corruptBytes: 0,
+        gap: false,
+        cursor: { ino: 1, head: new Uint8Array(), offset: 0 },
+      });
+    }
+  }
+  return { keys, since: T0, until: T0 + BigInt(HOUR_S) * 1_000_000_000n };
+}
 
 /** A container's identity with every label set; `overrides` replace fields. */
 export function identity(overrides: Partial<ContainerIdentity> = {}): ContainerIdentity {
@@ -36,20 +75,9 @@ export function numbered(prefix: string, n: number, start: bigint = T0, first = 
   }));
 }
 
-/** Concatenates byte arrays. */
-export function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** Frames for `entries`, concatenated. */
 export function frames(entries: LogEntryInput[]): Uint8Array {
-  return concat(entries.map(encodeLogFrame));
+  return concatBytes(entries.map(encodeLogFrame));
 }
 
 /** Appends bytes to a file (creating it). */
@@ -107,16 +135,8 @@ export async function rotate(logDir: string, maxFiles = 5): Promise<void> {
   await Deno.writeFile(join(logDir, "container.log"), new Uint8Array());
 }
 
-/** A temp directory removed on dispose. */
-export async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
-  const path = await Deno.makeTempDir({ prefix: "ployz-observe-" });
-  return {
-    path,
-    async [Symbol.asyncDispose](): Promise<void> {
-      await Deno.remove(path, { recursive: true });
-    },
-  };
-}
+/** A temp directory removed on dispose (the one every area's tests use). */
+export { tempDir } from "../util/testing/mod.ts";
 
 const { Field, Root, Type } = protobuf;
 

@@ -2,23 +2,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import tarModule from "tar-stream";
 import type { NormalizedBuild } from "../deploy/mod.ts";
+import { buildOf } from "../deploy/testing/mod.ts";
 import { buildTag, discardContext, packContext, type PackedContext } from "./build_context.ts";
 import { OperatorError } from "./errors.ts";
-
-function buildOf(context: string, extra: Partial<NormalizedBuild> = {}): NormalizedBuild {
-  return {
-    context,
-    dockerfile: null,
-    dockerfileInline: null,
-    args: {},
-    target: null,
-    labels: {},
-    cacheFrom: [],
-    noCache: false,
-    image: null,
-    ...extra,
-  };
-}
 
 /** The names in a packed context, read back with tar-stream's extractor. */
 async function namesIn(packed: PackedContext): Promise<string[]> {

@@ -16,7 +16,7 @@ import {
   MAX_UPLOAD_PIECE,
   parseBuildFrame,
 } from "../rpc/mod.ts";
-import { CodedError } from "../util/mod.ts";
+import { CodedError, messageOf, textLines } from "../util/mod.ts";
 import {
   buildTag,
   type ContextLimits,
@@ -171,7 +171,7 @@ function rebuildRef(contentRef: string): string {
 
 function stageError(service: string, stage: BuildStage, machine: string, error: unknown): OperatorError {
   const code = error instanceof CodedError ? error.code : "internal";
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new OperatorError(
     code,
     `Build of service "${service}" failed at stage "${stage}"${
@@ -421,8 +421,6 @@ async function readBuild(
     "heartbeat_ms": BUILD_HEARTBEAT_MS,
   }, { signal });
   let last: BuildFrame | undefined;
-  let buffer = "";
-  const decoder = new TextDecoder();
   const take = (line: string): void => {
     if (line.trim() === "") return;
     const frame = parseBuildFrame(line);
@@ -432,15 +430,7 @@ async function readBuild(
     if (frame.type === "log") report({ type: "log", service: job.service, text: frame.text });
     if (frame.type === "waiting") report({ type: "waiting", service: job.service, text: frame.text });
   };
-  for await (const chunk of stream) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let at: number;
-    while ((at = buffer.indexOf("\n")) >= 0) {
-      take(buffer.slice(0, at));
-      buffer = buffer.slice(at + 1);
-    }
-  }
-  take(buffer);
+  for await (const line of textLines(stream)) take(line);
   const end = last as BuildFrame | undefined;
   if (end?.type === "done") {
     report({
@@ -480,6 +470,11 @@ export async function runBuilds(
   builder: Builder,
   report: BuildReport,
 ): Promise<void> {
+  // Reports a stage's failure as a build event and gives the error that ends the Deploy.
+  const reportedFailure = (service: string, stage: "send" | "build", error: unknown): OperatorError => {
+    report({ type: "failed", service, stage, message: String((error as Error).message), tail: [] });
+    return stageError(service, stage, builder.name, error);
+  };
   try {
     const pending = jobs.filter((job) => !job.upToDate);
     if (pending.length === 0) return;
@@ -495,27 +490,13 @@ export async function runBuilds(
       try {
         await sendContext(job, builder, upload, report);
       } catch (error) {
-        report({
-          type: "failed",
-          service: job.service,
-          stage: "send",
-          message: String((error as Error).message),
-          tail: [],
-        });
-        throw stageError(job.service, "send", builder.name, error);
+        throw reportedFailure(job.service, "send", error);
       }
       try {
         await runBuild(job, builder, upload, report);
       } catch (error) {
         if (error instanceof OperatorError && error.details.stage === "build") throw error;
-        report({
-          type: "failed",
-          service: job.service,
-          stage: "build",
-          message: String((error as Error).message),
-          tail: [],
-        });
-        throw stageError(job.service, "build", builder.name, error);
+        throw reportedFailure(job.service, "build", error);
       }
       if (job.packed !== undefined) await discardContext(job.packed);
       job.packed = undefined;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { ContainerSpec, Plan } from "../deploy/mod.ts";
+import { containerSpec } from "../deploy/testing/mod.ts";
 import { CAPABILITIES } from "../rpc/mod.ts";
 import { planCapabilities } from "./capabilities.ts";
 
@@ -19,15 +20,7 @@ function plan(spec: ContainerSpec): Plan {
 }
 
 Deno.test("a container that ships files needs ensure_with_files: an older daemon is refused up front", () => {
-  const spec: ContainerSpec = {
-    name: "shop-web-1",
-    creationKey: "k",
-    project: "shop",
-    service: "web",
-    deployment: "d",
-    slot: "1",
-    image: "img:1",
-  };
+  const spec = containerSpec();
   assert.ok(!planCapabilities(plan(spec)).includes(CAPABILITIES.ensureContainerWithFiles));
   const shipping = { ...spec, files: [{ target: "/run/secrets/pw", digest: `sha256:${"0".repeat(64)}` }] };
   const needed = planCapabilities(plan(shipping));

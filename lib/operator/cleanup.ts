@@ -4,7 +4,7 @@
 // failed and what was never reached. Containers and images Ployz does not own are never touched: the Machine lists
 // only owned containers, removes only owned ones, and its prune keeps images it did not pull.
 import type { MachineClient, ObservedContainerWire, PruneImagesResponse } from "../rpc/mod.ts";
-import { CodedError } from "../util/mod.ts";
+import { CodedError, messageOf } from "../util/mod.ts";
 
 /** The slice of Machine RPC a cleanup needs: owned containers, the Serving Pointer, removal and image prune. */
 export type CleanupApi = Pick<
@@ -103,7 +103,7 @@ export function oldContainers(
 
 function errorText(error: unknown): string {
   if (error instanceof CodedError) return `${error.code}: ${error.message}`;
-  return `internal: ${error instanceof Error ? error.message : String(error)}`;
+  return `internal: ${messageOf(error)}`;
 }
 
 /** The Preview of one Machine: its own view of its containers, its Serving Pointers and its prunable images. */

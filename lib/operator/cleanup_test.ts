@@ -8,6 +8,7 @@ import {
   previewCleanup,
   runCleanup,
 } from "./cleanup.ts";
+import { receiptBook } from "./deploy_test_fake.ts";
 
 function container(name: string, state: string, deployment: string, service = "web"): ObservedContainerWire {
   return { id: `id-${name}`, name, project: "shop", service, deployment, state } as ObservedContainerWire;
@@ -64,11 +65,7 @@ function fakeMachine(log: string[], fail: Set<string> = new Set()): CleanupApi {
 }
 
 Deno.test("cleanup: a Preview, then a receipt per leg; a re-run with them sends only what is not known done", async () => {
-  const book = new Map<string, CleanupReceipt>();
-  const receipts = {
-    load: (leg: string) => book.get(leg),
-    save: (leg: string, r: CleanupReceipt) => book.set(leg, r),
-  };
+  const receipts = receiptBook<CleanupReceipt>();
   const log: string[] = [];
   const target = { machine: { id: "m1", name: "m1" }, api: fakeMachine(log, new Set(["id-web-2-old"])) };
   const preview = await previewCleanup(target);
@@ -79,7 +76,7 @@ Deno.test("cleanup: a Preview, then a receipt per leg; a re-run with them sends 
   deepEqual(first.removed, [{ name: "web-1-old" }]);
   deepEqual(first.failed, ['remove web-2-old: unavailable: Cannot reach Machine "m1"']);
   equal(first.images?.removed.length, 2, "the prune runs after the removals, so their images go too");
-  deepEqual([...book].map(([leg, r]) => `${leg}: ${r.status}`), [
+  deepEqual([...receipts.legs].map(([leg, r]) => `${leg}: ${r.status}`), [
     "remove web-1-old@m1: succeeded",
     "remove web-2-old@m1: failed",
     "prune images@m1: succeeded",

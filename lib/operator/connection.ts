@@ -6,6 +6,7 @@ import { shellQuote, sshArgs, type SshOptions } from "../installer/mod.ts";
 import { connectMachine, type MachineClient, muxFetch, type MuxSession, muxSession } from "../rpc/mod.ts";
 import type { ConnectionChoice } from "./context.ts";
 import { OperatorError } from "./errors.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** How SSH connections are made. */
 export interface SshConnectOptions {
@@ -150,9 +151,7 @@ export function openConnection(choice: ConnectionChoice, options: SshConnectOpti
     } catch (error) {
       throw new OperatorError(
         "unavailable",
-        `Cannot connect to ${label}: cannot run ssh: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `Cannot connect to ${label}: cannot run ssh: ${messageOf(error)}`,
         { context: choice.context, host: target.host, sent: false },
       );
     }

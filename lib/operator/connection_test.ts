@@ -3,6 +3,7 @@ import { chooseConnection } from "./context.ts";
 import type { RpcError } from "../rpc/mod.ts";
 import { openConnection, sshFailure } from "./connection.ts";
 import type { OperatorError } from "./errors.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const choice = chooseConnection({
   contextFlag: "prod",
@@ -62,26 +63,23 @@ Deno.test("ssh failures become one line naming the context and host, with the wa
 });
 
 Deno.test("an SSH connection that never came up sent nothing: the call is a plain failure naming the host", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-ssh-fake-" });
-  try {
-    const ssh = `${dir}/ssh`;
-    await Deno.writeTextFile(
-      ssh,
-      "#!/bin/sh\necho 'ssh: connect to host 192.0.2.10 port 2222: Connection refused' >&2\nexit 255\n",
-      { mode: 0o755 },
-    );
-    const client = openConnection(choice, { sshProgram: ssh });
-    const error = await client.describeContract().catch((e) => e) as RpcError;
-    client.close();
-    equal(error.code, "unavailable");
-    equal(error.details.no_answer, false, "nothing was sent, so nothing may have happened");
-    const cause = error.cause as OperatorError;
-    equal(cause.code, "unavailable");
-    match(
-      cause.message,
-      /^Cannot connect to context "prod" \(ops@192\.0\.2\.10:2222\): "192\.0\.2\.10" is unreachable/,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-ssh-fake-");
+  const dir = tmp.path;
+  const ssh = `${dir}/ssh`;
+  await Deno.writeTextFile(
+    ssh,
+    "#!/bin/sh\necho 'ssh: connect to host 192.0.2.10 port 2222: Connection refused' >&2\nexit 255\n",
+    { mode: 0o755 },
+  );
+  const client = openConnection(choice, { sshProgram: ssh });
+  const error = await client.describeContract().catch((e) => e) as RpcError;
+  client.close();
+  equal(error.code, "unavailable");
+  equal(error.details.no_answer, false, "nothing was sent, so nothing may have happened");
+  const cause = error.cause as OperatorError;
+  equal(cause.code, "unavailable");
+  match(
+    cause.message,
+    /^Cannot connect to context "prod" \(ops@192\.0\.2\.10:2222\): "192\.0\.2\.10" is unreachable/,
+  );
 });

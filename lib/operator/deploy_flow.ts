@@ -37,6 +37,7 @@ import type { ConfigStore } from "../store/mod.ts";
 import { planCapabilities, requireCapabilities, SNAPSHOT_CAPABILITIES } from "./capabilities.ts";
 import { clientOf, type DeployMachineApi, type DeployMachines } from "./deploy_machines.ts";
 import { OperatorError } from "./errors.ts";
+import { traceMark } from "../util/mod.ts";
 import { type AuthLookup, pinImages } from "./image_pins.ts";
 import {
   type Builder,
@@ -80,7 +81,7 @@ export interface FlowOptions {
   confirmDataLoss: string[];
   /** What the command is doing, for refusals (`deploy`, `remove`). */
   verb: string;
-  /** How many operations run at once (`--parallel`); default 1, strictly in plan order. */
+  /** How many operations run at once (`--parallel`); default `DEFAULT_PARALLEL` (8), 1 strictly in plan order. */
   parallel?: number;
   /** How long to wait, beyond an operation's own wait, for a Machine that took a request; default 2 min. */
   callTimeoutMs?: number;
@@ -136,11 +137,12 @@ export async function observe(
   machines: DeployMachines,
   project: string,
   images: string[] | Promise<string[]>,
-  options: { ingress?: boolean; volumes?: string[] } = {},
+  options: { ingress?: boolean; volumes?: string[]; imagesAtOnce?: string[] } = {},
 ): Promise<Snapshot> {
   return await takeSnapshot(machines.handles, {
     project,
     images,
+    imagesAtOnce: options.imagesAtOnce,
     ingress: options.ingress === true ? INGRESS : undefined,
     volumes: options.volumes,
     omissions: machines.omissions,
@@ -253,6 +255,7 @@ export async function executeAndRecord(
     status: outcome.status,
     outcome: { ...options.record, ...outcomeJson(outcome) },
   });
+  traceMark("deploy: executed");
   options.report.outcome(outcome);
   return outcome;
 }
@@ -347,6 +350,7 @@ async function planAndRun(
   builds: { jobs: BuildJob[]; builder?: Builder; built: () => Promise<void>; early: boolean },
 ): Promise<FlowResult> {
   const { jobs, builder, built } = builds;
+  traceMark("deploy: Machines listed");
   // Every Machine runs the digest resolved here, once: a moved tag is a changed spec, never a mix.
   const pinning = pinImages(
     request.project,
@@ -354,15 +358,18 @@ async function planAndRun(
     options.registryAuth ?? (() => Promise.resolve(undefined)),
   );
   const ingress = { ...INGRESS, image: ingressImage() };
-  // The Snapshot starts while the registry is asked; only its image checks wait for the pinned references.
+  // The Snapshot starts while the registry is asked; only the checks of the pinned references wait for them (the
+  // Ingress Proxy's image is asked at once).
   const observing = observe(
     machines,
     request.project.name,
-    pinning.then((p) => [...Object.values(p.project.services).map((s) => s.image), ingress.image]),
+    pinning.then((p) => Object.values(p.project.services).map((s) => s.image)),
     // Each Machine's copies of the Project's Provisioned Volumes: their Writers decide where those Services run.
-    { ingress: true, volumes: projectProvisionedVolumes(request.project) },
+    { ingress: true, volumes: projectProvisionedVolumes(request.project), imagesAtOnce: [ingress.image] },
   );
+  pinning.then(() => traceMark("deploy: images pinned"), () => {});
   const [pinned, observed] = await Promise.allSettled([pinning, observing]);
+  traceMark("deploy: Snapshot taken");
   if (pinned.status === "rejected") throw pinned.reason;
   if (observed.status === "rejected") throw observed.reason;
   const pins = pinned.value;
@@ -382,6 +389,7 @@ async function planAndRun(
     serving: { ingress },
     images: pins.sources,
   });
+  traceMark("deploy: planned");
   if (deployment.resumed) {
     plan.warnings.unshift(
       `Resuming Deployment ${deployment.id.slice(0, 8)}, which an earlier run left unfinished`,
@@ -394,6 +402,7 @@ async function planAndRun(
   const pullsStarted = options.yes && !options.dryRun && jobs.length === 0 && plan.dataLoss.length === 0
     ? startPulls(plan, new Map(machines.handles.map((h) => [h.id, h.api])), options)
     : undefined;
+  if (pullsStarted !== undefined) traceMark("deploy: pulls asked");
   if (builds.early) await built();
   const go = await confirmPlan(plan, options);
   const save = (): void =>

@@ -1,64 +1,27 @@
 // An in-memory Cluster for unit tests of the operator's Deploy flows: Machines answering the Deploy's slice of
 // Machine RPC, a capability list per Machine, and Saved State and Deployment records in memory.
-import type {
-  ContainerSpec,
-  DeployEvent,
-  NormalizedProject,
-  ObservedContainerView,
-  Outcome,
-  Plan,
-  WaitHealthyAnswer,
-} from "../deploy/mod.ts";
-import { loadCompose, specDigest } from "../deploy/mod.ts";
+import type { ContainerSpec, DeployEvent, NormalizedProject, Outcome, Plan } from "../deploy/mod.ts";
+import { loadCompose } from "../deploy/mod.ts";
+import { FakeContainers, observedOf } from "../deploy/testing/mod.ts";
 import { CAPABILITIES } from "../rpc/mod.ts";
 import type { SavedState } from "../store/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import type { DeployBook, DeployReport } from "./deploy_flow.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
 
-/** How a Machine would observe a container made from `spec`, running, with `fields` replacing what they name. */
-export function observedOf(
-  spec: ContainerSpec,
-  fields: Partial<ObservedContainerView> = {},
-): ObservedContainerView {
-  return {
-    id: spec.name,
-    name: spec.name,
-    project: spec.project,
-    service: spec.service,
-    deployment: spec.deployment,
-    slot: spec.slot,
-    "creation_key": spec.creationKey,
-    "spec_digest": specDigest(spec),
-    image: spec.image,
-    "image_id": "sha256:x",
-    state: "running",
-    health: "none",
-    "started_at": null,
-    "exit_code": null,
-    "start_error": null,
-    addresses: [],
-    ports: [],
-    "env_names": [],
-    "created_at": null,
-    ...fields,
-  };
-}
+/** How a Machine would observe a container made from `spec` (the deploy area's fake, shared). */
+export { observedOf };
 
-/** A fake Machine: containers in a map, a call log, knobs for failures and missing capabilities. */
-export class FakeMachine implements DeployMachineApi {
-  containers = new Map<string, ObservedContainerView>();
-  calls: string[] = [];
+/**
+ * A fake Machine: the deploy area's containers and call log, with the slice of Machine RPC the operator asks besides
+ * (capabilities, shipped files, registry pulls), a Machine that can be down, and no Pool (the drain skips it).
+ */
+export class FakeMachine extends FakeContainers implements DeployMachineApi {
   images = new Set<string>(["app:1"]);
   /** Capabilities this Machine's daemon does not serve. */
   missing = new Set<string>();
-  /** Fails `ensureContainer` for specs whose name matches. */
-  failEnsure: RegExp | undefined;
   /** Fails `status` (the Machine cannot be observed). */
   down: Error | undefined;
-  #next = 1;
-
-  constructor(readonly id: string, readonly name: string) {}
 
   status(): ReturnType<DeployMachineApi["status"]> {
     if (this.down !== undefined) return Promise.reject(this.down);
@@ -67,70 +30,11 @@ export class FakeMachine implements DeployMachineApi {
       "observed_at": "t",
     });
   }
-  listContainers(r: { project?: string; service?: string }): ReturnType<DeployMachineApi["listContainers"]> {
-    const containers = [...this.containers.values()].filter((c) =>
-      (r.project === undefined || c.project === r.project) &&
-      (r.service === undefined || c.service === r.service)
-    ).map((c) => ({ ...c }));
-    return Promise.resolve({ "machine_id": this.id, "observed_at": "t", containers });
-  }
-  ensureContainer(
-    r: { spec: ContainerSpec; start: boolean },
-  ): ReturnType<DeployMachineApi["ensureContainer"]> {
-    this.calls.push(`ensure ${r.spec.name}`);
-    if (this.failEnsure?.test(r.spec.name)) {
-      return Promise.reject(new CodedError("conflict", `Port is already allocated: "${r.spec.name}"`));
-    }
-    const found = [...this.containers.values()].find((c) => c.creation_key === r.spec.creationKey);
-    if (found !== undefined) {
-      return Promise.resolve({ container: { ...found }, created: false, started: false });
-    }
-    const c = observedOf(r.spec, {
-      id: `${this.id}-c${this.#next++}`,
-      state: r.start ? "running" : "created",
-      "created_at": new Date().toISOString(),
-    });
-    this.containers.set(c.id, c);
-    return Promise.resolve({ container: { ...c }, created: true, started: r.start });
-  }
   ensureContainerWithFiles(
     r: { spec: ContainerSpec; start: boolean; files: Record<string, string> },
   ): ReturnType<DeployMachineApi["ensureContainer"]> {
     this.calls.push(`files ${Object.keys(r.files).join(",")}`);
     return this.ensureContainer(r);
-  }
-  startContainer(r: { id: string }): Promise<{ container: ObservedContainerView }> {
-    this.calls.push(`start ${this.containers.get(r.id)?.name}`);
-    const c = this.containers.get(r.id)!;
-    c.state = "running";
-    return Promise.resolve({ container: { ...c } });
-  }
-  stopContainer(r: { id: string }): Promise<{ container: ObservedContainerView }> {
-    this.calls.push(`stop ${this.containers.get(r.id)?.name}`);
-    const c = this.containers.get(r.id)!;
-    c.state = "exited";
-    return Promise.resolve({ container: { ...c } });
-  }
-  removeContainer(r: { id: string }): Promise<{ id: string; removed: boolean }> {
-    this.calls.push(`remove ${this.containers.get(r.id)?.name}`);
-    return Promise.resolve({ id: r.id, removed: this.containers.delete(r.id) });
-  }
-  waitHealthy(r: { id: string }): Promise<WaitHealthyAnswer> {
-    const c = this.containers.get(r.id)!;
-    this.calls.push(`health ${c.name}`);
-    return Promise.resolve({
-      passed: true,
-      evidence: {
-        state: c.state,
-        health: "healthy",
-        "exit_code": null,
-        "oom_killed": false,
-        "restart_count": 0,
-        "started_at": null,
-        "last_error": null,
-        "health_log": [],
-      },
-    });
   }
   logHistory(): Promise<{ lines: { text: string }[] }> {
     return Promise.resolve({ lines: [] });
@@ -293,4 +197,14 @@ export function recorder(answer = true): DeployReport & {
 /** A Project from Compose text. */
 export function compose(text: string): NormalizedProject {
   return loadCompose({ path: "compose.yaml", env: {}, text }).project;
+}
+
+/** Receipts by leg in memory, as a resumable flow's receipt book loads and saves them. */
+export function receiptBook<R>(): {
+  legs: Map<string, R>;
+  load(leg: string): R | undefined;
+  save(leg: string, receipt: R): void;
+} {
+  const legs = new Map<string, R>();
+  return { legs, load: (leg) => legs.get(leg), save: (leg, receipt) => void legs.set(leg, receipt) };
 }

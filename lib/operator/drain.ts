@@ -3,15 +3,16 @@
 // that accept them (start-first, health-gated) and removes them from the drained Machine. Global slots and the
 // Provisioned Volume copies in its Pool stay and are listed (a Drain moves no data: `ployz volume move` does). It ends when the last Deploy ends, and reports each Project; nothing continues after it.
 import type { MachineHandle, NormalizedProject } from "../deploy/mod.ts";
-import type { ConfigureMachineResponse, MachineClient, MachineRecord } from "../rpc/mod.ts";
+import type { MachineClient, MachineRecord, MachineResponse } from "../rpc/mod.ts";
 import { INGRESS_PROJECT } from "../serving/mod.ts";
 import { type DeployBook, deployProject, type DeployReport, type FlowResult } from "./deploy_flow.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
 import { ambiguousMachine, OperatorError } from "./errors.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** A Machine a Drain reaches: a Deploy's API plus the route that changes the Machine's own flags. */
 export type DrainApi = DeployMachineApi & {
-  configureMachine(request: { "accepts_workloads"?: boolean }): Promise<ConfigureMachineResponse>;
+  configureMachine(request: { "accepts_workloads"?: boolean }): Promise<MachineResponse>;
   /** `ployz.machine.pool.v1`: the Provisioned Volume copies in its Pool, which a Drain cannot move. */
   machinePool?: MachineClient["machinePool"];
 };
@@ -189,7 +190,7 @@ export async function drainMachine(
         }))
         .sort((a, b) => a.name.localeCompare(b.name));
     } catch (error) {
-      result.volumesUnknown = error instanceof Error ? error.message : String(error);
+      result.volumesUnknown = messageOf(error);
     }
   }
   for (const name of projects) {
@@ -228,7 +229,7 @@ export async function drainMachine(
         verb: "drain",
       });
     } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error);
+      const detail = messageOf(error);
       receipts?.save(leg, { status: "refused", detail });
       result.projects.push({ project: name, status: "refused", detail });
       continue;

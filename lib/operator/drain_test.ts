@@ -1,6 +1,6 @@
 import assert, { deepEqual, equal } from "node:assert/strict";
 import { deployProject } from "./deploy_flow.ts";
-import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
+import { cluster, compose, FakeBook, FakeMachine, receiptBook, recorder } from "./deploy_test_fake.ts";
 import { checkSomewhereToGo, type DrainLegReceipt, drainMachine, pickDrained } from "./drain.ts";
 import { OperatorError } from "./errors.ts";
 
@@ -78,11 +78,7 @@ Deno.test("a Drain turns workloads off, re-places the Machine's replicated slots
   deepEqual(where(two), ["agent", "web"]);
 
   const both = { handles: [one, two].map((m) => ({ id: m.id, name: m.name, api: m })), omissions: [] };
-  const saved = new Map<string, DrainLegReceipt>();
-  const receipts = {
-    load: (leg: string) => saved.get(leg),
-    save: (leg: string, r: DrainLegReceipt) => saved.set(leg, r),
-  };
+  const receipts = receiptBook<DrainLegReceipt>();
   const result = await drainMachine(both, book, "two", {
     force: false,
     report: () => recorder(),
@@ -93,7 +89,7 @@ Deno.test("a Drain turns workloads off, re-places the Machine's replicated slots
   deepEqual(result.kept, ["shop/agent"]);
   deepEqual(where(two), ["agent"]);
   deepEqual(where(one), ["agent", "web", "web"]);
-  deepEqual([...saved.entries()], [["accept", { status: "succeeded" }], ["deploy shop", {
+  deepEqual([...receipts.legs.entries()], [["accept", { status: "succeeded" }], ["deploy shop", {
     status: "succeeded",
   }]]);
 

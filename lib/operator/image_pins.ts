@@ -19,6 +19,7 @@ import {
 import { CAPABILITIES } from "../rpc/mod.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
 import { OperatorError } from "./errors.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** The credentials of a registry host, or `undefined` to ask anonymously. */
 export type AuthLookup = (host: string) => Promise<RegistryAuth | undefined>;
@@ -44,10 +45,6 @@ interface Held {
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   return typeof code === "string" ? code : "internal";
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The Machine that asks registries: the Entry Machine, or the first one that can. */

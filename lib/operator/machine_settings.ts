@@ -3,10 +3,10 @@
 import { labelKeyProblem, labelValueProblem } from "../deploy/mod.ts";
 import {
   type ConfigureMachineRequest,
-  type ConfigureMachineResponse,
   type ListedMachine,
   type ListMachinesResponse,
   type MachineClient,
+  type MachineResponse,
 } from "../rpc/mod.ts";
 import type { Allocation } from "../store/mod.ts";
 import { ambiguousMachine, OperatorError } from "./errors.ts";
@@ -60,7 +60,7 @@ export async function configureMachine(
   entry: MachineClient,
   wanted: string,
   request: ConfigureMachineRequest,
-): Promise<ConfigureMachineResponse> {
+): Promise<MachineResponse> {
   const { targets, opened } = await listTargets(entry, { machine: wanted });
   try {
     if (targets.length > 1) {

@@ -2,15 +2,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { OperatorError } from "./errors.ts";
 import { credentialsFor } from "./registry_auth.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 async function withConfig(config: unknown, fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-docker-config-" });
-  try {
-    await Deno.writeTextFile(join(dir, "config.json"), JSON.stringify(config));
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-docker-config-");
+  const dir = tmp.path;
+  await Deno.writeTextFile(join(dir, "config.json"), JSON.stringify(config));
+  await fn(dir);
 }
 
 Deno.test("credentialsFor() reads Docker's auths (base64, Hub's key) and prefers a saved login", async () => {

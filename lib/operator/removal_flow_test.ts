@@ -4,7 +4,7 @@ import { deepEqual, equal, ok, rejects } from "node:assert/strict";
 import type { MarkRemovalRequest, MarkRemovalResponse } from "../rpc/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { deployProject } from "./deploy_flow.ts";
-import { cluster, compose, FakeBook, FakeMachine, recorder } from "./deploy_test_fake.ts";
+import { cluster, compose, FakeBook, FakeMachine, receiptBook, recorder } from "./deploy_test_fake.ts";
 import { type RemovalOptions, type RemovalReceipt, removeWithMark } from "./removal_flow.ts";
 
 const SHOP = compose(`name: shop
@@ -155,11 +155,8 @@ Deno.test("--volumes is Data Loss: refused until each volume is named, then carr
 Deno.test("a removal keeps a receipt per leg; a re-run with the same key marks nothing again and finishes", async () => {
   const { one, two, book } = await deployed();
   two.down = new CodedError("unavailable", "no route to Machine two");
-  const saved = new Map<string, RemovalReceipt>();
-  const receipts = {
-    load: (leg: string) => saved.get(leg),
-    save: (leg: string, r: RemovalReceipt) => saved.set(leg, r),
-  };
+  const receipts = receiptBook<RemovalReceipt>();
+  const saved = receipts.legs;
   const first = await removeWithMark(cluster([one, two]), book, { project: "shop" }, {
     ...options(),
     receipts,

@@ -5,7 +5,7 @@
 // restarted, what failed and what was never attempted (docs/bets.md, bet 4: no rollback).
 import type { MachineClient } from "../rpc/mod.ts";
 import { leftDrain } from "../deploy/mod.ts";
-import { CodedError } from "../util/mod.ts";
+import { CodedError, messageOf } from "../util/mod.ts";
 
 /**
  * The slice of Machine RPC a restart needs: stop, start and the health gate; `leaveContainer` (out of every proxy
@@ -93,7 +93,7 @@ export function restartOrder(slots: RestartSlot[]): RestartSlot[] {
 
 function errorOf(error: unknown): { code: string; message: string } {
   if (error instanceof CodedError) return { code: error.code, message: error.message };
-  return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+  return { code: "internal", message: messageOf(error) };
 }
 
 async function leaveFirst(api: RestartApi, id: string, patienceMs: number): Promise<RestartStep["left"]> {

@@ -7,6 +7,7 @@ import {
   type RestartSlot,
   restartSlots,
 } from "./restart.ts";
+import { receiptBook } from "./deploy_test_fake.ts";
 
 /** A Machine that records calls and answers the health gate from a script. */
 function fakeMachine(name: string, log: string[], health: (id: string) => boolean | Error): RestartApi {
@@ -119,11 +120,8 @@ Deno.test("restart: each slot leaves every proxy before its stop, and the step s
 });
 
 Deno.test("restart: a re-run under the same receipts touches only the slots not known restarted", async () => {
-  const book = new Map<string, RestartReceipt>();
-  const receipts = {
-    load: (leg: string) => book.get(leg),
-    save: (leg: string, r: RestartReceipt) => book.set(leg, r),
-  };
+  const receipts = receiptBook<RestartReceipt>();
+  const book = receipts.legs;
   const first: string[] = [];
   const failing = await restartSlots(slots(first, (id) => id !== "c3"), {
     deadlineMs: 1000,

@@ -3,7 +3,7 @@
 // the same command finds the same attempt. It stops at the first Machine that did not verifiably succeed: a
 // failure, a refusal or an unknown (never continue past an unknown). There is no fleet state and no rollback.
 import { CAPABILITIES, type MachineClient, RpcError, type UpgradeAttemptWire } from "../rpc/mod.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** A Machine the sequence upgrades. */
 export interface UpgradeTarget {
@@ -120,10 +120,6 @@ export function commandKey(options: { version?: string; channel?: string }): str
 const CALL_MS = 15_000;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 2_000;
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** True when the call failed to reach the Machine (or timed out), so it may answer again later. */
 function unreachable(error: unknown): boolean {

@@ -3,13 +3,8 @@
 // request key, never continue past an unknown.
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { type MachineClient, RpcError, type UpgradeAttemptWire } from "../rpc/mod.ts";
-import {
-  commandKey,
-  type ReceiptBook,
-  runUpgradeSequence,
-  type UpgradeReceipt,
-  type UpgradeTarget,
-} from "./upgrade_flow.ts";
+import { commandKey, runUpgradeSequence, type UpgradeReceipt, type UpgradeTarget } from "./upgrade_flow.ts";
+import { receiptBook } from "./deploy_test_fake.ts";
 
 const CAPS = ["ployz.machine.upgrade.v1", "ployz.machine.upgrade_status.v1"];
 
@@ -94,14 +89,9 @@ function machine(script: Script, log: string[]): UpgradeTarget {
   };
 }
 
-function book(): ReceiptBook & { legs: Map<string, UpgradeReceipt> } {
-  const legs = new Map<string, UpgradeReceipt>();
-  return { legs, load: (leg) => legs.get(leg), save: (leg, r) => void legs.set(leg, r) };
-}
-
 Deno.test("the sequence follows an attempt across an outage, then stops at the first failure", async () => {
   const log: string[] = [];
-  const receipts = book();
+  const receipts = receiptBook<UpgradeReceipt>();
   const result = await runUpgradeSequence({
     version: "0.2.0",
     targets: [
@@ -134,7 +124,7 @@ Deno.test("the sequence follows an attempt across an outage, then stops at the f
 
 Deno.test("a pending receipt's key is reused; a finished one is not; an unknown stops the sequence", async () => {
   const log: string[] = [];
-  const receipts = book();
+  const receipts = receiptBook<UpgradeReceipt>();
   receipts.save("m1", { "request_key": "old", finished: false });
   receipts.save("m2", { "request_key": "done-key", finished: true, result: "succeeded" });
   const result = await runUpgradeSequence({

@@ -16,6 +16,7 @@ import {
   snapshotName,
   step,
 } from "./volume_run_steps.ts";
+import { messageOf } from "../util/mod.ts";
 
 /**
  * Moves the Writer to `target`. The source Container's spec is read live from the source; the cut Snapshot is named
@@ -151,7 +152,7 @@ async function sourceSpec(
 
 async function undo(r: RunContext, source: LiveCopy, target: LiveCopy, caught: unknown): Promise<never> {
   const { volume } = r;
-  const reason = caught instanceof Error ? caught.message : String(caught);
+  const reason = messageOf(caught);
   r.host.progress(`  before the point of no return: ${reason}; undoing on ${source.machine.name}`);
   try {
     const held = await source.machine.client.volumeContainers({ volume }, {
@@ -166,7 +167,7 @@ async function undo(r: RunContext, source: LiveCopy, target: LiveCopy, caught: u
     throw new OperatorError(
       "unavailable",
       `${reason}; the undo on "${source.machine.name}" failed too (${
-        failed instanceof Error ? failed.message : String(failed)
+        messageOf(failed)
       }). Stopped after the cut: the Volume has no Writer, its data is safe in the cut Snapshot ${
         source.copy.snapshot ?? ""
       } on "${source.machine.name}"; run "ployz volume move ${volume} --to ${target.machine.name}" again once "${source.machine.name}" answers`,

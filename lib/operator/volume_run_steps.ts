@@ -14,7 +14,7 @@ import {
   type SetVolumeCopyResponse,
 } from "../rpc/mod.ts";
 import type { ConfigStore } from "../store/mod.ts";
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 import { OperatorError } from "./errors.ts";
 
 /** A Machine a run may ask. */
@@ -93,7 +93,7 @@ export async function readCopies(
     } catch (error) {
       unreachable.push({
         name: machine.name,
-        reason: error instanceof Error ? error.message : String(error),
+        reason: messageOf(error),
       });
       return;
     }

@@ -42,6 +42,18 @@ export function layoutFromEnv(get: (key: string) => string | undefined): Layout 
   return layout;
 }
 
+/**
+ * The `PLOYZ_*` variables that carry `layout` to a child process, which reads them back with
+ * {@link layoutFromEnv}; with `relocatedOnly`, only the roots that differ from {@link DEFAULT_LAYOUT}.
+ */
+export function layoutEnv(layout: Layout, options: { relocatedOnly?: boolean } = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [field, key] of Object.entries(ENV_KEYS) as [keyof Layout, string][]) {
+    if (options.relocatedOnly !== true || layout[field] !== DEFAULT_LAYOUT[field]) env[key] = layout[field];
+  }
+  return env;
+}
+
 function checkLayoutPath(key: string, value: string): string {
   if (!value.startsWith("/") || value.split("/").includes("..") || /[\0\n]/.test(value)) {
     throw new TypeError(`Cannot use ${key}="${value}": expected an absolute path without ".."`);

@@ -20,10 +20,18 @@ export type {
   PermissionValue,
   ScopedPermission,
 } from "./sets.ts";
-export { DEFAULT_LAYOUT, layoutFromEnv } from "./layout.ts";
+export { DEFAULT_LAYOUT, layoutEnv, layoutFromEnv } from "./layout.ts";
 export type { Layout } from "./layout.ts";
 export { relocate } from "./relocate.ts";
 export { permissionFlags, unionOf } from "./flags.ts";
-export { configFlags, runtimeEnvironment, runtimeFlags } from "./runtime_flags.ts";
+export {
+  configFlags,
+  dropPreload,
+  JEMALLOC_LIBRARIES,
+  jemallocLibrary,
+  runtimeEnvironment,
+  runtimeFlags,
+} from "./runtime_flags.ts";
 export { DAEMON_BUNDLE, daemonEntry } from "./entry.ts";
+export { daemonCommand, type DaemonCommandOptions } from "./launch.ts";
 export { runInWorker } from "./worker.ts";

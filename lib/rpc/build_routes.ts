@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 /** Largest piece of context one `build_upload` call carries, in bytes (before base64). */
 export const MAX_UPLOAD_PIECE = 2 * 1024 * 1024;
@@ -36,11 +36,13 @@ export interface BuildUploadRequest {
 }
 
 /** Strict reader of {@link BuildUploadRequest}. */
-export const BuildUploadRequestSchema: z.ZodType<BuildUploadRequest> = z.object({
-  upload: uploadId,
-  offset: z.number().int().min(0).max(MAX_BUILD_CONTEXT),
-  data: z.string().max(Math.ceil(MAX_UPLOAD_PIECE / 3) * 4),
-});
+export const BuildUploadRequestSchema: z.ZodType<BuildUploadRequest> = z.lazy(() =>
+  z.object({
+    upload: uploadId,
+    offset: z.number().int().min(0).max(MAX_BUILD_CONTEXT),
+    data: z.string().max(Math.ceil(MAX_UPLOAD_PIECE / 3) * 4),
+  })
+);
 
 /** What `ployz.image.build_upload.v1` answers. */
 export interface BuildUploadResponse {
@@ -49,9 +51,11 @@ export interface BuildUploadResponse {
 }
 
 /** Tolerant reader of {@link BuildUploadResponse}. */
-export const BuildUploadResponseSchema: z.ZodType<BuildUploadResponse> = z.looseObject({
-  received: z.number(),
-});
+export const BuildUploadResponseSchema: z.ZodType<BuildUploadResponse> = z.lazy(() =>
+  z.looseObject({
+    received: z.number(),
+  })
+);
 
 /** What `ployz.image.build.v1` asks. */
 export interface BuildRequest {
@@ -89,22 +93,24 @@ export interface BuildRequest {
 }
 
 /** Strict reader of {@link BuildRequest}. */
-export const BuildRequestSchema: z.ZodType<BuildRequest> = z.object({
-  upload: uploadId,
-  bytes: z.number().int().min(0).max(MAX_BUILD_CONTEXT),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  project: label,
-  service: label,
-  digest: z.string().regex(/^[0-9a-f]{64}$/),
-  tags: z.array(imageRef).min(1).max(4),
-  dockerfile: z.string().min(1).max(4096),
-  args: z.record(z.string().max(256), small).refine((r) => Object.keys(r).length <= 256),
-  target: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/).nullable(),
-  labels: z.record(z.string().max(256), small).refine((r) => Object.keys(r).length <= 256),
-  "cache_from": z.array(imageRef).max(16),
-  "no_cache": z.boolean(),
-  "heartbeat_ms": z.number().int().min(500).max(60_000).optional(),
-});
+export const BuildRequestSchema: z.ZodType<BuildRequest> = z.lazy(() =>
+  z.object({
+    upload: uploadId,
+    bytes: z.number().int().min(0).max(MAX_BUILD_CONTEXT),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    project: label,
+    service: label,
+    digest: z.string().regex(/^[0-9a-f]{64}$/),
+    tags: z.array(imageRef).min(1).max(4),
+    dockerfile: z.string().min(1).max(4096),
+    args: z.record(z.string().max(256), small).refine((r) => Object.keys(r).length <= 256),
+    target: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/).nullable(),
+    labels: z.record(z.string().max(256), small).refine((r) => Object.keys(r).length <= 256),
+    "cache_from": z.array(imageRef).max(16),
+    "no_cache": z.boolean(),
+    "heartbeat_ms": z.number().int().min(500).max(60_000).optional(),
+  })
+);
 
 /** One frame of the build stream. */
 export type BuildFrame =
@@ -139,18 +145,19 @@ export function parseBuildFrame(line: string): BuildFrame {
   throw new Error(`unexpected build frame "${line.slice(0, 80)}"`);
 }
 
-/** Route types of the build routes. */
+/** Request and response types of the build routes, by method name. */
 export interface BuildRouteTypes {
-  /** `ployz.image.build_upload.v1`. */
+  /** `ployz.image.build_upload.v1`: sends one piece of a build context to the Machine. */
   buildUpload: [BuildUploadRequest, BuildUploadResponse];
-  /** `ployz.image.build.v1` (an NDJSON stream of {@link BuildFrame}). */
+  /**
+   * `ployz.image.build.v1`: builds an uploaded context; the answer is NDJSON build frames, the last `done` or
+   * `failed`.
+   */
   buildImage: [BuildRequest, ReadableStream<Uint8Array>];
 }
 
 /** The build rows of the catalog. */
-export const BUILD_ROUTES: {
-  [K in keyof BuildRouteTypes]: Route<BuildRouteTypes[K][0], BuildRouteTypes[K][1]>;
-} = {
+export const BUILD_ROUTES: RouteTable<BuildRouteTypes> = Object.freeze({
   buildUpload: route("ployz.image.build_upload.v1", BuildUploadRequestSchema, BuildUploadResponseSchema),
   buildImage: route("ployz.image.build.v1", BuildRequestSchema, "stream"),
-};
+});

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { connectMachine } from "./client.ts";
 import { RpcError } from "./errors.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 async function failure(call: () => Promise<unknown>): Promise<RpcError> {
   try {
@@ -16,28 +17,25 @@ async function failure(call: () => Promise<unknown>): Promise<RpcError> {
 }
 
 Deno.test("a refused connect is no_answer false; a connection dropped after the request is no_answer true", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-no-answer-" });
-  try {
-    using refused = connectMachine({ socketPath: join(dir, "absent.sock") });
-    const before = await failure(() => refused.describeContract());
-    assert.equal(before.code, "unavailable");
-    assert.equal(before.details["no_answer"], false);
+  await using tmp = await tempDir("ployz-no-answer-");
+  const dir = tmp.path;
+  using refused = connectMachine({ socketPath: join(dir, "absent.sock") });
+  const before = await failure(() => refused.describeContract());
+  assert.equal(before.code, "unavailable");
+  assert.equal(before.details["no_answer"], false);
 
-    const path = join(dir, "drop.sock");
-    const listener = Deno.listen({ transport: "unix", path });
-    const served = (async () => {
-      for await (const conn of listener) {
-        await conn.read(new Uint8Array(64 * 1024));
-        conn.close();
-      }
-    })();
-    using dropped = connectMachine({ socketPath: path });
-    const after = await failure(() => dropped.describeContract());
-    assert.equal(after.code, "unavailable");
-    assert.equal(after.details["no_answer"], true);
-    listener.close();
-    await served.catch(() => {});
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const path = join(dir, "drop.sock");
+  const listener = Deno.listen({ transport: "unix", path });
+  const served = (async () => {
+    for await (const conn of listener) {
+      await conn.read(new Uint8Array(64 * 1024));
+      conn.close();
+    }
+  })();
+  using dropped = connectMachine({ socketPath: path });
+  const after = await failure(() => dropped.describeContract());
+  assert.equal(after.code, "unavailable");
+  assert.equal(after.details["no_answer"], true);
+  listener.close();
+  await served.catch(() => {});
 });

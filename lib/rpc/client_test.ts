@@ -5,6 +5,7 @@ import { CAPABILITIES } from "./catalog.ts";
 import { connectMachine } from "./client.ts";
 import { RpcError } from "./errors.ts";
 import { listenUnix } from "./listen.ts";
+import { tempDir } from "../util/testing/mod.ts";
 
 const CONTRACT = {
   "machine_id": "m1",
@@ -54,16 +55,13 @@ Deno.test("connectMachine turns error bodies into RpcError and refuses malformed
 });
 
 Deno.test("connectMachine says which socket it could not reach", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    using client = connectMachine({ socketPath: join(dir, "ployz.sock") });
-    const error = await client.status().catch((e) => e);
-    ok(error instanceof RpcError);
-    equal(error.code, "unavailable");
-    match(error.message, new RegExp(`Cannot reach the Machine RPC socket "${dir}/ployz.sock"`));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir();
+  const dir = tmp.path;
+  using client = connectMachine({ socketPath: join(dir, "ployz.sock") });
+  const error = await client.status().catch((e) => e);
+  ok(error instanceof RpcError);
+  equal(error.code, "unavailable");
+  match(error.message, new RegExp(`Cannot reach the Machine RPC socket "${dir}/ployz.sock"`));
 });
 
 Deno.test("listenUnix serves 0660, replaces a stale socket, refuses a live one, and cleans up", async () => {

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -68,32 +68,34 @@ export interface ObservedContainerWire {
 }
 
 /** Tolerant reader of {@link ObservedContainerWire}. */
-export const ObservedContainerSchema: z.ZodType<ObservedContainerWire> = z.looseObject({
-  id,
-  name: text,
-  project: text,
-  service: text,
-  deployment: text,
-  slot: text,
-  "creation_key": text,
-  "spec_digest": text,
-  image: text,
-  "image_id": text,
-  state: z.string().max(64),
-  health: z.string().max(64),
-  "started_at": maybeText,
-  "exit_code": z.number().int().nullable(),
-  "start_error": maybeText,
-  addresses: z.array(z.string().max(64)).max(64),
-  ports: z.array(z.looseObject({
-    "container_port": z.number().int(),
-    protocol: z.string().max(16),
-    "host_ip": z.string().max(64),
-    "host_port": z.number().int(),
-  })).max(1024),
-  "env_names": z.array(z.string().max(1024)).max(4096),
-  "created_at": maybeText,
-});
+export const ObservedContainerSchema: z.ZodType<ObservedContainerWire> = z.lazy(() =>
+  z.looseObject({
+    id,
+    name: text,
+    project: text,
+    service: text,
+    deployment: text,
+    slot: text,
+    "creation_key": text,
+    "spec_digest": text,
+    image: text,
+    "image_id": text,
+    state: z.string().max(64),
+    health: z.string().max(64),
+    "started_at": maybeText,
+    "exit_code": z.number().int().nullable(),
+    "start_error": maybeText,
+    addresses: z.array(z.string().max(64)).max(64),
+    ports: z.array(z.looseObject({
+      "container_port": z.number().int(),
+      protocol: z.string().max(16),
+      "host_ip": z.string().max(64),
+      "host_port": z.number().int(),
+    })).max(1024),
+    "env_names": z.array(z.string().max(1024)).max(4096),
+    "created_at": maybeText,
+  })
+);
 
 /** What `ployz.container.list.v1` asks: label filters, each optional. */
 export interface ListContainersRequest {
@@ -106,11 +108,13 @@ export interface ListContainersRequest {
 }
 
 /** Reader of {@link ListContainersRequest}; fields it does not know are ignored. */
-export const ListContainersRequestSchema: z.ZodType<ListContainersRequest> = z.object({
-  project: z.string().min(1).max(256).optional(),
-  service: z.string().min(1).max(256).optional(),
-  deployment: z.string().min(1).max(256).optional(),
-});
+export const ListContainersRequestSchema: z.ZodType<ListContainersRequest> = z.lazy(() =>
+  z.object({
+    project: z.string().min(1).max(256).optional(),
+    service: z.string().min(1).max(256).optional(),
+    deployment: z.string().min(1).max(256).optional(),
+  })
+);
 
 /** What `ployz.container.list.v1` answers. */
 export interface ListContainersResponse {
@@ -123,11 +127,13 @@ export interface ListContainersResponse {
 }
 
 /** Tolerant reader of {@link ListContainersResponse}. */
-export const ListContainersResponseSchema: z.ZodType<ListContainersResponse> = z.looseObject({
-  "machine_id": id,
-  "observed_at": text,
-  containers: z.array(ObservedContainerSchema),
-});
+export const ListContainersResponseSchema: z.ZodType<ListContainersResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    "observed_at": text,
+    containers: z.array(ObservedContainerSchema),
+  })
+);
 
 /**
  * The container spec of an ensure: lib/deploy's `ContainerSpec` document (camelCase inside). This layer only
@@ -151,10 +157,12 @@ export interface EnsureContainerRequest<S extends ContainerSpecDocument = Contai
 }
 
 /** Reader of {@link EnsureContainerRequest}; the spec is a Ployz document validated by the daemon. */
-export const EnsureContainerRequestSchema: z.ZodType<EnsureContainerRequest> = z.object({
-  spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
-  start: z.boolean(),
-});
+export const EnsureContainerRequestSchema: z.ZodType<EnsureContainerRequest> = z.lazy(() =>
+  z.object({
+    spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
+    start: z.boolean(),
+  })
+);
 
 /**
  * What `ployz.container.ensure_with_files.v1` asks: an ensure whose spec ships files (Compose secrets, configs,
@@ -169,11 +177,13 @@ export interface EnsureContainerWithFilesRequest<S extends ContainerSpecDocument
 }
 
 /** Reader of {@link EnsureContainerWithFilesRequest}. */
-export const EnsureContainerWithFilesRequestSchema: z.ZodType<EnsureContainerWithFilesRequest> = z.object({
-  spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
-  start: z.boolean(),
-  files: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.string()),
-});
+export const EnsureContainerWithFilesRequestSchema: z.ZodType<EnsureContainerWithFilesRequest> = z.lazy(() =>
+  z.object({
+    spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
+    start: z.boolean(),
+    files: z.record(z.string().regex(/^sha256:[0-9a-f]{64}$/), z.string()),
+  })
+);
 
 /** What `ployz.container.ensure.v1` answers. */
 export interface EnsureContainerResponse {
@@ -186,11 +196,13 @@ export interface EnsureContainerResponse {
 }
 
 /** Tolerant reader of {@link EnsureContainerResponse}. */
-export const EnsureContainerResponseSchema: z.ZodType<EnsureContainerResponse> = z.looseObject({
-  container: ObservedContainerSchema,
-  created: z.boolean(),
-  started: z.boolean(),
-});
+export const EnsureContainerResponseSchema: z.ZodType<EnsureContainerResponse> = z.lazy(() =>
+  z.looseObject({
+    container: ObservedContainerSchema,
+    created: z.boolean(),
+    started: z.boolean(),
+  })
+);
 
 /** A request naming one container by id or name. */
 export interface ContainerRefRequest {
@@ -199,7 +211,7 @@ export interface ContainerRefRequest {
 }
 
 /** Reader of {@link ContainerRefRequest}; fields it does not know are ignored. */
-export const ContainerRefRequestSchema: z.ZodType<ContainerRefRequest> = z.object({ id });
+export const ContainerRefRequestSchema: z.ZodType<ContainerRefRequest> = z.lazy(() => z.object({ id }));
 
 /** What `ployz.container.stop.v1` asks. */
 export interface StopContainerRequest {
@@ -210,10 +222,12 @@ export interface StopContainerRequest {
 }
 
 /** Reader of {@link StopContainerRequest}; fields it does not know are ignored. */
-export const StopContainerRequestSchema: z.ZodType<StopContainerRequest> = z.object({
-  id,
-  "grace_seconds": z.number().int().min(0).max(3600).optional(),
-});
+export const StopContainerRequestSchema: z.ZodType<StopContainerRequest> = z.lazy(() =>
+  z.object({
+    id,
+    "grace_seconds": z.number().int().min(0).max(3600).optional(),
+  })
+);
 
 /** What `ployz.container.leave.v1` asks: take a container out of every proxy before the caller stops it. */
 export interface LeaveContainerRequest {
@@ -224,10 +238,12 @@ export interface LeaveContainerRequest {
 }
 
 /** Reader of {@link LeaveContainerRequest}; fields it does not know are ignored. */
-export const LeaveContainerRequestSchema: z.ZodType<LeaveContainerRequest> = z.object({
-  id,
-  "wait_ms": z.number().int().min(0).max(60_000),
-});
+export const LeaveContainerRequestSchema: z.ZodType<LeaveContainerRequest> = z.lazy(() =>
+  z.object({
+    id,
+    "wait_ms": z.number().int().min(0).max(60_000),
+  })
+);
 
 /** What `ployz.container.leave.v1` answers: this Machine's view of the leave acks when it stopped waiting. */
 export interface LeaveContainerResponse {
@@ -248,15 +264,17 @@ export interface LeaveContainerResponse {
 }
 
 /** Tolerant reader of {@link LeaveContainerResponse}. */
-export const LeaveContainerResponseSchema: z.ZodType<LeaveContainerResponse> = z.looseObject({
-  id: z.string(),
-  live: z.boolean(),
-  acked: z.array(z.string()),
-  missing: z.array(z.string()),
-  "waited_ms": z.number(),
-  "drained_ms": z.number().optional(),
-  "in_flight": z.number().optional(),
-});
+export const LeaveContainerResponseSchema: z.ZodType<LeaveContainerResponse> = z.lazy(() =>
+  z.looseObject({
+    id: z.string(),
+    live: z.boolean(),
+    acked: z.array(z.string()),
+    missing: z.array(z.string()),
+    "waited_ms": z.number(),
+    "drained_ms": z.number().optional(),
+    "in_flight": z.number().optional(),
+  })
+);
 
 /** One container, observed after the call. */
 export interface ContainerResponse {
@@ -265,9 +283,11 @@ export interface ContainerResponse {
 }
 
 /** Tolerant reader of {@link ContainerResponse}. */
-export const ContainerResponseSchema: z.ZodType<ContainerResponse> = z.looseObject({
-  container: ObservedContainerSchema,
-});
+export const ContainerResponseSchema: z.ZodType<ContainerResponse> = z.lazy(() =>
+  z.looseObject({
+    container: ObservedContainerSchema,
+  })
+);
 
 /** What `ployz.container.remove.v1` answers; an absent container is `removed: false`, a success. */
 export interface RemoveContainerResponse {
@@ -278,10 +298,12 @@ export interface RemoveContainerResponse {
 }
 
 /** Tolerant reader of {@link RemoveContainerResponse}. */
-export const RemoveContainerResponseSchema: z.ZodType<RemoveContainerResponse> = z.looseObject({
-  id,
-  removed: z.boolean(),
-});
+export const RemoveContainerResponseSchema: z.ZodType<RemoveContainerResponse> = z.lazy(() =>
+  z.looseObject({
+    id,
+    removed: z.boolean(),
+  })
+);
 
 /** What `ployz.container.wait_healthy.v1` asks. */
 export interface WaitHealthyRequest {
@@ -294,11 +316,13 @@ export interface WaitHealthyRequest {
 }
 
 /** Reader of {@link WaitHealthyRequest}; fields it does not know are ignored. */
-export const WaitHealthyRequestSchema: z.ZodType<WaitHealthyRequest> = z.object({
-  id,
-  "deadline_ms": z.number().int().min(1).max(3_600_000),
-  "monitor_ms": z.number().int().min(0).max(3_600_000),
-});
+export const WaitHealthyRequestSchema: z.ZodType<WaitHealthyRequest> = z.lazy(() =>
+  z.object({
+    id,
+    "deadline_ms": z.number().int().min(1).max(3_600_000),
+    "monitor_ms": z.number().int().min(0).max(3_600_000),
+  })
+);
 
 /** One health probe, output bounded and sanitized. */
 export interface HealthProbeWire {
@@ -347,47 +371,64 @@ export interface WaitHealthyResponse {
 }
 
 /** Tolerant reader of {@link WaitHealthyResponse}. */
-export const WaitHealthyResponseSchema: z.ZodType<WaitHealthyResponse> = z.looseObject({
-  passed: z.boolean(),
-  via: text.optional(),
-  reason: text.optional(),
-  message: text.optional(),
-  "elapsed_ms": z.number().optional(),
-  evidence: z.looseObject({
-    state: z.string().max(64),
-    health: z.string().max(64),
-    "exit_code": z.number().int().nullable(),
-    "oom_killed": z.boolean(),
-    "restart_count": z.number().int(),
-    "started_at": maybeText,
-    "last_error": maybeText,
-    "health_log": z.array(z.looseObject({
+export const WaitHealthyResponseSchema: z.ZodType<WaitHealthyResponse> = z.lazy(() =>
+  z.looseObject({
+    passed: z.boolean(),
+    via: text.optional(),
+    reason: text.optional(),
+    message: text.optional(),
+    "elapsed_ms": z.number().optional(),
+    evidence: z.looseObject({
+      state: z.string().max(64),
+      health: z.string().max(64),
       "exit_code": z.number().int().nullable(),
-      output: text,
-      "ended_at": maybeText,
-    })),
-  }),
-});
+      "oom_killed": z.boolean(),
+      "restart_count": z.number().int(),
+      "started_at": maybeText,
+      "last_error": maybeText,
+      "health_log": z.array(z.looseObject({
+        "exit_code": z.number().int().nullable(),
+        output: text,
+        "ended_at": maybeText,
+      })),
+    }),
+  })
+);
+
+/** Request and response types of the container routes, by method name. */
+export interface ContainerRouteTypes {
+  /** `ployz.container.list.v1`: Ployz-owned containers on the Machine, optionally filtered. */
+  listContainers: [ListContainersRequest, ListContainersResponse];
+  /**
+   * `ployz.container.ensure.v1`: finds the container by creation key, or admits and creates it; optionally
+   * starts it.
+   */
+  ensureContainer: [EnsureContainerRequest, EnsureContainerResponse];
+  /**
+   * `ployz.container.ensure_with_files.v1`: the same, for a spec that ships files, with their content; only
+   * the Machine that runs the slot gets it.
+   */
+  ensureContainerWithFiles: [EnsureContainerWithFilesRequest, EnsureContainerResponse];
+  /** `ployz.container.start.v1`: starts an owned container. */
+  startContainer: [ContainerRefRequest, ContainerResponse];
+  /** `ployz.container.stop.v1`: stops an owned container. */
+  stopContainer: [StopContainerRequest, ContainerResponse];
+  /**
+   * `ployz.container.leave.v1`: takes a container out of every proxy (its Machine marks it leaving) and
+   * waits, bounded, for the acks.
+   */
+  leaveContainer: [LeaveContainerRequest, LeaveContainerResponse];
+  /** `ployz.container.remove.v1`: removes an owned container; an absent one answers `removed: false`. */
+  removeContainer: [ContainerRefRequest, RemoveContainerResponse];
+  /**
+   * `ployz.container.wait_healthy.v1`: runs the health gate on the Machine and returns its verdict and
+   * evidence.
+   */
+  waitHealthy: [WaitHealthyRequest, WaitHealthyResponse];
+}
 
 /** The container routes, by method name. */
-export const CONTAINER_ROUTES: {
-  /** `ployz.container.list.v1`. */
-  readonly listContainers: Route<ListContainersRequest, ListContainersResponse>;
-  /** `ployz.container.ensure.v1`. */
-  readonly ensureContainer: Route<EnsureContainerRequest, EnsureContainerResponse>;
-  /** `ployz.container.ensure_with_files.v1`. */
-  readonly ensureContainerWithFiles: Route<EnsureContainerWithFilesRequest, EnsureContainerResponse>;
-  /** `ployz.container.start.v1`. */
-  readonly startContainer: Route<ContainerRefRequest, ContainerResponse>;
-  /** `ployz.container.stop.v1`. */
-  readonly stopContainer: Route<StopContainerRequest, ContainerResponse>;
-  /** `ployz.container.leave.v1`. */
-  readonly leaveContainer: Route<LeaveContainerRequest, LeaveContainerResponse>;
-  /** `ployz.container.remove.v1`. */
-  readonly removeContainer: Route<ContainerRefRequest, RemoveContainerResponse>;
-  /** `ployz.container.wait_healthy.v1`. */
-  readonly waitHealthy: Route<WaitHealthyRequest, WaitHealthyResponse>;
-} = Object.freeze({
+export const CONTAINER_ROUTES: RouteTable<ContainerRouteTypes> = Object.freeze({
   listContainers: route("ployz.container.list.v1", ListContainersRequestSchema, ListContainersResponseSchema),
   ensureContainer: route(
     "ployz.container.ensure.v1",

@@ -13,18 +13,13 @@ export type RpcErrorCode = ErrorCode;
 /** Every code, for checking what arrives over the wire. */
 export const RPC_ERROR_CODES: readonly RpcErrorCode[] = ERROR_CODES;
 
-/** A refused or failed Machine RPC call. */
+/**
+ * A refused or failed Machine RPC call: `details.capability` names the route, `details.protocol_major` the major
+ * a daemon speaks.
+ */
 export class RpcError extends CodedError {
-  /** Builds an error with a code, a message and optional details: `capability` names the route,
-   * `protocol_major` the major a daemon speaks. */
-  constructor(
-    code: RpcErrorCode,
-    message: string,
-    options: { details?: Record<string, unknown>; cause?: unknown } = {},
-  ) {
-    super(code, message, options);
-    this.name = "RpcError";
-  }
+  /** Names the error. */
+  override name = "RpcError";
 }
 
 /** Whether `value` is one of the known codes. */

@@ -9,7 +9,7 @@
  */
 
 import { z } from "zod";
-import type { Route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 /** Largest stdin chunk one `exec_input` call carries, in bytes (before base64). */
 export const MAX_EXEC_INPUT = 64 * 1024;
@@ -32,13 +32,15 @@ export interface ExecStartRequest {
 }
 
 /** Reader of {@link ExecStartRequest}; fields it does not know are ignored. */
-export const ExecStartRequestSchema: z.ZodType<ExecStartRequest> = z.object({
-  id,
-  cmd: z.array(z.string().max(64 * 1024)).min(1).max(1024),
-  tty: z.boolean(),
-  cols: size.optional(),
-  rows: size.optional(),
-});
+export const ExecStartRequestSchema: z.ZodType<ExecStartRequest> = z.lazy(() =>
+  z.object({
+    id,
+    cmd: z.array(z.string().max(64 * 1024)).min(1).max(1024),
+    tty: z.boolean(),
+    cols: size.optional(),
+    rows: size.optional(),
+  })
+);
 
 /** What `ployz.container.exec.v1` answers. */
 export interface ExecStartResponse {
@@ -49,10 +51,12 @@ export interface ExecStartResponse {
 }
 
 /** Tolerant reader of {@link ExecStartResponse}. */
-export const ExecStartResponseSchema: z.ZodType<ExecStartResponse> = z.looseObject({
-  session: z.string(),
-  container: z.string(),
-});
+export const ExecStartResponseSchema: z.ZodType<ExecStartResponse> = z.lazy(() =>
+  z.looseObject({
+    session: z.string(),
+    container: z.string(),
+  })
+);
 
 /** What `ployz.container.exec_attach.v1` asks. */
 export interface ExecAttachRequest {
@@ -61,7 +65,7 @@ export interface ExecAttachRequest {
 }
 
 /** Reader of {@link ExecAttachRequest}; fields it does not know are ignored. */
-export const ExecAttachRequestSchema: z.ZodType<ExecAttachRequest> = z.object({ session: id });
+export const ExecAttachRequestSchema: z.ZodType<ExecAttachRequest> = z.lazy(() => z.object({ session: id }));
 
 /** What `ployz.container.exec_input.v1` asks: any of stdin bytes, a new terminal size, the end of stdin. */
 export interface ExecInputRequest {
@@ -78,13 +82,15 @@ export interface ExecInputRequest {
 }
 
 /** Reader of {@link ExecInputRequest}; fields it does not know are ignored. */
-export const ExecInputRequestSchema: z.ZodType<ExecInputRequest> = z.object({
-  session: id,
-  data: z.string().max(Math.ceil(MAX_EXEC_INPUT / 3) * 4).optional(),
-  cols: size.optional(),
-  rows: size.optional(),
-  eof: z.boolean().optional(),
-});
+export const ExecInputRequestSchema: z.ZodType<ExecInputRequest> = z.lazy(() =>
+  z.object({
+    session: id,
+    data: z.string().max(Math.ceil(MAX_EXEC_INPUT / 3) * 4).optional(),
+    cols: size.optional(),
+    rows: size.optional(),
+    eof: z.boolean().optional(),
+  })
+);
 
 /** What `ployz.container.exec_input.v1` answers. */
 export interface ExecInputResponse {
@@ -93,7 +99,9 @@ export interface ExecInputResponse {
 }
 
 /** Tolerant reader of {@link ExecInputResponse}. */
-export const ExecInputResponseSchema: z.ZodType<ExecInputResponse> = z.looseObject({ running: z.boolean() });
+export const ExecInputResponseSchema: z.ZodType<ExecInputResponse> = z.lazy(() =>
+  z.looseObject({ running: z.boolean() })
+);
 
 /** One frame of the attach stream. */
 export type ExecFrame =
@@ -112,32 +120,25 @@ export function parseExecFrame(line: string): ExecFrame {
   throw new Error(`unexpected exec frame "${line.slice(0, 80)}"`);
 }
 
-/** Route types of the exec routes. */
+/** Request and response types of the exec routes, by method name. */
 export interface ExecRouteTypes {
-  /** `ployz.container.exec.v1`. */
+  /**
+   * `ployz.container.exec.v1`: starts a command in an owned container (`ployz exec`); answers the session to
+   * attach to.
+   */
   execStart: [ExecStartRequest, ExecStartResponse];
-  /** `ployz.container.exec_attach.v1` (an NDJSON stream of {@link ExecFrame}). */
+  /**
+   * `ployz.container.exec_attach.v1`: the session's output as NDJSON frames, then its exit code; one attach
+   * per session.
+   */
   execAttach: [ExecAttachRequest, ReadableStream<Uint8Array>];
-  /** `ployz.container.exec_input.v1`. */
+  /** `ployz.container.exec_input.v1`: sends stdin bytes, a terminal size or the end of stdin to a session. */
   execInput: [ExecInputRequest, ExecInputResponse];
 }
 
 /** The exec rows of the catalog. */
-export const EXEC_ROUTES: { [K in keyof ExecRouteTypes]: Route<ExecRouteTypes[K][0], ExecRouteTypes[K][1]> } =
-  {
-    execStart: {
-      capability: "ployz.container.exec.v1",
-      request: ExecStartRequestSchema,
-      response: ExecStartResponseSchema,
-    },
-    execAttach: {
-      capability: "ployz.container.exec_attach.v1",
-      request: ExecAttachRequestSchema,
-      response: "stream",
-    },
-    execInput: {
-      capability: "ployz.container.exec_input.v1",
-      request: ExecInputRequestSchema,
-      response: ExecInputResponseSchema,
-    },
-  };
+export const EXEC_ROUTES: RouteTable<ExecRouteTypes> = Object.freeze({
+  execStart: route("ployz.container.exec.v1", ExecStartRequestSchema, ExecStartResponseSchema),
+  execAttach: route("ployz.container.exec_attach.v1", ExecAttachRequestSchema, "stream"),
+  execInput: route("ployz.container.exec_input.v1", ExecInputRequestSchema, ExecInputResponseSchema),
+});

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { CodedError } from "../util/mod.ts";
+import { CodedError, messageOf } from "../util/mod.ts";
 import { RpcError, type RpcErrorCode } from "./errors.ts";
 
 /** Which Machine an outcome is about. */
@@ -77,10 +77,6 @@ export interface FanOutOptions<T = unknown> {
 
 /** The default per-Machine deadline of {@link fanOut}. */
 export const FAN_OUT_DEADLINE_MS = 15_000;
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * Calls `call` on every target that has a client, at once, each bounded by the deadline even when the call ignores

@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const text = z.string().max(4096);
 
@@ -22,9 +22,11 @@ export interface InspectImageRequest {
 }
 
 /** Reader of {@link InspectImageRequest}; fields it does not know are ignored. */
-export const InspectImageRequestSchema: z.ZodType<InspectImageRequest> = z.object({
-  ref: z.string().min(1).max(1024),
-});
+export const InspectImageRequestSchema: z.ZodType<InspectImageRequest> = z.lazy(() =>
+  z.object({
+    ref: z.string().min(1).max(1024),
+  })
+);
 
 /** What `ployz.image.inspect.v1` answers. */
 export interface InspectImageResponse {
@@ -37,11 +39,13 @@ export interface InspectImageResponse {
 }
 
 /** Tolerant reader of {@link InspectImageResponse}. */
-export const InspectImageResponseSchema: z.ZodType<InspectImageResponse> = z.looseObject({
-  present: z.boolean(),
-  id: text.optional(),
-  "repo_digests": z.array(text).max(256).optional(),
-});
+export const InspectImageResponseSchema: z.ZodType<InspectImageResponse> = z.lazy(() =>
+  z.looseObject({
+    present: z.boolean(),
+    id: text.optional(),
+    "repo_digests": z.array(text).max(256).optional(),
+  })
+);
 
 /** Registry credentials for one request: user and password (or token), or an identity token. */
 export interface RegistryAuthField {
@@ -55,12 +59,14 @@ export interface RegistryAuthField {
   serveraddress: string;
 }
 
-const RegistryAuthSchema: z.ZodType<RegistryAuthField> = z.object({
-  username: z.string().max(1024).optional(),
-  password: z.string().max(16_384).optional(),
-  identitytoken: z.string().max(16_384).optional(),
-  serveraddress: z.string().min(1).max(512),
-});
+const RegistryAuthSchema: z.ZodType<RegistryAuthField> = z.lazy(() =>
+  z.object({
+    username: z.string().max(1024).optional(),
+    password: z.string().max(16_384).optional(),
+    identitytoken: z.string().max(16_384).optional(),
+    serveraddress: z.string().min(1).max(512),
+  })
+);
 
 const ref = z.string().min(1).max(1024);
 
@@ -73,10 +79,12 @@ export interface ResolveImageRequest {
 }
 
 /** Reader of {@link ResolveImageRequest}. */
-export const ResolveImageRequestSchema: z.ZodType<ResolveImageRequest> = z.object({
-  ref,
-  auth: RegistryAuthSchema.optional(),
-});
+export const ResolveImageRequestSchema: z.ZodType<ResolveImageRequest> = z.lazy(() =>
+  z.object({
+    ref,
+    auth: RegistryAuthSchema.optional(),
+  })
+);
 
 /** What `ployz.image.resolve.v1` answers. */
 export interface ResolveImageResponse {
@@ -87,10 +95,12 @@ export interface ResolveImageResponse {
 }
 
 /** Tolerant reader of {@link ResolveImageResponse}. */
-export const ResolveImageResponseSchema: z.ZodType<ResolveImageResponse> = z.looseObject({
-  ref,
-  digest: z.string().regex(/^sha256:[a-f0-9]{64}$/),
-});
+export const ResolveImageResponseSchema: z.ZodType<ResolveImageResponse> = z.lazy(() =>
+  z.looseObject({
+    ref,
+    digest: z.string().regex(/^sha256:[a-f0-9]{64}$/),
+  })
+);
 
 /** The longest one `ployz.image.pull.v1` call waits on its task before answering with progress. */
 export const PULL_WAIT_MAX_MS = 30_000;
@@ -106,11 +116,13 @@ export interface PullImageRequest {
 }
 
 /** Reader of {@link PullImageRequest}. */
-export const PullImageRequestSchema: z.ZodType<PullImageRequest> = z.object({
-  ref,
-  auth: RegistryAuthSchema.optional(),
-  "wait_ms": z.number().int().min(0).max(PULL_WAIT_MAX_MS).optional(),
-});
+export const PullImageRequestSchema: z.ZodType<PullImageRequest> = z.lazy(() =>
+  z.object({
+    ref,
+    auth: RegistryAuthSchema.optional(),
+    "wait_ms": z.number().int().min(0).max(PULL_WAIT_MAX_MS).optional(),
+  })
+);
 
 /** What `ployz.image.pull.v1` answers: the task's state and progress. */
 export interface PullImageResponse {
@@ -135,17 +147,19 @@ export interface PullImageResponse {
 }
 
 /** Tolerant reader of {@link PullImageResponse}. */
-export const PullImageResponseSchema: z.ZodType<PullImageResponse> = z.looseObject({
-  "machine_id": z.string().max(256),
-  ref,
-  state: z.enum(["present", "running", "done", "failed"]),
-  layers: z.number().int().nonnegative(),
-  "layers_done": z.number().int().nonnegative(),
-  bytes: z.number().nonnegative(),
-  "bytes_total": z.number().nonnegative(),
-  "duration_ms": z.number().nonnegative(),
-  error: z.looseObject({ code: z.string().max(64), message: text }).optional(),
-});
+export const PullImageResponseSchema: z.ZodType<PullImageResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string().max(256),
+    ref,
+    state: z.enum(["present", "running", "done", "failed"]),
+    layers: z.number().int().nonnegative(),
+    "layers_done": z.number().int().nonnegative(),
+    bytes: z.number().nonnegative(),
+    "bytes_total": z.number().nonnegative(),
+    "duration_ms": z.number().nonnegative(),
+    error: z.looseObject({ code: z.string().max(64), message: text }).optional(),
+  })
+);
 
 /** One image as `ployz.image.list.v1` lists it. */
 export interface ListedImageView {
@@ -165,15 +179,17 @@ export interface ListedImageView {
   "other_containers": number;
 }
 
-const ListedImageSchema: z.ZodType<ListedImageView> = z.looseObject({
-  id: text,
-  tags: z.array(text).max(1024),
-  digests: z.array(text).max(1024),
-  size: z.number().nonnegative(),
-  owned: z.boolean(),
-  "used_by": z.array(text).max(10_000),
-  "other_containers": z.number().int().nonnegative(),
-});
+const ListedImageSchema: z.ZodType<ListedImageView> = z.lazy(() =>
+  z.looseObject({
+    id: text,
+    tags: z.array(text).max(1024),
+    digests: z.array(text).max(1024),
+    size: z.number().nonnegative(),
+    owned: z.boolean(),
+    "used_by": z.array(text).max(10_000),
+    "other_containers": z.number().int().nonnegative(),
+  })
+);
 
 /** What `ployz.image.list.v1` answers. */
 export interface ListImagesResponse {
@@ -184,10 +200,12 @@ export interface ListImagesResponse {
 }
 
 /** Tolerant reader of {@link ListImagesResponse}. */
-export const ListImagesResponseSchema: z.ZodType<ListImagesResponse> = z.looseObject({
-  "machine_id": z.string().max(256),
-  images: z.array(ListedImageSchema).max(100_000),
-});
+export const ListImagesResponseSchema: z.ZodType<ListImagesResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string().max(256),
+    images: z.array(ListedImageSchema).max(100_000),
+  })
+);
 
 /** What `ployz.image.prune.v1` asks. */
 export interface PruneImagesRequest {
@@ -198,10 +216,12 @@ export interface PruneImagesRequest {
 }
 
 /** Reader of {@link PruneImagesRequest}. */
-export const PruneImagesRequestSchema: z.ZodType<PruneImagesRequest> = z.object({
-  "dry_run": z.boolean().optional(),
-  all: z.boolean().optional(),
-});
+export const PruneImagesRequestSchema: z.ZodType<PruneImagesRequest> = z.lazy(() =>
+  z.object({
+    "dry_run": z.boolean().optional(),
+    all: z.boolean().optional(),
+  })
+);
 
 /** What `ployz.image.prune.v1` answers. */
 export interface PruneImagesResponse {
@@ -218,28 +238,40 @@ export interface PruneImagesResponse {
 }
 
 /** Tolerant reader of {@link PruneImagesResponse}. */
-export const PruneImagesResponseSchema: z.ZodType<PruneImagesResponse> = z.looseObject({
-  "machine_id": z.string().max(256),
-  removed: z.array(z.looseObject({ id: text, tags: z.array(text).max(1024), size: z.number().nonnegative() }))
-    .max(100_000),
-  "kept_in_use": z.number().int().nonnegative(),
-  "kept_not_owned": z.number().int().nonnegative(),
-  failed: z.array(z.looseObject({ id: text, message: text })).max(100_000),
-});
+export const PruneImagesResponseSchema: z.ZodType<PruneImagesResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string().max(256),
+    removed: z.array(
+      z.looseObject({ id: text, tags: z.array(text).max(1024), size: z.number().nonnegative() }),
+    )
+      .max(100_000),
+    "kept_in_use": z.number().int().nonnegative(),
+    "kept_not_owned": z.number().int().nonnegative(),
+    failed: z.array(z.looseObject({ id: text, message: text })).max(100_000),
+  })
+);
+
+/** Request and response types of the image routes, by method name. */
+export interface ImageRouteTypes {
+  /** `ployz.image.inspect.v1`: whether an image is on the Machine. */
+  inspectImage: [InspectImageRequest, InspectImageResponse];
+  /**
+   * `ployz.image.resolve.v1`: the digest the registry serves for a tag, asked through the Machine's Docker.
+   */
+  resolveImage: [ResolveImageRequest, ResolveImageResponse];
+  /**
+   * `ployz.image.pull.v1`: starts or joins the Machine's pull of a pinned reference; answers with its
+   * progress.
+   */
+  pullImage: [PullImageRequest, PullImageResponse];
+  /** `ployz.image.list.v1`: the Machine's images. */
+  listImages: [EmptyRequest, ListImagesResponse];
+  /** `ployz.image.prune.v1`: removes images Ployz pulled that no container uses. */
+  pruneImages: [PruneImagesRequest, PruneImagesResponse];
+}
 
 /** The image routes, by method name. */
-export const IMAGE_ROUTES: {
-  /** `ployz.image.inspect.v1`. */
-  readonly inspectImage: Route<InspectImageRequest, InspectImageResponse>;
-  /** `ployz.image.resolve.v1`. */
-  readonly resolveImage: Route<ResolveImageRequest, ResolveImageResponse>;
-  /** `ployz.image.pull.v1`. */
-  readonly pullImage: Route<PullImageRequest, PullImageResponse>;
-  /** `ployz.image.list.v1`. */
-  readonly listImages: Route<EmptyRequest, ListImagesResponse>;
-  /** `ployz.image.prune.v1`. */
-  readonly pruneImages: Route<PruneImagesRequest, PruneImagesResponse>;
-} = Object.freeze({
+export const IMAGE_ROUTES: RouteTable<ImageRouteTypes> = Object.freeze({
   inspectImage: route("ployz.image.inspect.v1", InspectImageRequestSchema, InspectImageResponseSchema),
   resolveImage: route("ployz.image.resolve.v1", ResolveImageRequestSchema, ResolveImageResponseSchema),
   pullImage: route("ployz.image.pull.v1", PullImageRequestSchema, PullImageResponseSchema),

@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -27,13 +27,15 @@ export interface DescribeContractResponse {
 }
 
 /** Tolerant reader of {@link DescribeContractResponse}. */
-export const DescribeContractResponseSchema: z.ZodType<DescribeContractResponse> = z.looseObject({
-  "machine_id": id,
-  "machine_name": text,
-  "protocol_major": z.number().int(),
-  "daemon_version": text,
-  capabilities: z.array(z.string().max(256)).max(4096),
-});
+export const DescribeContractResponseSchema: z.ZodType<DescribeContractResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    "machine_name": text,
+    "protocol_major": z.number().int(),
+    "daemon_version": text,
+    capabilities: z.array(z.string().max(256)).max(4096),
+  })
+);
 
 /** A Machine's lifecycle phase: `uninitialized` or `participating` today; newer daemons may add phases. */
 export type MachinePhase = "uninitialized" | "participating" | (string & Record<never, never>);
@@ -69,21 +71,23 @@ export interface MachineRecord {
 }
 
 /** Tolerant reader of {@link MachineRecord}. */
-export const MachineRecordSchema: z.ZodType<MachineRecord> = z.looseObject({
-  id,
-  name: text,
-  phase: z.string().max(64),
-  "cluster_id": id.optional(),
-  "cluster_name": text.optional(),
-  subnet: z.string().max(64).optional(),
-  "public_key": z.string().max(128).optional(),
-  "signing_key": z.string().max(128).optional(),
-  "accepts_ingress": z.boolean().optional(),
-  "accepts_workloads": z.boolean().optional(),
-  labels: z.record(z.string().max(128), z.string().max(256)).optional(),
-  "accepts_builds": z.boolean().optional(),
-  "docker_network": z.string().max(128).optional(),
-});
+export const MachineRecordSchema: z.ZodType<MachineRecord> = z.lazy(() =>
+  z.looseObject({
+    id,
+    name: text,
+    phase: z.string().max(64),
+    "cluster_id": id.optional(),
+    "cluster_name": text.optional(),
+    subnet: z.string().max(64).optional(),
+    "public_key": z.string().max(128).optional(),
+    "signing_key": z.string().max(128).optional(),
+    "accepts_ingress": z.boolean().optional(),
+    "accepts_workloads": z.boolean().optional(),
+    labels: z.record(z.string().max(128), z.string().max(256)).optional(),
+    "accepts_builds": z.boolean().optional(),
+    "docker_network": z.string().max(128).optional(),
+  })
+);
 
 /** What `ployz.machine.init.v1` asks. */
 export interface InitRequest {
@@ -96,20 +100,24 @@ export interface InitRequest {
 }
 
 /** Reader of {@link InitRequest}; fields it does not know are ignored. */
-export const InitRequestSchema: z.ZodType<InitRequest> = z.object({
-  "cluster_name": z.string().min(1).max(128).optional(),
-  "machine_name": z.string().min(1).max(128).optional(),
-  subnet: z.string().min(1).max(64).optional(),
-});
+export const InitRequestSchema: z.ZodType<InitRequest> = z.lazy(() =>
+  z.object({
+    "cluster_name": z.string().min(1).max(128).optional(),
+    "machine_name": z.string().min(1).max(128).optional(),
+    subnet: z.string().min(1).max(64).optional(),
+  })
+);
 
-/** What `ployz.machine.init.v1` answers. */
-export interface InitResponse {
+/** What `ployz.machine.init.v1` and `ployz.machine.configure.v1` answer: the record after the change. */
+export interface MachineResponse {
   /** The Machine record after the call. */
   machine: MachineRecord;
 }
 
-/** Tolerant reader of {@link InitResponse}. */
-export const InitResponseSchema: z.ZodType<InitResponse> = z.looseObject({ machine: MachineRecordSchema });
+/** Tolerant reader of {@link MachineResponse}. */
+export const MachineResponseSchema: z.ZodType<MachineResponse> = z.lazy(() =>
+  z.looseObject({ machine: MachineRecordSchema })
+);
 
 /** Whether the Machine's Docker answered. */
 export interface DockerStatus {
@@ -142,16 +150,18 @@ export interface ObserveStatus {
 }
 
 /** Tolerant reader of {@link StatusResponse}. */
-export const StatusResponseSchema: z.ZodType<StatusResponse> = z.looseObject({
-  machine: MachineRecordSchema,
-  docker: z.looseObject({
-    reachable: z.boolean(),
-    "server_version": text.optional(),
-    error: text.optional(),
-  }),
-  "observed_at": text,
-  observe: z.looseObject({ running: z.boolean(), error: text.optional() }).optional(),
-});
+export const StatusResponseSchema: z.ZodType<StatusResponse> = z.lazy(() =>
+  z.looseObject({
+    machine: MachineRecordSchema,
+    docker: z.looseObject({
+      reachable: z.boolean(),
+      "server_version": text.optional(),
+      error: text.optional(),
+    }),
+    "observed_at": text,
+    observe: z.looseObject({ running: z.boolean(), error: text.optional() }).optional(),
+  })
+);
 
 /**
  * What `ployz.machine.configure.v1` asks: changes to the Machine's own Labels and acceptance flags, which it
@@ -171,46 +181,43 @@ export interface ConfigureMachineRequest {
 }
 
 /** Reader of {@link ConfigureMachineRequest}; the daemon checks each key and value itself. */
-export const ConfigureMachineRequestSchema: z.ZodType<ConfigureMachineRequest> = z.object({
-  "set_labels": z.record(z.string().max(1024), z.string().max(4096)).optional(),
-  "remove_labels": z.array(z.string().max(1024)).max(256).optional(),
-  "accepts_workloads": z.boolean().optional(),
-  "accepts_ingress": z.boolean().optional(),
-  "accepts_builds": z.boolean().optional(),
-});
+export const ConfigureMachineRequestSchema: z.ZodType<ConfigureMachineRequest> = z.lazy(() =>
+  z.object({
+    "set_labels": z.record(z.string().max(1024), z.string().max(4096)).optional(),
+    "remove_labels": z.array(z.string().max(1024)).max(256).optional(),
+    "accepts_workloads": z.boolean().optional(),
+    "accepts_ingress": z.boolean().optional(),
+    "accepts_builds": z.boolean().optional(),
+  })
+);
 
-/** What `ployz.machine.configure.v1` answers: the record after the change. */
-export interface ConfigureMachineResponse {
-  /** The Machine record after the call. */
-  machine: MachineRecord;
+/** Request and response types of the machine routes, by method name. */
+export interface MachineRouteTypes {
+  /**
+   * `ployz.machine.describe_contract.v1`: what the Machine serves: its id, name, protocol major, daemon
+   * version and capabilities.
+   */
+  describeContract: [EmptyRequest, DescribeContractResponse];
+  /** `ployz.machine.init.v1`: founds a Cluster on this Machine; idempotent for the same Cluster. */
+  init: [InitRequest, MachineResponse];
+  /** `ployz.machine.status.v1`: the local Machine record and whether its Docker answers. */
+  status: [EmptyRequest, StatusResponse];
+  /** `ployz.machine.configure.v1`: asks the Machine to change its own Labels and acceptance flags. */
+  configureMachine: [ConfigureMachineRequest, MachineResponse];
 }
 
-/** Tolerant reader of {@link ConfigureMachineResponse}. */
-export const ConfigureMachineResponseSchema: z.ZodType<ConfigureMachineResponse> = z.looseObject({
-  machine: MachineRecordSchema,
-});
-
 /** The Machine routes, by method name. */
-export const MACHINE_ROUTES: {
-  /** `ployz.machine.describe_contract.v1`. */
-  readonly describeContract: Route<EmptyRequest, DescribeContractResponse>;
-  /** `ployz.machine.init.v1`. */
-  readonly init: Route<InitRequest, InitResponse>;
-  /** `ployz.machine.status.v1`. */
-  readonly status: Route<EmptyRequest, StatusResponse>;
-  /** `ployz.machine.configure.v1`: the Machine sets its own Labels and acceptance flags. */
-  readonly configureMachine: Route<ConfigureMachineRequest, ConfigureMachineResponse>;
-} = Object.freeze({
+export const MACHINE_ROUTES: RouteTable<MachineRouteTypes> = Object.freeze({
   describeContract: route(
     "ployz.machine.describe_contract.v1",
     EmptyRequestSchema,
     DescribeContractResponseSchema,
   ),
-  init: route("ployz.machine.init.v1", InitRequestSchema, InitResponseSchema),
+  init: route("ployz.machine.init.v1", InitRequestSchema, MachineResponseSchema),
   status: route("ployz.machine.status.v1", EmptyRequestSchema, StatusResponseSchema),
   configureMachine: route(
     "ployz.machine.configure.v1",
     ConfigureMachineRequestSchema,
-    ConfigureMachineResponseSchema,
+    MachineResponseSchema,
   ),
 });

@@ -8,7 +8,7 @@
 
 import { z } from "zod";
 import { type MachineRecord, MachineRecordSchema } from "./machine_routes.ts";
-import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const text = z.string().max(4096);
 const id = z.string().min(1).max(256);
@@ -88,36 +88,38 @@ export interface RemovedWire {
 }
 
 /** Tolerant reader of {@link ListMachinesResponse}. */
-export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.looseObject({
-  observer: z.looseObject({ "machine_id": id, "machine_name": text }),
-  "observed_at": text,
-  machines: z.array(z.looseObject({
-    id,
-    name: text,
-    subnet: z.string().max(64).optional(),
-    endpoints: z.array(z.string().max(256)).max(64).default([]),
-    phase: z.string().max(64).optional(),
-    "public_key": z.string().max(128).optional(),
-    "signing_key": z.string().max(128).optional(),
-    labels: z.record(z.string().max(128), z.string().max(256)).optional(),
-    "accepts_workloads": z.boolean().optional(),
-    "accepts_ingress": z.boolean().optional(),
-    membership: z.string().max(32),
-    self: z.boolean().optional(),
-    "last_handshake_at": text.optional(),
-    "last_store_traffic_at": text.optional(),
-    "last_received_at": text.optional(),
-    "refused_changes": z.number().int().min(0).optional(),
-  })).max(65536),
-  "mesh_error": text.optional(),
-  members: z.array(z.looseObject({ id, "signing_key": key })).max(65536).optional(),
-  removed: z.looseObject({
-    by: text,
-    "by_name": text.optional(),
-    at: text.optional(),
-    "noticed_at": text.optional(),
-  }).optional(),
-});
+export const ListMachinesResponseSchema: z.ZodType<ListMachinesResponse> = z.lazy(() =>
+  z.looseObject({
+    observer: z.looseObject({ "machine_id": id, "machine_name": text }),
+    "observed_at": text,
+    machines: z.array(z.looseObject({
+      id,
+      name: text,
+      subnet: z.string().max(64).optional(),
+      endpoints: z.array(z.string().max(256)).max(64).default([]),
+      phase: z.string().max(64).optional(),
+      "public_key": z.string().max(128).optional(),
+      "signing_key": z.string().max(128).optional(),
+      labels: z.record(z.string().max(128), z.string().max(256)).optional(),
+      "accepts_workloads": z.boolean().optional(),
+      "accepts_ingress": z.boolean().optional(),
+      membership: z.string().max(32),
+      self: z.boolean().optional(),
+      "last_handshake_at": text.optional(),
+      "last_store_traffic_at": text.optional(),
+      "last_received_at": text.optional(),
+      "refused_changes": z.number().int().min(0).optional(),
+    })).max(65536),
+    "mesh_error": text.optional(),
+    members: z.array(z.looseObject({ id, "signing_key": key })).max(65536).optional(),
+    removed: z.looseObject({
+      by: text,
+      "by_name": text.optional(),
+      at: text.optional(),
+      "noticed_at": text.optional(),
+    }).optional(),
+  })
+);
 
 /** One peer a joiner starts from: the Entry Machine's own row. */
 export interface JoinPeer {
@@ -158,20 +160,22 @@ export interface JoinMember {
 }
 
 /** Reader of {@link JoinRequest}; fields it does not know are ignored. */
-export const JoinRequestSchema: z.ZodType<JoinRequest> = z.object({
-  "cluster_id": z.string().min(1).max(128),
-  "cluster_name": z.string().min(1).max(128),
-  subnet,
-  "machine_name": z.string().min(1).max(128).optional(),
-  peers: z.array(z.object({
-    id,
-    name: z.string().min(1).max(256).optional(),
-    "public_key": key,
-    endpoints: z.array(endpoint).max(64),
+export const JoinRequestSchema: z.ZodType<JoinRequest> = z.lazy(() =>
+  z.object({
+    "cluster_id": z.string().min(1).max(128),
+    "cluster_name": z.string().min(1).max(128),
     subnet,
-  })).min(1).max(16),
-  members: z.array(z.object({ id, "signing_key": key })).max(65536).optional(),
-});
+    "machine_name": z.string().min(1).max(128).optional(),
+    peers: z.array(z.object({
+      id,
+      name: z.string().min(1).max(256).optional(),
+      "public_key": key,
+      endpoints: z.array(endpoint).max(64),
+      subnet,
+    })).min(1).max(16),
+    members: z.array(z.object({ id, "signing_key": key })).max(65536).optional(),
+  })
+);
 
 /** What `ployz.machine.join.v1` answers: the record now (phase `joining` until caught up) and its endpoints. */
 export interface JoinResponse {
@@ -182,10 +186,12 @@ export interface JoinResponse {
 }
 
 /** Tolerant reader of {@link JoinResponse}. */
-export const JoinResponseSchema: z.ZodType<JoinResponse> = z.looseObject({
-  machine: MachineRecordSchema,
-  endpoints: z.array(z.string().max(256)).max(64).default([]),
-});
+export const JoinResponseSchema: z.ZodType<JoinResponse> = z.lazy(() =>
+  z.looseObject({
+    machine: MachineRecordSchema,
+    endpoints: z.array(z.string().max(256)).max(64).default([]),
+  })
+);
 
 /** What `ployz.machine.admit_peer.v1` asks of the Entry Machine: accept a joiner's handshakes before its row arrives. */
 export interface AdmitPeerRequest {
@@ -202,13 +208,15 @@ export interface AdmitPeerRequest {
 }
 
 /** Reader of {@link AdmitPeerRequest}; fields it does not know are ignored. */
-export const AdmitPeerRequestSchema: z.ZodType<AdmitPeerRequest> = z.object({
-  "machine_id": id,
-  "public_key": key,
-  subnet,
-  endpoints: z.array(endpoint).max(64).optional(),
-  "signing_key": key.optional(),
-});
+export const AdmitPeerRequestSchema: z.ZodType<AdmitPeerRequest> = z.lazy(() =>
+  z.object({
+    "machine_id": id,
+    "public_key": key,
+    subnet,
+    endpoints: z.array(endpoint).max(64).optional(),
+    "signing_key": key.optional(),
+  })
+);
 
 /** What `ployz.machine.admit_peer.v1` answers. */
 export interface AdmitPeerResponse {
@@ -221,11 +229,13 @@ export interface AdmitPeerResponse {
 }
 
 /** Tolerant reader of {@link AdmitPeerResponse}. */
-export const AdmitPeerResponseSchema: z.ZodType<AdmitPeerResponse> = z.looseObject({
-  "machine_id": id,
-  configured: z.boolean(),
-  error: text.optional(),
-});
+export const AdmitPeerResponseSchema: z.ZodType<AdmitPeerResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    configured: z.boolean(),
+    error: text.optional(),
+  })
+);
 
 /** What `ployz.machine.leave.v1` asks: this Machine leaves its Cluster. */
 export interface LeaveRequest {
@@ -234,9 +244,11 @@ export interface LeaveRequest {
 }
 
 /** Reader of {@link LeaveRequest}; fields it does not know are ignored. */
-export const LeaveRequestSchema: z.ZodType<LeaveRequest> = z.object({
-  "confirm_data_loss": z.string().min(1).max(256).optional(),
-});
+export const LeaveRequestSchema: z.ZodType<LeaveRequest> = z.lazy(() =>
+  z.object({
+    "confirm_data_loss": z.string().min(1).max(256).optional(),
+  })
+);
 
 /** What `ployz.machine.leave.v1` answers: what was done, and which peers confirmed they hold the tombstone. */
 export interface LeaveResponse {
@@ -253,13 +265,15 @@ export interface LeaveResponse {
 }
 
 /** Tolerant reader of {@link LeaveResponse}. */
-export const LeaveResponseSchema: z.ZodType<LeaveResponse> = z.looseObject({
-  "machine_id": id,
-  "removed_containers": z.array(text).default([]),
-  "tombstone_delivered_to": z.array(id).default([]),
-  "tombstone_not_delivered_to": z.array(id).default([]),
-  "interface_removed": z.boolean().default(false),
-});
+export const LeaveResponseSchema: z.ZodType<LeaveResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    "removed_containers": z.array(text).default([]),
+    "tombstone_delivered_to": z.array(id).default([]),
+    "tombstone_not_delivered_to": z.array(id).default([]),
+    "interface_removed": z.boolean().default(false),
+  })
+);
 
 /**
  * What `ployz.machine.retire.v1` asks the Entry Machine: mark a gone Machine retired in the Cluster's store (it
@@ -275,10 +289,12 @@ export interface RetireMachineRequest {
 }
 
 /** Reader of {@link RetireMachineRequest}. */
-export const RetireMachineRequestSchema: z.ZodType<RetireMachineRequest> = z.object({
-  "machine_id": id,
-  "confirm_data_loss": z.string().min(1).max(256).optional(),
-});
+export const RetireMachineRequestSchema: z.ZodType<RetireMachineRequest> = z.lazy(() =>
+  z.object({
+    "machine_id": id,
+    "confirm_data_loss": z.string().min(1).max(256).optional(),
+  })
+);
 
 /** What `ployz.machine.retire.v1` answers: what the retired Machine held, as the store said. */
 export interface RetireMachineResponse {
@@ -299,29 +315,45 @@ export interface RetireMachineResponse {
 }
 
 /** Tolerant reader of {@link RetireMachineResponse}. */
-export const RetireMachineResponseSchema: z.ZodType<RetireMachineResponse> = z.looseObject({
-  "machine_id": id,
-  name: text,
-  subnet: z.string().max(64).optional(),
-  containers: z.array(text).max(65536).default([]),
-  volumes: z.array(text).max(65536).default([]),
-  "retired_by": id,
-  observed: z.string().max(2048).optional(),
-});
+export const RetireMachineResponseSchema: z.ZodType<RetireMachineResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    name: text,
+    subnet: z.string().max(64).optional(),
+    containers: z.array(text).max(65536).default([]),
+    volumes: z.array(text).max(65536).default([]),
+    "retired_by": id,
+    observed: z.string().max(2048).optional(),
+  })
+);
+
+/** Request and response types of the membership routes, by method name. */
+export interface MembershipRouteTypes {
+  /**
+   * `ployz.machine.list.v1`: every Machine row the Machine holds, with its own membership judgement of each.
+   */
+  listMachines: [EmptyRequest, ListMachinesResponse];
+  /**
+   * `ployz.machine.join.v1`: asks an uninitialized Machine to join a Cluster; it answers at once, in phase
+   * `joining`.
+   */
+  joinMachine: [JoinRequest, JoinResponse];
+  /**
+   * `ployz.machine.admit_peer.v1`: asks the Entry Machine to accept a joiner's WireGuard handshakes before
+   * the joiner's row arrives.
+   */
+  admitPeer: [AdmitPeerRequest, AdmitPeerResponse];
+  /**
+   * `ployz.machine.leave.v1`: asks the Machine to leave its Cluster: it tombstones its own row and removes
+   * its interface.
+   */
+  leaveMachine: [LeaveRequest, LeaveResponse];
+  /** `ployz.machine.retire.v1`: asks the Machine to mark a gone Machine retired in the Cluster's store. */
+  retireMachine: [RetireMachineRequest, RetireMachineResponse];
+}
 
 /** The membership routes, by method name. */
-export const MEMBERSHIP_ROUTES: {
-  /** `ployz.machine.list.v1`: every Machine row with the observer's membership judgement. */
-  readonly listMachines: Route<EmptyRequest, ListMachinesResponse>;
-  /** `ployz.machine.join.v1`: an uninitialized Machine joins a Cluster. */
-  readonly joinMachine: Route<JoinRequest, JoinResponse>;
-  /** `ployz.machine.admit_peer.v1`: the Entry Machine accepts a joiner's handshakes before its row arrives. */
-  readonly admitPeer: Route<AdmitPeerRequest, AdmitPeerResponse>;
-  /** `ployz.machine.leave.v1`: the Machine tombstones its own row and leaves the mesh. */
-  readonly leaveMachine: Route<LeaveRequest, LeaveResponse>;
-  /** `ployz.machine.retire.v1`: the Machine marks a gone Machine retired in the Cluster's store. */
-  readonly retireMachine: Route<RetireMachineRequest, RetireMachineResponse>;
-} = Object.freeze({
+export const MEMBERSHIP_ROUTES: RouteTable<MembershipRouteTypes> = Object.freeze({
   listMachines: route("ployz.machine.list.v1", EmptyRequestSchema, ListMachinesResponseSchema),
   joinMachine: route("ployz.machine.join.v1", JoinRequestSchema, JoinResponseSchema),
   admitPeer: route("ployz.machine.admit_peer.v1", AdmitPeerRequestSchema, AdmitPeerResponseSchema),

@@ -3,6 +3,7 @@
 // this client does not know; both sides keep working. Unknown routes are still refused by capability, and a known
 // field of the wrong type is still refused naming it.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { containerSpec, observedOf } from "../deploy/testing/mod.ts";
 import type { RpcHandlers } from "./app.ts";
 import { CAPABILITIES, CATALOG } from "./catalog.ts";
 import { connectMachine, type MachineClient } from "./client.ts";
@@ -21,27 +22,10 @@ const CONTRACT = {
 
 const NOW = "2026-01-01T00:00:00.000Z";
 
-const CONTAINER: ObservedContainerWire = {
-  id: "c1",
-  name: "shop-web-0",
-  project: "shop",
-  service: "web",
-  deployment: "d1",
-  slot: "0",
-  "creation_key": "ck1",
-  "spec_digest": "sd1",
-  image: "busybox",
-  "image_id": "sha256:1",
-  state: "running",
-  health: "none",
-  "started_at": null,
-  "exit_code": null,
-  "start_error": null,
-  addresses: [],
-  ports: [],
-  "env_names": [],
-  "created_at": null,
-};
+const CONTAINER: ObservedContainerWire = observedOf(
+  containerSpec({ name: "shop-web-0", creationKey: "ck1", deployment: "d1", slot: "0", image: "busybox" }),
+  { id: "c1", "spec_digest": "sd1", "image_id": "sha256:1" },
+);
 
 /** A daemon of `handlers` on a unix socket in a fresh directory, and a client of this release attached to it. */
 async function serve(

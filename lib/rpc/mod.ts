@@ -21,6 +21,7 @@ export { CAPABILITIES, PROTOCOL_MAJOR, type RouteName, type RouteTypes } from ".
 export type {
   ContainerRefRequest,
   ContainerResponse,
+  ContainerRouteTypes,
   ContainerSpecDocument,
   EnsureContainerRequest,
   EnsureContainerResponse,
@@ -39,6 +40,7 @@ export type {
   WaitHealthyResponse,
 } from "./container_routes.ts";
 export type {
+  ImageRouteTypes,
   InspectImageRequest,
   InspectImageResponse,
   ListedImageView,
@@ -53,13 +55,13 @@ export type {
 } from "./image_routes.ts";
 export type {
   ConfigureMachineRequest,
-  ConfigureMachineResponse,
   DescribeContractResponse,
   DockerStatus,
   InitRequest,
-  InitResponse,
   MachinePhase,
   MachineRecord,
+  MachineResponse,
+  MachineRouteTypes,
   ObserveStatus,
   StatusResponse,
 } from "./machine_routes.ts";
@@ -74,6 +76,7 @@ export type {
   LeaveResponse,
   ListedMachine,
   ListMachinesResponse,
+  MembershipRouteTypes,
   MembershipWire,
   RemovedWire,
   RetireMachineRequest,
@@ -93,6 +96,7 @@ export type {
   VolumeContainersResponse,
   VolumeContainerWire,
   VolumeCopyWire,
+  VolumeRouteTypes,
 } from "./volume_routes.ts";
 export { isCopyWire } from "./volume_routes.ts";
 export type {
@@ -100,6 +104,7 @@ export type {
   UpgradeMachineRequest,
   UpgradeMachineResponse,
   UpgradeReadyWire,
+  UpgradeRouteTypes,
   UpgradeStatusRequest,
   UpgradeStatusResponse,
 } from "./upgrade_routes.ts";
@@ -115,6 +120,7 @@ export {
   type MetricPointWire,
   type MetricSeriesWire,
   type MetricValueWire,
+  type ObserveRouteTypes,
   readTailFrame,
   type TailFrame,
   type TailLogsRequest,
@@ -157,10 +163,18 @@ export type {
   PointerStatusResponse,
   PointerWire,
   RemovalWire,
+  ServingRouteTypes,
   SetPointerRequest,
   SetPointerResponse,
 } from "./serving_routes.ts";
-export { type CallOptions, connectMachine, type ConnectOptions, type MachineClient } from "./client.ts";
+export {
+  type CallOptions,
+  type ClientMethod,
+  connectMachine,
+  type ConnectOptions,
+  type MachineClient,
+  type RouteMethods,
+} from "./client.ts";
 export { viaEntry, type ViaEntryOptions } from "./via_entry.ts";
 export {
   type ExportImageRequest,
@@ -170,6 +184,7 @@ export {
   PEER_PULL_MAX_MS,
   type PullFromPeerRequest,
   type PullFromPeerResponse,
+  type RoutingRouteTypes,
   VIA_PREFIX,
 } from "./routing_routes.ts";
 export {

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { sleep } from "../util/mod.ts";
+import { messageOf, sleep } from "../util/mod.ts";
 
 /** The greeting the bridge sends first. */
 export const MUX_HELLO = "ployz-mux/1";
@@ -320,8 +320,4 @@ export function muxSession(
       return { readable, writable, reset };
     },
   };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -10,7 +10,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 const label = z.string().min(1).max(256);
 /** Nanoseconds since the epoch as a decimal string, or an RFC 3339 time. */
@@ -28,12 +28,14 @@ export interface LogSelectorWire {
   container?: string;
 }
 
-const LogSelectorSchema: z.ZodType<LogSelectorWire> = z.object({
-  project: label.optional(),
-  service: label.optional(),
-  deployment: label.optional(),
-  container: z.string().min(1).max(128).optional(),
-});
+const LogSelectorSchema: z.ZodType<LogSelectorWire> = z.lazy(() =>
+  z.object({
+    project: label.optional(),
+    service: label.optional(),
+    deployment: label.optional(),
+    container: z.string().min(1).max(128).optional(),
+  })
+);
 
 /** The most lines one LogHistory answer carries. */
 export const MAX_LOG_LINES = 10_000;
@@ -53,13 +55,15 @@ export interface LogHistoryRequest {
 }
 
 /** Reader of {@link LogHistoryRequest}; fields it does not know are ignored. */
-export const LogHistoryRequestSchema: z.ZodType<LogHistoryRequest> = z.object({
-  selector: LogSelectorSchema,
-  since: time,
-  until: time.optional(),
-  grep: z.string().max(1024).optional(),
-  limit: z.number().int().min(1).max(MAX_LOG_LINES),
-});
+export const LogHistoryRequestSchema: z.ZodType<LogHistoryRequest> = z.lazy(() =>
+  z.object({
+    selector: LogSelectorSchema,
+    since: time,
+    until: time.optional(),
+    grep: z.string().max(1024).optional(),
+    limit: z.number().int().min(1).max(MAX_LOG_LINES),
+  })
+);
 
 /** One line of container output on the wire. */
 export interface LogLineWire {
@@ -87,19 +91,21 @@ export interface LogLineWire {
   partial?: boolean;
 }
 
-const LogLineSchema: z.ZodType<LogLineWire> = z.looseObject({
-  "machine_id": z.string(),
-  "machine_name": z.string().optional(),
-  "container_id": z.string(),
-  "container_name": z.string().optional(),
-  project: z.string().optional(),
-  service: z.string(),
-  deployment: z.string(),
-  stream: z.string(),
-  "time_nano": z.string().regex(/^\d{1,20}$/),
-  text: z.string(),
-  partial: z.boolean().optional(),
-});
+const LogLineSchema: z.ZodType<LogLineWire> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string(),
+    "machine_name": z.string().optional(),
+    "container_id": z.string(),
+    "container_name": z.string().optional(),
+    project: z.string().optional(),
+    service: z.string(),
+    deployment: z.string(),
+    stream: z.string(),
+    "time_nano": z.string().regex(/^\d{1,20}$/),
+    text: z.string(),
+    partial: z.boolean().optional(),
+  })
+);
 
 /** What `ployz.observe.log_history.v1` answers: one Machine's stored output. */
 export interface LogHistoryResponse {
@@ -116,13 +122,15 @@ export interface LogHistoryResponse {
 }
 
 /** Tolerant reader of {@link LogHistoryResponse}. */
-export const LogHistoryResponseSchema: z.ZodType<LogHistoryResponse> = z.looseObject({
-  "machine_id": z.string(),
-  "machine_name": z.string(),
-  lines: z.array(LogLineSchema).max(MAX_LOG_LINES),
-  truncated: z.boolean(),
-  notes: z.array(z.string()).default([]),
-});
+export const LogHistoryResponseSchema: z.ZodType<LogHistoryResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string(),
+    "machine_name": z.string(),
+    lines: z.array(LogLineSchema).max(MAX_LOG_LINES),
+    truncated: z.boolean(),
+    notes: z.array(z.string()).default([]),
+  })
+);
 
 /** What `ployz.observe.tail_logs.v1` asks. */
 export interface TailLogsRequest {
@@ -139,13 +147,15 @@ export interface TailLogsRequest {
 }
 
 /** Reader of {@link TailLogsRequest}; fields it does not know are ignored. */
-export const TailLogsRequestSchema: z.ZodType<TailLogsRequest> = z.object({
-  selector: LogSelectorSchema,
-  since: time.optional(),
-  backlog: z.number().int().min(0).max(MAX_LOG_LINES).optional(),
-  grep: z.string().max(1024).optional(),
-  heartbeat: z.boolean().optional(),
-});
+export const TailLogsRequestSchema: z.ZodType<TailLogsRequest> = z.lazy(() =>
+  z.object({
+    selector: LogSelectorSchema,
+    since: time.optional(),
+    backlog: z.number().int().min(0).max(MAX_LOG_LINES).optional(),
+    grep: z.string().max(1024).optional(),
+    heartbeat: z.boolean().optional(),
+  })
+);
 
 /** One TailLogs frame: a line, a note, or (opted in) a heartbeat. */
 export type TailFrame =
@@ -188,15 +198,17 @@ export interface MetricHistoryRequest {
 }
 
 /** Reader of {@link MetricHistoryRequest}; fields it does not know are ignored. */
-export const MetricHistoryRequestSchema: z.ZodType<MetricHistoryRequest> = z.object({
-  project: label.optional(),
-  service: label.optional(),
-  deployment: label.optional(),
-  machine: z.literal(true).optional(),
-  since: time,
-  until: time.optional(),
-  step: z.number().int().min(1).max(90 * 24 * 3600).optional(),
-});
+export const MetricHistoryRequestSchema: z.ZodType<MetricHistoryRequest> = z.lazy(() =>
+  z.object({
+    project: label.optional(),
+    service: label.optional(),
+    deployment: label.optional(),
+    machine: z.literal(true).optional(),
+    since: time,
+    until: time.optional(),
+    step: z.number().int().min(1).max(90 * 24 * 3600).optional(),
+  })
+);
 
 /** A metric's value in a point: `{avg, max}` for a gauge, `{sum}` for a delta, or `{gap}` naming why it is absent. */
 export type MetricValueWire = { avg: number; max: number } | { sum: number } | { gap: string };
@@ -281,57 +293,72 @@ export interface MetricHistoryResponse {
   markers: MetricMarkerWire[];
 }
 
-const MetricValueSchema: z.ZodType<MetricValueWire> = z.union([
-  z.looseObject({ avg: z.number(), max: z.number() }),
-  z.looseObject({ sum: z.number() }),
-  z.looseObject({ gap: z.string() }),
-]);
+const MetricValueSchema: z.ZodType<MetricValueWire> = z.lazy(() =>
+  z.union([
+    z.looseObject({ avg: z.number(), max: z.number() }),
+    z.looseObject({ sum: z.number() }),
+    z.looseObject({ gap: z.string() }),
+  ])
+);
 
 /** Tolerant reader of {@link MetricHistoryResponse}. */
-export const MetricHistoryResponseSchema: z.ZodType<MetricHistoryResponse> = z.looseObject({
-  "machine_id": z.string(),
-  "machine_name": z.string(),
-  source: z.string(),
-  "since_ms": z.number(),
-  "until_ms": z.number(),
-  "step_ms": z.number(),
-  "sample_ms": z.number(),
-  series: z.array(z.looseObject({
-    scope: z.string(),
+export const MetricHistoryResponseSchema: z.ZodType<MetricHistoryResponse> = z.lazy(() =>
+  z.looseObject({
     "machine_id": z.string(),
-    project: z.string(),
-    service: z.string(),
-    deployment: z.string(),
-    containers: z.array(z.string()),
-    metrics: z.array(z.string()),
-    points: z.array(z.looseObject({
-      "time_ms": z.number(),
-      rounds: z.number(),
-      samples: z.number(),
-      values: z.record(z.string(), MetricValueSchema),
-      gaps: z.record(z.string(), z.record(z.string(), z.number())),
-      markers: z.record(z.string(), z.number()),
+    "machine_name": z.string(),
+    source: z.string(),
+    "since_ms": z.number(),
+    "until_ms": z.number(),
+    "step_ms": z.number(),
+    "sample_ms": z.number(),
+    series: z.array(z.looseObject({
+      scope: z.string(),
+      "machine_id": z.string(),
+      project: z.string(),
+      service: z.string(),
+      deployment: z.string(),
+      containers: z.array(z.string()),
+      metrics: z.array(z.string()),
+      points: z.array(z.looseObject({
+        "time_ms": z.number(),
+        rounds: z.number(),
+        samples: z.number(),
+        values: z.record(z.string(), MetricValueSchema),
+        gaps: z.record(z.string(), z.record(z.string(), z.number())),
+        markers: z.record(z.string(), z.number()),
+      })),
     })),
-  })),
-  markers: z.array(z.looseObject({
-    "time_ms": z.number(),
-    "at_ms": z.number(),
-    kind: z.string(),
-    "container_id": z.string(),
-    "container_name": z.string(),
-    project: z.string(),
-    service: z.string(),
-    deployment: z.string(),
-    detail: z.string(),
-  })),
-});
+    markers: z.array(z.looseObject({
+      "time_ms": z.number(),
+      "at_ms": z.number(),
+      kind: z.string(),
+      "container_id": z.string(),
+      "container_name": z.string(),
+      project: z.string(),
+      service: z.string(),
+      deployment: z.string(),
+      detail: z.string(),
+    })),
+  })
+);
+
+/** Request and response types of the observe routes, by method name. */
+export interface ObserveRouteTypes {
+  /** `ployz.observe.log_history.v1`: the Machine's stored container output for a selector and window. */
+  logHistory: [LogHistoryRequest, LogHistoryResponse];
+  /**
+   * `ployz.observe.tail_logs.v1`: the Machine's container output as it is stored, as NDJSON frames, until
+   * `options.signal` aborts.
+   */
+  tailLogs: [TailLogsRequest, ReadableStream<Uint8Array>];
+  /**
+   * `ployz.observe.metric_history.v1`: the Machine's metric history for a Service, a Deployment or itself.
+   */
+  metricHistory: [MetricHistoryRequest, MetricHistoryResponse];
+}
 
 /** The observe rows, spread into the catalog. */
-export const OBSERVE_ROUTES: {
-  readonly logHistory: Route<LogHistoryRequest, LogHistoryResponse>;
-  readonly tailLogs: Route<TailLogsRequest, ReadableStream<Uint8Array>>;
-  readonly metricHistory: Route<MetricHistoryRequest, MetricHistoryResponse>;
-} = Object.freeze({
+export const OBSERVE_ROUTES: RouteTable<ObserveRouteTypes> = Object.freeze({
   logHistory: route("ployz.observe.log_history.v1", LogHistoryRequestSchema, LogHistoryResponseSchema),
   tailLogs: route("ployz.observe.tail_logs.v1", TailLogsRequestSchema, "stream"),
   metricHistory: route(

@@ -20,7 +20,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 const id = z.string().min(1).max(256);
 const ref = z.string().min(1).max(512);
@@ -51,11 +51,13 @@ export interface ForwardRequest {
 }
 
 /** Reader of {@link ForwardRequest}; fields it does not know are ignored. */
-export const ForwardRequestSchema: z.ZodType<ForwardRequest> = z.object({
-  "machine_id": id,
-  capability: z.string().min(1).max(256),
-  body: z.record(z.string(), z.unknown()).optional(),
-});
+export const ForwardRequestSchema: z.ZodType<ForwardRequest> = z.lazy(() =>
+  z.object({
+    "machine_id": id,
+    capability: z.string().min(1).max(256),
+    body: z.record(z.string(), z.unknown()).optional(),
+  })
+);
 
 /** What `ployz.image.export.v1` asks: one image the Machine has. */
 export interface ExportImageRequest {
@@ -64,7 +66,7 @@ export interface ExportImageRequest {
 }
 
 /** Reader of {@link ExportImageRequest}; fields it does not know are ignored. */
-export const ExportImageRequestSchema: z.ZodType<ExportImageRequest> = z.object({ ref });
+export const ExportImageRequestSchema: z.ZodType<ExportImageRequest> = z.lazy(() => z.object({ ref }));
 
 /** The longest a pull from a peer may take, and its default. */
 export const PEER_PULL_MAX_MS = 30 * 60_000;
@@ -82,11 +84,13 @@ export interface PullFromPeerRequest {
 }
 
 /** Reader of {@link PullFromPeerRequest}; fields it does not know are ignored. */
-export const PullFromPeerRequestSchema: z.ZodType<PullFromPeerRequest> = z.object({
-  ref,
-  "from_machine_id": id,
-  "timeout_ms": z.number().int().min(1_000).max(PEER_PULL_MAX_MS).optional(),
-});
+export const PullFromPeerRequestSchema: z.ZodType<PullFromPeerRequest> = z.lazy(() =>
+  z.object({
+    ref,
+    "from_machine_id": id,
+    "timeout_ms": z.number().int().min(1_000).max(PEER_PULL_MAX_MS).optional(),
+  })
+);
 
 /** What `ployz.image.pull_from_peer.v1` answers. Readers keep fields they do not know. */
 export interface PullFromPeerResponse {
@@ -107,22 +111,35 @@ export interface PullFromPeerResponse {
 }
 
 /** Tolerant reader of {@link PullFromPeerResponse}. */
-export const PullFromPeerResponseSchema: z.ZodType<PullFromPeerResponse> = z.looseObject({
-  "machine_id": id,
-  ref,
-  "from_machine_id": id,
-  transferred: z.boolean(),
-  bytes: z.number().nonnegative(),
-  "duration_ms": z.number().nonnegative(),
-  loaded: z.array(z.string().max(1024)).max(1024).default([]),
-});
+export const PullFromPeerResponseSchema: z.ZodType<PullFromPeerResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": id,
+    ref,
+    "from_machine_id": id,
+    transferred: z.boolean(),
+    bytes: z.number().nonnegative(),
+    "duration_ms": z.number().nonnegative(),
+    loaded: z.array(z.string().max(1024)).max(1024).default([]),
+  })
+);
+
+/** Request and response types of the routing routes, by method name. */
+export interface RoutingRouteTypes {
+  /**
+   * `ployz.machine.forward.v1`: the Entry Machine relays one call to another Machine (the target's answer).
+   */
+  forward: [ForwardRequest, ReadableStream<Uint8Array>];
+  /** `ployz.image.export.v1`: `docker save` of an image the Machine has, as a tar stream. */
+  exportImage: [ExportImageRequest, ReadableStream<Uint8Array>];
+  /**
+   * `ployz.image.pull_from_peer.v1`: asks the Machine to fetch an image from a peer Machine over the mesh and
+   * load it.
+   */
+  pullImageFromPeer: [PullFromPeerRequest, PullFromPeerResponse];
+}
 
 /** The routing and image rows of the catalog. */
-export const ROUTING_ROUTES: {
-  readonly forward: Route<ForwardRequest, ReadableStream<Uint8Array>>;
-  readonly exportImage: Route<ExportImageRequest, ReadableStream<Uint8Array>>;
-  readonly pullImageFromPeer: Route<PullFromPeerRequest, PullFromPeerResponse>;
-} = Object.freeze({
+export const ROUTING_ROUTES: RouteTable<RoutingRouteTypes> = Object.freeze({
   forward: route("ployz.machine.forward.v1", ForwardRequestSchema, "stream"),
   exportImage: route("ployz.image.export.v1", ExportImageRequestSchema, "stream"),
   pullImageFromPeer: route(

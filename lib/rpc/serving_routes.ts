@@ -7,7 +7,7 @@
  */
 
 import { z } from "zod";
-import { type EmptyRequest, EmptyRequestSchema, type Route, route } from "./route.ts";
+import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const name = z.string().min(1).max(256);
 const id = z.string().min(1).max(128);
@@ -23,11 +23,13 @@ export interface SetPointerRequest {
 }
 
 /** Reader of {@link SetPointerRequest}; fields it does not know are ignored. */
-export const SetPointerRequestSchema: z.ZodType<SetPointerRequest> = z.object({
-  project: name,
-  service: name,
-  deployment: id,
-});
+export const SetPointerRequestSchema: z.ZodType<SetPointerRequest> = z.lazy(() =>
+  z.object({
+    project: name,
+    service: name,
+    deployment: id,
+  })
+);
 
 /** A Serving Pointer on the wire. */
 export interface PointerWire {
@@ -41,12 +43,14 @@ export interface PointerWire {
   version?: number;
 }
 
-const PointerWireSchema: z.ZodType<PointerWire> = z.looseObject({
-  project: z.string(),
-  service: z.string(),
-  deployment: z.string(),
-  version: z.number().optional(),
-});
+const PointerWireSchema: z.ZodType<PointerWire> = z.lazy(() =>
+  z.looseObject({
+    project: z.string(),
+    service: z.string(),
+    deployment: z.string(),
+    version: z.number().optional(),
+  })
+);
 
 /** What `ployz.serving.set_pointer.v1` answers. */
 export interface SetPointerResponse {
@@ -57,10 +61,12 @@ export interface SetPointerResponse {
 }
 
 /** Tolerant reader of {@link SetPointerResponse}. */
-export const SetPointerResponseSchema: z.ZodType<SetPointerResponse> = z.looseObject({
-  pointer: PointerWireSchema,
-  previous: PointerWireSchema.optional(),
-});
+export const SetPointerResponseSchema: z.ZodType<SetPointerResponse> = z.lazy(() =>
+  z.looseObject({
+    pointer: PointerWireSchema,
+    previous: PointerWireSchema.optional(),
+  })
+);
 
 /** What `ployz.serving.pointer_status.v1` asks. */
 export interface PointerStatusRequest {
@@ -71,10 +77,12 @@ export interface PointerStatusRequest {
 }
 
 /** Reader of {@link PointerStatusRequest}; fields it does not know are ignored. */
-export const PointerStatusRequestSchema: z.ZodType<PointerStatusRequest> = z.object({
-  project: name,
-  service: name,
-});
+export const PointerStatusRequestSchema: z.ZodType<PointerStatusRequest> = z.lazy(() =>
+  z.object({
+    project: name,
+    service: name,
+  })
+);
 
 /** What `ployz.serving.pointer_status.v1` answers: this Machine's observation, never the Cluster's truth. */
 export interface PointerStatusResponse {
@@ -87,16 +95,18 @@ export interface PointerStatusResponse {
 }
 
 /** Tolerant reader of {@link PointerStatusResponse}. */
-export const PointerStatusResponseSchema: z.ZodType<PointerStatusResponse> = z.looseObject({
-  pointer: PointerWireSchema.optional(),
-  acks: z.array(z.looseObject({
-    "machine_id": z.string(),
-    deployment: z.string(),
-    version: z.number().optional(),
-    "acked_at": z.string().optional(),
-  })),
-  missing: z.array(z.string()),
-});
+export const PointerStatusResponseSchema: z.ZodType<PointerStatusResponse> = z.lazy(() =>
+  z.looseObject({
+    pointer: PointerWireSchema.optional(),
+    acks: z.array(z.looseObject({
+      "machine_id": z.string(),
+      deployment: z.string(),
+      version: z.number().optional(),
+      "acked_at": z.string().optional(),
+    })),
+    missing: z.array(z.string()),
+  })
+);
 
 /** A removal mark on the wire. */
 export interface RemovalWire {
@@ -118,15 +128,17 @@ export interface RemovalWire {
   volumes?: string[];
 }
 
-const RemovalWireSchema: z.ZodType<RemovalWire> = z.looseObject({
-  project: z.string(),
-  service: z.string(),
-  id: z.string(),
-  deployments: z.array(z.string()),
-  state: z.string(),
-  "created_at": z.string().optional(),
-  "ack_from": z.array(z.string()).optional(),
-});
+const RemovalWireSchema: z.ZodType<RemovalWire> = z.lazy(() =>
+  z.looseObject({
+    project: z.string(),
+    service: z.string(),
+    id: z.string(),
+    deployments: z.array(z.string()),
+    state: z.string(),
+    "created_at": z.string().optional(),
+    "ack_from": z.array(z.string()).optional(),
+  })
+);
 
 /** What `ployz.removal.mark.v1` asks: mark a Project (or one Service) removed, or cancel its mark. */
 export interface MarkRemovalRequest {
@@ -147,15 +159,17 @@ export interface MarkRemovalRequest {
 }
 
 /** Reader of {@link MarkRemovalRequest}; fields it does not know are ignored. */
-export const MarkRemovalRequestSchema: z.ZodType<MarkRemovalRequest> = z.object({
-  project: name,
-  service: name.optional(),
-  id,
-  deployments: z.array(id).max(1024),
-  state: z.enum(["active", "cancelled"]),
-  "ack_from": z.array(id).max(1024).optional(),
-  volumes: z.array(name).max(256).optional(),
-});
+export const MarkRemovalRequestSchema: z.ZodType<MarkRemovalRequest> = z.lazy(() =>
+  z.object({
+    project: name,
+    service: name.optional(),
+    id,
+    deployments: z.array(id).max(1024),
+    state: z.enum(["active", "cancelled"]),
+    "ack_from": z.array(id).max(1024).optional(),
+    volumes: z.array(name).max(256).optional(),
+  })
+);
 
 /** What `ployz.removal.mark.v1` answers. */
 export interface MarkRemovalResponse {
@@ -166,10 +180,12 @@ export interface MarkRemovalResponse {
 }
 
 /** Tolerant reader of {@link MarkRemovalResponse}. */
-export const MarkRemovalResponseSchema: z.ZodType<MarkRemovalResponse> = z.looseObject({
-  removal: RemovalWireSchema,
-  previous: RemovalWireSchema.optional(),
-});
+export const MarkRemovalResponseSchema: z.ZodType<MarkRemovalResponse> = z.lazy(() =>
+  z.looseObject({
+    removal: RemovalWireSchema,
+    previous: RemovalWireSchema.optional(),
+  })
+);
 
 /** What `ployz.removal.list.v1` asks. */
 export interface ListRemovalsRequest {
@@ -178,9 +194,11 @@ export interface ListRemovalsRequest {
 }
 
 /** Reader of {@link ListRemovalsRequest}. */
-export const ListRemovalsRequestSchema: z.ZodType<ListRemovalsRequest> = z.object({
-  project: name.optional(),
-});
+export const ListRemovalsRequestSchema: z.ZodType<ListRemovalsRequest> = z.lazy(() =>
+  z.object({
+    project: name.optional(),
+  })
+);
 
 /** What `ployz.removal.list.v1` answers: this Machine's copy of the marks and their progress. */
 export interface ListRemovalsResponse {
@@ -195,22 +213,24 @@ export interface ListRemovalsResponse {
 }
 
 /** Tolerant reader of {@link ListRemovalsResponse}. */
-export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.looseObject({
-  removals: z.array(z.looseObject({
-    removal: RemovalWireSchema,
-    acked: z.array(z.string()),
-    remaining: z.array(z.looseObject({
-      "machine_id": z.string(),
-      id: z.string(),
-      name: z.string(),
-      state: z.string(),
+export const ListRemovalsResponseSchema: z.ZodType<ListRemovalsResponse> = z.lazy(() =>
+  z.looseObject({
+    removals: z.array(z.looseObject({
+      removal: RemovalWireSchema,
+      acked: z.array(z.string()),
+      remaining: z.array(z.looseObject({
+        "machine_id": z.string(),
+        id: z.string(),
+        name: z.string(),
+        state: z.string(),
+      })),
+      "volume_errors": z.array(z.looseObject({ "machine_id": z.string(), error: z.string().max(1024) })).max(
+        4096,
+      )
+        .optional(),
     })),
-    "volume_errors": z.array(z.looseObject({ "machine_id": z.string(), error: z.string().max(1024) })).max(
-      4096,
-    )
-      .optional(),
-  })),
-});
+  })
+);
 
 /** One certificate as `ployz cert ls` shows it, on the wire: everything but the key. */
 export interface CertificateWire {
@@ -243,20 +263,22 @@ export interface CertificateWire {
   "last_error_at"?: string;
 }
 
-const CertificateWireSchema: z.ZodType<CertificateWire> = z.looseObject({
-  hostname: z.string(),
-  source: z.string(),
-  servable: z.boolean(),
-  problem: z.string().optional(),
-  issuer: z.string().optional(),
-  serial: z.string().optional(),
-  "not_after": z.string().optional(),
-  "renewed_at": z.string().optional(),
-  "renewed_by": z.string().optional(),
-  "renew_requested_at": z.string().optional(),
-  "last_error": z.string().optional(),
-  "last_error_at": z.string().optional(),
-});
+const CertificateWireSchema: z.ZodType<CertificateWire> = z.lazy(() =>
+  z.looseObject({
+    hostname: z.string(),
+    source: z.string(),
+    servable: z.boolean(),
+    problem: z.string().optional(),
+    issuer: z.string().optional(),
+    serial: z.string().optional(),
+    "not_after": z.string().optional(),
+    "renewed_at": z.string().optional(),
+    "renewed_by": z.string().optional(),
+    "renew_requested_at": z.string().optional(),
+    "last_error": z.string().optional(),
+    "last_error_at": z.string().optional(),
+  })
+);
 
 /** What `ployz.serving.certificates.v1` answers: this Machine's copy of the `certificates` rows. */
 export interface CertificatesResponse {
@@ -265,9 +287,11 @@ export interface CertificatesResponse {
 }
 
 /** Tolerant reader of {@link CertificatesResponse}. */
-export const CertificatesResponseSchema: z.ZodType<CertificatesResponse> = z.looseObject({
-  certificates: z.array(CertificateWireSchema),
-});
+export const CertificatesResponseSchema: z.ZodType<CertificatesResponse> = z.lazy(() =>
+  z.looseObject({
+    certificates: z.array(CertificateWireSchema),
+  })
+);
 
 /** What the certificate routes that name one hostname ask. */
 export interface CertificateRequest {
@@ -276,9 +300,11 @@ export interface CertificateRequest {
 }
 
 /** Reader of {@link CertificateRequest}. */
-export const CertificateRequestSchema: z.ZodType<CertificateRequest> = z.object({
-  hostname: z.string().min(1).max(253),
-});
+export const CertificateRequestSchema: z.ZodType<CertificateRequest> = z.lazy(() =>
+  z.object({
+    hostname: z.string().min(1).max(253),
+  })
+);
 
 /** What `ployz.serving.certificate_add.v1` asks: an operator's certificate chain and key, PEM. */
 export interface AddCertificateRequest {
@@ -291,11 +317,13 @@ export interface AddCertificateRequest {
 }
 
 /** Reader of {@link AddCertificateRequest}. */
-export const AddCertificateRequestSchema: z.ZodType<AddCertificateRequest> = z.object({
-  hostname: z.string().min(1).max(253),
-  pem: z.string().min(1).max(65_536),
-  key: z.string().min(1).max(16_384),
-});
+export const AddCertificateRequestSchema: z.ZodType<AddCertificateRequest> = z.lazy(() =>
+  z.object({
+    hostname: z.string().min(1).max(253),
+    pem: z.string().min(1).max(65_536),
+    key: z.string().min(1).max(16_384),
+  })
+);
 
 /** What the certificate routes that change one row answer. */
 export interface CertificateResponse {
@@ -306,10 +334,12 @@ export interface CertificateResponse {
 }
 
 /** Tolerant reader of {@link CertificateResponse}. */
-export const CertificateResponseSchema: z.ZodType<CertificateResponse> = z.looseObject({
-  certificate: CertificateWireSchema.optional(),
-  removed: z.boolean().optional(),
-});
+export const CertificateResponseSchema: z.ZodType<CertificateResponse> = z.lazy(() =>
+  z.looseObject({
+    certificate: CertificateWireSchema.optional(),
+    removed: z.boolean().optional(),
+  })
+);
 
 /** What `ployz.serving.certificate_root.v1` answers: the Cluster's internal root certificate, never its key. */
 export interface ClusterRootWire {
@@ -328,22 +358,19 @@ export interface ClusterRootWire {
 }
 
 /** Tolerant reader of {@link ClusterRootWire}. */
-export const ClusterRootWireSchema: z.ZodType<ClusterRootWire> = z.looseObject({
-  pem: z.string().max(65_536),
-  fingerprint: z.string().max(256),
-  subject: z.string().max(1024),
-  "not_after": z.string().max(64),
-  "created_by": z.string().max(256).optional(),
-  "created_at": z.string().max(64).optional(),
-});
+export const ClusterRootWireSchema: z.ZodType<ClusterRootWire> = z.lazy(() =>
+  z.looseObject({
+    pem: z.string().max(65_536),
+    fingerprint: z.string().max(256),
+    subject: z.string().max(1024),
+    "not_after": z.string().max(64),
+    "created_by": z.string().max(256).optional(),
+    "created_at": z.string().max(64).optional(),
+  })
+);
 
 /** What `ployz.serving.ingress_status.v1` asks: nothing. */
-export type IngressStatusRequest = Record<string, never>;
-
-/** Reader of {@link IngressStatusRequest}; fields it does not know are ignored. */
-export const IngressStatusRequestSchema: z.ZodType<IngressStatusRequest> = z.object({}) as z.ZodType<
-  IngressStatusRequest
->;
+export type IngressStatusRequest = EmptyRequest;
 
 /** What `ployz.serving.ingress_status.v1` answers: what this Machine's Ingress Proxy serves, as last loaded. */
 export interface IngressStatusResponse {
@@ -354,25 +381,50 @@ export interface IngressStatusResponse {
 }
 
 /** Tolerant reader of {@link IngressStatusResponse}. */
-export const IngressStatusResponseSchema: z.ZodType<IngressStatusResponse> = z.looseObject({
-  "proxy_id": z.string().nullable(),
-  routed: z.array(z.string()),
-});
+export const IngressStatusResponseSchema: z.ZodType<IngressStatusResponse> = z.lazy(() =>
+  z.looseObject({
+    "proxy_id": z.string().nullable(),
+    routed: z.array(z.string()),
+  })
+);
+
+/** Request and response types of the serving routes, by method name. */
+export interface ServingRouteTypes {
+  /**
+   * `ployz.serving.set_pointer.v1`: moves a Service's Serving Pointer to a Deployment (a name-keyed, last-
+   * writer-wins row).
+   */
+  setPointer: [SetPointerRequest, SetPointerResponse];
+  /** `ployz.serving.pointer_status.v1`: a Serving Pointer and this Machine's view of its acks. */
+  pointerStatus: [PointerStatusRequest, PointerStatusResponse];
+  /** `ployz.removal.mark.v1`: marks a Project or Service removed, or cancels its mark. */
+  markRemoval: [MarkRemovalRequest, MarkRemovalResponse];
+  /** `ployz.removal.list.v1`: removal marks and this Machine's view of their progress. */
+  listRemovals: [ListRemovalsRequest, ListRemovalsResponse];
+  /** `ployz.serving.certificates.v1`: the certificate rows this Machine holds, without keys. */
+  listCertificates: [EmptyRequest, CertificatesResponse];
+  /** `ployz.serving.certificate_renew.v1`: asks for a renewal of an ACME certificate. */
+  renewCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_add.v1`: adds an operator's certificate and key for a hostname. */
+  addCertificate: [AddCertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_remove.v1`: removes a hostname's certificate row. */
+  removeCertificate: [CertificateRequest, CertificateResponse];
+  /**
+   * `ployz.serving.certificate_internal.v1`: serves a hostname from the Cluster's internal root (made first
+   * when there is none), issuing now.
+   */
+  addInternalCertificate: [CertificateRequest, CertificateResponse];
+  /** `ployz.serving.certificate_root.v1`: the Cluster's internal root certificate, without its key. */
+  clusterRoot: [EmptyRequest, ClusterRootWire];
+  /**
+   * `ployz.serving.ingress_status.v1`: what this Machine's Ingress Proxy serves, as its serving loop last
+   * loaded it.
+   */
+  ingressStatus: [IngressStatusRequest, IngressStatusResponse];
+}
 
 /** The serving rows, to be spread into the catalog. */
-export const SERVING_ROUTES: {
-  readonly setPointer: Route<SetPointerRequest, SetPointerResponse>;
-  readonly pointerStatus: Route<PointerStatusRequest, PointerStatusResponse>;
-  readonly markRemoval: Route<MarkRemovalRequest, MarkRemovalResponse>;
-  readonly listRemovals: Route<ListRemovalsRequest, ListRemovalsResponse>;
-  readonly listCertificates: Route<EmptyRequest, CertificatesResponse>;
-  readonly renewCertificate: Route<CertificateRequest, CertificateResponse>;
-  readonly addCertificate: Route<AddCertificateRequest, CertificateResponse>;
-  readonly removeCertificate: Route<CertificateRequest, CertificateResponse>;
-  readonly addInternalCertificate: Route<CertificateRequest, CertificateResponse>;
-  readonly clusterRoot: Route<EmptyRequest, ClusterRootWire>;
-  readonly ingressStatus: Route<IngressStatusRequest, IngressStatusResponse>;
-} = Object.freeze({
+export const SERVING_ROUTES: RouteTable<ServingRouteTypes> = Object.freeze({
   setPointer: route("ployz.serving.set_pointer.v1", SetPointerRequestSchema, SetPointerResponseSchema),
   pointerStatus: route(
     "ployz.serving.pointer_status.v1",
@@ -405,7 +457,7 @@ export const SERVING_ROUTES: {
   clusterRoot: route("ployz.serving.certificate_root.v1", EmptyRequestSchema, ClusterRootWireSchema),
   ingressStatus: route(
     "ployz.serving.ingress_status.v1",
-    IngressStatusRequestSchema,
+    EmptyRequestSchema,
     IngressStatusResponseSchema,
   ),
 });

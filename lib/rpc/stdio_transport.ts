@@ -13,6 +13,7 @@
 
 import { RpcError } from "./errors.ts";
 import type { MuxSession } from "./mux.ts";
+import { messageOf } from "../util/mod.ts";
 
 /** The bridging command, e.g. `{ cmd: "ssh", args: ["host", "ployzd", "dial-stdio"] }`. */
 export interface StdioCommand {
@@ -198,7 +199,7 @@ export async function exchange(request: Request, pipe: BytePipe, label: string):
     if (error instanceof RpcError) throw error;
     // What the bridge said (ssh's own error) explains more than a broken pipe does.
     const said = ((await pipe.explain?.()) ?? "").trim().split("\n").at(-1) ?? "";
-    const why = said !== "" ? said : error instanceof Error ? error.message : String(error);
+    const why = said !== "" ? said : messageOf(error);
     throw new RpcError("unavailable", `Cannot reach the Machine through "${label}": ${why}`, {
       cause: error,
     });
@@ -269,8 +270,4 @@ export function muxFetch(
       explain,
     }, label);
   };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 const VERSION = z.string().min(1).max(64);
 const CHANNEL = z.string().min(1).max(32);
@@ -28,14 +28,16 @@ export interface UpgradeMachineRequest {
  * starts a privileged install and must fail closed rather than ignore what a caller meant (for example a download
  * source), as the Stable promise allows for explicit security refusals (docs/rpc.md).
  */
-export const UpgradeMachineRequestSchema: z.ZodType<UpgradeMachineRequest> = z.strictObject({
-  version: VERSION.optional(),
-  channel: CHANNEL.optional(),
-  "request_key": z.string().min(1).max(128),
-}).refine((r) => r.version === undefined || r.channel === undefined, {
-  message: "give a version or a channel, not both",
-  path: ["channel"],
-});
+export const UpgradeMachineRequestSchema: z.ZodType<UpgradeMachineRequest> = z.lazy(() =>
+  z.strictObject({
+    version: VERSION.optional(),
+    channel: CHANNEL.optional(),
+    "request_key": z.string().min(1).max(128),
+  }).refine((r) => r.version === undefined || r.channel === undefined, {
+    message: "give a version or a channel, not both",
+    path: ["channel"],
+  })
+);
 
 /** What the Machine observed when it judged the new daemon ready. */
 export interface UpgradeReadyWire {
@@ -89,30 +91,32 @@ export interface UpgradeAttemptWire {
   [key: string]: unknown;
 }
 
-const AttemptWireSchema: z.ZodType<UpgradeAttemptWire> = z.looseObject({
-  id: z.string(),
-  "request_key": z.string(),
-  "target_version": z.string(),
-  channel: z.string().optional(),
-  "from_version": z.string().optional(),
-  stage: z.string(),
-  outcome: z.string().optional(),
-  error: z.string().optional(),
-  "error_code": z.string().optional(),
-  "journal_hint": z.string(),
-  replaced: z.boolean().optional(),
-  noop: z.boolean().optional(),
-  "started_at": z.string(),
-  "updated_at": z.string(),
-  "restart_started_at": z.string().optional(),
-  "ready_at": z.string().optional(),
-  ready: z.looseObject({
-    "daemon_version": z.string(),
-    "machine_id": z.string(),
-    via: z.string(),
-    "observed_at": z.string(),
-  }).optional(),
-});
+const AttemptWireSchema: z.ZodType<UpgradeAttemptWire> = z.lazy(() =>
+  z.looseObject({
+    id: z.string(),
+    "request_key": z.string(),
+    "target_version": z.string(),
+    channel: z.string().optional(),
+    "from_version": z.string().optional(),
+    stage: z.string(),
+    outcome: z.string().optional(),
+    error: z.string().optional(),
+    "error_code": z.string().optional(),
+    "journal_hint": z.string(),
+    replaced: z.boolean().optional(),
+    noop: z.boolean().optional(),
+    "started_at": z.string(),
+    "updated_at": z.string(),
+    "restart_started_at": z.string().optional(),
+    "ready_at": z.string().optional(),
+    ready: z.looseObject({
+      "daemon_version": z.string(),
+      "machine_id": z.string(),
+      via: z.string(),
+      "observed_at": z.string(),
+    }).optional(),
+  })
+);
 
 /** What `ployz.machine.upgrade.v1` answers: the accepted attempt, or the one the request key started. */
 export interface UpgradeMachineResponse {
@@ -123,10 +127,12 @@ export interface UpgradeMachineResponse {
 }
 
 /** Tolerant reader of {@link UpgradeMachineResponse}. */
-export const UpgradeMachineResponseSchema: z.ZodType<UpgradeMachineResponse> = z.looseObject({
-  attempt: AttemptWireSchema,
-  existing: z.boolean(),
-});
+export const UpgradeMachineResponseSchema: z.ZodType<UpgradeMachineResponse> = z.lazy(() =>
+  z.looseObject({
+    attempt: AttemptWireSchema,
+    existing: z.boolean(),
+  })
+);
 
 /** What `ployz.machine.upgrade_status.v1` asks. */
 export interface UpgradeStatusRequest {
@@ -135,9 +141,11 @@ export interface UpgradeStatusRequest {
 }
 
 /** Reader of {@link UpgradeStatusRequest}; fields it does not know are ignored. */
-export const UpgradeStatusRequestSchema: z.ZodType<UpgradeStatusRequest> = z.object({
-  id: z.string().min(1).max(64),
-});
+export const UpgradeStatusRequestSchema: z.ZodType<UpgradeStatusRequest> = z.lazy(() =>
+  z.object({
+    id: z.string().min(1).max(64),
+  })
+);
 
 /** What `ployz.machine.upgrade_status.v1` answers. A worker gone without a result reads `interrupted`. */
 export interface UpgradeStatusResponse {
@@ -146,15 +154,25 @@ export interface UpgradeStatusResponse {
 }
 
 /** Tolerant reader of {@link UpgradeStatusResponse}. */
-export const UpgradeStatusResponseSchema: z.ZodType<UpgradeStatusResponse> = z.looseObject({
-  attempt: AttemptWireSchema,
-});
+export const UpgradeStatusResponseSchema: z.ZodType<UpgradeStatusResponse> = z.lazy(() =>
+  z.looseObject({
+    attempt: AttemptWireSchema,
+  })
+);
+
+/** Request and response types of the upgrade routes, by method name. */
+export interface UpgradeRouteTypes {
+  /**
+   * `ployz.machine.upgrade.v1`: asks the Machine to upgrade itself from its own release source; a known
+   * request key finds its attempt.
+   */
+  upgradeMachine: [UpgradeMachineRequest, UpgradeMachineResponse];
+  /** `ployz.machine.upgrade_status.v1`: reads an upgrade attempt on the Machine. */
+  upgradeStatus: [UpgradeStatusRequest, UpgradeStatusResponse];
+}
 
 /** The upgrade rows, to be spread into the catalog. */
-export const UPGRADE_ROUTES: {
-  readonly upgradeMachine: Route<UpgradeMachineRequest, UpgradeMachineResponse>;
-  readonly upgradeStatus: Route<UpgradeStatusRequest, UpgradeStatusResponse>;
-} = Object.freeze({
+export const UPGRADE_ROUTES: RouteTable<UpgradeRouteTypes> = Object.freeze({
   upgradeMachine: route(
     "ployz.machine.upgrade.v1",
     UpgradeMachineRequestSchema,

@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import { type Route, route } from "./route.ts";
+import { route, type RouteTable } from "./route.ts";
 
 /** A Pool to bind the Machine to. btrfs lives at `<data>/pool`; `loop_size_bytes` makes a loop file for it there. */
 export type PoolSetWire =
@@ -27,17 +27,19 @@ export interface MachinePoolRequest {
 const SIZE = z.number().int().min(2 ** 20).max(2 ** 50);
 
 /** Reader of {@link MachinePoolRequest}; fields it does not know are ignored. */
-export const MachinePoolRequestSchema: z.ZodType<MachinePoolRequest> = z.object({
-  set: z.discriminatedUnion("kind", [
-    z.object({ kind: z.literal("btrfs"), "loop_size_bytes": SIZE.optional() }),
-    z.object({
-      kind: z.literal("zfs"),
-      dataset: z.string().min(1).max(200),
-      "mount_root": z.string().min(1).max(512),
-    }),
-  ]).optional(),
-  "default_size_bytes": SIZE.optional(),
-});
+export const MachinePoolRequestSchema: z.ZodType<MachinePoolRequest> = z.lazy(() =>
+  z.object({
+    set: z.discriminatedUnion("kind", [
+      z.object({ kind: z.literal("btrfs"), "loop_size_bytes": SIZE.optional() }),
+      z.object({
+        kind: z.literal("zfs"),
+        dataset: z.string().min(1).max(200),
+        "mount_root": z.string().min(1).max(512),
+      }),
+    ]).optional(),
+    "default_size_bytes": SIZE.optional(),
+  })
+);
 
 /** A Machine's copy of one Volume, as its Machine reports it now. */
 export interface VolumeCopyWire {
@@ -64,17 +66,19 @@ export interface VolumeCopyWire {
 }
 
 /** Tolerant reader of {@link VolumeCopyWire}. */
-export const VolumeCopyWireSchema: z.ZodType<VolumeCopyWire> = z.looseObject({
-  name: z.string(),
-  role: z.string(),
-  snapshot: z.string().optional(),
-  epoch: z.number().optional(),
-  snapshots: z.array(z.string()),
-  "size_bytes": z.number().optional(),
-  "used_bytes": z.number().optional(),
-  "changed_bytes": z.number().optional(),
-  project: z.string().optional(),
-});
+export const VolumeCopyWireSchema: z.ZodType<VolumeCopyWire> = z.lazy(() =>
+  z.looseObject({
+    name: z.string(),
+    role: z.string(),
+    snapshot: z.string().optional(),
+    epoch: z.number().optional(),
+    snapshots: z.array(z.string()),
+    "size_bytes": z.number().optional(),
+    "used_bytes": z.number().optional(),
+    "changed_bytes": z.number().optional(),
+    project: z.string().optional(),
+  })
+);
 
 /** A Machine's Pool as it reports it. */
 export interface PoolWire {
@@ -105,19 +109,21 @@ export interface MachinePoolResponse {
 }
 
 /** Tolerant reader of {@link MachinePoolResponse}. */
-export const MachinePoolResponseSchema: z.ZodType<MachinePoolResponse> = z.looseObject({
-  "machine_id": z.string(),
-  "machine_name": z.string(),
-  pool: z.looseObject({
-    kind: z.string(),
-    where: z.string(),
-    "total_bytes": z.number().optional(),
-    "free_bytes": z.number().optional(),
-    problem: z.string().optional(),
-    "default_size_bytes": z.number().optional(),
-  }).nullable(),
-  volumes: z.array(VolumeCopyWireSchema),
-});
+export const MachinePoolResponseSchema: z.ZodType<MachinePoolResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string(),
+    "machine_name": z.string(),
+    pool: z.looseObject({
+      kind: z.string(),
+      where: z.string(),
+      "total_bytes": z.number().optional(),
+      "free_bytes": z.number().optional(),
+      problem: z.string().optional(),
+      "default_size_bytes": z.number().optional(),
+    }).nullable(),
+    volumes: z.array(VolumeCopyWireSchema),
+  })
+);
 
 /** A Machine's copy of a Volume on the wire: `none`, `mirror` at a Snapshot, or `writer` with its epoch. */
 export interface CopyWire {
@@ -133,14 +139,16 @@ const SNAPSHOT = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,127}$/);
 const VOLUME = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,127}$/);
 
 /** Reader of {@link CopyWire}: a Mirror names its Snapshot. */
-export const CopyWireSchema: z.ZodType<CopyWire> = z.object({
-  role: z.enum(["none", "mirror", "writer"]),
-  snapshot: SNAPSHOT.optional(),
-  epoch: z.number().int().nonnegative().optional(),
-}).refine((c) => c.role !== "mirror" || c.snapshot !== undefined, {
-  message: "a Mirror copy names its snapshot",
-  path: ["snapshot"],
-});
+export const CopyWireSchema: z.ZodType<CopyWire> = z.lazy(() =>
+  z.object({
+    role: z.enum(["none", "mirror", "writer"]),
+    snapshot: SNAPSHOT.optional(),
+    epoch: z.number().int().nonnegative().optional(),
+  }).refine((c) => c.role !== "mirror" || c.snapshot !== undefined, {
+    message: "a Mirror copy names its snapshot",
+    path: ["snapshot"],
+  })
+);
 
 /** Whether `value` is a copy as the wire carries it (a Mirror names its Snapshot). */
 export function isCopyWire(value: unknown): value is CopyWire {
@@ -169,17 +177,19 @@ export interface SetVolumeCopyRequest {
 }
 
 /** Reader of {@link SetVolumeCopyRequest}; fields it does not know are ignored. */
-export const SetVolumeCopyRequestSchema: z.ZodType<SetVolumeCopyRequest> = z.object({
-  volume: VOLUME,
-  expected: CopyWireSchema,
-  wanted: CopyWireSchema,
-  gen: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-  "source_machine_id": z.string().min(1).max(128).optional(),
-  "size_bytes": SIZE.optional(),
-  start: z.object({
-    spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
-  }).optional(),
-});
+export const SetVolumeCopyRequestSchema: z.ZodType<SetVolumeCopyRequest> = z.lazy(() =>
+  z.object({
+    volume: VOLUME,
+    expected: CopyWireSchema,
+    wanted: CopyWireSchema,
+    gen: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+    "source_machine_id": z.string().min(1).max(128).optional(),
+    "size_bytes": SIZE.optional(),
+    start: z.object({
+      spec: z.looseObject({ name: z.string(), creationKey: z.string(), image: z.string() }),
+    }).optional(),
+  })
+);
 
 /** What `ployz.volume.containers.v1` asks: the Containers on this Machine that mount a Volume. */
 export interface VolumeContainersRequest {
@@ -188,7 +198,9 @@ export interface VolumeContainersRequest {
 }
 
 /** Reader of {@link VolumeContainersRequest}. */
-export const VolumeContainersRequestSchema: z.ZodType<VolumeContainersRequest> = z.object({ volume: VOLUME });
+export const VolumeContainersRequestSchema: z.ZodType<VolumeContainersRequest> = z.lazy(() =>
+  z.object({ volume: VOLUME })
+);
 
 /** One Container mounting a Volume, with its full spec (environment values included: it goes to the operator only). */
 export interface VolumeContainerWire {
@@ -209,14 +221,16 @@ export interface VolumeContainersResponse {
 }
 
 /** Tolerant reader of {@link VolumeContainersResponse}. */
-export const VolumeContainersResponseSchema: z.ZodType<VolumeContainersResponse> = z.looseObject({
-  containers: z.array(z.looseObject({
-    id: z.string(),
-    name: z.string(),
-    state: z.string(),
-    spec: z.looseObject({}),
-  })),
-});
+export const VolumeContainersResponseSchema: z.ZodType<VolumeContainersResponse> = z.lazy(() =>
+  z.looseObject({
+    containers: z.array(z.looseObject({
+      id: z.string(),
+      name: z.string(),
+      state: z.string(),
+      spec: z.looseObject({}),
+    })),
+  })
+);
 
 /** What `ployz.volume.set_copy.v1` answers (a refusal is a `conflict` error whose details hold `copy`). */
 export interface SetVolumeCopyResponse {
@@ -233,17 +247,19 @@ export interface SetVolumeCopyResponse {
 }
 
 /** Tolerant reader of {@link SetVolumeCopyResponse}. */
-export const SetVolumeCopyResponseSchema: z.ZodType<SetVolumeCopyResponse> = z.looseObject({
-  "machine_id": z.string(),
-  volume: z.string(),
-  outcome: z.enum(["at_want", "done", "busy"]),
-  copy: z.looseObject({
-    role: z.enum(["none", "mirror", "writer"]),
-    snapshot: z.string().optional(),
-    epoch: z.number().optional(),
-  }),
-  floor: z.number(),
-});
+export const SetVolumeCopyResponseSchema: z.ZodType<SetVolumeCopyResponse> = z.lazy(() =>
+  z.looseObject({
+    "machine_id": z.string(),
+    volume: z.string(),
+    outcome: z.enum(["at_want", "done", "busy"]),
+    copy: z.looseObject({
+      role: z.enum(["none", "mirror", "writer"]),
+      snapshot: z.string().optional(),
+      epoch: z.number().optional(),
+    }),
+    floor: z.number(),
+  })
+);
 
 /** What `ployz.volume.send.v1` asks: a send stream of a Snapshot, from `base` when given. */
 export interface SendVolumeRequest {
@@ -256,19 +272,34 @@ export interface SendVolumeRequest {
 }
 
 /** Reader of {@link SendVolumeRequest}. */
-export const SendVolumeRequestSchema: z.ZodType<SendVolumeRequest> = z.object({
-  volume: VOLUME,
-  snapshot: SNAPSHOT,
-  base: SNAPSHOT.optional(),
-});
+export const SendVolumeRequestSchema: z.ZodType<SendVolumeRequest> = z.lazy(() =>
+  z.object({
+    volume: VOLUME,
+    snapshot: SNAPSHOT,
+    base: SNAPSHOT.optional(),
+  })
+);
+
+/** Request and response types of the volume routes, by method name. */
+export interface VolumeRouteTypes {
+  /** `ployz.volume.containers.v1`: the Containers mounting a Volume on the Machine, with their full specs. */
+  volumeContainers: [VolumeContainersRequest, VolumeContainersResponse];
+  /**
+   * `ployz.machine.pool.v1`: the Machine's Pool and the Volume copies in it; with `set`, binds the Machine to
+   * a Pool first.
+   */
+  machinePool: [MachinePoolRequest, MachinePoolResponse];
+  /**
+   * `ployz.volume.set_copy.v1`: SetVolumeCopy: one Volume Run step, checked by the Machine against its own
+   * copy and floor.
+   */
+  setVolumeCopy: [SetVolumeCopyRequest, SetVolumeCopyResponse];
+  /** `ployz.volume.send.v1`: a Snapshot's send stream, for a peer's receive over the mesh. */
+  sendVolume: [SendVolumeRequest, ReadableStream<Uint8Array>];
+}
 
 /** The volume routes. */
-export const VOLUME_ROUTES: {
-  readonly machinePool: Route<MachinePoolRequest, MachinePoolResponse>;
-  readonly setVolumeCopy: Route<SetVolumeCopyRequest, SetVolumeCopyResponse>;
-  readonly sendVolume: Route<SendVolumeRequest, ReadableStream<Uint8Array>>;
-  readonly volumeContainers: Route<VolumeContainersRequest, VolumeContainersResponse>;
-} = Object.freeze({
+export const VOLUME_ROUTES: RouteTable<VolumeRouteTypes> = Object.freeze({
   volumeContainers: route(
     "ployz.volume.containers.v1",
     VolumeContainersRequestSchema,

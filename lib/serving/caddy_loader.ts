@@ -8,7 +8,7 @@
  * @module
  */
 
-import { CADDY_ADMIN_CONFIG, type CaddyAdmin } from "./caddy_admin.ts";
+import { CADDY_ADMIN_CONFIG, type CaddyAdmin, CaddyAdminError } from "./caddy_admin.ts";
 import type { CaddyProjection, ServingProblem } from "./caddy_projection.ts";
 import { sleep } from "../util/mod.ts";
 
@@ -67,7 +67,7 @@ async function loadOnce(admin: CaddyAdmin, projection: CaddyProjection): Promise
         await admin.adapt(candidate);
         accepted = candidate;
       } catch (error) {
-        if ((error as { status?: number }).status === 0) throw error;
+        if (error instanceof CaddyAdminError && error.status === 0) throw error;
         skipped.push({ service: fragment.service, message: `x-caddy: ${(error as Error).message}` });
       }
     }

@@ -8,7 +8,7 @@
 
 import { join } from "node:path";
 import { renderRuntimeUnit, type UnitFile, type UnitOptions } from "../installer/machine/mod.ts";
-import { pollUntil, writeFileAtomic } from "../util/mod.ts";
+import { pollUntil, sleep, writeFileAtomic } from "../util/mod.ts";
 
 /** Where runtime units live; gone at reboot, as dns.json is. */
 export const RUNTIME_UNIT_DIR = "/run/systemd/system";
@@ -219,7 +219,7 @@ export function realDnsSystemd(): DnsSystemd {
       ]);
       return /Serving spec/.test(journal) ? "yes" : "no";
     },
-    pause: () => new Promise((resolve) => setTimeout(resolve, 100)),
+    pause: () => sleep(100),
   };
 }
 

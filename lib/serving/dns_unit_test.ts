@@ -9,6 +9,16 @@ import {
   systemdDnsRunner,
   systemdRuns,
 } from "./dns_unit.ts";
+import { tempDir } from "../util/testing/mod.ts";
+
+/** systemd's calls for one switch from slot a to slot b: b reset and started, a stopped, each unit file change read. */
+const SWITCH_A_TO_B = [
+  "daemon-reload",
+  "reset-failed ployz-dns@b.service",
+  "start ployz-dns@b.service",
+  "stop ployz-dns@a.service",
+  "daemon-reload",
+];
 
 Deno.test("systemdRuns() follows what the daemon's unit says, never a probe of /run/systemd/system", () => {
   assert.equal(systemdRuns((name) => name === RUNTIME_UNITS_ENV ? "systemd" : undefined), true);
@@ -47,12 +57,9 @@ class FakeSystemd implements DnsSystemd {
 const RELEASE = { deno: "/usr/lib/ployz/releases/0.2.0/deno", appDir: "/usr/lib/ployz/releases/0.2.0" };
 
 async function withUnitDir(fn: (dir: string, text: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "ployz-dns-units-" });
-  try {
-    await fn(dir, renderRuntimeUnit("dns", RELEASE).text);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using tmp = await tempDir("ployz-dns-units-");
+  const dir = tmp.path;
+  await fn(dir, renderRuntimeUnit("dns", RELEASE).text);
 }
 
 const exists = (path: string): Promise<boolean> => Deno.stat(path).then(() => true, () => false);
@@ -63,13 +70,7 @@ Deno.test("DNS on new software starts in the idle slot, serves, and only then is
     await Deno.writeTextFile(join(dir, DNS_UNITS[0]), text.replace("0.2.0", "0.1.0"));
     systemd.states.set(DNS_UNITS[0], "active");
     await systemdDnsRunner(RELEASE, dir, systemd).ensure();
-    assert.deepEqual(systemd.calls, [
-      "daemon-reload",
-      "reset-failed ployz-dns@b.service",
-      "start ployz-dns@b.service",
-      "stop ployz-dns@a.service",
-      "daemon-reload",
-    ]);
+    assert.deepEqual(systemd.calls, SWITCH_A_TO_B);
     assert.equal(await Deno.readTextFile(join(dir, DNS_UNITS[1])), text);
     assert.equal(await exists(join(dir, DNS_UNITS[0])), false);
     // The same software again: nothing starts or stops.
@@ -142,13 +143,7 @@ Deno.test("two DNS switches at once run one after the other: the second finds th
       systemdDnsRunner(RELEASE, dir, systemd).ensure(),
     ]);
     // Exactly one switch's calls: unlocked, both would have written, started and waited on slot b.
-    assert.deepEqual(systemd.calls, [
-      "daemon-reload",
-      "reset-failed ployz-dns@b.service",
-      "start ployz-dns@b.service",
-      "stop ployz-dns@a.service",
-      "daemon-reload",
-    ]);
+    assert.deepEqual(systemd.calls, SWITCH_A_TO_B);
     assert.equal(systemd.states.get(DNS_UNITS[1]), "active");
     assert.equal(await exists(join(dir, DNS_UNITS[0])), false);
   });

@@ -10,6 +10,8 @@
  * @module
  */
 
+import { sleep } from "../util/mod.ts";
+
 /** The longest a Machine drains a container before stopping it anyway. */
 export const DRAIN_BOUND_MS = 5_000;
 
@@ -92,7 +94,7 @@ export async function drainInflight(
   options: DrainOptions,
 ): Promise<DrainResult> {
   const now = options.now ?? Date.now;
-  const pause = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const pause = options.sleep ?? sleep;
   const started = now();
   for (;;) {
     const open = await read();

@@ -1,5 +1,6 @@
 // Draining before a stop, pure: which connections count as in flight, and how the bounded wait ends.
 import { deepEqual, equal } from "node:assert/strict";
+import { manualClock } from "../util/testing/mod.ts";
 import { drainInflight, inflightConnections } from "./drain.ts";
 
 const HEAD =
@@ -34,66 +35,48 @@ Deno.test("in flight: nothing listens, nothing counts; garbage lines are skipped
   equal(inflightConnections([`${HEAD}\nnot a row\n  7: zz:zz yy:yy 01`]), 0);
 });
 
-function clock(): { now: () => number; sleep: (ms: number) => Promise<void>; slept: number[] } {
-  let t = 1_000;
-  const slept: number[] = [];
-  return {
-    now: () => t,
-    sleep: (ms) => {
-      slept.push(ms);
-      t += ms;
-      return Promise.resolve();
-    },
-    slept,
-  };
+/** `drainInflight` over `readings` (the last one repeated) on a clock moved only by its sleeps, and those sleeps. */
+async function drainOn(
+  readings: (number | undefined)[],
+  options: Omit<Parameters<typeof drainInflight>[1], "now" | "sleep">,
+): Promise<{ result: Awaited<ReturnType<typeof drainInflight>>; slept: number[] }> {
+  const clock = manualClock();
+  const read = (): Promise<number | undefined> =>
+    Promise.resolve(readings.length > 1 ? readings.shift() : readings[0]);
+  const result = await drainInflight(read, { ...options, now: clock.now, sleep: clock.sleep });
+  return { result, slept: clock.slept };
 }
 
 Deno.test("drain: waits until the last in-flight connection closes, and says how long", async () => {
-  const c = clock();
-  const readings = [2, 1, 1, 0];
-  const result = await drainInflight(() => Promise.resolve(readings.shift()), { boundMs: 5_000, ...c });
-  deepEqual(result, { drainedMs: 300, inFlight: 0, boundReached: false });
-  deepEqual(c.slept, [100, 100, 100]);
+  deepEqual(await drainOn([2, 1, 1, 0], { boundMs: 5_000 }), {
+    result: { drainedMs: 300, inFlight: 0, boundReached: false },
+    slept: [100, 100, 100],
+  });
 });
 
 Deno.test("drain: nothing in flight, or unreadable (container gone), ends at once", async () => {
-  const c = clock();
-  deepEqual(await drainInflight(() => Promise.resolve(0), { boundMs: 5_000, ...c }), {
-    drainedMs: 0,
-    inFlight: 0,
-    boundReached: false,
-  });
-  deepEqual(await drainInflight(() => Promise.resolve(undefined), { boundMs: 5_000, ...c }), {
-    drainedMs: 0,
-    inFlight: 0,
-    boundReached: false,
-  });
-  deepEqual(c.slept, []);
+  for (const reading of [0, undefined]) {
+    deepEqual(await drainOn([reading], { boundMs: 5_000 }), {
+      result: { drainedMs: 0, inFlight: 0, boundReached: false },
+      slept: [],
+    });
+  }
 });
 
 Deno.test("drain: the bound ends it with the connections still open named, never past the bound", async () => {
-  const c = clock();
-  const result = await drainInflight(() => Promise.resolve(3), { boundMs: 250, pollMs: 100, ...c });
-  deepEqual(result, { drainedMs: 250, inFlight: 3, boundReached: true });
-  deepEqual(c.slept, [100, 100, 50]);
+  deepEqual(await drainOn([3], { boundMs: 250, pollMs: 100 }), {
+    result: { drainedMs: 250, inFlight: 3, boundReached: true },
+    slept: [100, 100, 50],
+  });
 });
 
 Deno.test("drain: a bound of 0 reads once and does not wait; an aborted signal ends it", async () => {
-  const c = clock();
-  deepEqual(await drainInflight(() => Promise.resolve(1), { boundMs: 0, ...c }), {
-    drainedMs: 0,
-    inFlight: 1,
-    boundReached: true,
-  });
   const controller = new AbortController();
   controller.abort();
-  deepEqual(
-    await drainInflight(() => Promise.resolve(1), { boundMs: 5_000, signal: controller.signal, ...c }),
-    {
-      drainedMs: 0,
-      inFlight: 1,
-      boundReached: true,
-    },
-  );
-  deepEqual(c.slept, []);
+  for (const options of [{ boundMs: 0 }, { boundMs: 5_000, signal: controller.signal }]) {
+    deepEqual(await drainOn([1], options), {
+      result: { drainedMs: 0, inFlight: 1, boundReached: true },
+      slept: [],
+    });
+  }
 });

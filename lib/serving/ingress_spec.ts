@@ -52,6 +52,25 @@ export interface IngressSlotOptions {
   network?: string;
 }
 
+/** The kernel parameter that moves a closing listener's queued connections to another listener on its port. */
+export const MIGRATE_REQ_SYSCTL = "net.ipv4.tcp_migrate_req";
+
+/**
+ * Whether a kernel of release `release` (default this Machine's) has {@link MIGRATE_REQ_SYSCTL}: Linux 5.14 and
+ * later. Read from the release, as the daemon may not read `/proc/sys`.
+ */
+export function kernelMigratesRequests(release?: string): boolean {
+  if (release === undefined) {
+    try {
+      release = Deno.osRelease();
+    } catch {
+      return false; // not allowed to ask: taken as a kernel without it
+    }
+  }
+  const [major, minor] = (/^(\d+)\.(\d+)/.exec(release) ?? []).slice(1).map(Number);
+  return major > 5 || (major === 5 && minor >= 14);
+}
+
 /** The container name of an ingress slot, e.g. `ployz-system-caddy-1`. */
 export function ingressContainerName(slot = 1): string {
   return `${INGRESS_PROJECT}-${INGRESS_SERVICE}-${slot}`;

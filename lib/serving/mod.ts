@@ -15,12 +15,12 @@
  *   Down acked, or after the bound ({@link retireAfterMsFromEnv}, default 300 s); {@link startServingLoop} runs it
  *   all from store changes, marking a container stopping and waiting for the local proxy to drop it first.
  * - **Leaving before a stop.** A client marks a container leaving through its Machine; every serving loop leaves
- *   it out and writes a leave ack ({@link leaveAcksToWrite}); the client stops it once {@link leaveStatus} shows
+ *   it out and writes a leave ack; the client stops it once {@link leaveStatus} shows
  *   every Machine not Down acked, or its patience ran out; its Machine then drains the requests already in flight
  *   to it ({@link drainInflight}, bounded by {@link DRAIN_BOUND_MS}) before the stop.
  * - **Removal marks.** `ployz rm` writes a name-keyed mark ({@link markRemoval}); every Machine leaves the covered
- *   containers out of its projections and acks it; each Machine stops and removes its own covered containers
- *   ({@link removalDecision}), also when it was unreachable during `rm` and gets the mark later.
+ *   containers out of its projections and acks it; each Machine stops and removes its own covered containers,
+ *   also when it was unreachable during `rm` and gets the mark later.
  * - **Certificates.** https routes are served with certificates kept as `certificates` rows (name-keyed by
  *   hostname, LWW); the serving loop's certificate keeper obtains and renews them from an ACME CA with HTTP-01 on
  *   the asking Machine (smallest id not Down) through `acme-client`, publishing each answer as an `acme_challenges`
@@ -68,10 +68,8 @@ export {
   type ServingProblem,
 } from "./caddy_projection.ts";
 export {
-  DNS_UNITS,
   type DnsRunner,
   type DnsSystemd,
-  LEGACY_DNS_UNIT,
   RUNTIME_UNIT_DIR,
   systemdDnsRunner,
   systemdRuns,
@@ -90,21 +88,18 @@ export {
   type DrainResult,
   inflightConnections,
 } from "./drain.ts";
-export {
-  LEAVE_ACK_PREFIX,
-  leaveAckPointer,
-  leaveAcksToWrite,
-  leaveStatus,
-  staleLeaveAcks,
-} from "./leaving.ts";
+export { leaveStatus } from "./leaving.ts";
 export { fillIngressSlot, type IngressFill, type IngressFillApi, waitIngressServes } from "./ingress_fill.ts";
 export {
   caddyRunDir,
   INGRESS_PROJECT,
   INGRESS_SERVICE,
+  ingressContainerName,
   ingressContainerSpec,
   ingressImage,
   type IngressSlotOptions,
+  kernelMigratesRequests,
+  MIGRATE_REQ_SYSCTL,
 } from "./ingress_spec.ts";
 export {
   type IngressHoldReason,
@@ -115,18 +110,7 @@ export {
 } from "./ingress_start.ts";
 export { SERVING_LABELS } from "./labels.ts";
 export { pointerStatus, setServingPointer } from "./pointer.ts";
-export {
-  activeRemoval,
-  coveringRemoval,
-  removalAckPointer,
-  removalAcksToWrite,
-  type RemovalDecision,
-  removalDecision,
-  type RemovalInput,
-  type RemovalItem,
-  removalKey,
-  WHOLE_PROJECT,
-} from "./removal.ts";
+export { type RemovalDecision, type RemovalItem, removalKey } from "./removal.ts";
 export { listRemovals, markRemoval, type RemovalView } from "./removal_rows.ts";
 export { retireAfterMsFromEnv, type RetireDecision, type RetireItem } from "./retire.ts";
 export {

@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { MarkRemovalRequest } from "../rpc/mod.ts";
 import type { Removal, Store } from "../store/mod.ts";
 import { CodedError } from "../util/mod.ts";
 import { coveringRemoval, removalAckPointer, removalKey, WHOLE_PROJECT } from "./removal.ts";
@@ -19,15 +20,7 @@ const MAX_DEPLOYMENTS = 1024;
  */
 export function markRemoval(
   store: Store,
-  request: {
-    project: string;
-    service?: string;
-    id: string;
-    deployments: string[];
-    state: "active" | "cancelled";
-    "ack_from"?: string[];
-    volumes?: string[];
-  },
+  request: MarkRemovalRequest,
 ): { removal: Removal; previous?: Removal } {
   const service = request.service ?? WHOLE_PROJECT;
   const key = removalKey(request.project, service);

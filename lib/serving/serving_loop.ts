@@ -13,33 +13,23 @@
  */
 
 import type { Engine } from "../deploy/machine/mod.ts";
-import type { Container, Store } from "../store/mod.ts";
+import type { Store } from "../store/mod.ts";
 import { challengeAckPointer, challengeConfirmation } from "./challenge_acks.ts";
 import { type CaddyAdmin, openCaddyAdmin } from "./caddy_admin.ts";
-import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy_loader.ts";
-import { projectCaddy, type ServingProblem } from "./caddy_projection.ts";
 import type { AcmeSettings } from "./acme_issuer.ts";
 import {
   type CertificateKeeper,
   type CertificateKeeperOptions,
   startCertificateKeeper,
 } from "./certificate_keeper.ts";
-import { type UsableCertificate, usableCertificate } from "./certificates.ts";
-import { dnsUpstreamsFromEnv, projectDns } from "./dns_projection.ts";
+import { dnsUpstreamsFromEnv } from "./dns_projection.ts";
 import { DnsSpecWriter } from "./dns_writer.ts";
-import { caddyAdminSocket, caddyRunDir, INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
-import { ingressRoutes } from "./labels.ts";
-import { servingGroups } from "./serving_set.ts";
-import {
-  type PassContext,
-  removeCovered,
-  removeMarkVolumes,
-  stopRetired,
-  writeChallengeAcks,
-  writeServingAcks,
-} from "./serving_actions.ts";
-import { type RemovalDecision, removalDecision } from "./removal.ts";
-import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
+import { caddyAdminSocket, caddyRunDir } from "./ingress_spec.ts";
+import type { IngressState } from "./ingress_load.ts";
+import { type PassHost, PassMemory, runPass, type ServingPass } from "./serving_pass.ts";
+
+export type { IngressState } from "./ingress_load.ts";
+export type { ServingPass } from "./serving_pass.ts";
 
 /** Options of {@link startServingLoop}. */
 export interface ServingLoopOptions {
@@ -78,38 +68,6 @@ export interface ServingLoopOptions {
   keeper?: Pick<CertificateKeeperOptions, "obtain" | "confirmMs" | "random">;
 }
 
-/** What one pass did. */
-export interface ServingPass {
-  /** dns.json holds this pass's projection. */
-  dnsWritten: boolean;
-  /** The local proxy's state: `absent` (no running Ingress Proxy here), `loaded`, `unchanged` or `failed`. */
-  caddy: "absent" | "loaded" | "unchanged" | "failed";
-  /** The load report when a load ran. */
-  caddyReport?: CaddyLoadReport;
-  /** Projection problems (skipped routes and fragments). */
-  problems: ServingProblem[];
-  /** Acks written. */
-  acks: number;
-  /** The retire decision. */
-  retire: RetireDecision;
-  /** Containers stopped by this pass. */
-  stopped: string[];
-  /** The removal decision (removal marks this Machine honours for its own containers). */
-  removal: RemovalDecision;
-  /** Containers removed by this pass. */
-  removed: string[];
-  /** Errors met. */
-  errors: string[];
-}
-
-/** What the local Ingress Proxy serves, as its last confirmed load left it. */
-export interface IngressState {
-  /** The Ingress Proxy container the config was loaded into; null when none runs here. */
-  proxyId: string | null;
-  /** `project/service` of each Service with ingress routes and at least one upstream in that config. */
-  routed: string[];
-}
-
 /** A running serving loop. */
 export interface ServingLoop {
   /** Runs a pass now (after any running one). */
@@ -126,229 +84,139 @@ export interface ServingLoop {
 
 /** Starts the loop: a first pass at once, then on store changes and the tick. */
 export async function startServingLoop(options: ServingLoopOptions): Promise<ServingLoop> {
-  const { store, engine } = options;
-  const machineId = store.siteId;
+  const { store } = options;
   const log = options.log ?? (() => {});
-  const writer = new DnsSpecWriter(options.dnsPath ?? `${options.runDir}/dns.json`);
-  const upstreams = options.dnsUpstreams ?? dnsUpstreamsFromEnv();
   await Deno.mkdir(caddyRunDir(options.runDir), { recursive: true });
-  const socket = caddyAdminSocket(options.runDir);
-  const admin = options.admin?.() ?? openCaddyAdmin(socket);
-  const marks = new Set<string>();
-  const firstSeen = new Map<string, number>();
-  const removalFirstSeen = new Map<string, number>();
-  // Volumes of a removal mark this daemon already removed or tried: each is tried once per daemon run, never on a
-  // timer; a refusal is logged and `rm --status` still lists the mark.
-  const volumesTried = new Set<string>();
-  let lastKey: string | undefined;
-  let dials: string[] = [];
-  let answered = new Set<string>();
-  const keeper = options.acme === undefined ? undefined : startCertificateKeeper({
+  const admin = options.admin?.() ?? openCaddyAdmin(caddyAdminSocket(options.runDir));
+  const down = (): ReadonlySet<string> => options.down?.() ?? new Set();
+  const controller = new AbortController();
+  const memory = new PassMemory();
+  const host: PassHost = {
+    store,
+    engine: options.engine,
+    machineId: store.siteId,
+    admin,
+    writer: new DnsSpecWriter(options.dnsPath ?? `${options.runDir}/dns.json`),
+    dnsListen: options.dnsListen,
+    dnsUpstreams: options.dnsUpstreams ?? dnsUpstreamsFromEnv(),
+    down,
+    retireAfterMs: options.retireAfterMs,
+    removeProvisioned: options.removeProvisioned,
+    signal: controller.signal,
+    log,
+  };
+  const passes = new PassScheduler(async () => {
+    const done = await runPass(host, memory);
+    passes.armBound(done.retire.waiting);
+    return done;
+  }, { debounceMs: options.debounceMs ?? 100, signal: controller.signal, log });
+  host.keeper = options.acme === undefined ? undefined : startCertificateKeeper({
     store,
     settings: options.acme,
-    down: () => options.down?.() ?? new Set(),
+    down,
     confirmation: (token) =>
       challengeConfirmation({
         token,
         machines: store.liveMachines(),
-        down: options.down?.() ?? new Set(),
+        down: down(),
         containers: store.liveContainers(),
         acks: store.acks.list({ pointer: challengeAckPointer(token) }),
       }),
-    kick: () => schedule(),
+    kick: () => passes.schedule(),
     log,
     ...options.keeper,
   });
-  let ingress: IngressState = { proxyId: null, routed: [] };
-  const controller = new AbortController();
-  let tail: Promise<ServingPass> | undefined;
+  const watching = (async () => {
+    for await (const _ of store.watch({ signal: controller.signal })) passes.schedule();
+  })();
+  const tick = setInterval(() => void passes.pass().catch(() => {}), options.tickMs ?? 5_000);
+  async function stop(): Promise<void> {
+    await host.keeper?.stop();
+    clearInterval(tick);
+    controller.abort();
+    passes.stop();
+    await watching;
+    await passes.idle();
+    admin.close();
+  }
+  try {
+    await passes.pass();
+  } catch (error) {
+    // A loop that cannot make its first pass is not started: nothing of it is left running.
+    await stop();
+    throw error;
+  }
+  return {
+    pass: () => passes.pass(),
+    loadedDials: () => [...memory.loaded.dials],
+    keeper: host.keeper,
+    ingressState: () => ({
+      proxyId: memory.loaded.ingress.proxyId,
+      routed: [...memory.loaded.ingress.routed],
+    }),
+    stop,
+  };
+}
 
-  function localProxy(rows: Container[]): Container | undefined {
-    return rows.find((r) =>
-      r.machine_id === machineId && r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE &&
-      r.state === "running"
-    );
+/**
+ * When passes run: one at a time, in order; after a quiet time following a change; and when the earliest waiting
+ * container's retire bound passes, so it stops then rather than up to a tick later.
+ */
+class PassScheduler {
+  readonly #run: () => Promise<ServingPass>;
+  readonly #options: { debounceMs: number; signal: AbortSignal; log: (line: string) => void };
+  #tail: Promise<ServingPass> | undefined;
+  #debounce: ReturnType<typeof setTimeout> | undefined;
+  #bound: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    run: () => Promise<ServingPass>,
+    options: { debounceMs: number; signal: AbortSignal; log: (line: string) => void },
+  ) {
+    this.#run = run;
+    this.#options = options;
   }
 
-  async function passOnce(): Promise<ServingPass> {
-    const errors: string[] = [];
-    // A retired Machine's rows are no upstream, no name and no one to wait for.
-    const containers = store.liveContainers();
-    const pointers = store.servingPointers.list();
-    const retire = retireDecision({
-      machineId,
-      nowMs: Date.now(),
-      containers,
-      pointers,
-      acks: store.acks.list(),
-      machines: store.liveMachines().map((m) => m.id),
-      down: options.down?.() ?? new Set(),
-      firstSeen,
-      retireAfterMs: options.retireAfterMs,
-    });
-    for (const item of retire.retire) marks.add(item.containerId);
-    const removals = store.removals.list();
-    const removal = removalDecision({
-      machineId,
-      nowMs: Date.now(),
-      containers,
-      removals,
-      acks: store.acks.list(),
-      machines: store.liveMachines().map((m) => m.id),
-      down: options.down?.() ?? new Set(),
-      firstSeen: removalFirstSeen,
-      boundMs: options.retireAfterMs ?? DEFAULT_RETIRE_AFTER_MS,
-    });
-    const live = new Set(
-      containers.filter((r) => r.state === "running" || r.state === "restarting").map((r) => r.id),
-    );
-    for (const id of [...marks]) if (!live.has(id)) marks.delete(id);
-
-    // Covered by a removal mark or retired: out of both projections at once.
-    const leaving = new Set([...marks, ...removal.leaving]);
-    let dnsWritten = false;
-    try {
-      dnsWritten = await writer.write(projectDns(containers, pointers, {
-        machineId,
-        listen: options.dnsListen,
-        upstreams,
-        stopping: leaving,
-        now: new Date(),
-      }));
-    } catch (error) {
-      errors.push(`cannot write "${writer.path}": ${(error as Error).message}`);
-    }
-
-    const now = new Date();
-    const certificates = new Map<string, UsableCertificate>();
-    for (const row of store.certificates.list()) {
-      const read = usableCertificate(row, now);
-      if (read.ok) certificates.set(read.cert.hostname, read.cert);
-    }
-    const projection = projectCaddy(containers, pointers, {
-      machineId,
-      stopping: leaving,
-      certificates,
-      challenges: store.acmeChallenges.list(),
-      now,
-    });
-    const proxy = localProxy(containers);
-    let caddy: ServingPass["caddy"] = "absent";
-    let caddyReport: CaddyLoadReport | undefined;
-    const routed = servingGroups(containers, pointers, { stopping: leaving }).filter((g) =>
-      g.serving.some((r) => ingressRoutes(r).length > 0)
-    ).map((g) => g.key);
-    if (proxy === undefined) {
-      dials = [];
-      answered = new Set();
-      lastKey = undefined;
-      ingress = { proxyId: null, routed: [] };
-    } else {
-      const key = canonical({
-        proxy: proxy.id,
-        started: proxy.started_at,
-        base: projection.base,
-        f: projection.fragments,
-        tls: projection.tls.map((c) => `${c.hostname}/${c.serial}`),
-      });
-      if (key === lastKey) caddy = "unchanged";
-      else {
-        caddyReport = await loadCaddy(admin, projection, { signal: controller.signal });
-        if (caddyReport.loaded) {
-          caddy = "loaded";
-          lastKey = key;
-          dials = configDials(caddyReport.config);
-          answered = new Set(projection.answered);
-          ingress = { proxyId: proxy.id, routed };
-          for (const s of caddyReport.skipped) log(`serving: skipped ${s.service}: ${s.message}`);
-        } else {
-          caddy = "failed";
-          lastKey = undefined;
-          errors.push(`Caddy load failed after ${caddyReport.attempts} attempts: ${caddyReport.error}`);
-        }
-      }
-    }
-
-    // An Ingress Proxy about to serve here (created or restarting, none running) has loaded nothing yet: this Machine
-    // acks nothing until it has, so no retire loop or client stop counts it as having dropped anything.
-    const starting = proxy === undefined &&
-      containers.some((r) =>
-        r.machine_id === machineId && r.project === INGRESS_PROJECT && r.service === INGRESS_SERVICE &&
-        (r.state === "created" || r.state === "restarting")
-      );
-    const ctx: PassContext = { store, engine, machineId, signal: controller.signal, log, errors };
-    const acks = dnsWritten && caddy !== "failed" && !starting
-      ? writeServingAcks(ctx, pointers, removals, containers)
-      : 0;
-    // Challenge acks follow what the local proxy confirmed loaded; without a proxy this Machine answers none.
-    if (caddy !== "failed") writeChallengeAcks(ctx, [...answered]);
-    const stopped = await stopRetired(ctx, retire, containers, dials);
-    const removed = await removeCovered(ctx, removal, containers, dials);
-    await removeMarkVolumes(ctx, removals, volumesTried, options.removeProvisioned);
-    for (const e of errors) log(`serving: ${e}`);
-    armBound(retire.waiting);
-    if (caddy === "loaded" || caddy === "unchanged") keeper?.consider(projection.httpsHostnames);
-    return {
-      dnsWritten,
-      caddy,
-      caddyReport,
-      problems: projection.problems,
-      acks,
-      retire,
-      stopped,
-      removal,
-      removed,
-      errors,
-    };
-  }
-
-  function pass(): Promise<ServingPass> {
-    const run = (tail ?? Promise.resolve()).catch(() => {}).then(passOnce);
-    tail = run;
+  /** Runs a pass after any running one. */
+  pass(): Promise<ServingPass> {
+    const run = (this.#tail ?? Promise.resolve()).catch(() => {}).then(this.#run);
+    this.#tail = run;
     return run;
   }
 
-  // A pass when the earliest waiting container's bound passes, so it stops then rather than up to a tick later.
-  let bound: ReturnType<typeof setTimeout> | undefined;
-  function armBound(waiting: readonly { dueAtMs: number }[]): void {
-    if (bound !== undefined) clearTimeout(bound);
-    bound = undefined;
-    if (waiting.length === 0 || controller.signal.aborted) return;
+  /** A pass once changes stop arriving for the debounce time. */
+  schedule(): void {
+    if (this.#debounce !== undefined) clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => {
+      this.#debounce = undefined;
+      this.#passLogged();
+    }, this.#options.debounceMs);
+  }
+
+  /** A pass when the earliest of these bounds passes (replacing the one armed before). */
+  armBound(waiting: readonly { dueAtMs: number }[]): void {
+    if (this.#bound !== undefined) clearTimeout(this.#bound);
+    this.#bound = undefined;
+    if (waiting.length === 0 || this.#options.signal.aborted) return;
     const dueAtMs = Math.min(...waiting.map((w) => w.dueAtMs));
-    bound = setTimeout(() => {
-      bound = undefined;
-      void pass().catch((error) => log(`serving: ${(error as Error).message}`));
+    this.#bound = setTimeout(() => {
+      this.#bound = undefined;
+      this.#passLogged();
     }, Math.max(0, dueAtMs - Date.now()) + 10);
   }
 
-  let debounce: ReturnType<typeof setTimeout> | undefined;
-  function schedule(): void {
-    if (debounce !== undefined) clearTimeout(debounce);
-    debounce = setTimeout(() => {
-      debounce = undefined;
-      void pass().catch((error) => log(`serving: ${(error as Error).message}`));
-    }, options.debounceMs ?? 100);
+  /** Clears the pending timers; a running pass goes on. */
+  stop(): void {
+    if (this.#debounce !== undefined) clearTimeout(this.#debounce);
+    if (this.#bound !== undefined) clearTimeout(this.#bound);
   }
 
-  const watching = (async () => {
-    for await (const _ of store.watch({ signal: controller.signal })) schedule();
-  })();
-  const tick = setInterval(() => void pass().catch(() => {}), options.tickMs ?? 5_000);
-  await pass();
-  return {
-    pass,
-    loadedDials: () => [...dials],
-    keeper,
-    ingressState: () => ({ proxyId: ingress.proxyId, routed: [...ingress.routed] }),
-    async stop(): Promise<void> {
-      await keeper?.stop();
-      clearInterval(tick);
-      if (debounce !== undefined) clearTimeout(debounce);
-      controller.abort();
-      if (bound !== undefined) clearTimeout(bound);
-      await watching;
-      await tail?.catch(() => {});
-      admin.close();
-    },
-  };
+  /** Resolves once the running pass (if any) ended. */
+  async idle(): Promise<void> {
+    await this.#tail?.catch(() => {});
+  }
+
+  #passLogged(): void {
+    void this.pass().catch((error) => this.#options.log(`serving: ${(error as Error).message}`));
+  }
 }

@@ -16,47 +16,38 @@ function logSize(store: Store): number {
 }
 
 Deno.test("compaction keeps every live row and each site's latest change, and removes superseded changes and old tombstones", () => {
-  const store = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
-  try {
-    for (let round = 0; round < 5; round++) {
-      for (let i = 0; i < 10; i++) store.cluster.put({ name: `k${i}`, value: round });
-    }
-    store.cluster.delete("k9");
-    store.cluster.put({ name: "last", value: 0 });
-    const before = liveRows(store);
-    assert.equal(logSize(store), 52);
-    // Nothing is older than a long horizon.
-    assert.deepEqual(store.compact({ horizonMs: 60_000 }), { superseded: 0, tombstones: 0 });
-    const removed = store.compact({ horizonMs: 0 });
-    assert.deepEqual(removed, { superseded: 41, tombstones: 1 });
-    assert.equal(logSize(store), 10);
-    assert.equal(liveRows(store), before);
-    assert.equal(store.cluster.get("k3")?.value, 4);
-    assert.equal(store.cluster.get("k9"), undefined);
-    assert.deepEqual(store.floors(), { m1: 51 });
-    // Numbering goes on after the compacted tail, also after a reopen.
-    assert.equal(store.cluster.put({ name: "k0", value: 9 }).version, 53);
-  } finally {
-    store.close();
+  using store = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
+  for (let round = 0; round < 5; round++) {
+    for (let i = 0; i < 10; i++) store.cluster.put({ name: `k${i}`, value: round });
   }
+  store.cluster.delete("k9");
+  store.cluster.put({ name: "last", value: 0 });
+  const before = liveRows(store);
+  assert.equal(logSize(store), 52);
+  // Nothing is older than a long horizon.
+  assert.deepEqual(store.compact({ horizonMs: 60_000 }), { superseded: 0, tombstones: 0 });
+  const removed = store.compact({ horizonMs: 0 });
+  assert.deepEqual(removed, { superseded: 41, tombstones: 1 });
+  assert.equal(logSize(store), 10);
+  assert.equal(liveRows(store), before);
+  assert.equal(store.cluster.get("k3")?.value, 4);
+  assert.equal(store.cluster.get("k9"), undefined);
+  assert.deepEqual(store.floors(), { m1: 51 });
+  // Numbering goes on after the compacted tail, also after a reopen.
+  assert.equal(store.cluster.put({ name: "k0", value: 9 }).version, 53);
 });
 
 Deno.test("a compacted version pushed again is a duplicate and brings no row back", () => {
-  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
-  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
-  try {
-    const put = a.cluster.put({ name: "gone", value: 1 });
-    const tomb = a.cluster.delete("gone");
-    b.applyChanges([put, tomb, a.cluster.put({ name: "after", value: 1 })]);
-    b.compact({ horizonMs: 0 });
-    assert.equal(logSize(b), 1);
-    const again = b.applyChanges([put]);
-    assert.deepEqual(again, { applied: 0, duplicates: 1, rejected: [] });
-    assert.equal(b.cluster.get("gone"), undefined);
-  } finally {
-    a.close();
-    b.close();
-  }
+  using a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
+  using b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
+  const put = a.cluster.put({ name: "gone", value: 1 });
+  const tomb = a.cluster.delete("gone");
+  b.applyChanges([put, tomb, a.cluster.put({ name: "after", value: 1 })]);
+  b.compact({ horizonMs: 0 });
+  assert.equal(logSize(b), 1);
+  const again = b.applyChanges([put]);
+  assert.deepEqual(again, { applied: 0, duplicates: 1, rejected: [] });
+  assert.equal(b.cluster.get("gone"), undefined);
 });
 
 Deno.test("a replica behind a peer's compaction rejoins by a full sync and converges", async () => {
@@ -112,58 +103,42 @@ Deno.test("a replica behind a peer's compaction rejoins by a full sync and conve
 Deno.test("a stale name-keyed write from a Machine cut off past the horizon loses to a compacted delete", () => {
   let now = Date.parse("2026-01-01T00:00:00Z");
   const clock = (): number => now;
-  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
-  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
-  const c = openStore({ path: ":memory:", siteId: "m3", clusterId: "cluster-1", now: clock });
-  try {
-    // m3 writes the name while cut off; nobody hears of it for eight days.
-    const stale = c.cluster.put({ name: "shared", value: "from m3" });
-    now += 1000;
-    b.applyChanges([a.cluster.put({ name: "shared", value: "from m1" })]);
-    now += 1000;
-    b.applyChanges([a.cluster.delete("shared"), a.cluster.put({ name: "after", value: 1 })]);
-    now += 8 * 24 * 3600_000;
-    assert.deepEqual(b.compact({ horizonMs: 7 * 24 * 3600_000 }), { superseded: 1, tombstones: 1 });
-    assert.equal(logSize(b), 1);
-    assert.deepEqual(b.applyChanges([stale]), { applied: 1, duplicates: 0, rejected: [] });
-    assert.equal(b.cluster.get("shared"), undefined, "the stale write brought the deleted row back");
-  } finally {
-    a.close();
-    b.close();
-    c.close();
-  }
+  using a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
+  using b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
+  using c = openStore({ path: ":memory:", siteId: "m3", clusterId: "cluster-1", now: clock });
+  // m3 writes the name while cut off; nobody hears of it for eight days.
+  const stale = c.cluster.put({ name: "shared", value: "from m3" });
+  now += 1000;
+  b.applyChanges([a.cluster.put({ name: "shared", value: "from m1" })]);
+  now += 1000;
+  b.applyChanges([a.cluster.delete("shared"), a.cluster.put({ name: "after", value: 1 })]);
+  now += 8 * 24 * 3600_000;
+  assert.deepEqual(b.compact({ horizonMs: 7 * 24 * 3600_000 }), { superseded: 1, tombstones: 1 });
+  assert.equal(logSize(b), 1);
+  assert.deepEqual(b.applyChanges([stale]), { applied: 1, duplicates: 0, rejected: [] });
+  assert.equal(b.cluster.get("shared"), undefined, "the stale write brought the deleted row back");
 });
 
 Deno.test("compaction keeps each site's latest change even when superseded or a tombstone", () => {
   let now = Date.parse("2026-01-01T00:00:00Z");
   const clock = (): number => now;
-  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
-  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
-  try {
-    b.applyChanges([a.cluster.put({ name: "k", value: 1 }), a.cluster.delete("k")]);
-    b.cluster.put({ name: "j", value: 1 });
-    now += 1000;
-    b.applyChanges([a.cluster.put({ name: "j", value: 2 })]);
-    now += 1000;
-    // m1's latest is a live write; m2's only change is superseded by it, m1's tombstone is old: m2's stays.
-    assert.deepEqual(b.compact({ horizonMs: 0 }), { superseded: 1, tombstones: 1 });
-    assert.deepEqual(b.floors(), { m1: 2 });
-    assert.equal(logSize(b), 2);
-  } finally {
-    a.close();
-    b.close();
-  }
+  using a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1", now: clock });
+  using b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1", now: clock });
+  b.applyChanges([a.cluster.put({ name: "k", value: 1 }), a.cluster.delete("k")]);
+  b.cluster.put({ name: "j", value: 1 });
+  now += 1000;
+  b.applyChanges([a.cluster.put({ name: "j", value: 2 })]);
+  now += 1000;
+  // m1's latest is a live write; m2's only change is superseded by it, m1's tombstone is old: m2's stays.
+  assert.deepEqual(b.compact({ horizonMs: 0 }), { superseded: 1, tombstones: 1 });
+  assert.deepEqual(b.floors(), { m1: 2 });
+  assert.equal(logSize(b), 2);
 });
 
 Deno.test("a Machine that never wrote does not name itself in its vector after compacting", () => {
-  const a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
-  const b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
-  try {
-    b.applyChanges([a.cluster.put({ name: "k", value: 1 })]);
-    b.compact({ horizonMs: 0 });
-    assert.deepEqual(Object.keys(b.vector()), ["m1"]);
-  } finally {
-    a.close();
-    b.close();
-  }
+  using a = openStore({ path: ":memory:", siteId: "m1", clusterId: "cluster-1" });
+  using b = openStore({ path: ":memory:", siteId: "m2", clusterId: "cluster-1" });
+  b.applyChanges([a.cluster.put({ name: "k", value: 1 })]);
+  b.compact({ horizonMs: 0 });
+  assert.deepEqual(Object.keys(b.vector()), ["m1"]);
 });

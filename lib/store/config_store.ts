@@ -178,6 +178,11 @@ export class ConfigStore {
     this.#db.close();
   }
 
+  /** Closes the file when a `using` scope ends. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   /** Saves a Project's state, replacing the previous one. */
   saveState(state: SavedState): void {
     nonEmpty("project", state.project);

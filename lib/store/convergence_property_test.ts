@@ -28,29 +28,24 @@ interface Message {
 
 const index = fc.nat({ max: 6 });
 const targets = fc.uniqueArray(index, { maxLength: 3 });
+/** Replica `r` writes (or deletes) value `v` at key `k` of a `kind` row, at most `maxKey`, and sends it to `targets`. */
+function keyedWrite<K extends "pointer" | "container">(
+  kind: K,
+  maxKey: number,
+): fc.Arbitrary<{ kind: K; r: number; k: number; v: number; del: boolean; targets: number[] }> {
+  return fc.record({
+    kind: fc.constant(kind),
+    r: index,
+    k: fc.nat({ max: maxKey }),
+    v: fc.nat({ max: 9 }),
+    del: fc.boolean(),
+    targets,
+  });
+}
+
 const command: fc.Arbitrary<Command> = fc.oneof(
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      kind: fc.constant("pointer" as const),
-      r: index,
-      k: fc.nat({ max: 3 }),
-      v: fc.nat({ max: 9 }),
-      del: fc.boolean(),
-      targets,
-    }),
-  },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      kind: fc.constant("container" as const),
-      r: index,
-      k: fc.nat({ max: 2 }),
-      v: fc.nat({ max: 9 }),
-      del: fc.boolean(),
-      targets,
-    }),
-  },
+  { weight: 4, arbitrary: keyedWrite("pointer", 3) },
+  { weight: 4, arbitrary: keyedWrite("container", 2) },
   {
     weight: 1,
     arbitrary: fc.record({

@@ -1,10 +1,7 @@
-import { CodedError, type ErrorCode } from "../util/mod.ts";
+import { CodedError } from "../util/mod.ts";
 
 /** The one error class of the store area. */
 export class StoreError extends CodedError {
-  /** Builds an error with a code and a sentence-case message. */
-  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
-    super(code, message, { cause: options?.cause });
-    this.name = "StoreError";
-  }
+  /** Names the error. */
+  override name = "StoreError";
 }

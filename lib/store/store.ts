@@ -134,6 +134,11 @@ export class Store {
     core.db.close();
   }
 
+  /** Closes it when a `using` scope ends. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   /** True when this store signs its changes and verifies everyone else's. */
   get authenticated(): boolean {
     return this.#core.signer !== undefined;

@@ -17,6 +17,9 @@ import { TABLES, type TableSpec } from "./tables.ts";
  * watermarks, clock and sequence number into `core`. */
 export function initSchema(core: StoreCore): void {
   const db = core.db;
+  // An empty file has no table to extend, no change to load and no row to count: those lookups (three
+  // statements for each row table) are skipped, and it is made with the same statements as any other.
+  const fresh = db.prepare(`SELECT 1 FROM sqlite_master LIMIT 1`).get() === undefined;
   db.exec(`CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
   db.exec(`CREATE TABLE IF NOT EXISTS changes (
     site TEXT NOT NULL, version INTEGER NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL,
@@ -36,27 +39,32 @@ export function initSchema(core: StoreCore): void {
   core.anchors = readAnchors(core);
   db.exec("BEGIN IMMEDIATE");
   try {
-    for (const spec of Object.values(TABLES)) ensureTable(core, spec);
+    for (const spec of Object.values(TABLES)) ensureTable(core, spec, fresh);
     db.exec("COMMIT");
   } catch (error) {
     db.exec("ROLLBACK");
     throw error;
   }
-  // The own site's entry in `sites` is refreshed here, not on each local write: the log is the truth.
-  const own = db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(core.siteId);
-  // Compaction may have removed this Machine's latest changes from the log; `sites` still counts them.
-  const counted = db.prepare(`SELECT max AS v FROM sites WHERE site = ?`).get(core.siteId);
   // A version that left this Machine is never reused, even when a crash lost it from the log: the high-water
   // mark was made durable before it left (see outbound), and numbering resumes above it.
   core.durableVersion = readHighWater(core);
-  core.ownVersion = Math.max(Number(own?.v ?? 0), Number(counted?.v ?? 0), core.durableVersion);
+  core.ownVersion = Math.max(fresh ? 0 : ownVersionHeld(core), core.durableVersion);
   if (core.ownVersion > 0) core.advance(core.siteId, core.ownVersion);
+  if (fresh) return;
   const last = db.prepare(`SELECT max(hlc) AS h FROM changes`).get();
   if (typeof last?.h === "string") core.clock.observe(last.h);
   for (const spec of Object.values(TABLES)) {
     const row = db.prepare(`SELECT max(seq) AS s FROM ${spec.name}`).get();
     core.seq = Math.max(core.seq, Number(row?.s ?? 0));
   }
+}
+
+// The own site's entry in `sites` is refreshed at open, not on each local write: the log is the truth; but
+// compaction may have removed this Machine's latest changes from the log, and `sites` still counts them.
+function ownVersionHeld(core: StoreCore): number {
+  const own = core.db.prepare(`SELECT max(version) AS v FROM changes WHERE site = ?`).get(core.siteId);
+  const counted = core.db.prepare(`SELECT max AS v FROM sites WHERE site = ?`).get(core.siteId);
+  return Math.max(Number(own?.v ?? 0), Number(counted?.v ?? 0));
 }
 
 function checkIdentity(core: StoreCore, name: string, value: string): void {
@@ -73,11 +81,11 @@ function checkIdentity(core: StoreCore, name: string, value: string): void {
 }
 
 // Tables and columns are only ever added, with defaults: an older file opens as is, a newer one too.
-function ensureTable(core: StoreCore, spec: TableSpec): void {
+function ensureTable(core: StoreCore, spec: TableSpec, fresh: boolean): void {
   const db = core.db;
-  const existed = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(
-    spec.name,
-  );
+  const existed = fresh
+    ? undefined
+    : db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(spec.name);
   const wanted: [string, string][] = [
     ...ROW_COLUMNS,
     ...spec.filters.map((field): [string, string] => [filterColumn(field), "TEXT"]),
@@ -100,7 +108,7 @@ function ensureTable(core: StoreCore, spec: TableSpec): void {
       }
     }
   }
-  if (existed === undefined) {
+  if (existed === undefined && !fresh) {
     // A table this release adds may already have changes in the log, carried unread by an older release.
     const rows = db.prepare(`SELECT * FROM changes WHERE tbl = ?`).all(spec.name) as unknown as ChangeRow[];
     for (const row of rows) core.merge(toChange(row), parseStoredBody(row.body));

@@ -333,6 +333,19 @@ export class SyncAgent {
     return this.#readClaim(peer, await this.#request<VectorResponse>(peer, "/vector")).vector;
   }
 
+  /** One page of the changes the peer holds beyond `vector`; a reply without a changes list is refused. */
+  async #pull(peer: string, vector: VersionVector): Promise<SyncResponse> {
+    const reply = await this.#request<SyncResponse>(peer, "/sync", {
+      site: this.#store.siteId,
+      vector,
+      limit: this.#options.pageLimit,
+    });
+    if (!Array.isArray(reply.changes)) {
+      throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
+    }
+    return reply;
+  }
+
   // The vector and floors a reply claims, refused (counted, and the peer not asked for a full copy for a while)
   // when malformed, oversized or impossible on their face.
   #readClaim(peer: string, reply: { vector?: unknown; floors?: unknown }): Claim {
@@ -381,14 +394,7 @@ export class SyncAgent {
     const seen = new Set<string>();
     let start: Claim | undefined;
     for (let page = 0; page < FULL_SYNC_PAGES; page++) {
-      const reply = await this.#request<SyncResponse>(peer, "/sync", {
-        site: this.#store.siteId,
-        vector: cursor,
-        limit: this.#options.pageLimit,
-      });
-      if (!Array.isArray(reply.changes)) {
-        throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
-      }
+      const reply = await this.#pull(peer, cursor);
       start ??= this.#readClaim(peer, reply);
       for (const change of reply.changes as unknown[]) {
         const c = change as Partial<Change> | null;
@@ -428,14 +434,7 @@ export class SyncAgent {
     let theirs: VersionVector | undefined;
     for (let page = 0; page < 100; page++) {
       const mine = this.#store.vector();
-      const reply = await this.#request<SyncResponse>(peer, "/sync", {
-        site: this.#store.siteId,
-        vector: mine,
-        limit: this.#options.pageLimit,
-      });
-      if (!Array.isArray(reply.changes)) {
-        throw new StoreError("unavailable", `Peer "${peer}" sent no changes list`);
-      }
+      const reply = await this.#pull(peer, mine);
       const claim = this.#readClaim(peer, reply);
       // The peer compacted changes this replica never received: only a whole copy brings it level. A peer whose
       // word was refused lately is not asked for one; another peer will be.

@@ -10,6 +10,8 @@ export interface Served {
   url: string;
   /** Stops serving and closes the store. */
   close(): Promise<void>;
+  /** {@linkcode Served.close} when an `await using` scope ends. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Opens an in-memory store of `siteId` in `clusterId` and serves its sync app on 127.0.0.1. */
@@ -19,12 +21,9 @@ export function serveStore(siteId: string, clusterId = "cluster-1", now?: () => 
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     createSyncApp(store).fetch,
   );
-  return {
-    store,
-    url: `http://127.0.0.1:${server.addr.port}`,
-    close: async () => {
-      await server.shutdown();
-      store.close();
-    },
+  const close = async (): Promise<void> => {
+    await server.shutdown();
+    store.close();
   };
+  return { store, url: `http://127.0.0.1:${server.addr.port}`, close, [Symbol.asyncDispose]: close };
 }

@@ -12,32 +12,27 @@ function unknownFields(text: string, known: string[]): Record<string, string> {
 
 Deno.test("rows from a newer release keep unknown fields through merge and rewrite", async () => {
   const { changes } = JSON.parse(await Deno.readTextFile(FIXTURE));
-  const older = openStore({ path: ":memory:", siteId: "m-older", clusterId: "c" });
-  const third = openStore({ path: ":memory:", siteId: "m-third", clusterId: "c" });
-  try {
-    assert.deepEqual(older.applyChanges(changes).rejected, []);
-    const pointer = older.servingPointers.get("shop/web")!;
-    assert.deepEqual(pointer.canary, { weight: 5, regions: ["eu", "us"], sticky: true });
-    const machine = older.machines.get("m-newer")!;
-    assert.equal(machine.capabilities?.[0], "deploy.v2");
+  using older = openStore({ path: ":memory:", siteId: "m-older", clusterId: "c" });
+  using third = openStore({ path: ":memory:", siteId: "m-third", clusterId: "c" });
+  assert.deepEqual(older.applyChanges(changes).rejected, []);
+  const pointer = older.servingPointers.get("shop/web")!;
+  assert.deepEqual(pointer.canary, { weight: 5, regions: ["eu", "us"], sticky: true });
+  const machine = older.machines.get("m-newer")!;
+  assert.equal(machine.capabilities?.[0], "deploy.v2");
 
-    // An older Machine moves the pointer: known field changes, unknown ones ride along untouched.
-    const rewrite = older.servingPointers.put({ ...pointer, deployment: "d2" });
-    const known = ["project", "service", "deployment"];
-    assert.deepEqual(unknownFields(rewrite.body!, known), unknownFields(changes[0].body, known));
-    assert.ok(rewrite.body!.includes('"canary":{"weight":5,"regions":["eu","us"],"sticky":true}'));
-    assert.ok(rewrite.body!.includes('"ratio":0.25'));
+  // An older Machine moves the pointer: known field changes, unknown ones ride along untouched.
+  const rewrite = older.servingPointers.put({ ...pointer, deployment: "d2" });
+  const known = ["project", "service", "deployment"];
+  assert.deepEqual(unknownFields(rewrite.body!, known), unknownFields(changes[0].body, known));
+  assert.ok(rewrite.body!.includes('"canary":{"weight":5,"regions":["eu","us"],"sticky":true}'));
+  assert.ok(rewrite.body!.includes('"ratio":0.25'));
 
-    // Relayed to a third replica, the original bytes arrive verbatim and the rewrite wins.
-    third.applyChanges(older.changesMissingFrom(third.vector()).changes);
-    assert.equal(third.dump(), older.dump());
-    assert.equal(third.servingPointers.get("shop/web")?.deployment, "d2");
-    assert.equal(
-      JSON.parse(third.dump()).tables.machines[0][6],
-      changes[1].body,
-    );
-  } finally {
-    older.close();
-    third.close();
-  }
+  // Relayed to a third replica, the original bytes arrive verbatim and the rewrite wins.
+  third.applyChanges(older.changesMissingFrom(third.vector()).changes);
+  assert.equal(third.dump(), older.dump());
+  assert.equal(third.servingPointers.get("shop/web")?.deployment, "d2");
+  assert.equal(
+    JSON.parse(third.dump()).tables.machines[0][6],
+    changes[1].body,
+  );
 });

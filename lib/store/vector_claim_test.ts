@@ -20,7 +20,7 @@ interface World {
   m2: Store;
   m3: Store;
   advance(ms: number): void;
-  close(): void;
+  [Symbol.dispose](): void;
 }
 
 async function copy(
@@ -71,7 +71,7 @@ async function world(): Promise<World> {
     advance: (ms) => {
       now += ms;
     },
-    close: () => [m1, m2, m3].forEach((s) => s.close()),
+    [Symbol.dispose]: () => [m1, m2, m3].forEach((s) => s.close()),
   };
 }
 
@@ -79,7 +79,7 @@ async function world(): Promise<World> {
 function serveLying(
   store: Store,
   tamper: (reply: SyncResponse) => void,
-): { url: string; close(): Promise<void> } {
+): { url: string; close(): Promise<void> } & AsyncDisposable {
   const app = createSyncApp(store);
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
     const response = await app.fetch(request);
@@ -88,7 +88,8 @@ function serveLying(
     tamper(reply);
     return Response.json(reply, { headers: { [CLUSTER_HEADER]: CLUSTER } });
   });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+  const close = (): Promise<void> => server.shutdown();
+  return { url: `http://127.0.0.1:${server.addr.port}`, close, [Symbol.asyncDispose]: close };
 }
 
 function live(store: Store): string[] {
@@ -145,118 +146,89 @@ async function refused(w: World, tamper: (reply: SyncResponse) => void, reason: 
 }
 
 Deno.test("an honest peer's full copy is adopted: rows it deleted and compacted go, watermarks follow", async () => {
-  const w = await world();
-  const peer = serveLying(w.m2, () => {});
-  try {
-    const events: string[] = [];
-    const agent = new SyncAgent(w.m3, {
-      peers: () => [],
-      horizonMs: HORIZON,
-      onEvent: (e) => events.push(e.type),
-    });
-    await agent.syncOnce(peer.url);
-    assert.ok(events.includes("full_sync"), events.join(", "));
-    assert.equal(events.includes("refused"), false, events.join(", "));
-    assert.deepEqual(live(w.m3), live(w.m2));
-    assert.equal(w.m3.cluster.get("k0"), undefined);
-    assert.deepEqual(w.m3.vector().m1, w.m2.vector().m1);
-  } finally {
-    await peer.close();
-    w.close();
-  }
+  using w = await world();
+  await using peer = serveLying(w.m2, () => {});
+  const events: string[] = [];
+  const agent = new SyncAgent(w.m3, {
+    peers: () => [],
+    horizonMs: HORIZON,
+    onEvent: (e) => events.push(e.type),
+  });
+  await agent.syncOnce(peer.url);
+  assert.ok(events.includes("full_sync"), events.join(", "));
+  assert.equal(events.includes("refused"), false, events.join(", "));
+  assert.deepEqual(live(w.m3), live(w.m2));
+  assert.equal(w.m3.cluster.get("k0"), undefined);
+  assert.deepEqual(w.m3.vector().m1, w.m2.vector().m1);
 });
 
 Deno.test("a floor past every change of its site is refused: no version of it is skipped later", async () => {
-  const w = await world();
-  try {
-    const real = w.m2.vector().m1!.c;
-    await refused(w, (reply) => {
-      reply.vector.m1 = { c: real + 1000 };
-      reply.floors = { ...reply.floors, m1: real + 1000 };
-    }, /floor \d+ for Machine "m1" is followed by no change of it/);
-    // m1's next versions are taken as new, not as compacted duplicates.
-    const next = w.m1.cluster.put({ name: "after", value: 3 });
-    assert.equal((await w.m3.receive(await w.m1.outbound([next]))).applied, 1);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  const real = w.m2.vector().m1!.c;
+  await refused(w, (reply) => {
+    reply.vector.m1 = { c: real + 1000 };
+    reply.floors = { ...reply.floors, m1: real + 1000 };
+  }, /floor \d+ for Machine "m1" is followed by no change of it/);
+  // m1's next versions are taken as new, not as compacted duplicates.
+  const next = w.m1.cluster.put({ name: "after", value: 3 });
+  assert.equal((await w.m3.receive(await w.m1.outbound([next]))).applied, 1);
 });
 
 Deno.test("versions claimed above the floor and never sent are refused", async () => {
-  const w = await world();
-  try {
-    const real = w.m2.vector().m1!.c;
-    await refused(w, (reply) => {
-      reply.vector.m1 = { c: real + 50, r: [[real + 60, real + 70]] };
-    }, /claims versions \d+\.\.\d+ of Machine "m1" and 50 of them are not held here/);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  const real = w.m2.vector().m1!.c;
+  await refused(w, (reply) => {
+    reply.vector.m1 = { c: real + 50, r: [[real + 60, real + 70]] };
+  }, /claims versions \d+\.\.\d+ of Machine "m1" and 50 of them are not held here/);
 });
 
 Deno.test("a live row above the floor that the peer hides is not buried", async () => {
-  const w = await world();
-  try {
-    // m3 already holds fresh1, past a gap; the peer hides it, hoping m3 deletes it as compacted there.
-    const fresh1 = w.m1.changesMissingFrom({}).changes.find((c) => c.key === "fresh1")!;
-    await copy(w.m1, w.m3, [fresh1]);
-    await refused(w, (reply) => {
-      reply.changes = reply.changes.filter((c) => keyOf(c) !== "cluster/fresh1");
-    }, /holds cluster row "fresh1" \(Machine "m1" version \d+\) above its floor but did not send it/);
-    assert.equal(w.m3.cluster.get("fresh1")?.value, 2);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  // m3 already holds fresh1, past a gap; the peer hides it, hoping m3 deletes it as compacted there.
+  const fresh1 = w.m1.changesMissingFrom({}).changes.find((c) => c.key === "fresh1")!;
+  await copy(w.m1, w.m3, [fresh1]);
+  await refused(w, (reply) => {
+    reply.changes = reply.changes.filter((c) => keyOf(c) !== "cluster/fresh1");
+  }, /holds cluster row "fresh1" \(Machine "m1" version \d+\) above its floor but did not send it/);
+  assert.equal(w.m3.cluster.get("fresh1")?.value, 2);
 });
 
 Deno.test("a floor covering a change newer than the horizon is refused", async () => {
-  const w = await world();
-  try {
-    const fresh1 = w.m1.changesMissingFrom({}).changes.find((c) => c.key === "fresh1")!;
-    await copy(w.m1, w.m3, [fresh1]);
-    await refused(w, (reply) => {
-      reply.floors = { ...reply.floors, m1: fresh1.version };
-      reply.changes = reply.changes.filter((c) => keyOf(c) !== "cluster/fresh1");
-    }, new RegExp(`floor ${fresh1.version} for Machine "m1" covers version ${fresh1.version}, newer than`));
-    assert.equal(w.m3.cluster.get("fresh1")?.value, 2);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  const fresh1 = w.m1.changesMissingFrom({}).changes.find((c) => c.key === "fresh1")!;
+  await copy(w.m1, w.m3, [fresh1]);
+  await refused(w, (reply) => {
+    reply.floors = { ...reply.floors, m1: fresh1.version };
+    reply.changes = reply.changes.filter((c) => keyOf(c) !== "cluster/fresh1");
+  }, new RegExp(`floor ${fresh1.version} for Machine "m1" covers version ${fresh1.version}, newer than`));
+  assert.equal(w.m3.cluster.get("fresh1")?.value, 2);
 });
 
 Deno.test("a vector naming a Machine nobody admitted is refused", async () => {
-  const w = await world();
-  try {
-    await refused(w, (reply) => {
-      reply.vector["zz-ghost"] = { c: 0 };
-    }, /names Machine "zz-ghost", which is not admitted here/);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  await refused(w, (reply) => {
+    reply.vector["zz-ghost"] = { c: 0 };
+  }, /names Machine "zz-ghost", which is not admitted here/);
 });
 
 Deno.test("a malformed, oversized or impossible vector is refused before anything is pulled", async () => {
-  const w = await world();
-  try {
-    const ranges = Array.from(
-      { length: MAX_VECTOR_RANGES + 1 },
-      (_, i): [number, number] => [10 + 2 * i, 10 + 2 * i],
-    );
-    await refused(w, (reply) => {
-      reply.vector.m1 = { c: 1, r: ranges };
-    }, /version vector is malformed: m1\.r/);
-    await refused(w, (reply) => {
-      (reply as unknown as { vector: unknown }).vector = { m1: { c: "a lot" } };
-    }, /version vector is malformed: m1\.c/);
-    await refused(w, (reply) => {
-      reply.floors = { m1: (reply.vector.m1?.c ?? 0) + 1 };
-    }, /its floor \d+ for Machine "m1" lies above its watermark/);
-    await refused(w, (reply) => {
-      reply.floors = { m7: 3 };
-    }, /names a floor 3 for Machine "m7" but holds nothing of it/);
-  } finally {
-    w.close();
-  }
+  using w = await world();
+  const ranges = Array.from(
+    { length: MAX_VECTOR_RANGES + 1 },
+    (_, i): [number, number] => [10 + 2 * i, 10 + 2 * i],
+  );
+  await refused(w, (reply) => {
+    reply.vector.m1 = { c: 1, r: ranges };
+  }, /version vector is malformed: m1\.r/);
+  await refused(w, (reply) => {
+    (reply as unknown as { vector: unknown }).vector = { m1: { c: "a lot" } };
+  }, /version vector is malformed: m1\.c/);
+  await refused(w, (reply) => {
+    reply.floors = { m1: (reply.vector.m1?.c ?? 0) + 1 };
+  }, /its floor \d+ for Machine "m1" lies above its watermark/);
+  await refused(w, (reply) => {
+    reply.floors = { m7: 3 };
+  }, /names a floor 3 for Machine "m7" but holds nothing of it/);
 });
 
 Deno.test("impossibleClaim and the vector schema bound a claim on its face", () => {

@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { generateSigningSecret } from "./signing.ts";
-import { openStore } from "./store.ts";
+import { openStore, type Store } from "./store.ts";
 
 // Local writes with CRDT bookkeeping (change log, HLC, version vector, owner check) against plain inserts of
 // the same rows into a table of the same shape, both one transaction per row on a WAL file. A second group puts
@@ -80,15 +80,36 @@ Deno.bench({
   },
 });
 
+/** A store in a fresh file named after `label`, signing its changes when `signed`. */
+function benchStore(label: string, signed: boolean): Store {
+  return openStore({
+    path: join(dir, `${label}-${++run}.db`),
+    siteId: "m1",
+    clusterId: "bench",
+    ...(signed ? { signingSecret: generateSigningSecret() } : {}),
+  });
+}
+
+/** Times ROWS container puts into a fresh store, each passed to `after` (its outbound, say) before the next. */
+async function timePuts(
+  b: Deno.BenchContext,
+  store: Store,
+  after?: (change: ReturnType<Store["containers"]["put"]>) => Promise<unknown>,
+): Promise<void> {
+  using open = store;
+  b.start();
+  for (let i = 0; i < ROWS; i++) {
+    const change = open.containers.put(body(i) as never);
+    if (after !== undefined) await after(change);
+  }
+  b.end();
+}
+
 Deno.bench({
   name: "store put with CRDT bookkeeping, 500 rows",
   group: "local write",
-  fn(b) {
-    const store = openStore({ path: join(dir, `store-${++run}.db`), siteId: "m1", clusterId: "bench" });
-    b.start();
-    for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
-    b.end();
-    store.close();
+  async fn(b) {
+    await timePuts(b, benchStore("store", false));
   },
 });
 
@@ -96,29 +117,16 @@ Deno.bench({
   name: "unsigned store put, 500 rows",
   group: "signed local write",
   baseline: true,
-  fn(b) {
-    const store = openStore({ path: join(dir, `unsigned-${++run}.db`), siteId: "m1", clusterId: "bench" });
-    b.start();
-    for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
-    b.end();
-    store.close();
+  async fn(b) {
+    await timePuts(b, benchStore("unsigned", false));
   },
 });
 
 Deno.bench({
   name: "signed store put, 500 rows",
   group: "signed local write",
-  fn(b) {
-    const store = openStore({
-      path: join(dir, `signed-${++run}.db`),
-      siteId: "m1",
-      clusterId: "bench",
-      signingSecret: generateSigningSecret(),
-    });
-    b.start();
-    for (let i = 0; i < ROWS; i++) store.containers.put(body(i) as never);
-    b.end();
-    store.close();
+  async fn(b) {
+    await timePuts(b, benchStore("signed", true));
   },
 });
 
@@ -126,15 +134,7 @@ Deno.bench({
   name: "signed store put, each write signed and its version mark synced before the next, 500 rows",
   group: "signed local write",
   async fn(b) {
-    const store = openStore({
-      path: join(dir, `outbound-${++run}.db`),
-      siteId: "m1",
-      clusterId: "bench",
-      signingSecret: generateSigningSecret(),
-    });
-    b.start();
-    for (let i = 0; i < ROWS; i++) await store.outbound([store.containers.put(body(i) as never)]);
-    b.end();
-    store.close();
+    const store = benchStore("outbound", true);
+    await timePuts(b, store, (change) => store.outbound([change]));
   },
 });

@@ -59,6 +59,20 @@ export async function syncDir(dir: string, options: { tolerant?: boolean } = {})
   }
 }
 
+/**
+ * The JSON value in `path`, or `undefined` when there is no such file; text that does not parse throws
+ * `notJson(error)`, and any other failure to read it throws as it is.
+ */
+export async function readJsonIfPresent(path: string, notJson: (error: unknown) => Error): Promise<unknown> {
+  const text = await readTextIfPresent(path);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw notJson(error);
+  }
+}
+
 /** The text of `path`, or `undefined` when there is no such file; any other failure to read it throws. */
 export async function readTextIfPresent(path: string): Promise<string | undefined> {
   try {

@@ -34,7 +34,12 @@ export async function readBodyCapped(
   } finally {
     reader.releaseLock();
   }
-  const out = new Uint8Array(total);
+  return concatBytes(chunks);
+}
+
+/** The bytes of `chunks`, one after the other, in one array. */
+export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
   let at = 0;
   for (const chunk of chunks) {
     out.set(chunk, at);

@@ -1,15 +1,10 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { readBodyCapped } from "./body.ts";
+import { streamedBody } from "./testing/mod.ts";
 
 function endless(chunk: number): { request: Request; pulled: () => number } {
-  let pulled = 0;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller): void {
-      pulled += chunk;
-      controller.enqueue(new Uint8Array(chunk));
-    },
-  }, { highWaterMark: 0 });
-  return { request: new Request("http://x/", { method: "POST", body }), pulled: () => pulled };
+  const { body, pulled } = streamedBody(chunk);
+  return { request: new Request("http://x/", { method: "POST", body }), pulled };
 }
 
 Deno.test("readBodyCapped() stops an endless chunked body at the first chunk past the cap", async () => {

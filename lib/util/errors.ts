@@ -58,3 +58,8 @@ export class CodedError extends Error {
     this.details = { ...options.details };
   }
 }
+
+/** The message of a thrown value: an `Error`'s message, anything else as text (a library may throw a string). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

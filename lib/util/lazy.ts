@@ -1,4 +1,4 @@
-import { CodedError } from "./errors.ts";
+import { CodedError, messageOf } from "./errors.ts";
 
 /**
  * Imports a module the process needs only for a rarely used path, on first use, so the process does not carry
@@ -11,12 +11,18 @@ export async function importOnFirstUse<T>(name: string, load: () => Promise<T>):
   try {
     return await load();
   } catch (error) {
-    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0].trim()
-      .replace(/\.$/, "");
-    throw new CodedError(
-      "internal",
-      `Cannot load module "${name}": ${message}; this installation is damaged, reinstall the release`,
-      { details: { module: name }, cause: error },
-    );
+    throw new CodedError("internal", damagedRelease(`module "${name}"`, error), {
+      details: { module: name },
+      cause: error,
+    });
   }
+}
+
+/**
+ * The one-line refusal for code of this release that cannot be loaded: `Cannot load <what>: <the first line of
+ * Deno's message>; this installation is damaged, reinstall the release`.
+ */
+export function damagedRelease(what: string, error: unknown): string {
+  const message = messageOf(error).split("\n")[0].trim().replace(/\.$/, "");
+  return `Cannot load ${what}: ${message}; this installation is damaged, reinstall the release`;
 }

@@ -2,7 +2,7 @@
 // The btrfs Pool always lives at `<data>/pool`: a filesystem mounted there by the host (a block device in fstab), or
 // a loop file `<data>/pool.img` the daemon attaches. ZFS names its dataset and mount root.
 import { join } from "node:path";
-import { readTextIfPresent, writeFileAtomic } from "../util/mod.ts";
+import { readJsonIfPresent, writeFileAtomic } from "../util/mod.ts";
 import { openBtrfsPool } from "./btrfs.ts";
 import { VolumeError } from "./errors.ts";
 import type { Exec } from "./exec.ts";
@@ -25,14 +25,8 @@ export function btrfsPoolRoot(dataDir: string): string {
 /** The Machine's binding, or undefined when it has no Pool. A file that is not a binding is an error naming it. */
 export async function readPoolBinding(dataDir: string): Promise<PoolBinding | undefined> {
   const path = join(dataDir, FILE);
-  const text = await readTextIfPresent(path);
-  if (text === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new VolumeError("internal", `${path} is not JSON`);
-  }
+  const value = await readJsonIfPresent(path, () => new VolumeError("internal", `${path} is not JSON`));
+  if (value === undefined) return undefined;
   const b = value as Record<string, unknown>;
   if (b?.kind === "btrfs" && typeof b.root === "string") return value as PoolBinding;
   if (b?.kind === "zfs" && typeof b.dataset === "string" && typeof b.mountRoot === "string") {

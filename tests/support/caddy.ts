@@ -9,6 +9,7 @@
 import { type ContainerSpec, type Engine, LABELS, type ObservedContainer } from "../../lib/deploy/mod.ts";
 import { INGRESS_PROJECT } from "../../lib/serving/mod.ts";
 import type { Container, Store } from "../../lib/store/mod.ts";
+import { concatBytes } from "../../lib/util/mod.ts";
 
 /** Builds the Ingress Proxy image when absent (idempotent script). */
 export async function buildCaddyImage(socket: string): Promise<void> {
@@ -106,7 +107,7 @@ async function getOnce(port: number, host: string, path: string): Promise<{ stat
     } finally {
       clearTimeout(deadline);
     }
-    const text = new TextDecoder().decode(concat(chunks));
+    const text = new TextDecoder().decode(concatBytes(chunks));
     if (timedOut && text === "") throw new Error(`No HTTP answer within 15 s from port ${port}`);
     if (text === "") throw new Error(`No HTTP answer: the connection closed before any byte (port ${port})`);
     const status = Number(text.match(/^HTTP\/1\.[01] (\d{3})/)?.[1] ?? NaN);
@@ -120,16 +121,6 @@ async function getOnce(port: number, host: string, path: string): Promise<{ stat
       // Closed by the deadline.
     }
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 /** Whether a row is an Ingress Proxy's. */

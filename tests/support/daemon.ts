@@ -186,16 +186,29 @@ export function lastOutcome<T = Record<string, unknown>>(ndjson: string): T {
 // deno-lint-ignore no-explicit-any
 export type DeployEventJson = Record<string, any>;
 
+/** How {@link followDeploy} runs `ployz deploy`. */
+export interface FollowDeployOptions {
+  /** The Compose file. */
+  compose: string;
+  /** Flags after `-f COMPOSE -y --json` (`--monitor 2s`, `--parallel 1`…). */
+  flags: string[];
+  /** The CLI's environment (PATH and NO_COLOR=1 are added). */
+  env: Record<string, string>;
+  /** A command line the CLI runs under (`ip netns exec NS`); none by default. */
+  via?: string[];
+}
+
 /**
- * Runs a `ployz deploy … --json` command line (`argv[0]` the program) with exactly `env` (plus PATH) and hands each
+ * Runs this checkout's `ployz deploy -f COMPOSE -y --json FLAGS…` with exactly `env` (plus PATH) and hands each
  * event to `onEvent` as it arrives, so a test can act on the Cluster mid-Deploy; answers the exit code, the whole
  * transcript and stderr.
  */
 export async function followDeploy(
-  argv: string[],
-  env: Record<string, string>,
+  options: FollowDeployOptions,
   onEvent: (event: DeployEventJson) => Promise<void> | void,
 ): Promise<{ code: number; transcript: string; stderr: string }> {
+  const { compose, flags, env, via = [] } = options;
+  const argv = [...via, join(ROOT, "bin", "ployz"), "deploy", "-f", compose, "-y", "--json", ...flags];
   const child = new Deno.Command(argv[0], {
     args: argv.slice(1),
     env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", ...env },

@@ -331,3 +331,36 @@ export function tcpFree(port: number): Promise<boolean> {
     server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
+
+/**
+ * dnsmasq as the upstream resolver a Machine's Internal DNS forwards other names to (PLOYZ_DNS_UPSTREAMS), in the
+ * network namespace nsenter's `net` option names (`--net=…`): it listens on `listen` only and knows `forwarded.name`
+ * alone, authoritatively, so that its AAAA query gets an empty answer rather than REFUSED. The caller kills it.
+ */
+export function upstreamResolver(
+  net: string,
+  listen: string,
+  forwarded: { name: string; address: string },
+  pidFile: string,
+): Deno.ChildProcess {
+  return new Deno.Command("nsenter", {
+    args: [
+      net,
+      "--",
+      "dnsmasq",
+      "--keep-in-foreground",
+      "--conf-file=/dev/null",
+      "--no-resolv",
+      "--no-hosts",
+      "--bind-interfaces",
+      `--listen-address=${listen}`,
+      `--pid-file=${pidFile}`,
+      "--user=root",
+      `--local=/${forwarded.name}/`,
+      `--address=/${forwarded.name}/${forwarded.address}`,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+}

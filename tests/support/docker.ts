@@ -1,7 +1,13 @@
 // Tests against the real dockerd: the socket and the test image, a scope per test whose objects carry
 // `ployz.test=<id>` and are removed by that label afterwards, and free ports and subnets for test networks.
 import Docker from "dockerode";
-import { type ContainerSpec, type Engine, type EngineOptions, openEngine } from "../../lib/deploy/mod.ts";
+import {
+  type ContainerSpec,
+  type Engine,
+  type EngineOptions,
+  LABELS,
+  openEngine,
+} from "../../lib/deploy/mod.ts";
 import { DOCKER_SOCKET, needs } from "./needs.ts";
 
 export { DOCKER_SOCKET, isSocket } from "./needs.ts";
@@ -109,4 +115,15 @@ export function testSubnet(): { subnet: string; gateway: string } {
 /** A random /24 under `prefix` (e.g. `10.214`), for a Machine subnet unlikely to collide with another test's. */
 export function randomSubnet(prefix: string): string {
   return `${prefix}.${1 + Math.floor(Math.random() * 254)}.0/24`;
+}
+
+/** `docker run` options labelling a container as Ployz's own, on Machine `machineId`, of Service `project/service`. */
+export function ownedLabelArgs(machineId: string, project: string, service: string): string[] {
+  const labels = {
+    [LABELS.managed]: "1",
+    [LABELS.machine]: machineId,
+    [LABELS.project]: project,
+    [LABELS.service]: service,
+  };
+  return Object.entries(labels).flatMap(([key, value]) => ["--label", `${key}=${value}`]);
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { SIGNATURE_FILE, signSums } from "../../lib/installer/mod.ts";
 import { TEST_RELEASE_PUBLIC_KEY, TEST_RELEASE_SECRET_KEY } from "../../tools/release_test_key.ts";
 import { DOCKER_ENV } from "./docker.ts";
-import { sleep } from "./poll.ts";
+import { eventually, sleep } from "./poll.ts";
 import { ROOT, run, type RunResult } from "./spawn.ts";
 
 /** The systemd image. */
@@ -23,14 +23,58 @@ export async function runDist(out: string, targets = "host"): Promise<RunResult>
   return result;
 }
 
-/** Builds this host's dist into `out` and answers the path of its `ployz-<version>-<triple>` tree. */
+/**
+ * Names a directory where the end-to-end runner (`tools/test_e2e.ts`) builds this host's dist once, as
+ * {@link runDist} would, for every file that needs one: the build in `out/`, what it printed in `stdout` and `stderr`,
+ * and, once it ends, its exit code in `code`.
+ */
+export const SHARED_DIST_ENV = "PLOYZ_TEST_DIST";
+
+/**
+ * This host's dist, never to be changed: the runner's shared build once it ends (see {@link SHARED_DIST_ENV}), else
+ * one built here into `out`. Answers where it is and what `tools/dist.ts` printed; fails the test unless it succeeded.
+ */
+export async function hostDistBuild(out: string): Promise<{ out: string; result: RunResult }> {
+  const shared = Deno.env.get(SHARED_DIST_ENV);
+  if (shared === undefined) return { out, result: await runDist(out) };
+  // The runner's build takes under a minute on a loaded host; ten is a build that will not end.
+  const code = await eventually(600_000, `the shared dist build in ${shared}`, async () => {
+    const text = (await Deno.readTextFile(join(shared, "code"))).trim();
+    return text === "" ? undefined : Number(text);
+  }, 1000);
+  const result = {
+    code,
+    stdout: await Deno.readTextFile(join(shared, "stdout")),
+    stderr: await Deno.readTextFile(join(shared, "stderr")),
+  };
+  equal(result.code, 0, result.stderr + result.stdout);
+  return { out: join(shared, "out"), result };
+}
+
+/** This host's dist tree, `ployz-<version>-<triple>`, to copy and never change (see {@link hostDistBuild}). */
 export async function hostDist(out: string): Promise<string> {
-  await runDist(out);
+  out = (await hostDistBuild(out)).out;
   const tree = (await Array.fromAsync(Deno.readDir(out))).find((e) =>
     e.isDirectory && e.name.startsWith("ployz-")
   );
   if (tree === undefined) throw new Error(`No ployz-* tree in ${out}`);
   return join(out, tree.name);
+}
+
+/**
+ * A copy of the tree `from` at `to` whose files are hard links to `from`'s, so no byte is copied (a dist tree is
+ * 150 MB, and a release source holds several versions of it); a plain copy where `to` is on another file system.
+ * Change a file with {@link replaceFile}, never by writing through the link, which would change `from` too.
+ */
+export async function linkTree(from: string, to: string): Promise<void> {
+  await sh(`cp -al '${from}' '${to}' 2>/dev/null || { rm -rf '${to}'; cp -a '${from}' '${to}'; }`);
+}
+
+/** Writes `text` to a new file at `path` (one {@link linkTree} made), with the mode of the file it replaces. */
+export async function replaceFile(path: string, text: string): Promise<void> {
+  const { mode } = await Deno.stat(path);
+  await Deno.remove(path);
+  await Deno.writeTextFile(path, text, { mode: (mode ?? 0o644) & 0o777 });
 }
 
 /** Runs `script` with sh on this host; throws with its stderr when it fails. */
@@ -73,12 +117,12 @@ export async function buildReleaseSource(
   for (const version of versions) {
     const name = `ployz-${version}-${TRIPLE}`;
     const tree = join(work, "build", name);
-    await sh(`cp -a '${built}' '${tree}'`);
+    await linkTree(built, tree);
     const configPath = join(tree, "deno.json");
     const config = JSON.parse(await Deno.readTextFile(configPath));
     config.version = version;
     patchConfig(config, version);
-    await Deno.writeTextFile(configPath, JSON.stringify(config, null, 2) + "\n");
+    await replaceFile(configPath, JSON.stringify(config, null, 2) + "\n");
     await Deno.mkdir(join(rel, version), { recursive: true });
     await sh(
       `tar --sort=name --owner=0 --group=0 -C '${join(work, "build")}' -cf - '${name}' | gzip -1 > '${
@@ -93,7 +137,8 @@ export async function buildReleaseSource(
   await Deno.copyFile(join(ROOT, "install.sh"), join(rel, "install.sh"));
   await signReleaseSums(rel);
   await Deno.chmod(rel, 0o755);
-  await Deno.remove(dist, { recursive: true });
+  // Only a tree built here; the runner's shared one is removed by the runner.
+  if (built.startsWith(dist)) await Deno.remove(dist, { recursive: true });
   return rel;
 }
 

@@ -33,6 +33,11 @@ export interface RegistryOptions {
   tls?: boolean;
   /** Require this user and password (htpasswd, bcrypt). */
   user?: { name: string; password: string };
+  /**
+   * With `tls`: every dockerd on this host (a lab's too) trusts its CA for its host until it is disposed
+   * (`/etc/docker/certs.d/<host>/ca.crt`, which dockerd reads at each pull and push).
+   */
+  trustedByDocker?: boolean;
 }
 
 async function checked(cmd: string, args: string[]): Promise<string> {
@@ -130,22 +135,33 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
     await stopChild(child);
     child = undefined;
   };
+  const host = `${address}:${port}`;
+  const certsD = `/etc/docker/certs.d/${host}`;
+  const trusted = options.trustedByDocker === true && caPem !== undefined;
+  const remove = async (): Promise<void> => {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    if (trusted) await Deno.remove(certsD, { recursive: true }).catch(() => {});
+  };
   try {
+    if (trusted) {
+      await Deno.mkdir(certsD, { recursive: true });
+      await Deno.writeTextFile(join(certsD, "ca.crt"), caPem);
+    }
     await start();
   } catch (error) {
     await stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await remove();
     throw error;
   }
   return {
-    host: `${address}:${port}`,
+    host,
     ...(caPem === undefined ? {} : { caPem }),
     dir,
     stop,
     start,
     async [Symbol.asyncDispose](): Promise<void> {
       await stop();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await remove();
     },
   };
 }

@@ -1,5 +1,5 @@
 // Running programs from end-to-end tests: the repository root, a program run to completion with a clean
-// environment, a temp Machine layout, and fixtures.
+// environment or killed at a point of its output, a temp Machine layout, and fixtures.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Layout } from "../../lib/permissions/mod.ts";
@@ -14,18 +14,67 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `cmd args` with a clean environment plus `env`, and collects its output. */
-export async function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<RunResult> {
-  const out = await new Deno.Command(cmd, {
+/** Runs `cmd args` with a clean environment plus `env` (and `input` on its standard input), and collects its output. */
+export async function run(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  input?: string,
+): Promise<RunResult> {
+  const child = new Deno.Command(cmd, {
+    args,
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", RUST_BACKTRACE: "0", ...env },
+    clearEnv: true,
+    stdin: input === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (input !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(input));
+    await writer.close();
+  }
+  const out = await child.output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
+/**
+ * Runs `cmd args` as {@linkcode run} does and kills it (SIGKILL) as soon as its standard error matches `at`: an
+ * operator interrupted at that point. Answers what it printed and its exit code; a run that ended before the point
+ * is not killed, and what it printed does not match `at`.
+ */
+export async function killedAt(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  at: RegExp,
+): Promise<{ seen: string; code: number }> {
+  const child = new Deno.Command(cmd, {
     args,
     env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", NO_COLOR: "1", RUST_BACKTRACE: "0", ...env },
     clearEnv: true,
     stdin: "null",
-    stdout: "piped",
+    stdout: "null",
     stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+  }).spawn();
+  let seen = "";
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    while (!at.test(seen)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += value;
+    }
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited.
+    }
+    await reader.cancel();
+  }
+  return { seen, code: (await child.status).code };
 }
 
 /** A Machine layout under a fresh temp directory, with a live unix socket standing in for Docker's. */

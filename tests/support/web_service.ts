@@ -1,5 +1,6 @@
 // The web Service the serving tests deploy, as Compose text: busybox httpd on port 80 serving one line as its
 // index, health-checked by wget every second (so a Deploy's health gate passes within seconds), stopped within 1 s.
+// A probe may take 5 s: on a loaded 2-core host running four labs, Docker's exec of a probe took over 2 s.
 import { IMAGE } from "./docker.ts";
 
 /** What varies between the tests' web Services. */
@@ -48,8 +49,8 @@ export function webService(service: WebService): string {
     "    healthcheck:",
     `      test: ["CMD", "wget", "-q", "-O-", "http://127.0.0.1/"]`,
     "      interval: 1s",
-    "      timeout: 2s",
-    "      retries: 2",
+    "      timeout: 5s",
+    "      retries: 3",
   ].join("\n") + "\n";
 }
 

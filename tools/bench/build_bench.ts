@@ -46,6 +46,9 @@ if (LAB_READY) {
   );
 }
 
+/** Every case here: five timed runs after one warm-up, on the lab. */
+const RUNS = { ignore: !LAB_READY, n: 5, warmup: 1 };
+
 async function edit(): Promise<void> {
   await Deno.writeTextFile(join(project, "app/version.txt"), `${++counter}\n`);
 }
@@ -54,9 +57,7 @@ Deno.bench({
   name: "docker build (classic) + docker rm -f + docker run -d, by hand on the Machine",
   group: "build and run an edited context",
   baseline: true,
-  ignore: !LAB_READY,
-  n: 5,
-  warmup: 1,
+  ...RUNS,
   async fn(b) {
     await edit();
     b.start();
@@ -71,9 +72,7 @@ Deno.bench({
 Deno.bench({
   name: "ployz deploy with build: (read, send, build, replace 1 replica, --monitor 0s)",
   group: "build and run an edited context",
-  ignore: !LAB_READY,
-  n: 5,
-  warmup: 1,
+  ...RUNS,
   async fn(b) {
     await edit();
     b.start();
@@ -88,9 +87,7 @@ Deno.bench({
   name: "ployz ps (one call to the Machine)",
   group: "unchanged re-deploy",
   baseline: true,
-  ignore: !LAB_READY,
-  n: 5,
-  warmup: 1,
+  ...RUNS,
   async fn() {
     await mustRun(lab!.on("m1", ["ps"]));
   },
@@ -99,9 +96,7 @@ Deno.bench({
 Deno.bench({
   name: "ployz deploy of an unchanged context (digest, up to date, nothing to do)",
   group: "unchanged re-deploy",
-  ignore: !LAB_READY,
-  n: 5,
-  warmup: 1,
+  ...RUNS,
   async fn() {
     await mustRun(lab!.on("m1", ["deploy", "-f", join(project, "compose.yaml"), "-y"]));
   },

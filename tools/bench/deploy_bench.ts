@@ -2,15 +2,8 @@
 // Docker API creating and starting the same three containers. Needs a running dockerd: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
-import {
-  deployIntent,
-  executePlan,
-  loadCompose,
-  newDeploymentId,
-  type NormalizedProject,
-  planDeploy,
-  takeSnapshot,
-} from "../../lib/deploy/mod.ts";
+import { loadCompose, type NormalizedProject } from "../../lib/deploy/mod.ts";
+import { timedDeploy } from "./deploy_once.ts";
 import { connectMachine, type MachineClient } from "../../lib/rpc/mod.ts";
 import { machineEnv, type Serving, startServe } from "../../tests/support/daemon.ts";
 
@@ -105,20 +98,7 @@ if (SOCKET === undefined) {
     n: 5,
     warmup: 1,
     async fn(b) {
-      const machines = [{ id: "", name: "bench", api: daemon.client }];
-      b.start();
-      const snapshot = await takeSnapshot(machines, { project: p.name, images: [IMAGE] });
-      const plan = planDeploy({
-        intent: deployIntent(p, newDeploymentId()),
-        snapshot,
-        skipHealth: true,
-        network: NETWORK,
-      });
-      const outcome = await executePlan(plan, new Map([[snapshot.machines[0].machineId, daemon.client]]));
-      b.end();
-      if (outcome.status !== "succeeded") {
-        throw new Error(`Deploy ${outcome.status}: ${outcome.failed?.error.message}`);
-      }
+      await timedDeploy(b, daemon.client, p, [IMAGE], NETWORK);
       await removeByLabel(docker, LABEL);
     },
   });

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type LabState, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
 import { selfSignedCertificate } from "../../tests/support/pki.ts";
 import { eventually } from "../../tests/support/poll.ts";
-import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
+import { LAB_READY, labBench, labDownSync, Series } from "./lab_support.ts";
 
 const HOST = "bench.example.test";
 const COUNT = 200;
@@ -137,11 +137,10 @@ const CASES = [
 ];
 
 for (const c of CASES) {
-  Deno.bench({
+  labBench({
     name: `${COUNT} TLS handshakes, ${c.name}`,
     group: "https handshakes",
     baseline: c.baseline,
-    ignore: !LAB_READY,
     n: 10,
     warmup: 1,
     fn() {

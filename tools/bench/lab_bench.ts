@@ -18,11 +18,11 @@ import {
 } from "../../lib/lab/mod.ts";
 import { configHistory, enrollMachine } from "../../lib/mesh/mod.ts";
 import { openConfigStore } from "../../lib/store/mod.ts";
-import { sleep } from "../../lib/util/mod.ts";
+import { pollUntil } from "../../lib/util/mod.ts";
+import { IMAGE, ownedLabelArgs } from "../../tests/support/docker.ts";
 import { readRows, storeDigest, storeFile } from "../../tests/support/lab_store.ts";
-import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
+import { LAB_READY, labBench, labDownSync, Series } from "./lab_support.ts";
 
-const IMAGE = "ployz-test/busybox:1";
 const PROFILE_LIST = (Deno.env.get("PLOYZ_BENCH_PROFILES") ?? "clean,regional,flap").split(",") as Profile[];
 
 const samples = new Series();
@@ -47,14 +47,7 @@ function createRow(profile: Profile, machine: string): string {
     "create",
     "--name",
     name,
-    "--label",
-    "ployz.managed=1",
-    "--label",
-    `ployz.machine=${ids[machine]}`,
-    "--label",
-    "ployz.project=bench",
-    "--label",
-    `ployz.service=${name}`,
+    ...ownedLabelArgs(ids[machine], "bench", name),
     IMAGE,
     "true",
   ]);
@@ -67,11 +60,10 @@ function holds(state: LabState, machine: string, name: string): boolean {
   return false;
 }
 
+/** Polls `check` every 2 ms (the figure is a convergence time) for at most `timeoutMs`. */
 async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("the bench timed out waiting for the lab");
-    await sleep(2);
+  if (!await pollUntil(check, { timeoutMs, intervalMs: 2 })) {
+    throw new Error("the bench timed out waiting for the lab");
   }
 }
 
@@ -111,13 +103,12 @@ if (LAB_READY) {
 }
 
 for (const profile of PROFILE_LIST) {
-  Deno.bench({
+  labBench({
     name: `${profile}: docker create → row on its own Machine`,
     group: `row propagation (${profile})`,
     baseline: true,
     n: 100,
     warmup: 1,
-    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       b.start();
@@ -129,12 +120,11 @@ for (const profile of PROFILE_LIST) {
     },
   });
 
-  Deno.bench({
+  labBench({
     name: `${profile}: row on its own Machine → on every other Machine`,
     group: `row propagation (${profile})`,
     n: 100,
     warmup: 1,
-    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       const origin = ["m1", "m2", "m3"][serial % 3];
@@ -148,13 +138,12 @@ for (const profile of PROFILE_LIST) {
     },
   });
 
-  Deno.bench({
+  labBench({
     name: `${profile}: two writes converge without a partition`,
     group: `heal convergence (${profile})`,
     baseline: true,
     n: 5,
     warmup: 1,
-    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       b.start();
@@ -167,12 +156,11 @@ for (const profile of PROFILE_LIST) {
     },
   });
 
-  Deno.bench({
+  labBench({
     name: `${profile}: heal → identical stores after both sides wrote`,
     group: `heal convergence (${profile})`,
     n: 5,
     warmup: 1,
-    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get(profile)!;
       const dir = state.plan.dir;
@@ -190,12 +178,11 @@ for (const profile of PROFILE_LIST) {
 }
 
 if (PROFILE_LIST.includes("clean")) {
-  Deno.bench({
+  labBench({
     name: "clean: one machine ls round trip to the Entry Machine",
     group: "machine add (clean)",
     baseline: true,
     n: 20,
-    ignore: !LAB_READY,
     async fn() {
       const { state } = labs.get("clean")!;
       using entry = daemonClient(state.plan.machines[0]);
@@ -203,12 +190,11 @@ if (PROFILE_LIST.includes("clean")) {
     },
   });
 
-  Deno.bench({
+  labBench({
     name: "clean: machine add until participating (m4 leaves between runs)",
     group: "machine add (clean)",
     n: 5,
     warmup: 0,
-    ignore: !LAB_READY,
     async fn(b) {
       const { state } = labs.get("clean")!;
       const [m1, , , m4] = state.plan.machines;

@@ -10,6 +10,7 @@
 import { join, resolve } from "node:path";
 import { countByArea, loadedModules } from "../module_graph.ts";
 import { ROOT, run } from "../../tests/support/spawn.ts";
+import { labPlace } from "../../tests/support/lab.ts";
 
 const TREES = (Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT).split(",").map((t) => resolve(t.trim()));
 const IMAGE = "ployz-test/busybox:1";
@@ -28,9 +29,12 @@ interface ProcessFigure {
   anonMb: number;
   /**
    * Where the resident memory is, from /proc/<pid>/smaps: the deno binary's pages (its code, shared with every
-   * deno process), the native malloc heap (`[heap]`), and the other anonymous mappings (the V8 heap, stacks).
+   * deno process), glibc's main malloc arena (`[heap]`), and the other anonymous mappings (the V8 heap, stacks,
+   * glibc's other arenas, or all of jemalloc's).
    */
   regionsMb: { binary: number; malloc: number; anon: number };
+  /** The malloc it runs with: `jemalloc` when preloaded (lib/permissions/runtime_flags.ts), else `glibc`. */
+  malloc: string;
 }
 
 function regions(pid: string): ProcessFigure["regionsMb"] {
@@ -80,6 +84,7 @@ function machineProcesses(runDir: string): Map<string, ProcessFigure> {
         pssMb: Number(rollup.match(/^Pss:\s+(\d+) kB/m)?.[1] ?? NaN) / 1024,
         anonMb: statusField(status, "RssAnon"),
         regionsMb: regions(entry.name),
+        malloc: env.some((e) => /^LD_PRELOAD=.*jemalloc/.test(e)) ? "jemalloc" : "glibc",
       });
     } catch {
       // Gone meanwhile, or not ours to read.
@@ -89,13 +94,7 @@ function machineProcesses(runDir: string): Map<string, ProcessFigure> {
 }
 
 async function labFootprint(tree: string): Promise<void> {
-  const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-  const dir = `/tmp/plz-fp-${tag}`;
-  const env = {
-    PLOYZ_DOCKER_SOCKET: Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock",
-    PLOYZ_CONFIG_DIR: join(dir, "operator"),
-    PLOYZ_MESH_TICK_MS: "2000",
-  };
+  const { name, dir, env } = labPlace("fp");
   const ployz = (args: string[], extra: Record<string, string> = {}) =>
     run(join(tree, "bin", "ployz"), args, { ...env, ...extra });
   const must = async (args: string[], extra: Record<string, string> = {}) => {
@@ -109,7 +108,7 @@ async function labFootprint(tree: string): Promise<void> {
       ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
     });
     if (bundled.code !== 0) throw new Error(`bundling ${tree} failed: ${bundled.stderr}`);
-    await must(["lab", "up", "--machines", "3", "--name", `fp${tag}`, "--dir", dir]);
+    await must(["lab", "up", "--machines", "3", "--name", name, "--dir", dir]);
     const compose = join(dir, "compose.yaml");
     await Deno.writeTextFile(
       compose,
@@ -129,12 +128,19 @@ async function labFootprint(tree: string): Promise<void> {
     }
     console.log(`idle RSS on a 3-Machine lab, ${IDLE_MS / 1000} s after a 3-replica Deploy (${tree}):`);
     const entries = [
-      ...new Set(SUBCOMMANDS.flatMap((sub) => figures[sub].map((p) => `${sub} from ${p.entry}`))),
+      ...new Set(
+        SUBCOMMANDS.flatMap((sub) =>
+          figures[sub].map((p) => `${sub} from ${p.entry} with ${p.malloc} malloc`)
+        ),
+      ),
     ];
     console.log(`  ${entries.join("; ")}`);
     const goals: Record<string, number> = { serve: 80, dns: 45, observe: 60 };
     for (const sub of SUBCOMMANDS) {
       const list = figures[sub].map((p) => `${p.rssMb.toFixed(1)}`).join(" / ");
+      const median = figures[sub].map((p) =>
+        p.rssMb
+      ).sort((a, b) => a - b)[Math.floor(figures[sub].length / 2)];
       const peaks = figures[sub].map((p) => `${p.peakMb.toFixed(1)}`).join(" / ");
       const pss = figures[sub].map((p) => `${p.pssMb.toFixed(1)}`).join(" / ");
       const anon = figures[sub].map((p) => `${p.anonMb.toFixed(1)}`).join(" / ");
@@ -142,7 +148,8 @@ async function labFootprint(tree: string): Promise<void> {
         `${p.regionsMb.binary.toFixed(1)}+${p.regionsMb.malloc.toFixed(1)}+${p.regionsMb.anon.toFixed(1)}`
       ).join(" / ");
       console.log(
-        `  ployzd ${sub.padEnd(7)} RSS ${list} MB (peak ${peaks}; goal <= ${goals[sub]} MB); ` +
+        `  ployzd ${sub.padEnd(7)} RSS ${list} MB (median ${median?.toFixed(1)}; peak ${peaks}; ` +
+          `goal <= ${goals[sub]} MB); ` +
           `PSS ${pss} MB; anonymous ${anon} MB; deno binary + malloc heap + other anonymous ${where} MB`,
       );
     }

@@ -1,6 +1,7 @@
 /**
  * What the lab benchmarks share: whether this host can run a lab, named series of samples with their percentiles,
- * a lab taken down when the benchmark process ends, and a program's output that must have succeeded.
+ * a benchmark registered only for a host that can run a lab, a lab taken down when the benchmark process ends, and a
+ * program's output that must have succeeded.
  *
  * @module
  */
@@ -57,4 +58,9 @@ export async function mustRun(result: Promise<RunResult>): Promise<string> {
   const r = await result;
   if (r.code !== 0) throw new Error(r.stderr + r.stdout);
   return r.stdout;
+}
+
+/** Registers a benchmark that needs a lab: ignored unless {@linkcode LAB_READY}. */
+export function labBench(definition: Omit<Deno.BenchDefinition, "ignore">): void {
+  Deno.bench({ ...definition, ignore: !LAB_READY });
 }

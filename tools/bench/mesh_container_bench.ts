@@ -9,7 +9,7 @@
 import { daemonClient, labUp, type MachinePlan } from "../../lib/lab/mod.ts";
 import type { LabState } from "../../lib/lab/mod.ts";
 import { eventually } from "../../tests/support/poll.ts";
-import { LAB_READY, labDownSync, Series } from "./lab_support.ts";
+import { LAB_READY, labBench, labDownSync, Series } from "./lab_support.ts";
 
 const IMAGE = "ployz-test/busybox:1";
 const SEQUENTIAL = 50;
@@ -93,11 +93,10 @@ const CASES = [
 ];
 
 for (const c of CASES) {
-  Deno.bench({
+  labBench({
     name: `${SEQUENTIAL} sequential requests, ${c.name}`,
     group: "container HTTP latency",
     baseline: c.baseline,
-    ignore: !LAB_READY,
     n: 20,
     warmup: 2,
     fn() {
@@ -107,11 +106,10 @@ for (const c of CASES) {
 }
 
 for (const c of CASES) {
-  Deno.bench({
+  labBench({
     name: `${PARALLEL.total} requests ${PARALLEL.at} at a time, ${c.name}`,
     group: "container HTTP throughput",
     baseline: c.baseline,
-    ignore: !LAB_READY,
     n: 10,
     warmup: 1,
     fn() {

@@ -6,6 +6,7 @@
 // Run: sudo deno run --allow-all tools/bench/mesh_idle_cpu_bench.ts
 import { join, resolve } from "node:path";
 import { ROOT, run } from "../../tests/support/spawn.ts";
+import { labPlace } from "../../tests/support/lab.ts";
 import { LAB_READY, percentile } from "./lab_support.ts";
 
 const TREES = (Deno.env.get("PLOYZ_BENCH_TREE") ?? ROOT).split(",").map((t) => resolve(t.trim()));
@@ -45,16 +46,10 @@ function cpuMs(pid: number): { own: number; children: number } {
 
 /** Per daemon: CPU per minute in all, and of it in reaped commands. */
 async function idleCpu(tree: string): Promise<{ total: number; children: number }[]> {
-  const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
-  const dir = `/tmp/plz-ic-${tag}`;
-  const env = {
-    PLOYZ_DOCKER_SOCKET: Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock",
-    PLOYZ_CONFIG_DIR: join(dir, "operator"),
-    PLOYZ_MESH_TICK_MS: "2000",
-  };
+  const { name, dir, env } = labPlace("ic");
   const ployz = (args: string[]) => run(join(tree, "bin", "ployz"), args, env);
   try {
-    const up = await ployz(["lab", "up", "--machines", "3", "--name", `ic${tag}`, "--dir", dir]);
+    const up = await ployz(["lab", "up", "--machines", "3", "--name", name, "--dir", dir]);
     if (up.code !== 0) throw new Error(`lab up failed: ${up.stderr}${up.stdout}`);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const pids = ["m1", "m2", "m3"].map((m) => {

@@ -12,15 +12,9 @@ import {
 import { openStore } from "../../lib/store/mod.ts";
 import { backendSpec, buildCaddyImage, get, publishAll } from "../../tests/support/caddy.ts";
 import { sleep } from "../../lib/util/mod.ts";
+import { DOCKER_SOCKET, lacking } from "../../tests/support/needs.ts";
 
-const SOCKET = Deno.env.get("PLOYZ_DOCKER_SOCKET") ?? "/var/run/docker.sock";
-const present = (() => {
-  try {
-    return Deno.statSync(SOCKET).isSocket === true;
-  } catch {
-    return false;
-  }
-})();
+const present = lacking("docker") === undefined;
 const INGRESS = JSON.stringify([{
   hostname: "app.test",
   "lb_port": 80,
@@ -33,14 +27,19 @@ async function scenario(redeploy: boolean): Promise<void> {
   const id = crypto.randomUUID().slice(0, 8);
   const machineId = `bench-${id}`;
   const network = `ployz-bench-${id}`;
-  const engine = openEngine({ socketPath: SOCKET, machineId, network, extraLabels: { "ployz.test": id } });
-  const raw = new Docker({ socketPath: SOCKET });
+  const engine = openEngine({
+    socketPath: DOCKER_SOCKET,
+    machineId,
+    network,
+    extraLabels: { "ployz.test": id },
+  });
+  const raw = new Docker({ socketPath: DOCKER_SOCKET });
   const runDir = await Deno.makeTempDir({ prefix: "ployz-bench-" });
   const store = openStore({ path: ":memory:", siteId: machineId, clusterId: "bench" });
   store.machines.put({ id: machineId, name: "bench" });
   let loop: Awaited<ReturnType<typeof startServingLoop>> | undefined;
   try {
-    await buildCaddyImage(SOCKET);
+    await buildCaddyImage(DOCKER_SOCKET);
     const b = 100 + Math.floor(Math.random() * 150);
     await engine.ensureNetwork({ name: network, subnet: `10.207.${b}.0/24`, gateway: `10.207.${b}.1` });
     await Deno.mkdir(`${runDir}/caddy`);

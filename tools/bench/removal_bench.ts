@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { type Lab, startLab } from "../../tests/support/lab.ts";
 import { sleepService } from "../../tests/support/web_service.ts";
-import { LAB_READY, labDownSync, mustRun } from "./lab_support.ts";
+import { LAB_READY, labBench, labDownSync, mustRun } from "./lab_support.ts";
 
 const MACHINES = ["m1", "m2", "m3"];
 let lab: Lab | undefined;
@@ -38,13 +38,12 @@ if (LAB_READY) {
   );
 }
 
-Deno.bench({
+labBench({
   name: "docker rm -f of the 10 containers by hand, Machine after Machine",
   group: "remove a Project of 10 containers on 3 Machines",
   baseline: true,
   n: 5,
   warmup: 0,
-  ignore: !LAB_READY,
   async fn(b) {
     await deployTen();
     const byMachine = await Promise.all(MACHINES.map(async (m) => [m, await ids(m)] as const));
@@ -54,12 +53,11 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+labBench({
   name: "ployz rm (mark, proxies acked, each Machine removes its own)",
   group: "remove a Project of 10 containers on 3 Machines",
   n: 5,
   warmup: 0,
-  ignore: !LAB_READY,
   async fn(b) {
     await deployTen();
     b.start();

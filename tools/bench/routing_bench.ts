@@ -7,7 +7,7 @@
 import { daemonClient, type LabState, labUp } from "../../lib/lab/mod.ts";
 import { type MachineClient, viaEntry } from "../../lib/rpc/mod.ts";
 import { sleep } from "../../lib/util/mod.ts";
-import { LAB_READY, labDownSync, percentile, Series } from "./lab_support.ts";
+import { LAB_READY, labBench, labDownSync, percentile, Series } from "./lab_support.ts";
 
 const IMAGE = "ployz-test/busybox:1";
 
@@ -70,13 +70,12 @@ if (LAB_READY) {
   });
 }
 
-Deno.bench({
+labBench({
   name: "describe_contract on m2's own socket",
   group: "describe_contract",
   baseline: true,
   n: 300,
   warmup: 20,
-  ignore: !LAB_READY,
   async fn(b) {
     b.start();
     const t0 = performance.now();
@@ -86,12 +85,11 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+labBench({
   name: "describe_contract of m2 from m1's socket, forwarded",
   group: "describe_contract",
   n: 300,
   warmup: 20,
-  ignore: !LAB_READY,
   async fn(b) {
     const via = viaEntry(lab!.clients.m1, lab!.ids.m2);
     b.start();
@@ -102,13 +100,12 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+labBench({
   name: "image export read in full on m1's own socket",
   group: "image transfer",
   baseline: true,
   n: 5,
   warmup: 1,
-  ignore: !LAB_READY,
   async fn(b) {
     b.start();
     const t0 = performance.now();
@@ -119,12 +116,11 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+labBench({
   name: "image pull m1 → m2 over the mesh and load",
   group: "image transfer",
   n: 5,
   warmup: 1,
-  ignore: !LAB_READY,
   async fn(b) {
     const ref = `ployz-bench/copy:${++serial}`;
     docker("m1", ["tag", IMAGE, ref]);

@@ -3,14 +3,8 @@
 // never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
-import {
-  deployIntent,
-  executePlan,
-  loadCompose,
-  newDeploymentId,
-  planDeploy,
-  takeSnapshot,
-} from "../../lib/deploy/mod.ts";
+import { loadCompose } from "../../lib/deploy/mod.ts";
+import { timedDeploy } from "./deploy_once.ts";
 import { connectMachine } from "../../lib/rpc/mod.ts";
 import { machineEnv, startServe } from "../../tests/support/daemon.ts";
 import { IMAGE, randomSubnet } from "../../tests/support/docker.ts";
@@ -92,20 +86,7 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     n: 5,
     warmup: 1,
     async fn(b) {
-      const machines = [{ id: "", name: "bench", api: client }];
-      b.start();
-      const snapshot = await takeSnapshot(machines, { project: project.name, images: [IMAGE] });
-      const plan = planDeploy({
-        intent: deployIntent(project, newDeploymentId()),
-        snapshot,
-        skipHealth: true,
-        network: NETWORK,
-      });
-      const outcome = await executePlan(plan, new Map([[snapshot.machines[0].machineId, client]]));
-      b.end();
-      if (outcome.status !== "succeeded") {
-        throw new Error(`Deploy ${outcome.status}: ${outcome.failed?.error.message}`);
-      }
+      await timedDeploy(b, client, project, [IMAGE], NETWORK);
       for (const c of await docker.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } })) {
         await docker.getContainer(c.Id).remove({ force: true });
       }

@@ -289,26 +289,32 @@ Deno.bench({
   warmup: 0,
   ignore: !READY,
   async fn(b) {
-    const cpu = await cpuMark();
-    b.start();
-    const started = performance.now();
-    const out = await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
-    const ms = performance.now() - started;
-    b.end();
-    await cpu.report();
-    const step = receiveStep(out, "m2");
-    throughput.record("full: ployz over the mesh", rate(FULL_MIB, step));
-    console.log(
-      `ployz: whole run ${ms.toFixed(0)} ms; the receive step ${step} ms = ${
-        rate(FULL_MIB, step).toFixed(0)
-      } MiB/s`,
-    );
+    await timedRun(b, ["volume", "mirror", VOLUME, "--to", "m2"], FULL_MIB, "full: ployz over the mesh");
     await ployz(["volume", "rm-mirror", VOLUME, "--on", "m2"]);
   },
 });
 
 // Each incremental iteration first rewrites the same 256 MiB file with new random data (outside the timing), so
 // every send carries the same amount of changed data.
+/**
+ * Times `ployz args` (a run that sends `mib` MiB to m2) as the bench's measured part, with the CPU it cost; records
+ * the receive step's rate under `series` and prints it beside the whole run's time.
+ */
+async function timedRun(b: Deno.BenchContext, args: string[], mib: number, series: string): Promise<void> {
+  const cpu = await cpuMark();
+  b.start();
+  const started = performance.now();
+  const out = await ployz(args);
+  const ms = performance.now() - started;
+  b.end();
+  await cpu.report();
+  const step = receiveStep(out, "m2");
+  throughput.record(series, rate(mib, step));
+  console.log(
+    `ployz: whole run ${ms.toFixed(0)} ms; the receive step ${step} ms = ${rate(mib, step).toFixed(0)} MiB/s`,
+  );
+}
+
 let handBase: string | undefined;
 let handRound = 0;
 
@@ -391,20 +397,7 @@ Deno.bench({
       await ployz(["volume", "mirror", VOLUME, "--to", "m2"]);
     }
     await fill("delta", DELTA_MIB);
-    const cpu = await cpuMark();
-    b.start();
-    const started = performance.now();
-    const out = await ployz(["volume", "sync", VOLUME]);
-    const ms = performance.now() - started;
-    b.end();
-    await cpu.report();
-    const step = receiveStep(out, "m2");
-    throughput.record("incremental: ployz over the mesh", rate(DELTA_MIB, step));
-    console.log(
-      `ployz: whole run ${ms.toFixed(0)} ms; the receive step ${step} ms = ${
-        rate(DELTA_MIB, step).toFixed(0)
-      } MiB/s`,
-    );
+    await timedRun(b, ["volume", "sync", VOLUME], DELTA_MIB, "incremental: ployz over the mesh");
   },
 });
 

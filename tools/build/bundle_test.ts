@@ -2,7 +2,7 @@
 // `ployzd serve` loads hold its npm packages inline and nothing of the Observe Store or the lab; those of
 // `ployzd dns` hold no Docker, store, daemon or npm package; those of `ployzd observe` hold hono inline and nothing of
 // the daemon.
-import { deepEqual, ok } from "node:assert/strict";
+import { deepEqual, equal, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { DAEMON_BUNDLE } from "../../lib/permissions/mod.ts";
 import { bundleCli, bundleDaemon, CLI_BUNDLE } from "./bundle.ts";
@@ -14,6 +14,10 @@ interface Loaded {
   sources: string[];
   /** Bare specifiers the chunks still import (npm packages and Node built-ins) statically. */
   imports: string[];
+  /** The chunks, entry first. */
+  chunks: string[];
+  /** Their text, joined. */
+  text: string;
 }
 
 // What running `<subcommand>` loads: the entry, the subcommand's chunk, and every chunk they import statically.
@@ -25,28 +29,53 @@ async function loadedBy(dir: string, subcommand: string, entry = "ployzd.js"): P
   const pending = [entry, chunk];
   const sources = new Set<string>();
   const imports = new Set<string>();
+  let all = "";
   while (pending.length > 0) {
     const name = pending.pop()!;
     if (seen.has(name)) continue;
     seen.add(name);
     const text = await Deno.readTextFile(join(dir, name));
+    all += text;
     for (const [, path] of text.matchAll(/^\/\/ (\S+\.[cm]?[jt]s)$/gm)) sources.add(path);
-    for (const [, spec] of text.matchAll(/^(?:import|export)\b[^;]*? from "([^"]+)";?$/gms)) {
+    // One statement a line, or (minified) several on one line.
+    for (const [, spec] of text.matchAll(/(?:^|[;}])\s*(?:import|export)\b[^;"]*?\bfrom\s*"([^"]+)"/gm)) {
       if (spec.startsWith("./")) pending.push(spec.slice(2));
       else imports.add(spec);
     }
   }
-  return { sources: [...sources].sort(), imports: [...imports].sort() };
+  return { sources: [...sources].sort(), imports: [...imports].sort(), chunks: [...seen], text: all };
 }
 
 Deno.test("the daemon bundle gives serve and observe their npm packages inline and dns and observe nothing of serve", async () => {
   const out = await Deno.makeTempDir({ prefix: "ployzd-bundle-" });
+  const plainOut = await Deno.makeTempDir({ prefix: "ployzd-bundle-plain-" });
   try {
     const entry = await bundleDaemon(ROOT, out);
     const dir = join(entry, "..");
     ok(entry.endsWith(DAEMON_BUNDLE), entry);
+    // The installed bundle is minified, without the path comments that say what a chunk holds: its contents are
+    // read from the same bundle built unminified, and the two must split alike (same chunks loaded per subcommand,
+    // same imports).
+    const plainDir = join(await bundleDaemon(ROOT, plainOut, false), "..");
+    const plainOf: Record<string, Loaded> = {};
+    for (const subcommand of ["serve", "dns", "observe"]) {
+      const minified = await loadedBy(dir, subcommand);
+      const plain = plainOf[subcommand] = await loadedBy(plainDir, subcommand);
+      deepEqual(minified.sources, [], `${subcommand}: the installed bundle is minified`);
+      deepEqual(minified.imports, plain.imports, `${subcommand} imports the same minified`);
+      equal(minified.chunks.length, plain.chunks.length, `${subcommand} loads as many chunks minified`);
+      ok(
+        minified.text.length < plain.text.length * 0.7,
+        `${subcommand}: ${minified.text.length} bytes minified`,
+      );
+    }
+    // Function names are kept (stack traces name them).
+    ok(
+      (await loadedBy(dir, "serve")).text.includes('"startDaemon"'),
+      "serve's chunks keep startDaemon's name",
+    );
 
-    const serve = await loadedBy(dir, "serve");
+    const serve = plainOf.serve;
     ok(serve.sources.includes("lib/daemon/daemon.ts"), "the serve chunks hold the daemon");
     for (const pkg of ["zod", "hono", "@noble/curves"]) {
       ok(serve.sources.some((s) => s.includes(`/node_modules/${pkg}/`)), `${pkg} is bundled into serve`);
@@ -57,7 +86,7 @@ Deno.test("the daemon bundle gives serve and observe their npm packages inline a
       ok(!serve.sources.some((s) => s.startsWith(area)), `serve loads nothing of ${area}`);
     }
 
-    const dns = await loadedBy(dir, "dns");
+    const dns = plainOf.dns;
     ok(dns.sources.includes("lib/dns/server.ts"), "the dns chunks hold the DNS server");
     for (const area of ["lib/daemon/", "lib/store/", "lib/deploy/", "lib/rpc/"]) {
       ok(!dns.sources.some((s) => s.startsWith(area)), `dns loads nothing of ${area}`);
@@ -65,7 +94,7 @@ Deno.test("the daemon bundle gives serve and observe their npm packages inline a
     ok(!dns.sources.some((s) => s.includes("node_modules/")), "dns loads no npm package");
     ok(!dns.imports.includes("node:sqlite"), dns.imports.join(" "));
 
-    const observe = await loadedBy(dir, "observe");
+    const observe = plainOf.observe;
     ok(observe.sources.includes("lib/observe/ingester.ts"), "the observe chunks hold the Observe Store");
     ok(observe.sources.some((s) => s.includes("/node_modules/hono/")), "hono is bundled into observe");
     deepEqual(observe.imports.filter((s) => !s.startsWith("node:")), []);
@@ -75,6 +104,7 @@ Deno.test("the daemon bundle gives serve and observe their npm packages inline a
     ok(!observe.sources.some((s) => s.includes("/node_modules/zod/")), "observe loads no zod");
   } finally {
     await Deno.remove(out, { recursive: true });
+    await Deno.remove(plainOut, { recursive: true });
   }
 });
 

@@ -10,18 +10,7 @@
 import { isAbsolute, join, normalize } from "node:path";
 import type { Node } from "yaml";
 import { checkMapping, type KeyRule } from "./keys.ts";
-import {
-  boolean,
-  child,
-  type Entry,
-  fail,
-  isMapping,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  textList,
-} from "./reader.ts";
+import { child, type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readLabels } from "./service_fields.ts";
 import type { NormalizedBuild } from "./types.ts";
 
@@ -76,7 +65,7 @@ export const INLINE_DOCKERFILE_NAME = ".ployz-inline.Dockerfile";
 
 function relativeInside(reader: Reader, node: Node | null, path: string, value: string): boolean {
   if (isAbsolute(value) || normalize(value).split(/[\\/]/).includes("..") || value.includes("\0")) {
-    fail(reader, node, path, `invalid dockerfile "${value}": expected a path inside the build context`);
+    reader.fail(node, path, `invalid dockerfile "${value}": expected a path inside the build context`);
     return false;
   }
   return true;
@@ -106,25 +95,22 @@ export function readBuild(
     const value = (key: string): Node | null => keys.get(key)?.value ?? null;
     const at = (key: string): string => child(entry.path, key);
     const optional = (key: string): string | null =>
-      value(key) === null ? null : text(reader, value(key), at(key)) ?? null;
+      value(key) === null ? null : reader.text(value(key), at(key)) ?? null;
     context = optional("context") ?? ".";
     dockerfile = optional("dockerfile");
     dockerfileInline = optional("dockerfile_inline");
     target = optional("target");
-    noCache = value("no_cache") === null
-      ? false
-      : boolean(reader, value("no_cache"), at("no_cache")) ?? false;
-    for (const [key, item] of keyValues(reader, value("args"), at("args")) ?? []) {
+    noCache = value("no_cache") === null ? false : reader.boolean(value("no_cache"), at("no_cache")) ?? false;
+    for (const [key, item] of reader.keyValues(value("args"), at("args")) ?? []) {
       // An argument without a value takes the operator's environment, as Compose does; unset, it is left out.
       const resolved = item.value ?? (Object.hasOwn(options.env, key) ? options.env[key] : undefined);
       if (resolved !== undefined) args[key] = resolved;
     }
     labels = readLabels(reader, value("labels"), at("labels"));
-    cacheFrom = textList(reader, value("cache_from"), at("cache_from")) ?? [];
+    cacheFrom = reader.textList(value("cache_from"), at("cache_from")) ?? [];
     if (dockerfile !== null) relativeInside(reader, value("dockerfile"), at("dockerfile"), dockerfile);
     if (dockerfile !== null && dockerfileInline !== null) {
-      fail(
-        reader,
+      reader.fail(
         value("dockerfile_inline"),
         at("dockerfile_inline"),
         `"dockerfile" and "dockerfile_inline" exclude each other`,
@@ -133,23 +119,21 @@ export function readBuild(
     if (
       dockerfileInline !== null && new TextEncoder().encode(dockerfileInline).length > MAX_INLINE_DOCKERFILE
     ) {
-      fail(
-        reader,
+      reader.fail(
         value("dockerfile_inline"),
         at("dockerfile_inline"),
         `"dockerfile_inline" is longer than the limit of ${MAX_INLINE_DOCKERFILE} bytes`,
       );
     }
     if (target !== null && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(target)) {
-      fail(reader, value("target"), at("target"), `invalid target "${target}": expected a stage name`);
+      reader.fail(value("target"), at("target"), `invalid target "${target}": expected a stage name`);
     }
   } else {
-    context = text(reader, node, entry.path);
+    context = reader.text(node, entry.path);
   }
   if (context === undefined) return undefined;
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(context) || context.startsWith("git@")) {
-    fail(
-      reader,
+    reader.fail(
       isMapping(node) ? node : node,
       entry.path,
       `build context "${context}" is a URL: only a directory on the operator's side can be sent to the building Machine`,

@@ -1,23 +1,13 @@
 import assert from "node:assert/strict";
 import { serviceSpecDigest } from "./spec.ts";
-import { loadText, onlyIssue, problems } from "./test_helpers.ts";
+import { buildOf, loadText, onlyIssue, problems } from "./test_helpers.ts";
 
 Deno.test("build: a string context names a directory beside the compose file; the image is <project>-<service>", () => {
   const { project, warnings } = loadText("services:\n  web:\n    build: ./web\n");
   assert.deepEqual(warnings, []);
   const web = project.services.web;
   assert.equal(web.image, "proj-web");
-  assert.deepEqual(web.build, {
-    context: "/proj/web",
-    dockerfile: null,
-    dockerfileInline: null,
-    args: {},
-    target: null,
-    labels: {},
-    cacheFrom: [],
-    noCache: false,
-    image: null,
-  });
+  assert.deepEqual(web.build, buildOf("/proj/web"));
 });
 
 Deno.test("build: the long form reads dockerfile, args (from the environment when bare), target, labels, cache_from", () => {

@@ -29,7 +29,7 @@ import {
   oversize,
   readBoundedFile,
 } from "./limits.ts";
-import { fail, type Reader, warn } from "./reader.ts";
+import { child, type Reader } from "./reader.ts";
 import { fileErrorReason } from "./service_fields.ts";
 
 /** Reads a compose file from disk, refusing one larger than a compose file may be. */
@@ -109,21 +109,21 @@ export function readIncludes(
         for (const entry of item.items) {
           const name = isScalar(entry.key) ? String(entry.key.value) : "?";
           if (name !== "path") {
-            fail(reader, entry.key as Node, `${where}.${name}`, `key "${name}" in include is not supported`);
+            reader.fail(entry.key as Node, `${where}.${name}`, `key "${name}" in include is not supported`);
           }
         }
       }
       if (!isScalar(target) || typeof target.value !== "string") {
-        fail(reader, item as Node, where, `expected a path to a compose file`);
+        reader.fail(item as Node, where, `expected a path to a compose file`);
         return;
       }
       const path = isAbsolute(target.value) ? target.value : join(dirname(part.file), target.value);
       if (seen.has(resolvePath(path))) {
-        fail(reader, target, where, `"${target.value}" is already part of this Project: an include cycle`);
+        reader.fail(target, where, `"${target.value}" is already part of this Project: an include cycle`);
         return;
       }
       if (seen.size >= MAX_FILES) {
-        fail(reader, target, where, `more than ${MAX_FILES} compose files`);
+        reader.fail(target, where, `more than ${MAX_FILES} compose files`);
         return;
       }
       seen.add(resolvePath(path));
@@ -134,13 +134,15 @@ export function readIncludes(
       } catch (error) {
         if (!(error instanceof ComposeError)) throw error;
         for (const problem of error.issues) {
-          if (problem.line > 0) reader.errors.push(problem);
-          else {fail(
-              reader,
-              target,
-              where,
-              problem.message.replace(/^cannot read compose file/, `cannot read "${target.value}"`),
-            );}
+          if (problem.line > 0) {
+            reader.errors.push(problem);
+          } else {
+            const message = problem.message.replace(
+              /^cannot read compose file/,
+              `cannot read "${target.value}"`,
+            );
+            reader.fail(target, where, message);
+          }
         }
       }
     });
@@ -169,18 +171,17 @@ export function addIncluded(reader: Reader, root: Node | null, part: ParsedFile)
       const name = isScalar(pair.key) ? String(pair.key.value) : "?";
       const clash = target.items.find((item) => isScalar(item.key) && String(item.key.value) === name);
       if (clash !== undefined) {
-        fail(
-          reader,
+        reader.fail(
           pair.key as Node,
           `${section}.${name}`,
           `${section.replace(/s$/, "")} "${name}" is defined both here and in "${
-            reader.origins?.get(clash.key)?.file ?? reader.file
+            reader.origins.get(clash.key)?.file ?? reader.file
           }"`,
         );
         continue;
       }
       // An included file's relative paths resolve against its own directory.
-      if (section === "services") reader.serviceDirs?.set(pair.key, dirname(part.file));
+      if (section === "services") reader.serviceDirs.set(pair.key, dirname(part.file));
       target.items.push(pair);
     }
   }
@@ -223,7 +224,7 @@ export function checkDocument(
   reader.aliases = new Map();
   while (stack.length > 0) {
     const { node, path } = stack.pop()!;
-    if (origin !== undefined && node !== null && typeof node === "object") reader.origins!.set(node, origin);
+    if (origin !== undefined && node !== null && typeof node === "object") reader.origins.set(node, origin);
     const anchor = (node as { anchor?: unknown } | null)?.anchor;
     if (typeof anchor === "string") anchors.set(anchor, node as Node);
     if (isAlias(node)) {
@@ -235,17 +236,17 @@ export function checkDocument(
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
         const keyNode = pair.key as Node | null;
-        if (origin !== undefined && keyNode !== null) reader.origins!.set(keyNode, origin);
+        if (origin !== undefined && keyNode !== null) reader.origins.set(keyNode, origin);
         const merge = isScalar(keyNode) && (typeof keyNode.value === "symbol" || keyNode.source === "<<");
         const key = !isScalar(keyNode) ? "?" : merge ? "<<" : String(keyNode.value);
         if (isScalar(keyNode) && !merge) {
           if (keys.has(key)) {
             duplicates++;
-            fail(reader, keyNode, childPath(path, key), "Duplicate key: map keys must be unique");
+            reader.fail(keyNode, child(path, key), "Duplicate key: map keys must be unique");
           }
           keys.add(key);
         }
-        children.push({ node: pair.value, path: childPath(path, key) });
+        children.push({ node: pair.value, path: child(path, key) });
       }
       // Pushed last-first so values are interpolated, and unset variables warned about, in file order.
       for (let index = children.length - 1; index >= 0; index--) stack.push(children[index]);
@@ -256,7 +257,7 @@ export function checkDocument(
     } else if (isScalar(node) && typeof node.value === "string") {
       const result = interpolate(node.value, env);
       if (!result.ok) {
-        fail(reader, node, path, result.error);
+        reader.fail(node, path, result.error);
         continue;
       }
       for (const name of result.unset) {
@@ -267,22 +268,17 @@ export function checkDocument(
           firstUnwarned ??= { node, path };
           continue;
         }
-        warn(reader, node, path, `variable "${name}" is not set: using an empty string`);
+        reader.warn(node, path, `variable "${name}" is not set: using an empty string`);
       }
       node.value = result.value;
     }
   }
   if (unwarned > 0 && firstUnwarned !== undefined) {
-    warn(
-      reader,
+    reader.warn(
       firstUnwarned.node,
       firstUnwarned.path,
       `${unwarned} more variables are not set: using empty strings`,
     );
   }
   return duplicates;
-}
-
-function childPath(path: string, key: string): string {
-  return path === "" ? key : `${path}.${key}`;
 }

@@ -8,18 +8,18 @@
 import { isAbsolute, join, normalize } from "node:path";
 import { isScalar, type Node } from "yaml";
 import { CADDY_KEYS, checkKeys, checkMapping, PRE_DEPLOY_KEYS } from "./keys.ts";
-import { boolean, entries, fail, keyValues, type Reader, sorted, text, textList } from "./reader.ts";
+import { type Reader, sorted } from "./reader.ts";
 import { MAX_FILE_BYTES, oversize } from "./limits.ts";
 import type { PreDeployHook } from "./types.ts";
 import { fileErrorReason, readCommand, readDuration } from "./service_fields.ts";
 
 /** Reads `x-machines`: a list, or a comma-separated string, of Machine names or IDs. */
 export function readMachines(reader: Reader, node: Node | null, path: string): string[] {
-  const list = textList(reader, node, path, { single: "comma" }) ?? [];
+  const list = reader.textList(node, path, { single: "comma" }) ?? [];
   const out: string[] = [];
   for (const machine of list) {
     if (machine === "" || machine === "*") {
-      fail(reader, node, path, `invalid Machine "${machine}": expected a Machine name or ID`);
+      reader.fail(node, path, `invalid Machine "${machine}": expected a Machine name or ID`);
     } else if (!out.includes(machine)) {
       out.push(machine);
     }
@@ -43,7 +43,7 @@ export function readCaddy(
   let at: Node | null = node;
   if (node === null) return null;
   if (isScalar(node)) {
-    config = text(reader, node, path);
+    config = reader.text(node, path);
   } else {
     const keys = checkMapping(reader, node, path, CADDY_KEYS, {
       strictExtensions: true,
@@ -51,14 +51,13 @@ export function readCaddy(
     });
     const entry = keys.get("config");
     at = entry?.value ?? node;
-    config = entry === undefined || entry.value === null ? "" : text(reader, entry.value, entry.path);
+    config = entry === undefined || entry.value === null ? "" : reader.text(entry.value, entry.path);
   }
   if (config === undefined) return null;
   if (config !== "" && !config.includes("\n")) {
     // The fragment is served by every Machine's Ingress Proxy: only a file of the Project may become one.
     if (isAbsolute(config) || normalize(config).split(/[\\/]/)[0] === "..") {
-      fail(
-        reader,
+      reader.fail(
         at,
         path,
         `Caddy config "${config}" for service "${service}" must be a file inside the compose file's directory`,
@@ -69,8 +68,7 @@ export function readCaddy(
     try {
       config = readFile(file);
     } catch (error) {
-      fail(
-        reader,
+      reader.fail(
         at,
         path,
         `cannot read Caddy config "${config}" for service "${service}": ${fileErrorReason(error)}`,
@@ -80,8 +78,7 @@ export function readCaddy(
   }
   const size = oversize(config);
   if (size !== undefined) {
-    fail(
-      reader,
+    reader.fail(
       at,
       path,
       `Caddy config for service "${service}" is ${size} bytes, more than the limit of ${MAX_FILE_BYTES}`,
@@ -100,7 +97,7 @@ export function readPreDeploy(
   env: Readonly<Record<string, string>>,
 ): PreDeployHook | null {
   if (node === null) return null;
-  const list = entries(reader, node, path);
+  const list = reader.entries(node, path);
   if (list === undefined) return null;
   const keys = checkKeys(reader, list, PRE_DEPLOY_KEYS, { strictExtensions: true, where: "x-pre_deploy" });
   const commandEntry = keys.get("command");
@@ -108,12 +105,12 @@ export function readPreDeploy(
     ? null
     : readCommand(reader, commandEntry.value, commandEntry.path);
   if (command === null || command.length === 0) {
-    fail(reader, commandEntry?.value ?? node, commandEntry?.path ?? path, `missing required key "command"`);
+    reader.fail(commandEntry?.value ?? node, commandEntry?.path ?? path, `missing required key "command"`);
   }
   const environment: Record<string, string> = {};
   const envEntry = keys.get("environment");
   if (envEntry !== undefined) {
-    for (const [key, item] of keyValues(reader, envEntry.value, envEntry.path) ?? []) {
+    for (const [key, item] of reader.keyValues(envEntry.value, envEntry.path) ?? []) {
       const value = item.value ?? (Object.hasOwn(env, key) ? env[key] : undefined);
       if (value !== undefined) environment[key] = value;
     }
@@ -121,7 +118,7 @@ export function readPreDeploy(
   const privilegedEntry = keys.get("privileged");
   const privileged = privilegedEntry === undefined || privilegedEntry.value === null
     ? null
-    : boolean(reader, privilegedEntry.value, privilegedEntry.path) ?? null;
+    : reader.boolean(privilegedEntry.value, privilegedEntry.path) ?? null;
   const timeoutEntry = keys.get("timeout");
   const timeoutMs = readDuration(reader, timeoutEntry?.value, timeoutEntry?.path ?? path);
   return { command: command ?? [], environment: sorted(environment), privileged, timeoutMs };

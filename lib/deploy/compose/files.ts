@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { isAbsolute, join, normalize, relative } from "node:path";
 import { isScalar, type Node } from "yaml";
 import { absolutePathProblem } from "./names.ts";
-import { child, entries, fail, integer, isMapping, items, type Reader, text } from "./reader.ts";
+import { child, isMapping, type Reader } from "./reader.ts";
 import type { NormalizedFile } from "./types.ts";
 import { fileErrorReason } from "./service_fields.ts";
 
@@ -61,22 +61,21 @@ export function readFileSources(
   env: Readonly<Record<string, string>>,
 ): Map<string, FileSource> {
   const out = new Map<string, FileSource>();
-  for (const entry of entries(reader, node, path) ?? []) {
+  for (const entry of reader.entries(node, path) ?? []) {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(entry.key)) {
-      fail(reader, entry.keyNode, entry.path, `invalid ${kind} name "${entry.key}"`);
+      reader.fail(entry.keyNode, entry.path, `invalid ${kind} name "${entry.key}"`);
       continue;
     }
-    const fields = new Map((entries(reader, entry.value, entry.path) ?? []).map((item) => [item.key, item]));
+    const fields = new Map((reader.entries(entry.value, entry.path) ?? []).map((item) => [item.key, item]));
     const sources = ["file", "environment", "content", "external"].filter((key) => fields.has(key));
     for (const key of fields.keys()) {
       if (!["file", "environment", "content", "external", "name"].includes(key) && !key.startsWith("x-")) {
         const field = fields.get(key)!;
-        fail(reader, field.keyNode, field.path, `unknown key "${key}" in a ${kind}`);
+        reader.fail(field.keyNode, field.path, `unknown key "${key}" in a ${kind}`);
       }
     }
     if (sources.length !== 1 || (kind === "secret" && sources[0] === "content")) {
-      fail(
-        reader,
+      reader.fail(
         entry.keyNode,
         entry.path,
         `${kind} "${entry.key}" needs exactly one of "file", "environment"${
@@ -87,20 +86,19 @@ export function readFileSources(
     }
     const field = fields.get(sources[0])!;
     if (sources[0] === "external") {
-      fail(
-        reader,
+      reader.fail(
         field.keyNode,
         field.path,
         `external ${kind}s are not supported: Ployz keeps no ${kind} store; give its "file" or "environment"`,
       );
       continue;
     }
-    const value = text(reader, field.value, field.path);
+    const value = reader.text(field.value, field.path);
     if (value === undefined) continue;
     let content: Uint8Array | undefined;
     if (sources[0] === "environment") {
       if (!Object.hasOwn(env, value)) {
-        fail(reader, field.value, field.path, `${kind} "${entry.key}": variable "${value}" is not set`);
+        reader.fail(field.value, field.path, `${kind} "${entry.key}": variable "${value}" is not set`);
         continue;
       }
       content = new TextEncoder().encode(env[value]);
@@ -111,8 +109,7 @@ export function readFileSources(
       try {
         content = readBytesBounded(file, MAX_SHIPPED_BYTES);
       } catch (error) {
-        fail(
-          reader,
+        reader.fail(
           field.value,
           field.path,
           `cannot read ${kind} "${entry.key}" from "${value}": ${fileErrorReason(error)}`,
@@ -130,7 +127,7 @@ function mode(reader: Reader, node: Node | null, path: string): number | null {
   // Compose writes modes in octal (0440) or decimal (288); YAML reads 0440 as a string or an octal number.
   const written = isScalar(node) ? String((node as { source?: unknown }).source ?? node.value) : "";
   if (/^0o?[0-7]{1,4}$/.test(written)) return parseInt(written.replace(/^0o?/, ""), 8);
-  const value = integer(reader, node, path, 0, 0o7777);
+  const value = reader.integer(node, path, 0, 0o7777);
   return value ?? null;
 }
 
@@ -144,7 +141,7 @@ export function readFileRefs(
   contents: FileContents,
 ): NormalizedFile[] {
   const out: NormalizedFile[] = [];
-  (items(reader, node, path) ?? []).forEach((item, index) => {
+  (reader.items(node, path) ?? []).forEach((item, index) => {
     const itemPath = child(path, index);
     let source: string | undefined;
     let target: string | undefined;
@@ -153,26 +150,26 @@ export function readFileRefs(
     let fileMode: number | null = null;
     let at: Node | null = item;
     if (isMapping(item)) {
-      for (const entry of entries(reader, item, itemPath) ?? []) {
+      for (const entry of reader.entries(item, itemPath) ?? []) {
         if (entry.key === "source") {
-          source = text(reader, entry.value, entry.path);
+          source = reader.text(entry.value, entry.path);
           at = entry.value;
-        } else if (entry.key === "target") target = text(reader, entry.value, entry.path);
-        else if (entry.key === "uid") uid = text(reader, entry.value, entry.path) ?? null;
-        else if (entry.key === "gid") gid = text(reader, entry.value, entry.path) ?? null;
+        } else if (entry.key === "target") target = reader.text(entry.value, entry.path);
+        else if (entry.key === "uid") uid = reader.text(entry.value, entry.path) ?? null;
+        else if (entry.key === "gid") gid = reader.text(entry.value, entry.path) ?? null;
         else if (entry.key === "mode") fileMode = mode(reader, entry.value, entry.path);
-        else fail(reader, entry.keyNode, entry.path, `unknown key "${entry.key}" in a ${kind} reference`);
+        else reader.fail(entry.keyNode, entry.path, `unknown key "${entry.key}" in a ${kind} reference`);
       }
     } else {
-      source = text(reader, item, itemPath);
+      source = reader.text(item, itemPath);
     }
     if (source === undefined) {
-      fail(reader, item, itemPath, `missing required key "source"`);
+      reader.fail(item, itemPath, `missing required key "source"`);
       return;
     }
     const found = sources.get(source);
     if (found === undefined) {
-      fail(reader, at, itemPath, `${kind} "${source}" is not declared under top-level "${kind}s"`);
+      reader.fail(at, itemPath, `${kind} "${source}" is not declared under top-level "${kind}s"`);
       return;
     }
     // Compose's paths: a secret at /run/secrets/<name> (or a relative target under it), a config at /<name>.
@@ -184,12 +181,12 @@ export function readFileRefs(
       : join(base, target);
     const problem = absolutePathProblem(`${kind} target`, resolved);
     if (problem !== undefined) {
-      fail(reader, item, itemPath, problem);
+      reader.fail(item, itemPath, problem);
       return;
     }
     for (const id of [uid, gid]) {
       if (id !== null && !/^\d{1,10}$/.test(id)) {
-        fail(reader, item, itemPath, `invalid ${kind} owner "${id}": expected a numeric uid or gid`);
+        reader.fail(item, itemPath, `invalid ${kind} owner "${id}": expected a numeric uid or gid`);
         return;
       }
     }
@@ -228,7 +225,7 @@ export function shipBind(
   try {
     info = Deno.statSync(root);
   } catch (error) {
-    fail(reader, node, path, `cannot read bind mount source "${source}": ${fileErrorReason(error)}`);
+    reader.fail(node, path, `cannot read bind mount source "${source}": ${fileErrorReason(error)}`);
     return [];
   }
   const files: { path: string; target: string; size: number; mode: number }[] = [];
@@ -251,8 +248,7 @@ export function shipBind(
           });
         }
         if (files.length > MAX_DIRECTORY_FILES) {
-          fail(
-            reader,
+          reader.fail(
             node,
             path,
             `bind mount source "${source}" holds more than ${MAX_DIRECTORY_FILES} files`,
@@ -262,13 +258,12 @@ export function shipBind(
       }
     }
   } else {
-    fail(reader, node, path, `bind mount source "${source}" is not a regular file or a directory`);
+    reader.fail(node, path, `bind mount source "${source}" is not a regular file or a directory`);
     return [];
   }
   const total = files.reduce((sum, file) => sum + file.size, 0);
   if (total > MAX_SHIPPED_BYTES) {
-    fail(
-      reader,
+    reader.fail(
       node,
       path,
       `bind mount source "${source}" is ${total} bytes, more than the ${MAX_SHIPPED_BYTES} Ployz ships with a container: put it in the image or a volume`,
@@ -281,7 +276,7 @@ export function shipBind(
     try {
       content = readBytesBounded(file.path, MAX_SHIPPED_BYTES);
     } catch (error) {
-      fail(reader, node, path, `cannot read "${relative(baseDir, file.path)}": ${fileErrorReason(error)}`);
+      reader.fail(node, path, `cannot read "${relative(baseDir, file.path)}": ${fileErrorReason(error)}`);
       return [];
     }
     const digest = digestOf(content);

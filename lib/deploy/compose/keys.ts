@@ -7,7 +7,7 @@
  */
 
 import type { Node } from "yaml";
-import { entries, type Entry, fail, type Reader, warn } from "./reader.ts";
+import type { Entry, Reader } from "./reader.ts";
 
 /** How a key is treated: read by the loader, warned about and ignored, or refused with a reason. */
 export type KeyRule = "read" | "ignore" | { warn: string } | { refuse: string };
@@ -279,16 +279,15 @@ export function checkKeys(
     } else if (rule === "ignore") {
       continue;
     } else if (rule !== undefined && "warn" in rule) {
-      if (entry.value !== null) warn(reader, entry.keyNode, entry.path, `key "${entry.key}" ${rule.warn}`);
+      if (entry.value !== null) reader.warn(entry.keyNode, entry.path, `key "${entry.key}" ${rule.warn}`);
     } else if (rule !== undefined && "refuse" in rule) {
-      fail(reader, entry.keyNode, entry.path, `key "${entry.key}" ${rule.refuse}`);
+      reader.fail(entry.keyNode, entry.path, `key "${entry.key}" ${rule.refuse}`);
     } else if (entry.key.startsWith("x-") && !options.strictExtensions) {
       continue;
     } else {
       const hint = suggestion(entry.key, Object.keys(rules));
       const where = options.where === undefined ? "" : ` in ${options.where}`;
-      fail(
-        reader,
+      reader.fail(
         entry.keyNode,
         entry.path,
         `unknown key "${entry.key}"${where}${hint === undefined ? "" : `: did you mean "${hint}"`}`,
@@ -336,5 +335,5 @@ export function checkMapping(
   rules: Record<string, KeyRule>,
   options: { strictExtensions?: boolean; where?: string } = {},
 ): Map<string, Entry> {
-  return checkKeys(reader, entries(reader, node, path) ?? [], rules, options);
+  return checkKeys(reader, reader.entries(node, path) ?? [], rules, options);
 }

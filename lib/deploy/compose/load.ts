@@ -13,17 +13,7 @@ import { ComposeError, type ComposeIssue } from "./issue.ts";
 import { checkMapping, TOP_LEVEL_KEYS } from "./keys.ts";
 import { MAX_SERVICES } from "./limits.ts";
 import { dnsLabelProblem, projectNameFromDirectory } from "./names.ts";
-import {
-  entries,
-  type Entry,
-  fail,
-  isMapping,
-  type Reader,
-  sorted,
-  text,
-  TooComplex,
-  warn,
-} from "./reader.ts";
+import { type Entry, isMapping, Reader, sorted, TooComplex } from "./reader.ts";
 import { readService } from "./service.ts";
 import type { ServiceScope } from "./service_scope.ts";
 import type { NormalizedProject, NormalizedService } from "./types.ts";
@@ -105,16 +95,7 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
     parseFile(path, index === 0 ? options.text : undefined, readFile)
   );
   const main = parsed[0];
-  const reader: Reader = {
-    file,
-    text: main.text,
-    doc: main.doc,
-    lineCounter: main.lineCounter,
-    errors: [],
-    warnings: [],
-    origins: new Map(),
-    serviceDirs: new Map(),
-  };
+  const reader = new Reader(file, main.doc, main.lineCounter);
   let project: NormalizedProject | undefined;
   const files: FileContents = new Map();
   try {
@@ -131,7 +112,7 @@ export function loadCompose(options: LoadComposeOptions): LoadedCompose {
     project = readProject(reader, options, baseDir, readFile, files);
   } catch (error) {
     if (!(error instanceof TooComplex)) throw error;
-    fail(reader, error.node, "", error.message);
+    reader.fail(error.node, "", error.message);
     throw new ComposeError(file, ordered(reader.errors));
   }
   if (reader.errors.length > 0 || project === undefined) throw new ComposeError(file, ordered(reader.errors));
@@ -155,7 +136,7 @@ function readProject(
 ): NormalizedProject | undefined {
   const root = reader.doc.contents as Node | null;
   if (root === null || !isMapping(root)) {
-    fail(reader, root, "", 'expected a mapping with a "services" key at the top level');
+    reader.fail(root, "", 'expected a mapping with a "services" key at the top level');
     return undefined;
   }
   const keys = checkMapping(reader, root, "", TOP_LEVEL_KEYS, { where: "the top level" });
@@ -168,51 +149,36 @@ function readProject(
   );
   const networks = keys.get("networks");
   if (networks !== undefined && networks.value !== null) {
-    const declared = (entries(reader, networks.value, networks.path) ?? []).filter((entry) =>
+    const declared = (reader.entries(networks.value, networks.path) ?? []).filter((entry) =>
       entry.key !== "default"
     );
     if (declared.length > 0) {
-      warn(
-        reader,
+      reader.warn(
         networks.keyNode,
         networks.path,
         `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
       );
     }
   }
-  const secretsEntry = keys.get("secrets");
-  const secrets = readFileSources(
-    reader,
-    secretsEntry?.value ?? null,
-    "secrets",
-    "secret",
-    baseDir,
-    options.env,
-  );
-  const configsEntry = keys.get("configs");
-  const configs = readFileSources(
-    reader,
-    configsEntry?.value ?? null,
-    "configs",
-    "config",
-    baseDir,
-    options.env,
-  );
+  // Top-level `secrets:` and `configs:` declare file sources the same way.
+  const sources = (key: "secrets" | "configs", kind: "secret" | "config") =>
+    readFileSources(reader, keys.get(key)?.value ?? null, key, kind, baseDir, options.env);
+  const secrets = sources("secrets", "secret");
+  const configs = sources("configs", "config");
   const contextEntry = rootEntry(root, reader, "x-context");
   const context = contextEntry === undefined || contextEntry.value === null
     ? null
-    : text(reader, contextEntry.value, contextEntry.path) ?? null;
+    : reader.text(contextEntry.value, contextEntry.path) ?? null;
 
   const servicesEntry = keys.get("services");
   const serviceEntries = servicesEntry === undefined
     ? []
-    : entries(reader, servicesEntry.value, servicesEntry.path) ?? [];
+    : reader.entries(servicesEntry.value, servicesEntry.path) ?? [];
   if (serviceEntries.length === 0 && (servicesEntry === undefined || servicesEntry.value === null)) {
-    fail(reader, servicesEntry?.keyNode ?? root, "services", "no services defined");
+    reader.fail(servicesEntry?.keyNode ?? root, "services", "no services defined");
   }
   if (serviceEntries.length > MAX_SERVICES) {
-    fail(
-      reader,
+    reader.fail(
       servicesEntry?.keyNode,
       "services",
       `${serviceEntries.length} services defined, more than the limit of ${MAX_SERVICES}`,
@@ -236,10 +202,10 @@ function readProject(
   for (const entry of serviceEntries) {
     const problem = dnsLabelProblem("service", entry.key);
     if (problem !== undefined) {
-      fail(reader, entry.keyNode, entry.path, problem);
+      reader.fail(entry.keyNode, entry.path, problem);
       continue;
     }
-    const dir = reader.serviceDirs?.get(entry.keyNode);
+    const dir = reader.serviceDirs.get(entry.keyNode);
     const service = readService(
       dir === undefined ? scope : { ...scope, baseDir: dir },
       entry.key,
@@ -257,7 +223,7 @@ function readProject(
 }
 
 function rootEntry(root: Node, reader: Reader, key: string): Entry | undefined {
-  return (entries(reader, root, "") ?? []).find((entry) => entry.key === key);
+  return (reader.entries(root, "") ?? []).find((entry) => entry.key === key);
 }
 
 function projectName(
@@ -279,11 +245,11 @@ function projectName(
     return undefined;
   }
   if (entry !== undefined && entry.value !== null) {
-    const name = text(reader, entry.value, entry.path);
+    const name = reader.text(entry.value, entry.path);
     if (name === undefined) return undefined;
     const problem = dnsLabelProblem("project", name);
     if (problem === undefined) return name;
-    fail(reader, entry.value, entry.path, problem);
+    reader.fail(entry.value, entry.path, problem);
     return undefined;
   }
   const directory = basename(resolvePath(baseDir));

@@ -33,8 +33,8 @@ function scalarText(node: unknown): string | undefined {
 function like<T extends Node>(reader: Reader, made: T, from: Node | null | undefined): T {
   if (from === null || from === undefined) return made;
   made.range = from.range;
-  const origin = reader.origins?.get(from);
-  if (origin !== undefined) reader.origins!.set(made, origin);
+  const origin = reader.origins.get(from);
+  if (origin !== undefined) reader.origins.set(made, origin);
   return made;
 }
 

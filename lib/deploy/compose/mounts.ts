@@ -9,7 +9,7 @@
 import type { Node } from "yaml";
 import { BIND_KEYS, checkMapping, MOUNT_KEYS, TMPFS_KEYS, VOLUME_OPTION_KEYS } from "./keys.ts";
 import { absolutePathProblem, volumeNameProblem } from "./names.ts";
-import { boolean, child, fail, integer, isMapping, items, type Reader, text, warn } from "./reader.ts";
+import { child, isMapping, type Reader } from "./reader.ts";
 import type { NormalizedMount } from "./types.ts";
 import { parseBytes } from "./units.ts";
 
@@ -23,7 +23,7 @@ export function readMounts(
   declared: ReadonlySet<string>,
   where?: Map<NormalizedMount, { node: Node | null; path: string }>,
 ): NormalizedMount[] {
-  const list = items(reader, node, path) ?? [];
+  const list = reader.items(node, path) ?? [];
   const mounts: NormalizedMount[] = [];
   const targets = new Map<string, string>();
   list.forEach((item, index) => {
@@ -34,7 +34,7 @@ export function readMounts(
     if (mount === undefined) return;
     const previous = targets.get(mount.target);
     if (previous !== undefined) {
-      fail(reader, item, itemPath, `mount target "${mount.target}" is already used by ${previous}`);
+      reader.fail(item, itemPath, `mount target "${mount.target}" is already used by ${previous}`);
       return;
     }
     targets.set(mount.target, itemPath);
@@ -46,7 +46,7 @@ export function readMounts(
 
 function checkTarget(reader: Reader, node: Node | null, path: string, target: string): boolean {
   const problem = absolutePathProblem("mount target", target);
-  if (problem !== undefined) fail(reader, node, path, problem);
+  if (problem !== undefined) reader.fail(node, path, problem);
   return problem === undefined;
 }
 
@@ -54,8 +54,7 @@ function checkBindSource(reader: Reader, node: Node | null, path: string, source
   // A path relative to the compose file is shipped with the container (see files.ts).
   if (source === "." || source.startsWith("./") || source === ".." || source.startsWith("../")) return true;
   if (source.startsWith("~")) {
-    fail(
-      reader,
+    reader.fail(
       node,
       path,
       `bind mount source "${source}" starts with "~": use an absolute path on the Machine or one relative to the compose file`,
@@ -63,7 +62,7 @@ function checkBindSource(reader: Reader, node: Node | null, path: string, source
     return false;
   }
   const problem = absolutePathProblem("bind mount source", source);
-  if (problem !== undefined) fail(reader, node, path, problem);
+  if (problem !== undefined) reader.fail(node, path, problem);
   return problem === undefined;
 }
 
@@ -76,11 +75,11 @@ function checkVolumeSource(
 ): boolean {
   const problem = volumeNameProblem(source);
   if (problem !== undefined) {
-    fail(reader, node, path, problem);
+    reader.fail(node, path, problem);
     return false;
   }
   if (!declared.has(source)) {
-    fail(reader, node, path, `volume "${source}" is not declared under top-level "volumes"`);
+    reader.fail(node, path, `volume "${source}" is not declared under top-level "volumes"`);
     return false;
   }
   return true;
@@ -92,7 +91,7 @@ function shortMount(
   path: string,
   declared: ReadonlySet<string>,
 ): NormalizedMount | undefined {
-  const value = text(reader, node, path);
+  const value = reader.text(node, path);
   if (value === undefined) return undefined;
   const parts = value.split(":");
   const expected = "expected SOURCE:TARGET[:ro|rw]";
@@ -102,7 +101,7 @@ function shortMount(
     return { type: "volume", source: "", target: value, readOnly: false, noCopy: false, subpath: null };
   }
   if (parts.length > 3 || parts[0] === "" || parts[1] === "") {
-    fail(reader, node, path, `invalid volume "${value}": ${expected}`);
+    reader.fail(node, path, `invalid volume "${value}": ${expected}`);
     return undefined;
   }
   const [source, target, optionText] = parts;
@@ -114,20 +113,20 @@ function shortMount(
     else if (option === "nocopy") noCopy = true;
     else if (PROPAGATION.has(option)) propagation = option;
     else if (option === "z" || option === "Z") {
-      warn(reader, node, path, `volume option "${option}" is ignored`);
+      reader.warn(node, path, `volume option "${option}" is ignored`);
     } else {
-      fail(reader, node, path, `invalid volume "${value}": unknown option "${option}": ${expected}`);
+      reader.fail(node, path, `invalid volume "${value}": unknown option "${option}": ${expected}`);
       return undefined;
     }
   }
   if (!checkTarget(reader, node, path, target)) return undefined;
   if (source.startsWith("/") || source.startsWith(".") || source.startsWith("~")) {
     if (!checkBindSource(reader, node, path, source)) return undefined;
-    if (noCopy) warn(reader, node, path, `volume option "nocopy" has no effect on a bind mount`);
+    if (noCopy) reader.warn(node, path, `volume option "nocopy" has no effect on a bind mount`);
     return { type: "bind", source, target, readOnly, createHostPath: true, propagation };
   }
   if (propagation !== null) {
-    fail(reader, node, path, `invalid volume "${value}": propagation applies only to bind mounts`);
+    reader.fail(node, path, `invalid volume "${value}": propagation applies only to bind mounts`);
     return undefined;
   }
   if (!checkVolumeSource(reader, node, path, source, declared)) return undefined;
@@ -140,7 +139,7 @@ function optionalText(
   path: string,
 ): string | null | undefined {
   if (node === undefined || node === null) return null;
-  return text(reader, node, path);
+  return reader.text(node, path);
 }
 
 function longMount(
@@ -152,22 +151,22 @@ function longMount(
   const keys = checkMapping(reader, node, path, MOUNT_KEYS, { where: "volume" });
   const errorsBefore = reader.errors.length;
   const typeEntry = keys.get("type");
-  const type = typeEntry === undefined ? undefined : text(reader, typeEntry.value, typeEntry.path);
-  if (typeEntry === undefined) fail(reader, node, path, `missing required key "type"`);
+  const type = typeEntry === undefined ? undefined : reader.text(typeEntry.value, typeEntry.path);
+  if (typeEntry === undefined) reader.fail(node, path, `missing required key "type"`);
   const targetEntry = keys.get("target");
-  const target = targetEntry === undefined ? undefined : text(reader, targetEntry.value, targetEntry.path);
-  if (targetEntry === undefined) fail(reader, node, path, `missing required key "target"`);
+  const target = targetEntry === undefined ? undefined : reader.text(targetEntry.value, targetEntry.path);
+  if (targetEntry === undefined) reader.fail(node, path, `missing required key "target"`);
   else if (target !== undefined) checkTarget(reader, targetEntry.value, targetEntry.path, target);
   const sourceEntry = keys.get("source");
   const source = optionalText(reader, sourceEntry?.value, sourceEntry?.path ?? path);
   const readOnlyEntry = keys.get("read_only");
   const readOnly = readOnlyEntry === undefined || readOnlyEntry.value === null
     ? false
-    : boolean(reader, readOnlyEntry.value, readOnlyEntry.path) ?? false;
+    : reader.boolean(readOnlyEntry.value, readOnlyEntry.path) ?? false;
   for (const section of ["bind", "volume", "tmpfs"]) {
     const entry = keys.get(section);
     if (entry !== undefined && entry.value !== null && type !== undefined && type !== section) {
-      fail(reader, entry.keyNode, entry.path, `key "${section}" does not apply to a mount of type "${type}"`);
+      reader.fail(entry.keyNode, entry.path, `key "${section}" does not apply to a mount of type "${type}"`);
     }
   }
   const options = (
@@ -180,19 +179,18 @@ function longMount(
   };
   if (type === "bind") {
     const bind = options("bind", BIND_KEYS);
-    if (source === null) fail(reader, node, path, `missing required key "source" for a bind mount`);
+    if (source === null) reader.fail(node, path, `missing required key "source" for a bind mount`);
     else if (source !== undefined && sourceEntry !== undefined) {
       checkBindSource(reader, sourceEntry.value, sourceEntry.path, source);
     }
     const create = bind.get("create_host_path");
     const createHostPath = create === undefined || create.value === null
       ? true
-      : boolean(reader, create.value, create.path);
+      : reader.boolean(create.value, create.path);
     const propagationEntry = bind.get("propagation");
     const propagation = optionalText(reader, propagationEntry?.value, propagationEntry?.path ?? path);
     if (typeof propagation === "string" && !PROPAGATION.has(propagation)) {
-      fail(
-        reader,
+      reader.fail(
         propagationEntry?.value,
         propagationEntry?.path ?? path,
         `invalid propagation "${propagation}"`,
@@ -218,12 +216,11 @@ function longMount(
     const noCopyEntry = volume.get("nocopy");
     const noCopy = noCopyEntry === undefined || noCopyEntry.value === null
       ? false
-      : boolean(reader, noCopyEntry.value, noCopyEntry.path);
+      : reader.boolean(noCopyEntry.value, noCopyEntry.path);
     const subpathEntry = volume.get("subpath");
     const subpath = optionalText(reader, subpathEntry?.value, subpathEntry?.path ?? path);
     if (typeof subpath === "string" && (subpath.startsWith("/") || subpath.split("/").includes(".."))) {
-      fail(
-        reader,
+      reader.fail(
         subpathEntry?.value,
         subpathEntry?.path ?? path,
         `invalid subpath "${subpath}": expected a relative path without ".."`,
@@ -245,26 +242,25 @@ function longMount(
   if (type === "tmpfs") {
     const tmpfs = options("tmpfs", TMPFS_KEYS);
     if (source !== null && sourceEntry !== undefined) {
-      fail(reader, sourceEntry.keyNode, sourceEntry.path, `a tmpfs mount takes no "source"`);
+      reader.fail(sourceEntry.keyNode, sourceEntry.path, `a tmpfs mount takes no "source"`);
     }
     let sizeBytes: number | null = null;
     const sizeEntry = tmpfs.get("size");
     if (sizeEntry !== undefined && sizeEntry.value !== null) {
-      const size = text(reader, sizeEntry.value, sizeEntry.path);
+      const size = reader.text(sizeEntry.value, sizeEntry.path);
       const parsed = size === undefined ? undefined : parseBytes(size);
       if (typeof parsed === "number") sizeBytes = parsed;
-      else if (parsed !== undefined) fail(reader, sizeEntry.value, sizeEntry.path, parsed.error);
+      else if (parsed !== undefined) reader.fail(sizeEntry.value, sizeEntry.path, parsed.error);
     }
     const modeEntry = tmpfs.get("mode");
     const mode = modeEntry === undefined || modeEntry.value === null
       ? null
-      : integer(reader, modeEntry.value, modeEntry.path, 0);
+      : reader.integer(modeEntry.value, modeEntry.path, 0);
     if (reader.errors.length > errorsBefore || target === undefined) return undefined;
     return { type: "tmpfs", target, readOnly, sizeBytes, mode: mode ?? null };
   }
   if (type !== undefined) {
-    fail(
-      reader,
+    reader.fail(
       typeEntry?.value,
       typeEntry?.path ?? path,
       `unsupported mount type "${type}": expected "volume", "bind" or "tmpfs"`,

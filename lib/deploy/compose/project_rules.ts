@@ -5,7 +5,7 @@
  * @module
  */
 
-import { child, type Entry, fail, type Reader } from "./reader.ts";
+import { child, type Entry, type Reader } from "./reader.ts";
 import type { NormalizedService } from "./types.ts";
 
 /**
@@ -28,8 +28,7 @@ export function applyProfiles(
     for (const dependency of service.dependsOn) {
       if (!left.has(dependency)) continue;
       const entry = list.find((item) => item.key === service.name);
-      fail(
-        reader,
+      reader.fail(
         entry?.keyNode,
         child(entry?.path ?? "services", "depends_on"),
         `service "${service.name}" depends on "${dependency}", which is left out: enable one of its profiles (${
@@ -57,8 +56,7 @@ export function checkCompletions(
       if (condition !== "service_completed_successfully" || target === undefined) continue;
       if (target.mode === "global" || (target.replicas ?? 1) > 1) {
         const entry = list.find((item) => item.key === service.name);
-        fail(
-          reader,
+        reader.fail(
           entry?.keyNode,
           child(entry?.path ?? "services", "depends_on"),
           `service "${service.name}" waits for "${dependency}" to complete, so "${dependency}" must run once: set its replicas to 1`,
@@ -85,8 +83,7 @@ export function checkCycles(
       if (!reported.has(key)) {
         reported.add(key);
         const entry = list.find((item) => item.key === name);
-        fail(
-          reader,
+        reader.fail(
           entry?.keyNode,
           entry?.path ?? "",
           `dependency cycle: ${cycle.map((item) => `"${item}"`).join(" -> ")}`,

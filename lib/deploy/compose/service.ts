@@ -12,22 +12,7 @@ import { MAX_SHIPPED_BYTES, readFileRefs, shipBind } from "./files.ts";
 import { readMounts } from "./mounts.ts";
 import { absolutePathProblem } from "./names.ts";
 import { readPorts } from "./service_ports.ts";
-import {
-  boolean,
-  child,
-  entries,
-  type Entry,
-  fail,
-  isList,
-  isMapping,
-  items,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  textList,
-  warn,
-} from "./reader.ts";
+import { child, type Entry, isList, isMapping, type Reader, sorted } from "./reader.ts";
 import { readCommand, readDuration, readLabels } from "./service_fields.ts";
 import { readBuild } from "./build.ts";
 import type { NormalizedBuild, NormalizedFile, NormalizedMount, NormalizedService } from "./types.ts";
@@ -51,7 +36,7 @@ export function readService(
 ): NormalizedService | undefined {
   const { reader } = scope;
   const errorsBefore = reader.errors.length;
-  const list = entries(reader, node, path);
+  const list = reader.entries(node, path);
   if (list === undefined) return undefined;
   const keys = checkKeys(reader, list, SERVICE_KEYS, { where: "a service" });
   const get = (key: string): Entry | undefined => keys.get(key);
@@ -60,12 +45,12 @@ export function readService(
   const optionalText = (key: string): string | null => {
     const entry = get(key);
     if (entry === undefined || entry.value === null) return null;
-    return text(reader, entry.value, entry.path) ?? null;
+    return reader.text(entry.value, entry.path) ?? null;
   };
   const flag = (key: string, fallback: boolean): boolean => {
     const entry = get(key);
     if (entry === undefined || entry.value === null) return fallback;
-    return boolean(reader, entry.value, entry.path) ?? fallback;
+    return reader.boolean(entry.value, entry.path) ?? fallback;
   };
 
   const named = optionalText("image");
@@ -74,7 +59,7 @@ export function readService(
   if (buildEntry !== undefined && buildEntry.value !== null) {
     build = readBuild(reader, buildEntry, { baseDir: scope.baseDir, env: scope.env, image: named });
   } else if (named === null && get("image") === undefined) {
-    fail(reader, keyNode, path, `missing required key "image"`);
+    reader.fail(keyNode, path, `missing required key "image"`);
   }
   // A built image runs as <project>-<service>:<content digest>; the Deploy adds the tag once it reads the context.
   const image = buildEntry !== undefined && buildEntry.value !== null
@@ -82,8 +67,7 @@ export function readService(
     : named;
   const badImage = named === null ? undefined : parseImageRef(named);
   if (named !== null && typeof badImage === "string") {
-    fail(
-      reader,
+    reader.fail(
       value("image"),
       at("image"),
       `invalid image "${named}": ${badImage}; expected a reference such as "nginx:1.27"`,
@@ -91,7 +75,7 @@ export function readService(
   }
 
   const readOnly = flag("read_only", false);
-  const securityOpt = textList(reader, value("security_opt"), at("security_opt")) ?? [];
+  const securityOpt = reader.textList(value("security_opt"), at("security_opt")) ?? [];
   const devices = readDevices(reader, value("devices"), at("devices"));
   const gpus = readGpus(reader, value("gpus"), at("gpus"));
   warnIgnored(reader, get);
@@ -117,8 +101,7 @@ export function readService(
 
   const restart = optionalText("restart") ?? "unless-stopped";
   if (!RESTART.test(restart)) {
-    fail(
-      reader,
+    reader.fail(
       value("restart"),
       at("restart"),
       `invalid restart policy "${restart}": expected "no", "always", "unless-stopped" or "on-failure[:N]"`,
@@ -127,16 +110,15 @@ export function readService(
   const workingDir = optionalText("working_dir");
   const workingDirProblem = workingDir === null ? undefined : absolutePathProblem("working_dir", workingDir);
   if (workingDirProblem !== undefined) {
-    fail(reader, value("working_dir"), at("working_dir"), workingDirProblem);
+    reader.fail(value("working_dir"), at("working_dir"), workingDirProblem);
   }
   const hostname = optionalText("hostname");
   if (hostname !== null && !HOSTNAME.test(hostname)) {
-    fail(reader, value("hostname"), at("hostname"), `invalid hostname "${hostname}"`);
+    reader.fail(value("hostname"), at("hostname"), `invalid hostname "${hostname}"`);
   }
   const stopSignal = optionalText("stop_signal");
   if (stopSignal !== null && !SIGNAL.test(stopSignal)) {
-    fail(
-      reader,
+    reader.fail(
       value("stop_signal"),
       at("stop_signal"),
       `invalid stop signal "${stopSignal}": expected a name such as "SIGTERM"`,
@@ -146,12 +128,12 @@ export function readService(
   const logging = readLogging(reader, get("logging"));
   const dependsOnConditions: Record<string, "service_healthy" | "service_completed_successfully"> = {};
   const dependsOn = readDependsOn(scope, name, get("depends_on"), dependsOnConditions);
-  const capAdd = textList(reader, value("cap_add"), at("cap_add")) ?? [];
-  const capDrop = textList(reader, value("cap_drop"), at("cap_drop")) ?? [];
-  const profiles = textList(reader, value("profiles"), at("profiles")) ?? [];
+  const capAdd = reader.textList(value("cap_add"), at("cap_add")) ?? [];
+  const capDrop = reader.textList(value("cap_drop"), at("cap_drop")) ?? [];
+  const profiles = reader.textList(value("profiles"), at("profiles")) ?? [];
   const sysctls: Record<string, string> = {};
-  for (const [key, item] of keyValues(reader, value("sysctls"), at("sysctls")) ?? []) {
-    if (item.value === undefined) fail(reader, item.node, item.path, `sysctl "${key}" has no value`);
+  for (const [key, item] of reader.keyValues(value("sysctls"), at("sysctls")) ?? []) {
+    if (item.value === undefined) reader.fail(item.node, item.path, `sysctl "${key}" has no value`);
     else sysctls[key] = item.value;
   }
   const extraHosts = readExtraHosts(reader, value("extra_hosts"), at("extra_hosts"));
@@ -159,8 +141,7 @@ export function readService(
   const machines = readMachines(reader, value("x-machines"), at("x-machines"));
   const caddy = readCaddy(reader, value("x-caddy"), at("x-caddy"), scope.baseDir, scope.readFile, name);
   if (caddy !== null && ports.some((port) => port.kind === "ingress")) {
-    fail(
-      reader,
+    reader.fail(
       get("x-caddy")?.keyNode,
       at("x-caddy"),
       `"x-caddy" cannot be combined with ingress ports in "x-ports"`,
@@ -228,9 +209,8 @@ export function readService(
 function warnIgnored(reader: Reader, get: (key: string) => Entry | undefined): void {
   const expose = get("expose");
   if (expose !== undefined && expose.value !== null) {
-    textList(reader, expose.value, expose.path);
-    warn(
-      reader,
+    reader.textList(expose.value, expose.path);
+    reader.warn(
       expose.keyNode,
       expose.path,
       `key "expose" has no effect: every container port is reachable from the Project's other containers`,
@@ -241,13 +221,12 @@ function warnIgnored(reader: Reader, get: (key: string) => Entry | undefined): v
     if (entry === undefined || entry.value === null) continue;
     const number = isScalar(entry.value) ? Number(entry.value.value) : NaN;
     if (!(number <= 0)) {
-      warn(reader, entry.keyNode, entry.path, `key "${key}" is not supported by Ployz and is ignored`);
+      reader.warn(entry.keyNode, entry.path, `key "${key}" is not supported by Ployz and is ignored`);
     }
   }
   const networks = get("networks");
   if (networks !== undefined && networks.value !== null && customNetworks(reader, networks.value)) {
-    warn(
-      reader,
+    reader.warn(
       networks.keyNode,
       networks.path,
       `key "networks" is not supported by Ployz and is ignored: every container joins its Machine's Ployz network`,
@@ -287,8 +266,7 @@ function readStorage(
       scope.contents,
     );
     if (!mount.readOnly && shipped.length > 0) {
-      warn(
-        reader,
+      reader.warn(
         item.node,
         item.path,
         `bind mount "${mount.source}" is shipped to each Machine as a read-only copy: writes inside the container are not possible`,
@@ -298,8 +276,7 @@ function readStorage(
   }
   const shippedBytes = files.reduce((sum, file) => sum + file.size, 0);
   if (shippedBytes > MAX_SHIPPED_BYTES) {
-    fail(
-      reader,
+    reader.fail(
       keyNode,
       path,
       `service "${name}" ships ${shippedBytes} bytes of secrets, configs and files, more than the limit of ${MAX_SHIPPED_BYTES}`,
@@ -308,8 +285,7 @@ function readStorage(
   const targets = new Set(mounts.map((mount) => mount.target));
   for (const file of files) {
     if (targets.has(file.target)) {
-      fail(
-        reader,
+      reader.fail(
         keyNode,
         path,
         `"${file.target}" is mounted twice: by ${file.kind} "${file.name}" and by a volume or another file`,
@@ -319,7 +295,7 @@ function readStorage(
   }
   for (const mount of readTmpfs(reader, value("tmpfs"), at("tmpfs"))) {
     if (mounts.some((other) => other.target === mount.target)) {
-      fail(reader, value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
+      reader.fail(value("tmpfs"), at("tmpfs"), `mount target "${mount.target}" is already used by a volume`);
     } else {
       mounts.push(mount);
     }
@@ -329,11 +305,11 @@ function readStorage(
 
 function customNetworks(reader: Reader, node: Node): boolean {
   if (isList(node)) {
-    const list = items(reader, node, "") ?? [];
+    const list = reader.items(node, "") ?? [];
     return !(list.length === 1 && isScalar(list[0]) && list[0].value === "default");
   }
   if (isMapping(node)) {
-    const list = entries(reader, node, "") ?? [];
+    const list = reader.entries(node, "") ?? [];
     return !(list.length === 1 && list[0].key === "default");
   }
   return true;

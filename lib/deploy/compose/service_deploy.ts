@@ -17,20 +17,7 @@ import {
 } from "./keys.ts";
 import { MAX_REPLICAS } from "./limits.ts";
 import { parseConstraint } from "./placement.ts";
-import {
-  child,
-  decimal,
-  describe,
-  entries,
-  type Entry,
-  fail,
-  integer,
-  isMapping,
-  items,
-  type Reader,
-  sorted,
-  text,
-} from "./reader.ts";
+import { child, describe, type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readBytes, readDuration } from "./service_fields.ts";
 import type { NormalizedDeviceRequest, NormalizedResources, NormalizedService } from "./types.ts";
 import { readDeviceRequests } from "./service_devices.ts";
@@ -63,13 +50,13 @@ function readPlacement(reader: Reader, placement: Entry | undefined): string[] {
   const entry = keys.get("constraints");
   if (entry === undefined || entry.value === null) return [];
   const out: string[] = [];
-  const nodes = items(reader, entry.value, entry.path) ?? [];
+  const nodes = reader.items(entry.value, entry.path) ?? [];
   nodes.forEach((node, i) => {
     const path = child(entry.path, i);
-    const raw = text(reader, node, path);
+    const raw = reader.text(node, path);
     if (raw === undefined) return;
     const parsed = parseConstraint(raw);
-    if (typeof parsed === "string") fail(reader, node, path, parsed);
+    if (typeof parsed === "string") reader.fail(node, path, parsed);
     else if (!out.includes(parsed.text)) out.push(parsed.text);
   });
   return out;
@@ -88,12 +75,11 @@ export function readDeploy(
   const modeEntry = keys.get("mode");
   const modeText = modeEntry === undefined || modeEntry.value === null
     ? "replicated"
-    : text(reader, modeEntry.value, modeEntry.path) ?? "replicated";
+    : reader.text(modeEntry.value, modeEntry.path) ?? "replicated";
   let mode: NormalizedService["mode"] = "replicated";
   if (modeText === "global") mode = "global";
   else if (modeText !== "replicated" && modeText !== "") {
-    fail(
-      reader,
+    reader.fail(
       modeEntry?.value,
       modeEntry?.path ?? "",
       `unsupported deploy mode "${modeText}": expected "replicated" or "global"`,
@@ -102,12 +88,11 @@ export function readDeploy(
   const replicasEntry = keys.get("replicas");
   let replicas: number | null = replicasEntry === undefined || replicasEntry.value === null
     ? null
-    : integer(reader, replicasEntry.value, replicasEntry.path, 1, MAX_REPLICAS) ?? null;
+    : reader.integer(replicasEntry.value, replicasEntry.path, 1, MAX_REPLICAS) ?? null;
   if (scale !== undefined && scale.value !== null) {
-    const scaled = integer(reader, scale.value, scale.path, 1, MAX_REPLICAS) ?? null;
+    const scaled = reader.integer(scale.value, scale.path, 1, MAX_REPLICAS) ?? null;
     if (replicas !== null && scaled !== null && scaled !== replicas) {
-      fail(
-        reader,
+      reader.fail(
         scale.value,
         scale.path,
         `"scale" is ${scaled} but "deploy.replicas" is ${replicas}: set only one`,
@@ -118,8 +103,7 @@ export function readDeploy(
   if (mode === "global") {
     if (replicas !== null) {
       // A contradiction, not a preference: Compose refuses it too.
-      fail(
-        reader,
+      reader.fail(
         replicasEntry?.keyNode ?? scale?.keyNode,
         replicasEntry?.path ?? scale?.path ?? "",
         `"${
@@ -140,11 +124,10 @@ export function readDeploy(
     });
     const order = updateKeys.get("order");
     if (order !== undefined && order.value !== null) {
-      const value = text(reader, order.value, order.path);
+      const value = reader.text(order.value, order.path);
       if (value === "start-first" || value === "stop-first") update.order = value;
       else if (value !== undefined && value !== "") {
-        fail(
-          reader,
+        reader.fail(
           order.value,
           order.path,
           `invalid update order "${value}": expected "start-first" or "stop-first"`,
@@ -168,12 +151,12 @@ export function readDeploy(
   };
   const cpus = (entry: Entry | undefined): number | null => {
     if (entry === undefined || entry.value === null) return null;
-    const value = decimal(reader, entry.value, entry.path);
+    const value = reader.decimal(entry.value, entry.path);
     return value === undefined ? null : Math.round(value * 1e9);
   };
   resources.nanoCpus = cpus(resourceKeys.cpus);
   const pids = (entry: Entry | undefined): number | null =>
-    entry === undefined || entry.value === null ? null : integer(reader, entry.value, entry.path, -1) ?? null;
+    entry === undefined || entry.value === null ? null : reader.integer(entry.value, entry.path, -1) ?? null;
   let pidsLimit = pids(resourceKeys.pidsLimit);
   let deviceRequests: NormalizedDeviceRequest[] = [];
   const resourcesEntry = keys.get("resources");
@@ -209,16 +192,15 @@ export function readDeploy(
 function readUlimits(reader: Reader, entry: Entry | undefined): NormalizedResources["ulimits"] {
   const out: NormalizedResources["ulimits"] = {};
   if (entry === undefined || entry.value === null) return out;
-  for (const limit of entries(reader, entry.value, entry.path) ?? []) {
+  for (const limit of reader.entries(entry.value, entry.path) ?? []) {
     if (isMapping(limit.value)) {
-      const parts = new Map((entries(reader, limit.value, limit.path) ?? []).map((part) => [part.key, part]));
+      const parts = new Map((reader.entries(limit.value, limit.path) ?? []).map((part) => [part.key, part]));
       const soft = parts.get("soft");
       const hard = parts.get("hard");
       for (const key of parts.keys()) {
         if (key !== "soft" && key !== "hard") {
           const part = parts.get(key);
-          fail(
-            reader,
+          reader.fail(
             part?.keyNode,
             part?.path ?? limit.path,
             `unknown key "${key}" in ulimit: expected "soft" and "hard"`,
@@ -226,24 +208,19 @@ function readUlimits(reader: Reader, entry: Entry | undefined): NormalizedResour
         }
       }
       if (soft === undefined || hard === undefined) {
-        fail(reader, limit.value, limit.path, `ulimit "${limit.key}" needs both "soft" and "hard"`);
+        reader.fail(limit.value, limit.path, `ulimit "${limit.key}" needs both "soft" and "hard"`);
         continue;
       }
-      const softValue = integer(reader, soft.value, soft.path, -1);
-      const hardValue = integer(reader, hard.value, hard.path, -1);
+      const softValue = reader.integer(soft.value, soft.path, -1);
+      const hardValue = reader.integer(hard.value, hard.path, -1);
       if (softValue !== undefined && hardValue !== undefined) {
         out[limit.key] = { soft: softValue, hard: hardValue };
       }
     } else if (limit.value !== null && isScalar(limit.value)) {
-      const value = integer(reader, limit.value, limit.path, -1);
+      const value = reader.integer(limit.value, limit.path, -1);
       if (value !== undefined) out[limit.key] = { soft: value, hard: value };
     } else {
-      fail(
-        reader,
-        limit.value,
-        limit.path,
-        `expected a number or {soft, hard}, got ${describe(limit.value)}`,
-      );
+      reader.fail(limit.value, limit.path, `expected a number or {soft, hard}, got ${describe(limit.value)}`);
     }
   }
   return sorted(out);

@@ -8,31 +8,19 @@
 import { isScalar, type Node } from "yaml";
 import { checkMapping, DEVICE_REQUEST_KEYS } from "./keys.ts";
 import { absolutePathProblem } from "./names.ts";
-import {
-  child,
-  entries,
-  fail,
-  integer,
-  isMapping,
-  items,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  textList,
-} from "./reader.ts";
+import { child, isMapping, type Reader, sorted } from "./reader.ts";
 import type { NormalizedDevice, NormalizedDeviceRequest, TmpfsMount } from "./types.ts";
 import { parseBytes } from "./units.ts";
 
 /** `tmpfs:` as a path or a list of `PATH[:size=…,mode=…]`. */
 export function readTmpfs(reader: Reader, node: Node | null, path: string): TmpfsMount[] {
   const out: TmpfsMount[] = [];
-  const list = textList(reader, node, path, { single: "one" }) ?? [];
+  const list = reader.textList(node, path, { single: "one" }) ?? [];
   for (const entry of list) {
     const [target, options] = splitOnce(entry, ":");
     const problem = absolutePathProblem("tmpfs target", target);
     if (problem !== undefined) {
-      fail(reader, node, path, problem);
+      reader.fail(node, path, problem);
       continue;
     }
     let sizeBytes: number | null = null;
@@ -42,11 +30,11 @@ export function readTmpfs(reader: Reader, node: Node | null, path: string): Tmpf
       if (name === "size" && raw !== undefined) {
         const parsed = parseBytes(raw);
         if (typeof parsed === "number") sizeBytes = parsed;
-        else fail(reader, node, path, parsed.error);
+        else reader.fail(node, path, parsed.error);
       } else if (name === "mode" && raw !== undefined && /^[0-7]{1,4}$/.test(raw)) {
         mode = parseInt(raw, 8);
       } else {
-        fail(reader, node, path, `unsupported tmpfs option "${option}": expected size=… or mode=…`);
+        reader.fail(node, path, `unsupported tmpfs option "${option}": expected size=… or mode=…`);
       }
     }
     out.push({ type: "tmpfs", target, readOnly: false, sizeBytes, mode });
@@ -62,21 +50,21 @@ function splitOnce(text: string, separator: string): [string, string | undefined
 /** `devices:` as `HOST[:CONTAINER[:PERMISSIONS]]` or `{source, target, permissions}`. */
 export function readDevices(reader: Reader, node: Node | null, path: string): NormalizedDevice[] {
   const out: NormalizedDevice[] = [];
-  (items(reader, node, path) ?? []).forEach((item, index) => {
+  (reader.items(node, path) ?? []).forEach((item, index) => {
     const itemPath = child(path, index);
     let host: string | undefined;
     let container: string | undefined;
     let permissions = "rwm";
     if (isMapping(item)) {
-      for (const entry of entries(reader, item, itemPath) ?? []) {
-        const value = text(reader, entry.value, entry.path);
+      for (const entry of reader.entries(item, itemPath) ?? []) {
+        const value = reader.text(entry.value, entry.path);
         if (entry.key === "source") host = value;
         else if (entry.key === "target") container = value;
         else if (entry.key === "permissions") permissions = value ?? permissions;
-        else fail(reader, entry.keyNode, entry.path, `unknown key "${entry.key}" in a device`);
+        else reader.fail(entry.keyNode, entry.path, `unknown key "${entry.key}" in a device`);
       }
     } else {
-      const value = text(reader, item, itemPath);
+      const value = reader.text(item, itemPath);
       if (value === undefined) return;
       const parts = value.split(":");
       host = parts[0];
@@ -88,11 +76,11 @@ export function readDevices(reader: Reader, node: Node | null, path: string): No
     if (
       host === undefined || container === undefined || !host.startsWith("/") || !container.startsWith("/")
     ) {
-      fail(reader, item, itemPath, `invalid device: expected /HOST/PATH[:/CONTAINER/PATH[:rwm]]`);
+      reader.fail(item, itemPath, `invalid device: expected /HOST/PATH[:/CONTAINER/PATH[:rwm]]`);
       return;
     }
     if (!/^[rwm]{1,3}$/.test(permissions)) {
-      fail(reader, item, itemPath, `invalid device permissions "${permissions}": expected letters of "rwm"`);
+      reader.fail(item, itemPath, `invalid device permissions "${permissions}": expected letters of "rwm"`);
       return;
     }
     out.push({ host, container, permissions });
@@ -104,11 +92,11 @@ export function readDevices(reader: Reader, node: Node | null, path: string): No
 export function readGpus(reader: Reader, node: Node | null, path: string): NormalizedDeviceRequest[] {
   if (node === null) return [];
   if (isScalar(node)) {
-    const value = text(reader, node, path);
+    const value = reader.text(node, path);
     if (value === "all") return [{ count: -1, capabilities: [["gpu"]] }];
     const count = value === undefined ? NaN : Number(value);
     if (Number.isSafeInteger(count) && count > 0) return [{ count, capabilities: [["gpu"]] }];
-    fail(reader, node, path, `invalid gpus "${value}": expected "all", a count, or a list of requests`);
+    reader.fail(node, path, `invalid gpus "${value}": expected "all", a count, or a list of requests`);
     return [];
   }
   return readDeviceRequests(reader, node, path, [["gpu"]]);
@@ -122,7 +110,7 @@ export function readDeviceRequests(
   defaultCapabilities?: string[][],
 ): NormalizedDeviceRequest[] {
   const out: NormalizedDeviceRequest[] = [];
-  (items(reader, node, path) ?? []).forEach((item, index) => {
+  (reader.items(node, path) ?? []).forEach((item, index) => {
     const itemPath = child(path, index);
     const keys = checkMapping(reader, item, itemPath, DEVICE_REQUEST_KEYS, {
       where: "a device request",
@@ -130,32 +118,32 @@ export function readDeviceRequests(
     const request: NormalizedDeviceRequest = { capabilities: defaultCapabilities ?? [] };
     const capabilities = keys.get("capabilities");
     if (capabilities !== undefined) {
-      request.capabilities = [textList(reader, capabilities.value, capabilities.path) ?? []];
+      request.capabilities = [reader.textList(capabilities.value, capabilities.path) ?? []];
     } else if (defaultCapabilities === undefined) {
-      fail(reader, item, itemPath, `missing required key "capabilities"`);
+      reader.fail(item, itemPath, `missing required key "capabilities"`);
     }
     const driver = keys.get("driver");
     if (driver !== undefined && driver.value !== null) {
-      request.driver = text(reader, driver.value, driver.path);
+      request.driver = reader.text(driver.value, driver.path);
     }
     const count = keys.get("count");
     if (count !== undefined && count.value !== null) {
       const value = isScalar(count.value) && count.value.value === "all"
         ? -1
-        : integer(reader, count.value, count.path, 1);
+        : reader.integer(count.value, count.path, 1);
       if (value !== undefined) request.count = value;
     }
     const ids = keys.get("device_ids");
     if (ids !== undefined && ids.value !== null) {
-      request.deviceIds = textList(reader, ids.value, ids.path) ?? [];
+      request.deviceIds = reader.textList(ids.value, ids.path) ?? [];
       if (request.count !== undefined) {
-        fail(reader, ids.keyNode, ids.path, `"count" and "device_ids" cannot both be set`);
+        reader.fail(ids.keyNode, ids.path, `"count" and "device_ids" cannot both be set`);
       }
     }
     const options = keys.get("options");
     if (options !== undefined && options.value !== null) {
       const map: Record<string, string> = {};
-      for (const [key, entry] of keyValues(reader, options.value, options.path) ?? []) {
+      for (const [key, entry] of reader.keyValues(options.value, options.path) ?? []) {
         map[key] = entry.value ?? "";
       }
       request.options = sorted(map);

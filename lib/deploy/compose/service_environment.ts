@@ -9,21 +9,7 @@ import { isScalar, type Node } from "yaml";
 import { checkMapping, ENV_FILE_KEYS } from "./keys.ts";
 import { MAX_FILE_BYTES, oversize } from "./limits.ts";
 import { parseEnvFile } from "./env_file.ts";
-import {
-  boolean,
-  child,
-  entries,
-  type Entry,
-  fail,
-  isList,
-  isMapping,
-  items,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  textList,
-} from "./reader.ts";
+import { child, type Entry, isList, isMapping, type Reader, sorted } from "./reader.ts";
 import { fileErrorReason } from "./service_fields.ts";
 import type { ServiceScope } from "./service_scope.ts";
 
@@ -40,7 +26,7 @@ export function readEnvironment(
     const node = envFile.value;
     const list: { node: Node | null; path: string }[] = isScalar(node)
       ? [{ node, path: envFile.path }]
-      : (items(reader, node, envFile.path) ?? []).map((item, index) => ({
+      : (reader.items(node, envFile.path) ?? []).map((item, index) => ({
         node: item,
         path: child(envFile.path, index),
       }));
@@ -52,14 +38,14 @@ export function readEnvironment(
           where: "env_file",
         });
         const pathEntry = keys.get("path");
-        if (pathEntry === undefined) fail(reader, item.node, item.path, `missing required key "path"`);
-        else file = text(reader, pathEntry.value, pathEntry.path);
+        if (pathEntry === undefined) reader.fail(item.node, item.path, `missing required key "path"`);
+        else file = reader.text(pathEntry.value, pathEntry.path);
         const requiredEntry = keys.get("required");
         if (requiredEntry !== undefined && requiredEntry.value !== null) {
-          required = boolean(reader, requiredEntry.value, requiredEntry.path) ?? true;
+          required = reader.boolean(requiredEntry.value, requiredEntry.path) ?? true;
         }
       } else {
-        file = text(reader, item.node, item.path);
+        file = reader.text(item.node, item.path);
       }
       if (file === undefined) continue;
       const resolved = isAbsolute(file) ? file : join(scope.baseDir, file);
@@ -68,8 +54,7 @@ export function readEnvironment(
         content = scope.readFile(resolved);
       } catch (error) {
         if (required) {
-          fail(
-            reader,
+          reader.fail(
             item.node,
             item.path,
             `cannot read env file "${file}" for service "${service}": ${fileErrorReason(error)}`,
@@ -79,8 +64,7 @@ export function readEnvironment(
       }
       const size = oversize(content);
       if (size !== undefined) {
-        fail(
-          reader,
+        reader.fail(
           item.node,
           item.path,
           `cannot read env file "${file}" for service "${service}": it is ${size} bytes, more than the limit of ${MAX_FILE_BYTES}`,
@@ -101,7 +85,7 @@ export function readEnvironment(
     }
   }
   if (environment !== undefined) {
-    for (const [key, item] of keyValues(reader, environment.value, environment.path) ?? []) {
+    for (const [key, item] of reader.keyValues(environment.value, environment.path) ?? []) {
       const value = item.value ?? (Object.hasOwn(scope.env, key) ? scope.env[key] : undefined);
       if (value === undefined) delete merged[key];
       else merged[key] = value;
@@ -113,20 +97,20 @@ export function readEnvironment(
 export function readExtraHosts(reader: Reader, node: Node | null, path: string): string[] {
   const out: string[] = [];
   if (isMapping(node)) {
-    for (const entry of entries(reader, node, path) ?? []) {
+    for (const entry of reader.entries(node, path) ?? []) {
       const addresses = isList(entry.value)
-        ? textList(reader, entry.value, entry.path) ?? []
-        : [text(reader, entry.value, entry.path)].filter((item): item is string => item !== undefined);
+        ? reader.textList(entry.value, entry.path) ?? []
+        : [reader.text(entry.value, entry.path)].filter((item): item is string => item !== undefined);
       for (const address of addresses) out.push(`${entry.key}:${address}`);
     }
     return out;
   }
-  (items(reader, node, path) ?? []).forEach((item, index) => {
+  (reader.items(node, path) ?? []).forEach((item, index) => {
     const itemPath = child(path, index);
-    const entry = text(reader, item, itemPath);
+    const entry = reader.text(item, itemPath);
     if (entry === undefined) return;
     const match = /^([^=:]+)[=:](.+)$/.exec(entry);
-    if (match === null) fail(reader, item, itemPath, `invalid extra host "${entry}": expected HOST:ADDRESS`);
+    if (match === null) reader.fail(item, itemPath, `invalid extra host "${entry}": expected HOST:ADDRESS`);
     else out.push(`${match[1]}:${match[2]}`);
   });
   return out;

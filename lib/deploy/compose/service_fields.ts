@@ -5,8 +5,9 @@
  */
 
 import { isScalar, type Node } from "yaml";
-import { child, describe, fail, items, keyValues, type Reader, sorted, text } from "./reader.ts";
+import { child, describe, type Reader, sorted } from "./reader.ts";
 import { parseBytes, parseDurationMs } from "./units.ts";
+import { messageOf } from "../../util/mod.ts";
 
 /**
  * Splits a command string into words the way a POSIX shell would, without expanding anything: whitespace
@@ -57,25 +58,25 @@ export function readCommand(reader: Reader, node: Node | null, path: string): st
   if (node === null) return null;
   if (isScalar(node)) {
     if (typeof node.value !== "string") {
-      fail(reader, node, path, `expected a string or a list of strings, got ${describe(node)}`);
+      reader.fail(node, path, `expected a string or a list of strings, got ${describe(node)}`);
       return null;
     }
     const line = node.value;
     const words = shellSplit(line);
     if (words === undefined) {
-      fail(reader, node, path, `invalid command "${line}": unterminated quote`);
+      reader.fail(node, path, `invalid command "${line}": unterminated quote`);
       return null;
     }
     return words;
   }
-  const list = items(reader, node, path);
+  const list = reader.items(node, path);
   if (list === undefined) return null;
   const out: string[] = [];
   list.forEach((item, index) => {
     if (item !== null && isScalar(item) && typeof item.value === "string") {
       out.push(item.value);
     } else {
-      fail(reader, item, child(path, index), `expected a string, got ${describe(item)}`);
+      reader.fail(item, child(path, index), `expected a string, got ${describe(item)}`);
     }
   });
   return out;
@@ -83,23 +84,27 @@ export function readCommand(reader: Reader, node: Node | null, path: string): st
 
 /** Reads an optional duration into milliseconds. */
 export function readDuration(reader: Reader, node: Node | null | undefined, path: string): number | null {
-  if (node === undefined || node === null) return null;
-  const raw = text(reader, node, path);
-  if (raw === undefined) return null;
-  const parsed = parseDurationMs(raw);
-  if (typeof parsed === "number") return parsed;
-  fail(reader, node, path, parsed.error);
-  return null;
+  return readQuantity(reader, node, path, parseDurationMs);
 }
 
 /** Reads an optional byte size. */
 export function readBytes(reader: Reader, node: Node | null | undefined, path: string): number | null {
+  return readQuantity(reader, node, path, parseBytes);
+}
+
+/** Reads an optional scalar with `parse`, failing with the reason it gives. */
+function readQuantity(
+  reader: Reader,
+  node: Node | null | undefined,
+  path: string,
+  parse: (raw: string) => number | { error: string },
+): number | null {
   if (node === undefined || node === null) return null;
-  const raw = text(reader, node, path);
+  const raw = reader.text(node, path);
   if (raw === undefined) return null;
-  const parsed = parseBytes(raw);
+  const parsed = parse(raw);
   if (typeof parsed === "number") return parsed;
-  fail(reader, node, path, parsed.error);
+  reader.fail(node, path, parsed.error);
   return null;
 }
 
@@ -108,16 +113,15 @@ export function fileErrorReason(error: unknown): string {
   if (error instanceof Deno.errors.NotFound) return "no such file";
   if (error instanceof Error && "code" in error && error.code === "ENOENT") return "no such file";
   if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
-  return error instanceof Error ? error.message : String(error);
+  return messageOf(error);
 }
 
 /** `labels:` as a map or a `KEY=VALUE` list, sorted; the `ployz.` prefix is refused, as Ployz owns it. */
 export function readLabels(reader: Reader, node: Node | null, path: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [key, item] of keyValues(reader, node, path) ?? []) {
+  for (const [key, item] of reader.keyValues(node, path) ?? []) {
     if (key.startsWith("ployz.")) {
-      fail(
-        reader,
+      reader.fail(
         item.node,
         item.path,
         `label "${key}" is reserved: the "ployz." prefix marks what Ployz owns`,

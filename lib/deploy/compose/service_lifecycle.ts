@@ -7,21 +7,7 @@
 
 import { isScalar, type Node } from "yaml";
 import { checkMapping, DEPENDS_ON_KEYS, HEALTHCHECK_KEYS, LOGGING_KEYS } from "./keys.ts";
-import {
-  boolean,
-  child,
-  entries,
-  type Entry,
-  fail,
-  integer,
-  isMapping,
-  items,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  textList,
-} from "./reader.ts";
+import { child, type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readDuration } from "./service_fields.ts";
 import type { NormalizedHealthcheck, NormalizedService } from "./types.ts";
 import type { ServiceScope } from "./service_scope.ts";
@@ -32,22 +18,21 @@ export function readHealthcheck(reader: Reader, entry: Entry | undefined): Norma
     where: "healthcheck",
   });
   const disable = keys.get("disable");
-  if (disable !== undefined && disable.value !== null && boolean(reader, disable.value, disable.path)) {
+  if (disable !== undefined && disable.value !== null && reader.boolean(disable.value, disable.path)) {
     return { kind: "disabled" };
   }
   const testEntry = keys.get("test");
   let test: string[] = [];
   if (testEntry === undefined || testEntry.value === null) {
-    fail(reader, entry.keyNode, entry.path, `missing required key "test"`);
+    reader.fail(entry.keyNode, entry.path, `missing required key "test"`);
   } else if (isScalar(testEntry.value)) {
-    const line = text(reader, testEntry.value, testEntry.path);
+    const line = reader.text(testEntry.value, testEntry.path);
     if (line !== undefined) test = ["CMD-SHELL", line];
   } else {
-    test = textList(reader, testEntry.value, testEntry.path) ?? [];
+    test = reader.textList(testEntry.value, testEntry.path) ?? [];
     if (test[0] === "NONE") return { kind: "disabled" };
     if (test.length < 2 || (test[0] !== "CMD" && test[0] !== "CMD-SHELL")) {
-      fail(
-        reader,
+      reader.fail(
         testEntry.value,
         testEntry.path,
         `invalid healthcheck test: expected a string, ["CMD", …], ["CMD-SHELL", "…"] or ["NONE"]`,
@@ -66,7 +51,7 @@ export function readHealthcheck(reader: Reader, entry: Entry | undefined): Norma
     startIntervalMs: duration("start_interval"),
     retries: retriesEntry === undefined || retriesEntry.value === null
       ? null
-      : integer(reader, retriesEntry.value, retriesEntry.path, 0) ?? null,
+      : reader.integer(retriesEntry.value, retriesEntry.path, 0) ?? null,
   };
 }
 
@@ -76,15 +61,14 @@ export function readPullPolicy(
   built: boolean,
 ): NormalizedService["pullPolicy"] {
   if (entry === undefined || entry.value === null) return "missing";
-  const policy = text(reader, entry.value, entry.path);
+  const policy = reader.text(entry.value, entry.path);
   if (policy === "always" || policy === "never" || policy === "missing") return policy;
   if (policy === "" || policy === "if_not_present") return "missing";
   // "build": the image comes from the Service's own build, never from a registry; it is built whenever its
   // context changes (the tag is the content digest), which is what Compose's rebuild asks for.
   if (policy === "build") {
     if (built) return "never";
-    fail(
-      reader,
+    reader.fail(
       entry.value,
       entry.path,
       `pull policy "build" needs a "build:" section to build the image from`,
@@ -92,8 +76,7 @@ export function readPullPolicy(
     return "missing";
   }
   if (policy === "daily" || policy === "weekly" || policy?.startsWith("every_")) {
-    fail(
-      reader,
+    reader.fail(
       entry.value,
       entry.path,
       `pull policy "${policy}" is not supported: Ployz resolves tags at each Deploy; use "always" to re-resolve every time`,
@@ -101,8 +84,7 @@ export function readPullPolicy(
     return "missing";
   }
   if (policy !== undefined) {
-    fail(
-      reader,
+    reader.fail(
       entry.value,
       entry.path,
       `unsupported pull policy "${policy}": expected "always", "missing" or "never"`,
@@ -120,11 +102,11 @@ export function readLogging(reader: Reader, entry: Entry | undefined): Normalize
   const driverEntry = keys.get("driver");
   const driver = driverEntry === undefined || driverEntry.value === null
     ? "local"
-    : text(reader, driverEntry.value, driverEntry.path) ?? "local";
+    : reader.text(driverEntry.value, driverEntry.path) ?? "local";
   const options: Record<string, string> = {};
   const optionsEntry = keys.get("options");
   for (
-    const [key, item] of keyValues(reader, optionsEntry?.value ?? null, optionsEntry?.path ?? entry.path) ??
+    const [key, item] of reader.keyValues(optionsEntry?.value ?? null, optionsEntry?.path ?? entry.path) ??
       []
   ) {
     options[key] = item.value ?? "";
@@ -142,19 +124,18 @@ export function readDependsOn(
   if (entry === undefined || entry.value === null) return [];
   const found: { name: string; node: Node | null; path: string }[] = [];
   if (isMapping(entry.value)) {
-    for (const dependency of entries(reader, entry.value, entry.path) ?? []) {
+    for (const dependency of reader.entries(entry.value, entry.path) ?? []) {
       found.push({ name: dependency.key, node: dependency.keyNode, path: dependency.path });
       const keys = checkMapping(reader, dependency.value, dependency.path, DEPENDS_ON_KEYS, {
         where: "depends_on",
       });
       const condition = keys.get("condition");
       if (condition === undefined || condition.value === null) continue;
-      const value = text(reader, condition.value, condition.path);
+      const value = reader.text(condition.value, condition.path);
       if (value === "service_completed_successfully" || value === "service_healthy") {
         conditions[dependency.key] = value;
       } else if (value !== undefined && value !== "service_started") {
-        fail(
-          reader,
+        reader.fail(
           condition.value,
           condition.path,
           `invalid condition "${value}": expected "service_started", "service_healthy" or "service_completed_successfully"`,
@@ -162,17 +143,16 @@ export function readDependsOn(
       }
     }
   } else {
-    (items(reader, entry.value, entry.path) ?? []).forEach((item, index) => {
-      const name = text(reader, item, child(entry.path, index));
+    (reader.items(entry.value, entry.path) ?? []).forEach((item, index) => {
+      const name = reader.text(item, child(entry.path, index));
       if (name !== undefined) found.push({ name, node: item, path: child(entry.path, index) });
     });
   }
   for (const dependency of found) {
     if (dependency.name === service) {
-      fail(reader, dependency.node, dependency.path, `service "${service}" cannot depend on itself`);
+      reader.fail(dependency.node, dependency.path, `service "${service}" cannot depend on itself`);
     } else if (!scope.services.has(dependency.name)) {
-      fail(
-        reader,
+      reader.fail(
         dependency.node,
         dependency.path,
         `service "${service}" depends on undefined service "${dependency.name}"`,

@@ -7,7 +7,7 @@
 import { isScalar } from "yaml";
 import { checkMapping, PORT_KEYS } from "./keys.ts";
 import { parseExtensionPort, parseHostIp, parsePortNumber, parseShortPort, standardPort } from "./ports.ts";
-import { child, type Entry, fail, isMapping, items, type Reader, text } from "./reader.ts";
+import { child, type Entry, isMapping, type Reader } from "./reader.ts";
 import type { NormalizedPort } from "./types.ts";
 
 /** Reads `ports` or `x-ports` (never both). */
@@ -19,20 +19,20 @@ export function readPorts(
   const hasPorts = ports !== undefined && ports.value !== null;
   const hasExtension = extension !== undefined && extension.value !== null;
   if (hasPorts && hasExtension) {
-    fail(reader, extension.keyNode, extension.path, `"ports" and "x-ports" cannot both be set: use one`);
+    reader.fail(extension.keyNode, extension.path, `"ports" and "x-ports" cannot both be set: use one`);
     return [];
   }
   const out: NormalizedPort[] = [];
   if (hasExtension) {
     const node = extension.value;
     const list = isScalar(node)
-      ? (text(reader, node, extension.path) ?? "").split(",").map((value) => ({
+      ? (reader.text(node, extension.path) ?? "").split(",").map((value) => ({
         value: value.trim(),
         node,
         path: extension.path,
       }))
-      : (items(reader, node, extension.path) ?? []).map((item, index) => ({
-        value: text(reader, item, child(extension.path, index)),
+      : (reader.items(node, extension.path) ?? []).map((item, index) => ({
+        value: reader.text(item, child(extension.path, index)),
         node: item,
         path: child(extension.path, index),
       }));
@@ -40,29 +40,29 @@ export function readPorts(
       if (item.value === undefined) continue;
       const parsed = parseExtensionPort(item.value);
       if (parsed.ok) out.push(parsed.value);
-      else fail(reader, item.node, item.path, parsed.error);
+      else reader.fail(item.node, item.path, parsed.error);
     }
     return out;
   }
   if (!hasPorts) return out;
-  (items(reader, ports.value, ports.path) ?? []).forEach((item, index) => {
+  (reader.items(ports.value, ports.path) ?? []).forEach((item, index) => {
     const path = child(ports.path, index);
     if (isMapping(item)) {
       const port = longPort(reader, item, path);
       if (port !== undefined) out.push(port);
       return;
     }
-    const value = text(reader, item, path);
+    const value = reader.text(item, path);
     if (value === undefined) return;
     const parsed = parseShortPort(value);
     if (!parsed.ok) {
-      fail(reader, item, path, parsed.error);
+      reader.fail(item, path, parsed.error);
       return;
     }
     for (const part of parsed.value) {
       const port = standardPort(part, "host", value);
       if (port.ok) out.push(port.value);
-      else fail(reader, item, path, port.error);
+      else reader.fail(item, path, port.error);
     }
   });
   return out;
@@ -77,7 +77,7 @@ function longPort(
   const field = (key: string): string | undefined => {
     const entry = keys.get(key);
     if (entry === undefined || entry.value === null) return undefined;
-    return text(reader, entry.value, entry.path);
+    return reader.text(entry.value, entry.path);
   };
   const where = (key: string): { node: Entry["value"]; path: string } => ({
     node: keys.get(key)?.value ?? node,
@@ -86,23 +86,22 @@ function longPort(
   const errorsBefore = reader.errors.length;
   const targetText = field("target");
   if (targetText === undefined && !keys.has("target")) {
-    fail(reader, node, path, `missing required key "target"`);
+    reader.fail(node, path, `missing required key "target"`);
   }
   const target = targetText === undefined ? undefined : parsePortNumber(targetText, "container");
   if (target !== undefined && !target.ok) {
-    fail(reader, where("target").node, where("target").path, target.error);
+    reader.fail(where("target").node, where("target").path, target.error);
   }
   const publishedText = field("published");
   const published = publishedText === undefined ? undefined : parsePortNumber(publishedText, "published");
   if (published !== undefined && !published.ok) {
-    fail(reader, where("published").node, where("published").path, published.error);
+    reader.fail(where("published").node, where("published").path, published.error);
   }
   const hostIp = parseHostIp(field("host_ip"));
-  if (!hostIp.ok) fail(reader, where("host_ip").node, where("host_ip").path, hostIp.error);
+  if (!hostIp.ok) reader.fail(where("host_ip").node, where("host_ip").path, hostIp.error);
   const protocol = field("protocol") ?? "tcp";
   if (protocol !== "tcp" && protocol !== "udp") {
-    fail(
-      reader,
+    reader.fail(
       where("protocol").node,
       where("protocol").path,
       `unsupported protocol "${protocol}": expected "tcp" or "udp"`,
@@ -123,6 +122,6 @@ function longPort(
     publishedText === undefined ? targetText ?? "" : `${publishedText}:${targetText}`,
   );
   if (result.ok) return result.value;
-  fail(reader, where("mode").node, where("mode").path, result.error);
+  reader.fail(where("mode").node, where("mode").path, result.error);
   return undefined;
 }

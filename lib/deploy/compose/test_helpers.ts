@@ -1,5 +1,5 @@
 /**
- * Helpers for the loader's tests: load text with in-memory files and pick out issues.
+ * Helpers for the loader's tests: load text with in-memory files and pick out issues; a normalized build.
  *
  * @module
  */
@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { ComposeError, type ComposeIssue } from "./issue.ts";
 import { loadCompose, type LoadedCompose } from "./load.ts";
+import type { NormalizedBuild } from "./types.ts";
 
 /** Options for {@linkcode loadText}. */
 export interface LoadTextOptions {
@@ -62,4 +63,20 @@ export function onlyIssue(
   assert.equal(found.path, expected.path);
   assert.match(found.message, expected.message);
   return found;
+}
+
+/** A Service's normalized `build:` of `context` with every other field at its default, then `extra`. */
+export function buildOf(context: string, extra: Partial<NormalizedBuild> = {}): NormalizedBuild {
+  return {
+    context,
+    dockerfile: null,
+    dockerfileInline: null,
+    args: {},
+    target: null,
+    labels: {},
+    cacheFrom: [],
+    noCache: false,
+    image: null,
+    ...extra,
+  };
 }

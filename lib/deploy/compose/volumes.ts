@@ -7,18 +7,7 @@
 
 import { checkMapping, VOLUME_KEYS, X_VOLUME_KEYS } from "./keys.ts";
 import { dockerNameProblem, volumeNameProblem } from "./names.ts";
-import {
-  boolean,
-  entries,
-  type Entry,
-  fail,
-  isMapping,
-  keyValues,
-  type Reader,
-  sorted,
-  text,
-  warn,
-} from "./reader.ts";
+import { type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readBytes, readLabels } from "./service_fields.ts";
 import type { NormalizedVolume } from "./types.ts";
 
@@ -30,10 +19,10 @@ export function readVolumes(
   project: string,
 ): Record<string, NormalizedVolume> {
   const out: Record<string, NormalizedVolume> = {};
-  for (const volume of entry === undefined ? [] : entries(reader, entry.value, entry.path) ?? []) {
+  for (const volume of entry === undefined ? [] : reader.entries(entry.value, entry.path) ?? []) {
     const problem = volumeNameProblem(volume.key);
     if (problem !== undefined) {
-      fail(reader, volume.keyNode, volume.path, problem);
+      reader.fail(volume.keyNode, volume.path, problem);
       continue;
     }
     const keys = checkMapping(reader, volume.value, volume.path, VOLUME_KEYS, {
@@ -45,27 +34,26 @@ export function readVolumes(
     if (externalEntry !== undefined && externalEntry.value !== null) {
       if (isMapping(externalEntry.value)) {
         external = true;
-        const legacy = (entries(reader, externalEntry.value, externalEntry.path) ?? []).find((item) =>
+        const legacy = (reader.entries(externalEntry.value, externalEntry.path) ?? []).find((item) =>
           item.key === "name"
         );
-        if (legacy !== undefined) externalName = text(reader, legacy.value, legacy.path);
+        if (legacy !== undefined) externalName = reader.text(legacy.value, legacy.path);
       } else {
-        external = boolean(reader, externalEntry.value, externalEntry.path) ?? false;
+        external = reader.boolean(externalEntry.value, externalEntry.path) ?? false;
       }
     }
     const nameEntry = keys.get("name");
     const declaredName = nameEntry === undefined || nameEntry.value === null
       ? undefined
-      : text(reader, nameEntry.value, nameEntry.path);
+      : reader.text(nameEntry.value, nameEntry.path);
     if (external) {
       externalName = declaredName ?? externalName ?? volume.key;
       const nameProblem = dockerNameProblem("external volume", externalName);
       if (nameProblem !== undefined) {
-        fail(reader, nameEntry?.value ?? volume.keyNode, nameEntry?.path ?? volume.path, nameProblem);
+        reader.fail(nameEntry?.value ?? volume.keyNode, nameEntry?.path ?? volume.path, nameProblem);
       }
     } else if (declaredName !== undefined && declaredName !== "") {
-      warn(
-        reader,
+      reader.warn(
         nameEntry?.keyNode,
         nameEntry?.path ?? volume.path,
         `key "name" is ignored for a Project volume: Ployz names it "${project}_${volume.key}"`,
@@ -74,19 +62,19 @@ export function readVolumes(
     const driverEntry = keys.get("driver");
     const driver = driverEntry === undefined || driverEntry.value === null
       ? null
-      : text(reader, driverEntry.value, driverEntry.path) ?? null;
+      : reader.text(driverEntry.value, driverEntry.path) ?? null;
     const optionsEntry = keys.get("driver_opts");
     const labelsEntry = keys.get("labels");
     const driverOptions: Record<string, string> = {};
     for (
-      const [key, item]
-        of keyValues(reader, optionsEntry?.value ?? null, optionsEntry?.path ?? volume.path) ?? []
+      const [key, item] of reader.keyValues(optionsEntry?.value ?? null, optionsEntry?.path ?? volume.path) ??
+        []
     ) {
       driverOptions[key] = item.value ?? "";
     }
     const labels = readLabels(reader, labelsEntry?.value ?? null, labelsEntry?.path ?? volume.path);
     if (external && (driver !== null || Object.keys(driverOptions).length > 0)) {
-      fail(reader, volume.keyNode, volume.path, `an external volume cannot set "driver" or "driver_opts"`);
+      reader.fail(volume.keyNode, volume.path, `an external volume cannot set "driver" or "driver_opts"`);
     }
     out[volume.key] = {
       name: volume.key,
@@ -99,11 +87,11 @@ export function readVolumes(
     };
   }
   for (
-    const provisioned of extension === undefined ? [] : entries(reader, extension.value, extension.path) ?? []
+    const provisioned of extension === undefined ? [] : reader.entries(extension.value, extension.path) ?? []
   ) {
     const problem = volumeNameProblem(provisioned.key);
     if (problem !== undefined) {
-      fail(reader, provisioned.keyNode, provisioned.path, problem);
+      reader.fail(provisioned.keyNode, provisioned.path, problem);
       continue;
     }
     let sizeNode = provisioned.value;
@@ -121,8 +109,7 @@ export function readVolumes(
       // A mapping without `size` takes the default Volume size of the Machine that creates it (0 here).
       sizeBytes = 0;
     } else if (sizeNode === null) {
-      fail(
-        reader,
+      reader.fail(
         provisioned.keyNode,
         provisioned.path,
         `missing required key "size": a Provisioned Volume needs a maximum size, or {} for the Machine's default`,
@@ -131,8 +118,7 @@ export function readVolumes(
     } else {
       sizeBytes = readBytes(reader, sizeNode, sizePath);
       if (sizeBytes === 0) {
-        fail(
-          reader,
+        reader.fail(
           sizeNode,
           sizePath,
           `size 0: a Provisioned Volume needs a size above 0 (or {} for the Machine's default)`,
@@ -143,8 +129,7 @@ export function readVolumes(
     if (sizeBytes === null) continue;
     const existing = out[provisioned.key];
     if (existing?.external) {
-      fail(
-        reader,
+      reader.fail(
         provisioned.keyNode,
         provisioned.path,
         `volume "${provisioned.key}" is external: it cannot be a Provisioned Volume`,

@@ -7,7 +7,7 @@
  */
 
 import { Readable } from "node:stream";
-import { type Client, requestStream, textLines } from "./client.ts";
+import { type Client, jsonLines, requestStream } from "./client.ts";
 import { DockerError, sanitizeMessage } from "./errors.ts";
 
 /** Lines of build output a failure keeps as evidence. */
@@ -106,29 +106,20 @@ export async function buildImage(
     }, async (response) => {
       let imageId: string | undefined;
       let failure: string | undefined;
-      const take = (raw: string): void => {
-        const trimmed = raw.trim();
-        if (trimmed === "") return;
-        let message: Record<string, unknown>;
-        try {
-          message = JSON.parse(trimmed);
-        } catch {
-          message = { stream: trimmed };
-        }
+      for await (const message of jsonLines(response)) {
         const aux = message.aux as { ID?: unknown } | undefined;
         if (typeof aux?.ID === "string") imageId = aux.ID;
         if (typeof message.error === "string") {
           failure = sanitizeMessage(message.error);
           keep(failure);
-          return;
+          continue;
         }
         for (const line of linesOf(message)) {
           keep(line);
           const built = /^Successfully built ([0-9a-f]{12,64})$/.exec(line);
           if (built !== null && imageId === undefined) imageId = built[1];
         }
-      };
-      for await (const line of textLines(response)) take(line);
+      }
       if (failure !== undefined) {
         throw new BuildError("invalid_argument", `Cannot build image "${options.tags[0]}": ${failure}`, [
           ...tail,

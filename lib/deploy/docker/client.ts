@@ -13,6 +13,7 @@ import { stringify as queryString } from "node:querystring";
 import type { Readable } from "node:stream";
 import { type DeadlineClass, deadlineFor, type Deadlines, withDeadline } from "./deadline.ts";
 import { DockerError } from "./errors.ts";
+import { concatBytes, textLines } from "../../util/mod.ts";
 import type { LogPolicy } from "./spec.ts";
 
 /** One HTTP request to the Engine API. */
@@ -93,20 +94,8 @@ function parseBody(bytes: Uint8Array): unknown {
 function readAll(response: IncomingMessage): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Uint8Array[] = [];
-    let size = 0;
-    response.on("data", (chunk: Uint8Array) => {
-      chunks.push(chunk);
-      size += chunk.length;
-    });
-    response.on("end", () => {
-      const out = new Uint8Array(size);
-      let at = 0;
-      for (const chunk of chunks) {
-        out.set(chunk, at);
-        at += chunk.length;
-      }
-      resolve(out);
-    });
+    response.on("data", (chunk: Uint8Array) => chunks.push(chunk));
+    response.on("end", () => resolve(concatBytes(chunks)));
     response.on("error", reject);
   });
 }
@@ -316,20 +305,8 @@ export function webStream(
   });
 }
 
-/** The lines of a streamed response as they arrive (without their newline); the last one even without one. */
-export async function* textLines(response: AsyncIterable<unknown>): AsyncGenerator<string> {
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of response) {
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
-    let at: number;
-    while ((at = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, at);
-      buffer = buffer.slice(at + 1);
-    }
-  }
-  yield buffer;
-}
+/** The lines of a streamed response as they arrive (lib/util's one line reader). */
+export { textLines };
 
 /** Newline-delimited JSON as it arrives; blank lines are skipped, a line that is not JSON comes as `{stream}`. */
 export async function* jsonLines(response: AsyncIterable<unknown>): AsyncGenerator<Record<string, unknown>> {

@@ -42,6 +42,27 @@ export interface CreateOptions {
    * conflict on create, and still comes back as `existing` (or refused, when another spec or owner holds it).
    */
   checked?: boolean;
+  /** The caller has just passed the spec through {@linkcode checkNetwork}: the create does not ask again. */
+  networkChecked?: boolean;
+}
+
+/**
+ * Refuses a spec whose network does not exist or is not this Machine's: what a create checks before it attaches a
+ * container to it. A spec without a network passes.
+ */
+export async function checkNetwork(client: Client, spec: ContainerSpec, signal?: AbortSignal): Promise<void> {
+  if (spec.network === undefined) return;
+  const network = await findNetwork(client, spec.network.name, signal);
+  if (network === undefined) {
+    throw new DockerError(
+      "not_found",
+      `Cannot create container "${spec.name}": network "${spec.network.name}" does not exist`,
+      {
+        details: { container: spec.name, network: spec.network.name },
+      },
+    );
+  }
+  assertOwned("attach a container to", "network", spec.network.name, network.Labels, client.machineId);
 }
 
 /** What `createContainer` found or made. */
@@ -252,19 +273,7 @@ export async function createContainer(
       },
     );
   }
-  if (spec.network !== undefined) {
-    const network = await findNetwork(client, spec.network.name, signal);
-    if (network === undefined) {
-      throw new DockerError(
-        "not_found",
-        `Cannot create container "${spec.name}": network "${spec.network.name}" does not exist`,
-        {
-          details: { container: spec.name, network: spec.network.name },
-        },
-      );
-    }
-    assertOwned("attach a container to", "network", spec.network.name, network.Labels, client.machineId);
-  }
+  if (options.networkChecked !== true) await checkNetwork(client, spec, signal);
   for (const mount of spec.mounts ?? []) {
     if (mount.type === "volume" && mount.source !== "" && mount.provisionedBytes === undefined) {
       await ensureVolume(client, mount.source, spec.project, signal);

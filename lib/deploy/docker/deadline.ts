@@ -52,28 +52,22 @@ export type DeadlineClass =
   | "stream_start"
   | "unbounded";
 
+/** The deadline field of each class that has one of its own. */
+const FIELD_OF: Readonly<Record<Exclude<DeadlineClass, "stop" | "unbounded">, keyof Deadlines>> = {
+  inspect: "inspectMs",
+  list: "listMs",
+  create: "createMs",
+  start: "startMs",
+  remove: "removeMs",
+  pull: "pullMs",
+  "stream_start": "streamStartMs",
+};
+
 /** Resolves a class to milliseconds (`undefined` means no deadline); `graceSeconds` is the stop grace. */
 export function deadlineFor(deadlines: Deadlines, cls: DeadlineClass, graceSeconds = 0): number | undefined {
-  switch (cls) {
-    case "inspect":
-      return deadlines.inspectMs;
-    case "list":
-      return deadlines.listMs;
-    case "create":
-      return deadlines.createMs;
-    case "start":
-      return deadlines.startMs;
-    case "stop":
-      return graceSeconds * 1000 + deadlines.stopMarginMs;
-    case "remove":
-      return deadlines.removeMs;
-    case "pull":
-      return deadlines.pullMs;
-    case "stream_start":
-      return deadlines.streamStartMs;
-    case "unbounded":
-      return undefined;
-  }
+  if (cls === "unbounded") return undefined;
+  if (cls === "stop") return graceSeconds * 1000 + deadlines.stopMarginMs;
+  return deadlines[FIELD_OF[cls]];
 }
 
 /** Merges caller overrides onto the defaults and refuses non-positive values. */

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { buildImage, type BuildOptions, type BuiltImage } from "./build.ts";
 import { type Client, openClient, request } from "./client.ts";
 import {
+  checkNetwork,
   connectNetwork,
   createContainer,
   type CreatedContainer,
@@ -104,6 +105,8 @@ export interface Engine {
   ping(signal?: AbortSignal): Promise<void>;
   /** Reads Docker's version and data root. */
   info(signal?: AbortSignal): Promise<EngineInfo>;
+  /** Refuses a spec whose network does not exist or is not this Machine's, as a create would. */
+  checkNetwork(spec: ContainerSpec, signal?: AbortSignal): Promise<void>;
   /** Creates the container, or returns the one its creation key already names. */
   createContainer(
     spec: ContainerSpec,
@@ -218,14 +221,17 @@ export function openEngine(options: EngineOptions): Engine {
       });
     },
     async info(signal?: AbortSignal): Promise<EngineInfo> {
-      const info = await request(client, { operation: "read Docker's info", cls: "inspect", signal }, {
-        method: "GET",
-        path: "/info",
-      }) as { ServerVersion?: string; DockerRootDir?: string; CgroupVersion?: string };
-      const version = await request(client, { operation: "read Docker's version", cls: "inspect", signal }, {
-        method: "GET",
-        path: "/version",
-      }) as { ApiVersion?: string };
+      // Asked together: a Machine's status (and so every Snapshot) waits for both.
+      const [info, version] = await Promise.all([
+        request(client, { operation: "read Docker's info", cls: "inspect", signal }, {
+          method: "GET",
+          path: "/info",
+        }) as Promise<{ ServerVersion?: string; DockerRootDir?: string; CgroupVersion?: string }>,
+        request(client, { operation: "read Docker's version", cls: "inspect", signal }, {
+          method: "GET",
+          path: "/version",
+        }) as Promise<{ ApiVersion?: string }>,
+      ]);
       return {
         serverVersion: info.ServerVersion ?? "",
         apiVersion: version.ApiVersion ?? "",
@@ -233,6 +239,7 @@ export function openEngine(options: EngineOptions): Engine {
         cgroupVersion: info.CgroupVersion ?? "",
       };
     },
+    checkNetwork: (spec, signal) => checkNetwork(client, spec, signal),
     createContainer: (spec, signal, opts) => createContainer(client, spec, signal, opts),
     startContainer: (ref, signal, created) => startContainer(client, ref, signal, created),
     stopContainer: (ref, opts) => stopContainer(client, ref, opts),

@@ -5,6 +5,7 @@
  */
 
 import type { Readable } from "node:stream";
+import { textLines } from "../../util/mod.ts";
 import { type Client, request } from "./client.ts";
 import type { DockerEventMessage } from "./docker_types.ts";
 import { DockerError } from "./errors.ts";
@@ -51,25 +52,18 @@ export async function* containerEvents(
     response.destroy();
   };
   signal.addEventListener("abort", onAbort, { once: true });
-  const decoder = new TextDecoder();
-  let buffer = "";
   try {
-    for await (const chunk of response) {
-      buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-      let at: number;
-      while ((at = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, at).trim();
-        buffer = buffer.slice(at + 1);
-        if (line === "") continue;
-        let message: DockerEventMessage;
-        try {
-          message = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        const event = observeEvent(message);
-        if (event !== undefined) yield event;
+    for await (const raw of textLines(response)) {
+      const line = raw.trim();
+      if (line === "") continue;
+      let message: DockerEventMessage;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        continue;
       }
+      const event = observeEvent(message);
+      if (event !== undefined) yield event;
     }
   } catch (error) {
     if (signal.aborted) return;

@@ -20,6 +20,7 @@ import {
 import type { DockerImage } from "./docker_types.ts";
 import { DockerError, sanitizeMessage } from "./errors.ts";
 import { LABELS } from "./labels.ts";
+import { messageOf } from "../../util/mod.ts";
 
 /** Inspects an image by reference or id; `undefined` when absent. */
 export function inspectImage(
@@ -220,7 +221,7 @@ export async function resolveDigest(
     if (options.signal?.aborted) throw error;
     if (error instanceof DockerError && error.code === "internal" && !error.details.status) throw error;
     if (error instanceof DockerError && error.details.errno !== undefined) throw error;
-    throw registryError("resolve image", ref, error instanceof Error ? error.message : String(error), error);
+    throw registryError("resolve image", ref, messageOf(error), error);
   }
 }
 
@@ -256,7 +257,7 @@ export async function pullImage(
   } catch (error) {
     if (options.signal?.aborted) throw error;
     if (error instanceof DockerError && error.details.errno !== undefined) throw error;
-    throw registryError("pull image", ref, error instanceof Error ? error.message : String(error), error);
+    throw registryError("pull image", ref, messageOf(error), error);
   }
   if (failure !== undefined) throw registryError("pull image", ref, failure, undefined);
   return progress;

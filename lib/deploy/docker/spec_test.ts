@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { containerSpec } from "../testing/mod.ts";
 import { DockerError } from "./errors.ts";
 import { LABELS } from "./labels.ts";
 import { type ContainerSpec, specDigest, specFromContainer, toCreateBody, validateSpec } from "./spec.ts";
@@ -156,15 +157,7 @@ Deno.test("specFromContainer restores env values from the container's environmen
 });
 
 Deno.test("toCreateBody applies the Machine's resolver outside the labels, unless the spec names its own", () => {
-  const spec: ContainerSpec = {
-    name: "shop-web-1",
-    creationKey: "k",
-    project: "shop",
-    service: "web",
-    deployment: "d1",
-    slot: "1",
-    image: "img:1",
-  };
+  const spec = containerSpec({ deployment: "d1" });
   const dns = { servers: ["10.210.3.1"], search: ["shop.internal"], options: ["ndots:1"] };
   const host = (b: Record<string, unknown>) => b.HostConfig as Record<string, unknown>;
   const plain = toCreateBody(spec, "m1");

@@ -1,6 +1,8 @@
 /**
- * The executor: runs a plan's operations, at most `parallel` at once and at most `perMachine` on one Machine, each
- * only after the operations it depends on completed (`schedule.ts`); `parallel: 1` runs them strictly in order.
+ * The executor: runs a plan's operations, at most `parallel` at once ({@linkcode DEFAULT_PARALLEL} unless told) and
+ * at most `perMachine` on one Machine, each only after the operations it depends on completed, or for a create
+ * after an earlier Service's creates, once those passed their healthchecks (`schedule.ts`);
+ * `parallel: 1` runs them strictly in plan order.
  * After the first failure nothing new starts; operations already running finish and are reported as they ended. A
  * request sent whose answer never came is reported as such (unknown outcome), never as failed or done. Every new or
  * started container passes its health gate on its Machine. Only a replacement that fails is compensated: the new
@@ -22,7 +24,8 @@ import type { ContainerRef, Op, Plan } from "../plan/types.ts";
 import type { DeployEvent } from "./events.ts";
 import { type Context, type IngressFiller, type RegistryAuthSource, runOp, StepFailure } from "./ops.ts";
 import type { CompensationStep, LeftContainer, OpFailure, Outcome, RetiringContainer } from "./outcome.ts";
-import { dependencies } from "./schedule.ts";
+import { schedule } from "./schedule.ts";
+import { traceMark } from "../../util/mod.ts";
 
 export type { IngressFiller, RegistryAuthSource } from "./ops.ts";
 
@@ -38,7 +41,7 @@ export interface ExecuteOptions {
   registryAuth?: RegistryAuthSource;
   /** The pull tasks {@linkcode startPulls} already started for this plan: joined instead of started again. */
   pullsStarted?: Promise<void>;
-  /** How many operations run at once, across Machines; default 1 (strictly in order). */
+  /** How many operations run at once, across Machines; default {@linkcode DEFAULT_PARALLEL}; 1 is strictly in order. */
   parallel?: number;
   /** How many operations run at once on one Machine; default 2. */
   perMachine?: number;
@@ -53,6 +56,13 @@ export interface ExecuteOptions {
    */
   callTimeoutMs?: number;
 }
+
+/**
+ * How many operations run at once when the caller does not say. The bound per Machine (2) keeps one Machine from
+ * being swamped; this one caps the whole Deploy, so the operator's side has a handful of requests in flight at most:
+ * four Machines each running their two, or more Machines one each.
+ */
+export const DEFAULT_PARALLEL = 8;
 
 /** Image copies without their own timeout get this long. */
 const IMAGE_COPY_MS = 30 * 60_000;
@@ -134,16 +144,18 @@ export async function executePlan(
 ): Promise<Outcome> {
   const emit = options.onEvent ?? (() => {});
   emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
-  const parallel = Math.max(1, Math.floor(options.parallel ?? 1));
+  const parallel = Math.max(1, Math.floor(options.parallel ?? DEFAULT_PARALLEL));
   const perMachine = Math.max(1, Math.floor(options.perMachine ?? 2));
-  const waitsFor = dependencies(plan.ops);
-  const state = plan.ops.map((): "pending" | "running" | "done" | "failed" => "pending");
+  const waitsFor = schedule(plan.ops);
+  // `healthy`: running on, its container past its healthcheck and in its monitor period.
+  const state = plan.ops.map((): "pending" | "running" | "healthy" | "done" | "failed" => "pending");
   const completed: Op[] = [];
   const compensation: CompensationStep[] = [];
   const left: { op: Op; container: ContainerRef }[] = [];
   const leftProxies: LeftContainer[] = [];
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
+  let wake = (): void => {};
   const onMachine = new Map<string, number>();
   const prefetched = options.pullsStarted ?? startPulls(plan, machines, options);
 
@@ -154,6 +166,11 @@ export async function executePlan(
       api: api!,
       op,
       phase: (phase, detail) => emit({ type: "step", index: op.index, status: "running", phase, detail }),
+      // One at a time nothing could start beside it: the gate stays one wait.
+      healthy: parallel === 1 ? undefined : () => {
+        if (state[op.index] === "running") state[op.index] = "healthy";
+        wake();
+      },
       compensate: (step) => {
         compensation.push(step);
         emit({ type: "compensation", index: op.index, step });
@@ -171,7 +188,9 @@ export async function executePlan(
           machine: op.machineName,
         });
       }
+      traceMark(`deploy: operation ${op.index} (${op.kind} on ${op.machineName}) started`);
       const container = await runOp(ctx, op);
+      traceMark(`deploy: operation ${op.index} (${op.kind} on ${op.machineName}) done`);
       state[op.index] = "done";
       completed.push(op);
       emit({ type: "step", index: op.index, status: "completed", container });
@@ -206,7 +225,9 @@ export async function executePlan(
     for (const op of failures.length > 0 ? [] : plan.ops) {
       if (running.size >= parallel) break;
       if (state[op.index] !== "pending" || (onMachine.get(op.machineId) ?? 0) >= perMachine) continue;
-      if (!waitsFor[op.index].every((j) => state[j] === "done")) continue;
+      const waits = waitsFor[op.index];
+      if (!waits.done.every((j) => state[j] === "done")) continue;
+      if (!waits.healthy.every((j) => state[j] === "done" || state[j] === "healthy")) continue;
       state[op.index] = "running";
       onMachine.set(op.machineId, (onMachine.get(op.machineId) ?? 0) + 1);
       running.set(
@@ -218,7 +239,8 @@ export async function executePlan(
       );
     }
     if (running.size === 0) break;
-    await Promise.race(running.values());
+    // An operation passing its healthcheck may let others start before it ends.
+    await Promise.race([...running.values(), new Promise<void>((resolve) => wake = resolve)]);
   }
   await prefetched;
   completed.sort((a, b) => a.index - b.index);

@@ -74,14 +74,32 @@ Deno.test("a stop-first replacement that fails health stops the new container an
   const ports = [HOST_8080];
   const m = new FakeMachine();
   const old = seed(m, project([service("web", { ports })]), "web");
-  m.healthy = () => false;
+  m.healthy = (c) => c.name === old;
   const outcome = await run(project([service("web", { ports, image: "img:2" })]), m);
   assert.equal(outcome.status, "failed");
-  assert.deepEqual(outcome.compensation.map((s) => s.action), ["stop_new", "restart_old"]);
+  assert.deepEqual(outcome.compensation.map((s) => [s.action, s.ok]), [["stop_new", true], [
+    "restart_old",
+    true,
+  ]]);
   const stopOld = m.calls.indexOf(`stop ${old}`);
   const startOld = m.calls.indexOf(`start ${old}`);
   assert.ok(stopOld >= 0 && startOld > stopOld);
+  // The old container is reported back only after its own healthcheck passed again.
+  assert.ok(m.calls.indexOf(`health ${old}`) > startOld, m.calls.join("\n"));
   assert.equal([...m.containers.values()].find((c) => c.name === old)?.state, "running");
+});
+
+Deno.test("a restarted old container that fails its healthcheck is a failed restart_old, saying why", async () => {
+  const ports = [HOST_8080];
+  const m = new FakeMachine();
+  const old = seed(m, project([service("web", { ports })]), "web");
+  m.healthy = () => false;
+  const outcome = await run(project([service("web", { ports, image: "img:2" })]), m);
+  assert.equal(outcome.status, "failed");
+  const restart = outcome.compensation.find((s) => s.action === "restart_old");
+  assert.equal(restart?.ok, false);
+  assert.equal(restart?.error?.code, "unavailable");
+  assert.match(restart?.error?.message ?? "", new RegExp(`Container "${old}" is unhealthy`));
 });
 
 Deno.test("a successful replacement removes the old container", async () => {

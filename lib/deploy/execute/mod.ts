@@ -6,6 +6,7 @@
  */
 
 export {
+  DEFAULT_PARALLEL,
   type ExecuteOptions,
   executePlan,
   type IngressFiller,

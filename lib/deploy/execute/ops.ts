@@ -9,7 +9,7 @@
 import type { RegistryAuth } from "../docker/client.ts";
 import type { ContainerSpec } from "../docker/spec.ts";
 import { DeployError, errorBody } from "../plan/errors.ts";
-import type { MachineApi, ObservedContainerView } from "../plan/machine_api.ts";
+import type { MachineApi, ObservedContainerView, WaitHealthyAnswer } from "../plan/machine_api.ts";
 import type {
   ContainerRef,
   HealthGate,
@@ -43,6 +43,22 @@ export class StepFailure extends DeployError {
   }
 }
 
+/** The failure of a Machine call: `what` could not be done, for the Machine's reason, which the evidence keeps. */
+function callFailure(error: unknown, what: string, evidence: Record<string, unknown>): StepFailure {
+  const body = errorBody(error);
+  return new StepFailure(
+    body.code as DeployError["code"],
+    `${what}: ${body.message}`,
+    { ...evidence, error: { code: body.code, message: body.message } },
+    body.details,
+  );
+}
+
+/** The failure of a step this client cannot ask of the Machine: it lacks the route of `capability`. */
+function unsupported(message: string, evidence: Record<string, unknown>, capability: string): StepFailure {
+  return new StepFailure("unsupported", message, evidence, { capability });
+}
+
 /** What an operation runs with: its Machine, and where it reports phases, compensation and what it leaves. */
 export interface Context {
   api: MachineApi;
@@ -51,6 +67,8 @@ export interface Context {
   compensate(step: CompensationStep): void;
   leave(container: ContainerRef): void;
   left(entry: LeftContainer): void;
+  /** Called once the operation's new or started container passed its healthcheck, before its monitor period ends. */
+  healthy?(): void;
   leavePatienceMs: number;
   hookPollMs: number;
   fillIngress?: IngressFiller;
@@ -70,30 +88,58 @@ async function ensureRunning(ctx: Context, spec: ContainerSpec): Promise<Observe
   return (await ctx.api.startContainer({ id: container.id })).container;
 }
 
+function gateFailure(container: ContainerRef, answer: WaitHealthyAnswer): StepFailure {
+  return new StepFailure(
+    "unavailable",
+    answer.message ?? `Container "${container.name}" failed its health gate (${answer.reason ?? "unknown"})`,
+    { ...answer.evidence, reason: answer.reason ?? null },
+    { container: container.name, reason: answer.reason ?? null },
+  );
+}
+
+/**
+ * The health gate of `container`. `early` marks the gate of an operation's own new or started container: once its
+ * healthcheck passes, `ctx.healthy` lets what depends on it start while the rest of the monitor period runs (a
+ * restart within it still fails the operation).
+ */
 async function gate(
   ctx: Context,
   container: ContainerRef,
   health: HealthGate | null,
   seen?: ObservedContainerView,
+  early = false,
 ): Promise<void> {
   if (health === null) return;
   // With no monitor period and no healthcheck, the gate asks one thing: is it running? The Machine's answer to the
   // create, observed after the start, already says; asking again would only cost a round trip.
   if (health.monitorMs === 0 && seen?.state === "running" && seen.health === "none") return;
   ctx.phase("waiting_for_health", `${container.name}: up to ${Math.round(health.deadlineMs / 1000)} s`);
-  const answer = await ctx.api.waitHealthy({
-    id: container.id,
-    "deadline_ms": health.deadlineMs,
-    "monitor_ms": health.monitorMs,
-  });
-  if (!answer.passed) {
-    throw new StepFailure(
-      "unavailable",
-      answer.message ??
-        `Container "${container.name}" failed its health gate (${answer.reason ?? "unknown"})`,
-      { ...answer.evidence, reason: answer.reason ?? null },
-      { container: container.name, reason: answer.reason ?? null },
-    );
+  const started = Date.now();
+  const ask = (monitorMs: number): Promise<WaitHealthyAnswer> =>
+    ctx.api.waitHealthy({ id: container.id, "deadline_ms": health.deadlineMs, "monitor_ms": monitorMs });
+  // Only a container with a healthcheck is split: without one, nothing but the monitor period says it is up.
+  const split = early && ctx.healthy !== undefined && health.monitorMs > 0 && seen !== undefined &&
+    seen.health !== "none";
+  const answer = await ask(split ? 0 : health.monitorMs);
+  if (!answer.passed) throw gateFailure(container, answer);
+  if (!split) return;
+  ctx.healthy!();
+  const rest = health.monitorMs - (Date.now() - started);
+  if (rest <= 0) return;
+  const monitored = await ask(rest);
+  if (!monitored.passed) throw gateFailure(container, monitored);
+  // The second wait watches from its own start: a restart between the two shows as a new start or count.
+  if (
+    monitored.evidence.restart_count !== answer.evidence.restart_count ||
+    monitored.evidence.started_at !== answer.evidence.started_at
+  ) {
+    throw gateFailure(container, {
+      ...monitored,
+      passed: false,
+      reason: "restarted",
+      message:
+        `Container "${container.name}" restarted during the health gate (${monitored.evidence.restart_count} restarts)`,
+    });
   }
 }
 
@@ -180,7 +226,12 @@ async function replace(ctx: Context, op: ReplaceOp): Promise<ContainerRef> {
       await compensationStep(ctx, "stop_new", fresh, () => ctx.api.stopContainer({ id }));
     }
     if (op.order === "stop-first") {
-      await compensationStep(ctx, "restart_old", op.old, () => ctx.api.startContainer({ id: op.old.id }));
+      // Serving again means passing its own healthcheck again, within the Service's gate deadline; a start alone
+      // would report the old container back before it answers.
+      await compensationStep(ctx, "restart_old", op.old, async () => {
+        await ctx.api.startContainer({ id: op.old.id });
+        await gate(ctx, op.old, op.health && { ...op.health, monitorMs: 0 });
+      });
     }
     throw error;
   }
@@ -214,22 +265,19 @@ async function point(ctx: Context, op: PointOp): Promise<void> {
   ctx.phase("setting_pointer", `${key} to Deployment ${op.deployment.slice(0, 8)}`);
   const evidence = { pointer: key, deployment: op.deployment, machine: op.machineName };
   if (ctx.api.setPointer === undefined) {
-    throw new StepFailure(
-      "unsupported",
+    throw unsupported(
       `Cannot move the Serving Pointer of "${key}": this client cannot ask Machine "${op.machineName}" to set it`,
       evidence,
-      { capability: "ployz.serving.set_pointer.v1" },
+      "ployz.serving.set_pointer.v1",
     );
   }
   try {
     await ctx.api.setPointer({ project: op.project, service: op.service, deployment: op.deployment });
   } catch (error) {
-    const body = errorBody(error);
-    throw new StepFailure(
-      body.code as DeployError["code"],
-      `Cannot move the Serving Pointer of "${key}" to Deployment "${op.deployment}": ${body.message}`,
-      { ...evidence, error: { code: body.code, message: body.message } },
-      body.details,
+    throw callFailure(
+      error,
+      `Cannot move the Serving Pointer of "${key}" to Deployment "${op.deployment}"`,
+      evidence,
     );
   }
 }
@@ -238,11 +286,10 @@ async function image(ctx: Context, op: ImageOp): Promise<undefined> {
   ctx.phase("copying_image", `${op.ref} from ${op.fromMachineName}`);
   const evidence = { image: op.ref, from: op.fromMachineName, machine: op.machineName };
   if (ctx.api.pullImageFromPeer === undefined) {
-    throw new StepFailure(
-      "unsupported",
+    throw unsupported(
       `Cannot copy image "${op.ref}" to Machine "${op.machineName}": this client cannot ask it to pull from a peer`,
       evidence,
-      { capability: "ployz.image.pull_from_peer.v1" },
+      "ployz.image.pull_from_peer.v1",
     );
   }
   try {
@@ -254,12 +301,10 @@ async function image(ctx: Context, op: ImageOp): Promise<undefined> {
         : `${op.ref}: already on "${op.machineName}"`,
     );
   } catch (error) {
-    const body = errorBody(error);
-    throw new StepFailure(
-      body.code as DeployError["code"],
-      `Cannot copy image "${op.ref}" from Machine "${op.fromMachineName}" to "${op.machineName}": ${body.message}`,
-      { ...evidence, error: { code: body.code, message: body.message } },
-      body.details,
+    throw callFailure(
+      error,
+      `Cannot copy image "${op.ref}" from Machine "${op.fromMachineName}" to "${op.machineName}"`,
+      evidence,
     );
   }
   return undefined;
@@ -277,11 +322,10 @@ async function pull(ctx: Context, op: PullOp): Promise<undefined> {
   ctx.phase("pulling_image", `${op.ref} from ${op.registry}`);
   const evidence = { image: op.ref, registry: op.registry, machine: op.machineName };
   if (ctx.api.pullImage === undefined) {
-    throw new StepFailure(
-      "unsupported",
+    throw unsupported(
       `Cannot pull image "${op.ref}" on Machine "${op.machineName}": this client cannot ask it to pull`,
       evidence,
-      { capability: "ployz.image.pull.v1" },
+      "ployz.image.pull.v1",
     );
   }
   const auth = await ctx.registryAuth?.(op.registry);
@@ -295,13 +339,7 @@ async function pull(ctx: Context, op: PullOp): Promise<undefined> {
         "wait_ms": PULL_POLL_MS,
       });
     } catch (error) {
-      const body = errorBody(error);
-      throw new StepFailure(
-        body.code as DeployError["code"],
-        `Cannot pull image "${op.ref}" on Machine "${op.machineName}": ${body.message}`,
-        { ...evidence, error: { code: body.code, message: body.message } },
-        body.details,
-      );
+      throw callFailure(error, `Cannot pull image "${op.ref}" on Machine "${op.machineName}"`, evidence);
     }
     if (answer.state === "failed") {
       const error = answer.error ?? { code: "internal", message: "the pull failed" };
@@ -432,7 +470,7 @@ export async function runOp(ctx: Context, op: Op): Promise<ContainerRef | undefi
     case "create": {
       const seen = await ensureRunning(ctx, op.spec);
       const c = ref(seen);
-      await gate(ctx, c, op.health, seen);
+      await gate(ctx, c, op.health, seen, true);
       return c;
     }
     case "replace":

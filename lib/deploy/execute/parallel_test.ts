@@ -9,7 +9,7 @@ import type { Plan } from "../plan/types.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import { RpcLikeError } from "./parallel_test_support.ts";
 import type { DeployEvent } from "./events.ts";
-import { executePlan } from "./execute.ts";
+import { DEFAULT_PARALLEL, executePlan } from "./execute.ts";
 import { dependencies } from "./schedule.ts";
 import { renderOutcome } from "./render.ts";
 import { sleep } from "../../util/mod.ts";
@@ -107,6 +107,16 @@ Deno.test("parallel execution runs a Service's replicas on three Machines at onc
   const sequential = await executePlan(again, machinesOf(slow1), { parallel: 1 });
   assert.equal(sequential.status, "succeeded");
   assert.equal(Slow.peak, 1, "--parallel 1 runs one operation at a time");
+});
+
+Deno.test("by default (no parallel given) different Machines' operations overlap", async () => {
+  const { plan, slow } = await lab3(threeByThree());
+  Slow.peak = 0;
+  const outcome = await executePlan(plan, machinesOf(slow));
+  assert.equal(outcome.status, "succeeded");
+  assert.equal(outcome.completed.length, 9);
+  assert.ok(DEFAULT_PARALLEL > 1);
+  assert.equal(Slow.peak, 3, "one create per Machine at once by default");
 });
 
 Deno.test("perMachine bounds the operations on one Machine", async () => {

@@ -1,57 +1,54 @@
 import assert from "node:assert/strict";
 import type { ImageOp } from "../plan/types.ts";
-import { outcomeJson } from "./outcome.ts";
+import { type Outcome, outcomeJson } from "./outcome.ts";
 import { progressPrinter, renderOutcome, stageHeading } from "./render.ts";
 
-Deno.test("renderOutcome names a failed peer copy or pull as the distribute stage, a failed container operation not", () => {
-  const copy = opOf(1, "image");
-  const outcome = {
+/** An Outcome of project `bld` that failed at `op` (m1 gone), with `fields` replacing what they name. */
+function failedAt(op: ImageOp, fields: Record<string, unknown> = {}): Outcome {
+  return {
     deploymentId: "d".repeat(32),
     project: "bld",
-    status: "failed" as const,
+    status: "failed",
     completed: [],
-    failed: { op: copy, error: { code: "unavailable", message: "m1 is gone", details: {} }, evidence: null },
+    failed: { op, error: { code: "unavailable", message: "m1 is gone", details: {} }, evidence: null },
     notAttempted: [],
     compensation: [],
     retiring: [],
     observedAt: "2026-12-01T00:00:00Z",
-  };
+    ...fields,
+  } as Outcome;
+}
+
+Deno.test("renderOutcome names a failed peer copy or pull as the distribute stage, a failed container operation not", () => {
+  const copy = opOf(1, "image");
+  const outcome = failedAt(copy);
   assert.match(
     renderOutcome(outcome),
     /^Failed at stage "distribute": copy image "bld-web:0123456789abcdef" from "m1" to "m2" over the mesh$/m,
   );
   const pull = { ...copy, kind: "pull", registry: "registry.example", reason: "no peer holds it" } as never;
   assert.match(
-    renderOutcome({ ...outcome, failed: { ...outcome.failed, op: pull } }),
+    renderOutcome({ ...outcome, failed: { ...outcome.failed!, op: pull } }),
     /^Failed at stage "distribute": pull/m,
   );
   const stopped = {
     ...outcome,
-    failed: { ...outcome.failed, op: { ...copy, kind: "stop", container: { name: "bld-web-1" } } as never },
+    failed: { ...outcome.failed!, op: { ...copy, kind: "stop", container: { name: "bld-web-1" } } as never },
   };
   assert.doesNotMatch(renderOutcome(stopped), /stage "distribute"/);
   assert.match(renderOutcome(stopped), /^Failed at stage "deploy": /m);
 });
 
 Deno.test("outcomeJson carries the stage of each failure: distribute for an image, deploy for the rest", () => {
-  const copy = opOf(0, "image");
-  const outcome = {
-    deploymentId: "d".repeat(32),
-    project: "bld",
-    status: "partial" as const,
-    completed: [],
-    failed: { op: copy, error: { code: "unavailable", message: "m1 is gone", details: {} }, evidence: null },
+  const outcome = failedAt(opOf(0, "image"), {
+    status: "partial",
     alsoFailed: [{
       op: opOf(1, "create"),
       error: { code: "internal", message: "no", details: {} },
       evidence: null,
     }],
-    notAttempted: [],
-    compensation: [],
-    retiring: [],
-    observedAt: "2026-12-01T00:00:00Z",
-  };
-  const json = outcomeJson(outcome as never) as {
+  });
+  const json = outcomeJson(outcome) as {
     failed: { stage: string };
     "also_failed": { stage: string }[];
   };

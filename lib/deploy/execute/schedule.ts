@@ -3,7 +3,11 @@
  * earlier operations it must wait for, keeping every order the plan's sequence means:
  *
  * - Services in dependency order: every operation of a Service waits for every operation of the Service before
- *   it in the plan (`depends_on` is honoured, conservatively, for Services that do not depend on each other too).
+ *   it in the plan (`depends_on` is honoured, conservatively, for Services that do not depend on each other too),
+ *   with one exception: when the earlier Service only creates containers (no older Deployment serves in their
+ *   place), a create waits for them only until they passed their healthchecks (as Compose's `service_healthy`), not
+ *   through their monitor period, nor for that Service's Serving Pointer move (which still comes before the later
+ *   Service's own move, and only after each of its creates passed the whole gate).
  * - Within a Service: its hook, Serving Pointer move and Ingress Proxy fill wait for everything before them and
  *   hold back everything after; an image copy or pull runs before the later operations on its Machine; replacements run
  *   one after another (a rolling update, stop-first or start-first, never takes two slots down at once); creates
@@ -23,9 +27,22 @@ function serviceKey(op: Op): string {
   return `${op.project}/${op.service}`;
 }
 
-/** For each operation (by index), the indices of the earlier operations it waits for. */
+/** What one operation waits for: earlier operations by index. */
+export interface Waits {
+  /** Operations that must be done. */
+  done: number[];
+  /** Creates that need only have passed their healthcheck (their monitor period may still run). */
+  healthy: number[];
+}
+
+/** For each operation (by index), the indices of the earlier operations it waits for, done or healthy. */
 export function dependencies(ops: readonly Op[]): number[][] {
-  const deps: number[][] = [];
+  return schedule(ops).map((w) => [...w.done, ...w.healthy].sort((a, b) => a - b));
+}
+
+/** For each operation (by index), what it waits for. */
+export function schedule(ops: readonly Op[]): Waits[] {
+  const deps: Waits[] = [];
   let previousSegment: number[] = [];
   let segment: number[] = [];
   let key: string | undefined;
@@ -43,7 +60,16 @@ export function dependencies(ops: readonly Op[]): number[][] {
       changed = false;
       images.clear();
     }
-    const wait = new Set<number>(previousSegment);
+    const wait = new Set<number>();
+    const healthy: number[] = [];
+    // A Service that only creates has no older Deployment serving in its place: its containers serve once live,
+    // whether or not its pointer moved yet.
+    const fresh = op.kind === "create" &&
+      previousSegment.every((j) => ops[j].kind === "create" || ops[j].kind === "point");
+    for (const j of previousSegment) {
+      if (fresh && ops[j].kind === "create") healthy.push(j);
+      else if (!fresh || ops[j].kind !== "point") wait.add(j);
+    }
     const removal = op.kind === "stop" || op.kind === "remove";
     if (!SIDE_BY_SIDE.has(op.kind) || (removal && changed)) {
       for (const j of segment) wait.add(j);
@@ -52,7 +78,7 @@ export function dependencies(ops: readonly Op[]): number[][] {
       for (const j of images.get(op.machineId) ?? []) wait.add(j);
       if (op.kind === "replace" && lastReplace !== undefined) wait.add(lastReplace);
     }
-    deps.push([...wait].sort((a, b) => a - b));
+    deps.push({ done: [...wait].sort((a, b) => a - b), healthy });
     segment.push(i);
     if (!SIDE_BY_SIDE.has(op.kind)) barrier = i;
     if (op.kind === "replace") lastReplace = i;

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { CodedError, type ErrorCode } from "../../util/mod.ts";
+import { CodedError, type ErrorCode, messageOf } from "../../util/mod.ts";
 
 /** A Deploy that cannot be planned or a step that failed, with a code a caller can branch on. */
 export class DeployError extends CodedError {
@@ -22,5 +22,5 @@ export function errorBody(
   if (error instanceof CodedError) {
     return { code: error.code, message: error.message, details: error.details };
   }
-  return { code: "internal", message: error instanceof Error ? error.message : String(error), details: {} };
+  return { code: "internal", message: messageOf(error), details: {} };
 }

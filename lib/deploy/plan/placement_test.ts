@@ -113,8 +113,10 @@ Deno.test("executePlan copies the image on the target Machine and stops at a fai
   machines[2].images.delete("img:2");
   const p = project([service("web", { replicas: 3, image: "img:2" })]);
   const result = await plan(p, machines);
-  // m1 loses the image after the plan: m3's copy (from m1) fails, and the rest is never attempted.
+  // m1 loses the image after the plan: m3's copy (from m1) fails, and the rest is never attempted (in plan order,
+  // so that copy starts only after m2's create completed).
   const outcome = await executePlan(result, new Map(machines.map((m) => [m.id, m])), {
+    parallel: 1,
     onEvent: (e) => {
       if (e.type === "step" && e.status === "completed" && e.index === 2) machines[0].images.delete("img:2");
     },

@@ -83,13 +83,18 @@ export interface SnapshotRequest {
    * caller still resolves them (digest pinning); a rejected one makes every Machine a failure.
    */
   images: string[] | Promise<string[]>;
+  /** Images whose presence is asked at once, beside the rest of the observation, whatever `images` waits for. */
+  imagesAtOnce?: string[];
   /** The Ingress Proxy's Project and Service, to list its containers too. */
   ingress?: { project: string; service: string };
   /** Provisioned Volumes (Docker names) whose copy each Machine reports, for Volume locality. */
   volumes?: string[];
   /** Machines known to exist and not asked, with the reason; kept in the Snapshot as omissions. */
   omissions?: ObservationOmission[];
-  /** Runs first on each Machine (e.g. a capability check); a throw makes the Machine a failure. */
+  /**
+   * Runs on each Machine beside its questions, which are all reads (e.g. a capability check); a throw makes the
+   * Machine a failure with this error, whatever the questions answered.
+   */
   precheck?: (machine: MachineHandle) => Promise<void>;
 }
 
@@ -127,11 +132,22 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
   // Each Machine awaits it; when every Machine failed first, nothing does, and the caller owns the rejection.
   wanted.catch(() => {});
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
-    await request.precheck?.(m);
+    // The check and the reads go out together: one round trip to a Machine behind the Entry Machine, not two.
+    const [checked, observed] = await Promise.allSettled([request.precheck?.(m), observe(m)]);
+    if (checked.status === "rejected") throw checked.reason;
+    if (observed.status === "rejected") throw observed.reason;
+    return observed.value;
+  }));
+  async function observe(m: MachineHandle): Promise<MachineObservation> {
+    const ask = (refs: string[]): Promise<[string, boolean][]> =>
+      Promise.all(refs.map(async (ref) => [ref, (await m.api.inspectImage({ ref })).present]));
     const presence = async (): Promise<Record<string, boolean>> => {
-      const refs = [...new Set(await wanted)];
-      const answers = await Promise.all(refs.map((ref) => m.api.inspectImage({ ref })));
-      return Object.fromEntries(refs.map((ref, i) => [ref, answers[i].present]));
+      const atOnce = new Set(request.imagesAtOnce ?? []);
+      const answers = await Promise.all([
+        ask([...atOnce]),
+        wanted.then((refs) => ask([...new Set(refs)].filter((ref) => !atOnce.has(ref)))),
+      ]);
+      return Object.fromEntries(answers.flat());
     };
     const volumes = request.volumes ?? [];
     const [status, list, images, proxies, copies] = await Promise.all([
@@ -162,7 +178,7 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
     }
     if (copies !== undefined) Object.assign(observation, copies);
     return observation;
-  }));
+  }
   const snapshot: Snapshot = {
     project: request.project,
     observedAt: new Date().toISOString(),

@@ -11,83 +11,78 @@ import type { NormalizedPort, NormalizedProject, NormalizedService } from "../co
 import type { Snapshot } from "./snapshot.ts";
 import { CodedError } from "../../util/mod.ts";
 
-/** A fake Machine: containers in a map, a call log, and knobs for health and hook exits. */
-export class FakeMachine implements MachineApi {
+/** A ContainerSpec of slot 1 of `shop`'s Service `web` with only the fields every spec has, `fields` replacing them. */
+export function containerSpec(fields: Partial<ContainerSpec> = {}): ContainerSpec {
+  return {
+    name: "shop-web-1",
+    creationKey: "k",
+    project: "shop",
+    service: "web",
+    deployment: "d",
+    slot: "1",
+    image: "img:1",
+    ...fields,
+  };
+}
+
+/** How a Machine would observe a container made from `spec`, running, with `fields` replacing what they name. */
+export function observedOf(
+  spec: ContainerSpec,
+  fields: Partial<ObservedContainerView> = {},
+): ObservedContainerView {
+  return {
+    id: spec.name,
+    name: spec.name,
+    project: spec.project,
+    service: spec.service,
+    deployment: spec.deployment,
+    slot: spec.slot,
+    "creation_key": spec.creationKey,
+    "spec_digest": specDigest(spec),
+    image: spec.image,
+    "image_id": "sha256:x",
+    state: "running",
+    health: "none",
+    "started_at": null,
+    "exit_code": null,
+    "start_error": null,
+    addresses: [],
+    ports: [],
+    "env_names": [],
+    "created_at": null,
+    ...fields,
+  };
+}
+
+/**
+ * A Machine's containers in a map and a call log, with knobs for health, hook exits and failed creations: the part
+ * of Machine RPC every fake Machine answers alike (this area's {@linkcode FakeMachine} and the operator's).
+ */
+export class FakeContainers {
   containers = new Map<string, ObservedContainerView>();
   calls: string[] = [];
-  images = new Set<string>(["img:1", "img:2"]);
   /** Decides the health gate of a container by name. */
   healthy: (c: ObservedContainerView) => boolean = () => true;
   /** Exit code of hook containers. */
   hookExit = 0;
   /** Fails `ensureContainer` for specs whose name matches. */
   failEnsure: RegExp | undefined;
-  /** Serving Pointers by `project/service`. */
-  pointers = new Map<string, ServingPointerView>();
-  /** Fails `setPointer` with this error. */
-  failPointer: Error | undefined;
   #next = 1;
 
-  /** What the Machine's record says about ingress. */
-  acceptsIngress = true;
-  /** What the Machine's record says about workloads. */
-  acceptsWorkloads = true;
-  /** Its Machine Labels. */
-  labels: Record<string, string> = {};
-  /** The Volume copies its Pool holds, or the error `machinePool` answers. */
-  pool: { name: string; role: string; snapshot?: string; epoch?: number }[] | Error = [];
-
-  constructor(readonly id = "m1", readonly name = "one") {}
-
-  /** `ployz.machine.pool.v1`: the copies in {@linkcode pool}. */
-  machinePool(_request: Record<string, never>): Promise<{ volumes: { name: string; role: string }[] }> {
-    this.calls.push("machinePool");
-    return this.pool instanceof Error ? Promise.reject(this.pool) : Promise.resolve({ volumes: this.pool });
-  }
+  constructor(readonly id: string, readonly name: string) {}
 
   /** Adds an observed container built from `spec`. */
   add(spec: ContainerSpec, state = "running"): ObservedContainerView {
-    const c: ObservedContainerView = {
+    const c = observedOf(spec, {
       id: `${this.id}-c${this.#next++}`,
-      name: spec.name,
-      project: spec.project,
-      service: spec.service,
-      deployment: spec.deployment,
-      slot: spec.slot,
-      "creation_key": spec.creationKey,
-      "spec_digest": specDigest(spec),
-      image: spec.image,
-      "image_id": "sha256:x",
       state,
-      health: "none",
-      "started_at": null,
       "exit_code": state === "exited" ? 0 : null,
-      "start_error": null,
-      addresses: [],
-      ports: [],
-      "env_names": [],
       "created_at": new Date(Date.now() + this.#next).toISOString(),
-    };
+    });
     this.containers.set(c.id, c);
     return c;
   }
 
-  /** The Docker network its record names; unset, the record names none (an older daemon). */
-  network?: string;
-
-  status(): Promise<
-    { machine: { id: string; name: string; phase: string; "docker_network"?: string }; "observed_at": string }
-  > {
-    return Promise.resolve({
-      machine: {
-        id: this.id,
-        name: this.name,
-        phase: "participating",
-        ...(this.network === undefined ? {} : { "docker_network": this.network }),
-      },
-      "observed_at": "t",
-    });
-  }
   listContainers(
     r: { project?: string; service?: string; deployment?: string },
   ): Promise<{ "machine_id": string; "observed_at": string; containers: ObservedContainerView[] }> {
@@ -153,6 +148,51 @@ export class FakeMachine implements MachineApi {
         "last_error": null,
         "health_log": [],
       },
+    });
+  }
+}
+
+/** A fake Machine: {@linkcode FakeContainers}, its images, Serving Pointers, Pool and record, and hook output. */
+export class FakeMachine extends FakeContainers implements MachineApi {
+  images = new Set<string>(["img:1", "img:2"]);
+  /** Serving Pointers by `project/service`. */
+  pointers = new Map<string, ServingPointerView>();
+  /** Fails `setPointer` with this error. */
+  failPointer: Error | undefined;
+
+  /** What the Machine's record says about ingress. */
+  acceptsIngress = true;
+  /** What the Machine's record says about workloads. */
+  acceptsWorkloads = true;
+  /** Its Machine Labels. */
+  labels: Record<string, string> = {};
+  /** The Volume copies its Pool holds, or the error `machinePool` answers. */
+  pool: { name: string; role: string; snapshot?: string; epoch?: number }[] | Error = [];
+
+  constructor(id = "m1", name = "one") {
+    super(id, name);
+  }
+
+  /** `ployz.machine.pool.v1`: the copies in {@linkcode pool}. */
+  machinePool(_request: Record<string, never>): Promise<{ volumes: { name: string; role: string }[] }> {
+    this.calls.push("machinePool");
+    return this.pool instanceof Error ? Promise.reject(this.pool) : Promise.resolve({ volumes: this.pool });
+  }
+
+  /** The Docker network its record names; unset, the record names none (an older daemon). */
+  network?: string;
+
+  status(): Promise<
+    { machine: { id: string; name: string; phase: string; "docker_network"?: string }; "observed_at": string }
+  > {
+    return Promise.resolve({
+      machine: {
+        id: this.id,
+        name: this.name,
+        phase: "participating",
+        ...(this.network === undefined ? {} : { "docker_network": this.network }),
+      },
+      "observed_at": "t",
     });
   }
   /** A hook's output, which reaches the Observe Store one line per read, as a slow copy would. */

@@ -12,18 +12,15 @@ const COUNTERS = {
   read: 4096,
   write: 8192,
 };
+/** What a reader makes of COUNTERS: memory is the usage without the inactive files. */
+const READ = { cpuNs: 5_000_000_000, memoryBytes: 8_000_000, ioReadBytes: 4096, ioWriteBytes: 8192 };
 
 Deno.test("cgroup v1 (cgroupfs driver): CPU ns, memory without inactive files, block I/O", async () => {
   await using dir = await tempDir();
   await writeCgroupV1(dir.path, `docker/${ID}`, COUNTERS);
   const reader = new CgroupReader({ cgroupRoot: dir.path, procRoot: join(dir.path, "proc") });
   assert.equal(reader.version, 1);
-  assert.deepEqual(reader.read(ID, 42), {
-    cpuNs: 5_000_000_000,
-    memoryBytes: 8_000_000,
-    ioReadBytes: 4096,
-    ioWriteBytes: 8192,
-  });
+  assert.deepEqual(reader.read(ID, 42), READ);
 });
 
 Deno.test("cgroup v2 (systemd driver and cgroupfs driver paths)", async () => {
@@ -33,12 +30,7 @@ Deno.test("cgroup v2 (systemd driver and cgroupfs driver paths)", async () => {
   await writeCgroupV2(dir.path, `docker/${other}`, { ...COUNTERS, cpuNs: 7_000_000 });
   const reader = new CgroupReader({ cgroupRoot: dir.path });
   assert.equal(reader.version, 2);
-  assert.deepEqual(reader.read(ID, 0), {
-    cpuNs: 5_000_000_000,
-    memoryBytes: 8_000_000,
-    ioReadBytes: 4096,
-    ioWriteBytes: 8192,
-  });
+  assert.deepEqual(reader.read(ID, 0), READ);
   assert.equal(reader.read(other, 0).cpuNs, 7_000_000);
 });
 

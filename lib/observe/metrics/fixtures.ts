@@ -165,3 +165,37 @@ export function labels(service: string, deployment = "dep-1"): Record<string, st
 export function containerId(n: number): string {
   return n.toString(16).padStart(4, "0").repeat(16);
 }
+
+/** The Machine's `/proc` counters {@linkcode writeMachineProc} writes. */
+export type MachineProcFixture = Parameters<typeof writeMachineProc>[1];
+
+/** A container of a fixture tree: its labels and state, its cgroup v1 counters, and its network counters. */
+export interface ContainerFixture {
+  id: string;
+  labels: Record<string, string>;
+  state?: StateFixture;
+  /** Written at `docker/<id>` in the cgroup v1 hierarchy; none when absent. */
+  cgroup?: CgroupFixture;
+  /** Written under `/proc/<pid>` (the state's PID); none when absent. */
+  net?: { rx: number; tx: number };
+}
+
+/** Docker, cgroup v1 and `/proc` trees under `root` with `containers` and the Machine's `machine` counters. */
+export async function writeTree(
+  root: string,
+  containers: ContainerFixture[],
+  machine: MachineProcFixture,
+): Promise<{ dockerRoot: string; cgroupRoot: string; procRoot: string }> {
+  const tree = {
+    dockerRoot: join(root, "docker"),
+    cgroupRoot: join(root, "cgroup"),
+    procRoot: join(root, "proc"),
+  };
+  for (const c of containers) {
+    await writeConfig(tree.dockerRoot, c.id, c.labels, c.state);
+    if (c.cgroup !== undefined) await writeCgroupV1(tree.cgroupRoot, `docker/${c.id}`, c.cgroup);
+    if (c.net !== undefined) await writePidNet(tree.procRoot, c.state?.pid ?? 0, c.net.rx, c.net.tx);
+  }
+  await writeMachineProc(tree.procRoot, machine);
+  return tree;
+}

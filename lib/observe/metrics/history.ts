@@ -21,7 +21,7 @@ import {
 } from "./grouping.ts";
 import { CONTAINER_METRICS, isGauge, MACHINE_METRICS, type MetricName } from "./metric_names.ts";
 import { type MetricStore, RAW_RETENTION_MS, ROLLUP_STEP_MS, type SubjectFilter } from "./metric_store.ts";
-import { type Bucket, emptyBucket, mainGap, type MarkerCounts, mergeBucket } from "./rollup.ts";
+import { type Bucket, type BucketCounts, emptyBucket, mainGap, mergeBucket } from "./rollup.ts";
 
 /** The sampling interval the raw resolution follows by default: 10 s. */
 export const DEFAULT_SAMPLE_MS = 10_000;
@@ -59,20 +59,12 @@ export interface CounterValue {
 /** A metric's value in a point, or the gap that stands for it. */
 export type PointValue = GaugeValue | CounterValue | { gap: GapReason };
 
-/** One point of a series. */
-export interface MetricPoint {
+/** One point of a series: its bucket's counts and each metric's value. */
+export interface MetricPoint extends BucketCounts {
   /** Start of the point, ms since the epoch. */
   timeMs: number;
-  /** Sampling rounds inside. */
-  rounds: number;
-  /** Subject samples inside. */
-  samples: number;
   /** Each metric of the series. */
   values: Partial<Record<MetricName, PointValue>>;
-  /** Values inside that were gaps, by metric and reason (a point can hold values and gaps at once). */
-  gaps: Partial<Record<MetricName, Partial<Record<GapReason, number>>>>;
-  /** State changes inside. */
-  markers: MarkerCounts;
 }
 
 /** One series: a Service, a Deployment or the Machine. */

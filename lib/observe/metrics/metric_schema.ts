@@ -14,6 +14,7 @@
  * @module
  */
 
+import { IDENTITY_COLUMNS_DDL } from "../containers.ts";
 import { METRICS } from "./metric_names.ts";
 
 const valueColumns = METRICS.map((m) => `  ${m} REAL,`).join("\n");
@@ -27,12 +28,7 @@ export const METRIC_SCHEMA = `
 CREATE TABLE metric_subjects (
   key INTEGER PRIMARY KEY,
   kind TEXT NOT NULL,
-  container_id TEXT NOT NULL UNIQUE,
-  name TEXT NOT NULL,
-  machine_id TEXT NOT NULL,
-  project TEXT NOT NULL,
-  service TEXT NOT NULL,
-  deployment TEXT NOT NULL,
+${IDENTITY_COLUMNS_DDL}
   first_seen_ms INTEGER NOT NULL,
   gone_ms INTEGER
 ) STRICT;

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { ContainerIdentity } from "../containers.ts";
+import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
+import { type ContainerIdentity, IDENTITY_COLUMN_NAMES, identityValues } from "../containers.ts";
 import { type GapReason, isGap } from "./gaps.ts";
 import { bucketize, type GroupLabels, type RawMarker, type RawSample, type Scope } from "./grouping.ts";
 import { type MetricName, METRICS, type Values } from "./metric_names.ts";
@@ -81,7 +81,7 @@ export class MetricStore {
       "INSERT INTO metric_markers (time_ms, subject, kind, at_ms, detail) VALUES (?, ?, ?, ?, ?)",
     );
     this.#upsertSubject = db.prepare(
-      `INSERT INTO metric_subjects (kind, container_id, name, machine_id, project, service, deployment, first_seen_ms)
+      `INSERT INTO metric_subjects (kind, ${IDENTITY_COLUMN_NAMES}, first_seen_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (container_id) DO UPDATE SET gone_ms = NULL, name = excluded.name,
          machine_id = CASE WHEN excluded.machine_id = '' THEN machine_id ELSE excluded.machine_id END
@@ -124,16 +124,7 @@ export class MetricStore {
     const cacheKey = machineId === undefined ? identity.containerId : `\u0000machine:${machineId}`;
     const known = this.#keys.get(cacheKey);
     if (known !== undefined) return known;
-    const row = this.#upsertSubject.get(
-      kind,
-      identity.containerId,
-      identity.name,
-      identity.machineId,
-      identity.project,
-      identity.service,
-      identity.deployment,
-      nowMs,
-    )!;
+    const row = this.#upsertSubject.get(kind, ...identityValues(identity), nowMs)!;
     const key = Number(row.key);
     if (machineId !== undefined) {
       for (const k of this.#keys.keys()) if (k.startsWith("\u0000machine:")) this.#keys.delete(k);
@@ -232,12 +223,7 @@ export class MetricStore {
 
   /** Raw samples with `sinceMs ≤ time < untilMs`, in time order. */
   rawSamples(sinceMs: number, untilMs: number, filter: SubjectFilter): RawSample[] {
-    const rows = this.#db.prepare(
-      `SELECT s.*, sub.kind, sub.container_id, sub.machine_id, sub.project, sub.service, sub.deployment
-       FROM metric_samples s JOIN metric_subjects sub ON sub.key = s.subject
-       WHERE s.time_ms >= ? AND s.time_ms < ? ${filterSql(filter, "sub")}
-       ORDER BY s.time_ms, s.subject`,
-    ).all(sinceMs, untilMs, ...filterArgs(filter));
+    const rows = this.#rawRows("metric_samples", "sub.kind", "subject", sinceMs, untilMs, filter);
     return rows.map((r) => {
       const values: Values = {};
       for (const m of METRICS) if (r[m] !== null) values[m] = Number(r[m]);
@@ -262,12 +248,7 @@ export class MetricStore {
 
   /** Markers seen with `sinceMs ≤ time < untilMs`, in time order. */
   rawMarkers(sinceMs: number, untilMs: number, filter: SubjectFilter): RawMarker[] {
-    const rows = this.#db.prepare(
-      `SELECT m.*, sub.container_id, sub.name, sub.machine_id, sub.project, sub.service, sub.deployment
-       FROM metric_markers m JOIN metric_subjects sub ON sub.key = m.subject
-       WHERE m.time_ms >= ? AND m.time_ms < ? ${filterSql(filter, "sub")}
-       ORDER BY m.time_ms, m.at_ms`,
-    ).all(sinceMs, untilMs, ...filterArgs(filter));
+    const rows = this.#rawRows("metric_markers", "sub.name", "at_ms", sinceMs, untilMs, filter);
     return rows.map((r) => ({
       timeMs: Number(r.time_ms),
       kind: String(r.kind) as RawMarker["kind"],
@@ -280,6 +261,26 @@ export class MetricStore {
       deployment: String(r.deployment),
       detail: String(r.detail),
     }));
+  }
+
+  /**
+   * Rows of a raw table (`metric_samples`, `metric_markers`) with `sinceMs ≤ time < untilMs`, each with its
+   * subject's identity and `subjectColumn`, filtered by subject, ordered by time then `then`.
+   */
+  #rawRows(
+    table: string,
+    subjectColumn: string,
+    then: string,
+    sinceMs: number,
+    untilMs: number,
+    filter: SubjectFilter,
+  ): Record<string, SQLOutputValue>[] {
+    return this.#db.prepare(
+      `SELECT t.*, ${subjectColumn}, sub.container_id, sub.machine_id, sub.project, sub.service, sub.deployment
+       FROM ${table} t JOIN metric_subjects sub ON sub.key = t.subject
+       WHERE t.time_ms >= ? AND t.time_ms < ? ${filterSql(filter, "sub")}
+       ORDER BY t.time_ms, t.${then}`,
+    ).all(sinceMs, untilMs, ...filterArgs(filter));
   }
 
   /** Rollups of `scope` with `sinceMs ≤ bucket < untilMs`, in time order. */

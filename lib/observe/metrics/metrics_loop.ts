@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { MetricStore } from "./metric_store.ts";
 import { Sampler } from "./sampler.ts";
 import { diskFreeSource, SlowTick } from "./slow_tick.ts";
-import { sleep } from "../../util/mod.ts";
+import { messageOf, sleep } from "../../util/mod.ts";
 
 /** Options of {@link runMetrics}. */
 export interface MetricsLoopOptions {
@@ -75,7 +75,7 @@ export async function runMetrics(
         failing = false;
       } catch (error) {
         if (!failing) {
-          options.log(`Metric round failed: ${error instanceof Error ? error.message : String(error)}`);
+          options.log(`Metric round failed: ${messageOf(error)}`);
         }
         failing = true;
       }

@@ -34,22 +34,26 @@ export interface MarkerCounts {
   health: number;
 }
 
+/** What a bucket counts beside its values; a history point carries them over as they are. */
+export interface BucketCounts {
+  /** Sampling rounds inside. */
+  rounds: number;
+  /** Subject samples inside (one per container per round). */
+  samples: number;
+  /** Values inside that were gaps, by metric and reason (a bucket can hold values and gaps at once). */
+  gaps: Partial<Record<MetricName, Partial<Record<GapReason, number>>>>;
+  /** State changes inside. */
+  markers: MarkerCounts;
+}
+
 /** One bucket of one group. */
-export interface Bucket {
+export interface Bucket extends BucketCounts {
   /** Start of the bucket, ms since the epoch. */
   startMs: number;
-  /** Sampling rounds in the bucket. */
-  rounds: number;
-  /** Subject samples in the bucket (one per container per round). */
-  samples: number;
   /** Values that were gaps. */
   gapCount: number;
   /** Totals of readable values. */
   metrics: Partial<Record<MetricName, Acc>>;
-  /** Gap counts by metric and reason. */
-  gaps: Partial<Record<MetricName, Partial<Record<GapReason, number>>>>;
-  /** Marker counts. */
-  markers: MarkerCounts;
 }
 
 /** An empty bucket starting at `startMs`. */

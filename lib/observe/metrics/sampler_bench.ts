@@ -2,57 +2,28 @@
 // same round on a real dockerd's containers, with its CPU as % of one core, is tools/bench/sampler_docker_bench.ts).
 import { join } from "node:path";
 import { CgroupReader } from "./cgroup.ts";
-import {
-  containerId,
-  labels,
-  writeCgroupV1,
-  writeConfig,
-  writeMachineProc,
-  writePidNet,
-} from "./fixtures.ts";
+import { containerId, labels, writeTree } from "./fixtures.ts";
 import { Sampler } from "./sampler.ts";
 
 const N = 50;
 
-interface Setup {
-  dockerRoot: string;
-  cgroupRoot: string;
-  procRoot: string;
-  ids: string[];
-}
-
-async function withFixtures(): Promise<Setup> {
+async function withFixtures(): Promise<Awaited<ReturnType<typeof writeTree>> & { ids: string[] }> {
   const root = await Deno.makeTempDir({ prefix: "ployz-sampler-bench-" });
   globalThis.addEventListener("unload", () => Deno.removeSync(root, { recursive: true }));
-  const s: Setup = {
-    dockerRoot: join(root, "docker"),
-    cgroupRoot: join(root, "cgroup"),
-    procRoot: join(root, "proc"),
-    ids: [],
-  };
-  for (let i = 0; i < N; i++) {
-    const id = containerId(i + 1);
-    s.ids.push(id);
-    await writeConfig(s.dockerRoot, id, labels(`svc-${i % 5}`), { pid: 1000 + i });
-    await writeCgroupV1(s.cgroupRoot, `docker/${id}`, {
-      cpuNs: 1e9,
-      usage: 1e6,
-      inactiveFile: 0,
-      read: 0,
-      write: 0,
-    });
-    await writePidNet(s.procRoot, 1000 + i, 1, 1);
-  }
-  await writeMachineProc(s.procRoot, {
-    busy: 1,
-    idle: 1,
-    memTotalKb: 1,
-    memAvailableKb: 1,
-    rx: 1,
-    tx: 1,
-    load1: 1,
-  });
-  return s;
+  const ids = Array.from({ length: N }, (_, i) => containerId(i + 1));
+  const cgroup = { cpuNs: 1e9, usage: 1e6, inactiveFile: 0, read: 0, write: 0 };
+  const tree = await writeTree(
+    root,
+    ids.map((id, i) => ({
+      id,
+      labels: labels(`svc-${i % 5}`),
+      state: { pid: 1000 + i },
+      cgroup,
+      net: { rx: 1, tx: 1 },
+    })),
+    { busy: 1, idle: 1, memTotalKb: 1, memAvailableKb: 1, rx: 1, tx: 1, load1: 1 },
+  );
+  return { ...tree, ids };
 }
 
 const setup = await withFixtures();

@@ -8,6 +8,7 @@ import {
   writeConfig,
   writeMachineProc,
   writePidNet,
+  writeTree,
 } from "./fixtures.ts";
 import { Sampler } from "./sampler.ts";
 
@@ -17,46 +18,33 @@ const IDLE = containerId(2);
 const NOPID = containerId(3);
 const STOPPED = containerId(4);
 
-interface Tree {
-  docker: string;
-  cgroup: string;
-  proc: string;
-}
+/** Cgroup counters of a container at the first round. */
+const CGROUP = { cpuNs: 1e9, usage: 5_000_000, inactiveFile: 1_000_000, read: 0, write: 0 };
+/** The Machine's counters at the first round. */
+const MACHINE = {
+  busy: 1000,
+  idle: 1000,
+  memTotalKb: 1000,
+  memAvailableKb: 400,
+  rx: 100,
+  tx: 100,
+  load1: 0.5,
+};
 
-async function tree(root: string): Promise<Tree> {
-  const t = { docker: join(root, "docker"), cgroup: join(root, "cgroup"), proc: join(root, "proc") };
-  await writeConfig(t.docker, BUSY, labels("api"), { pid: 101 });
-  await writeConfig(t.docker, IDLE, labels("api"), { pid: 102 });
-  await writeConfig(t.docker, NOPID, labels("web"), { pid: 0 });
-  await writeConfig(t.docker, STOPPED, labels("worker"), { running: false, restartCount: 2 });
-  await writeConfig(t.docker, containerId(5), { "other": "label" }, { pid: 105 });
-  for (const [id, cpu] of [[BUSY, 1e9], [IDLE, 1e9], [NOPID, 0]] as const) {
-    await writeCgroupV1(t.cgroup, `docker/${id}`, {
-      cpuNs: cpu,
-      usage: 5_000_000,
-      inactiveFile: 1_000_000,
-      read: 0,
-      write: 0,
-    });
-  }
-  await writePidNet(t.proc, 101, 1000, 2000);
-  await writePidNet(t.proc, 102, 1000, 2000);
-  await writeMachineProc(t.proc, {
-    busy: 1000,
-    idle: 1000,
-    memTotalKb: 1000,
-    memAvailableKb: 400,
-    rx: 100,
-    tx: 100,
-    load1: 0.5,
-  });
-  return t;
+async function tree(root: string): Promise<{ dockerRoot: string; cgroupRoot: string; procRoot: string }> {
+  return await writeTree(root, [
+    { id: BUSY, labels: labels("api"), state: { pid: 101 }, cgroup: CGROUP, net: { rx: 1000, tx: 2000 } },
+    { id: IDLE, labels: labels("api"), state: { pid: 102 }, cgroup: CGROUP, net: { rx: 1000, tx: 2000 } },
+    { id: NOPID, labels: labels("web"), state: { pid: 0 }, cgroup: { ...CGROUP, cpuNs: 0 } },
+    { id: STOPPED, labels: labels("worker"), state: { running: false, restartCount: 2 } },
+    { id: containerId(5), labels: { "other": "label" }, state: { pid: 105 } },
+  ], MACHINE);
 }
 
 Deno.test("two rounds: cores from CPU ns over the interval, memory, net and I/O deltas, first round gaps", async () => {
   await using dir = await tempDir();
   const t = await tree(dir.path);
-  const sampler = new Sampler({ dockerRoot: t.docker, cgroupRoot: t.cgroup, procRoot: t.proc });
+  const sampler = new Sampler(t);
   const first = sampler.sample(T);
   const byId = (round: typeof first, id: string) =>
     round.containers.find((c) => c.identity.containerId === id)!;
@@ -75,18 +63,18 @@ Deno.test("two rounds: cores from CPU ns over the interval, memory, net and I/O 
   assert.equal(first.machine.load1, 0.5);
 
   // 10 s later: the busy container used 9 s of CPU, read and wrote, and moved bytes.
-  await writeCgroupV1(t.cgroup, `docker/${BUSY}`, {
+  await writeCgroupV1(t.cgroupRoot, `docker/${BUSY}`, {
+    ...CGROUP,
     cpuNs: 10e9,
     usage: 9_000_000,
-    inactiveFile: 1_000_000,
     read: 4096,
     write: 1024,
   });
-  await writePidNet(t.proc, 101, 1500, 2600);
-  await writeMachineProc(t.proc, {
+  await writePidNet(t.procRoot, 101, 1500, 2600);
+  await writeMachineProc(t.procRoot, {
+    ...MACHINE,
     busy: 2500,
     idle: 1500,
-    memTotalKb: 1000,
     memAvailableKb: 500,
     rx: 300,
     tx: 150,
@@ -118,15 +106,15 @@ Deno.test("two rounds: cores from CPU ns over the interval, memory, net and I/O 
 Deno.test("a removed container is one container_gone sample; an unreadable file a gap; a restart a marker", async () => {
   await using dir = await tempDir();
   const t = await tree(dir.path);
-  const sampler = new Sampler({ dockerRoot: t.docker, cgroupRoot: t.cgroup, procRoot: t.proc });
+  const sampler = new Sampler(t);
   sampler.sample(T);
   sampler.sample(T + 10_000);
 
-  await Deno.remove(join(t.docker, "containers", IDLE), { recursive: true });
-  await Deno.writeTextFile(join(t.docker, "containers", NOPID, "config.v2.json"), "{ half a fi");
-  await Deno.remove(join(t.cgroup, "memory", `docker/${BUSY}`, "memory.usage_in_bytes"));
+  await Deno.remove(join(t.dockerRoot, "containers", IDLE), { recursive: true });
+  await Deno.writeTextFile(join(t.dockerRoot, "containers", NOPID, "config.v2.json"), "{ half a fi");
+  await Deno.remove(join(t.cgroupRoot, "memory", `docker/${BUSY}`, "memory.usage_in_bytes"));
   // The stopped worker died of OOM and Docker started it again.
-  await writeConfig(t.docker, STOPPED, labels("worker"), {
+  await writeConfig(t.dockerRoot, STOPPED, labels("worker"), {
     running: true,
     pid: 0,
     startedAt: new Date(T + 15_000).toISOString(),

@@ -10,7 +10,7 @@
 import { statfs } from "node:fs/promises";
 import { gap, type Reading } from "./gaps.ts";
 import type { MetricName, Values } from "./metric_names.ts";
-import { sleep } from "../../util/mod.ts";
+import { messageOf, sleep } from "../../util/mod.ts";
 
 /** A value read from something that may block. */
 export interface SlowSource {
@@ -83,7 +83,7 @@ export class SlowTick {
     const reading = state.source.read(abort.signal).then(
       (value): Reading => (Number.isFinite(value) ? value : gap("source_failed")),
       (error): Reading => {
-        this.#note(state, `failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.#note(state, `failed: ${messageOf(error)}`);
         return gap("source_failed");
       },
     );
