@@ -176,7 +176,27 @@ function started(lab: Lab, m: string, args: string[], extra: Record<string, stri
   return {
     child,
     lines,
-    async done(): Promise<{ code: number; stdout: string; stderr: string }> {
+    /**
+     * Waits for the CLI to exit. With `withinMs`, a CLI still running then is killed and the step fails with what it
+     * printed so far, rather than hanging the run.
+     */
+    async done(withinMs?: number): Promise<{ code: number; stdout: string; stderr: string }> {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = withinMs === undefined ? undefined : new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), withinMs);
+      });
+      const first = await (late === undefined ? child.status : Promise.race([child.status, late]));
+      clearTimeout(timer);
+      if (first === "late") {
+        child.kill("SIGKILL");
+        await child.status;
+        await reading;
+        throw new Error(
+          `ployz ${args.join(" ")} still ran after ${withinMs} ms; it printed:\n${
+            lines.join("\n")
+          }\n${await stderr}`,
+        );
+      }
       const status = await child.status;
       await reading;
       return { code: status.code, stdout: lines.join("\n"), stderr: await stderr };
@@ -487,7 +507,8 @@ Deno.test(needs(["lab"], {
             100,
           );
           await lab.lab(["partition", "m1,m3", "/", "m2"]);
-          const r = await cli.done();
+          // 15 s of silence ends the build stage; the bound leaves room for a loaded host.
+          const r = await cli.done(120_000);
           assert.notEqual(r.code, 0);
           const error = JSON.parse(r.stdout.trim().split("\n").at(-1)!).error;
           assert.equal(error.code, "unavailable");
