@@ -507,8 +507,9 @@ Deno.test(needs(["lab"], {
             100,
           );
           await lab.lab(["partition", "m1,m3", "/", "m2"]);
-          // 15 s of silence ends the build stage; the bound leaves room for a loaded host.
-          const r = await cli.done(120_000);
+          // 15 s of silence ends the build stage; a Snapshot question m2 took just before the cut waits at most
+          // 60 s. The bound leaves room for a loaded host.
+          const r = await cli.done(150_000);
           assert.notEqual(r.code, 0);
           const error = JSON.parse(r.stdout.trim().split("\n").at(-1)!).error;
           assert.equal(error.code, "unavailable");

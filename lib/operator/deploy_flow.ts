@@ -137,7 +137,7 @@ export async function observe(
   machines: DeployMachines,
   project: string,
   images: string[] | Promise<string[]>,
-  options: { ingress?: boolean; volumes?: string[]; imagesAtOnce?: string[] } = {},
+  options: { ingress?: boolean; volumes?: string[]; imagesAtOnce?: string[]; answerWithinMs?: number } = {},
 ): Promise<Snapshot> {
   return await takeSnapshot(machines.handles, {
     project,
@@ -145,6 +145,7 @@ export async function observe(
     imagesAtOnce: options.imagesAtOnce,
     ingress: options.ingress === true ? INGRESS : undefined,
     volumes: options.volumes,
+    answerWithinMs: options.answerWithinMs,
     omissions: machines.omissions,
     precheck: (m) => requireCapabilities(clientOf(machines, m.id)!, SNAPSHOT_CAPABILITIES),
   });
@@ -365,7 +366,12 @@ async function planAndRun(
     request.project.name,
     pinning.then((p) => Object.values(p.project.services).map((s) => s.image)),
     // Each Machine's copies of the Project's Provisioned Volumes: their Writers decide where those Services run.
-    { ingress: true, volumes: projectProvisionedVolumes(request.project), imagesAtOnce: [ingress.image] },
+    {
+      ingress: true,
+      volumes: projectProvisionedVolumes(request.project),
+      imagesAtOnce: [ingress.image],
+      answerWithinMs: options.callTimeoutMs,
+    },
   );
   pinning.then(() => traceMark("deploy: images pinned"), () => {});
   const [pinned, observed] = await Promise.allSettled([pinning, observing]);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { errorBody } from "./errors.ts";
+import { DeployError, errorBody } from "./errors.ts";
 import type { MachineHandle, ObservedContainerView } from "./machine_api.ts";
 import type { ObservedVolumeCopy } from "./volume_locality.ts";
 
@@ -96,6 +96,35 @@ export interface SnapshotRequest {
    * Machine a failure with this error, whatever the questions answered.
    */
   precheck?: (machine: MachineHandle) => Promise<void>;
+  /**
+   * How long one question may go unanswered before its Machine is a failure; default
+   * {@linkcode SNAPSHOT_ANSWER_MS}. A Machine cut off after it took a request answers nothing and closes nothing.
+   */
+  answerWithinMs?: number;
+}
+
+/** How long a Snapshot waits for one answer from a Machine when the caller does not say. */
+export const SNAPSHOT_ANSWER_MS = 60_000;
+
+/** `answer`, or an `unavailable` failure naming `machine` once `ms` passed without it. */
+function within<T>(answer: Promise<T>, ms: number, machine: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new DeployError(
+            "unavailable",
+            `Machine "${machine}" took the request and sent no answer within ${ms} ms`,
+            {
+              machine,
+            },
+          ),
+        ),
+      ms,
+    );
+  });
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
 /** The Machine's own report of its copies of `volumes`; a daemon without Pools holds none. */
@@ -122,6 +151,20 @@ async function volumeCopies(
   }
 }
 
+/** `api` whose every call fails as `unavailable` once `ms` passed without an answer. */
+function boundedReads(api: MachineHandle["api"], ms: number, machine: string): MachineHandle["api"] {
+  return new Proxy(api, {
+    get(target, key, receiver): unknown {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]): unknown => {
+        const answer = value.apply(target, args);
+        return answer instanceof Promise ? within(answer, ms, machine) : answer;
+      };
+    },
+  });
+}
+
 /**
  * Observes `project` and the presence of `images` on every Machine, each independently. A Machine's questions go
  * out together (one round trip, not one per question): none depends on another's answer.
@@ -131,9 +174,15 @@ export async function takeSnapshot(machines: MachineHandle[], request: SnapshotR
   const wanted = Promise.resolve(request.images);
   // Each Machine awaits it; when every Machine failed first, nothing does, and the caller owns the rejection.
   wanted.catch(() => {});
+  const answerMs = request.answerWithinMs ?? SNAPSHOT_ANSWER_MS;
   const settled = await Promise.allSettled(machines.map(async (m): Promise<MachineObservation> => {
+    // Each question is bounded on its own: the wait for `images` (the caller's digest pinning) is not the Machine's.
+    const asked: MachineHandle = { ...m, api: boundedReads(m.api, answerMs, m.name) };
     // The check and the reads go out together: one round trip to a Machine behind the Entry Machine, not two.
-    const [checked, observed] = await Promise.allSettled([request.precheck?.(m), observe(m)]);
+    const [checked, observed] = await Promise.allSettled([
+      request.precheck === undefined ? undefined : within(request.precheck(m), answerMs, m.name),
+      observe(asked),
+    ]);
     if (checked.status === "rejected") throw checked.reason;
     if (observed.status === "rejected") throw observed.reason;
     return observed.value;

@@ -84,3 +84,27 @@ Deno.test("takeSnapshot asks about the images it knows at once while the others 
   assert.deepEqual(snapshot.failures, []);
   assert.deepEqual(snapshot.machines[0].images, { "img:2": true, "img:1": true });
 });
+
+/** A Machine cut off after it took the request: its container list never comes. */
+class Silent extends FakeMachine {
+  override listContainers(): ReturnType<FakeMachine["listContainers"]> {
+    return new Promise(() => {});
+  }
+}
+
+Deno.test("takeSnapshot makes a Machine that never answers a failure once its bound passed, and observes the rest", async () => {
+  const machines = [new FakeMachine("m1", "one"), new Silent("m2", "two")];
+  const started = performance.now();
+  const snapshot = await takeSnapshot(machines.map((m) => ({ id: m.id, name: m.name, api: m })), {
+    project: "shop",
+    images: ["img:1"],
+    answerWithinMs: 200,
+  });
+  assert.ok(performance.now() - started < 5_000, "the Snapshot waited for the silent Machine");
+  assert.deepEqual(snapshot.machines.map((m) => m.machineName), ["one"]);
+  assert.deepEqual(snapshot.failures.map((f) => [f.machineName, f.error.code]), [["two", "unavailable"]]);
+  assert.match(
+    snapshot.failures[0].error.message,
+    /^Machine "two" took the request and sent no answer within 200 ms$/,
+  );
+});
