@@ -95,6 +95,7 @@ export {
   type ServingPlanOptions,
   type SlotIdentity,
   type Snapshot,
+  SNAPSHOT_ANSWER_MS,
   type SnapshotRequest,
   type StartOp,
   type StopOp,

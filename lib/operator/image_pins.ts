@@ -15,11 +15,12 @@ import {
   pinRef,
   type RegistryAuth,
   repositoryOf,
+  SNAPSHOT_ANSWER_MS,
 } from "../deploy/mod.ts";
 import { CAPABILITIES } from "../rpc/mod.ts";
 import type { DeployMachineApi, DeployMachines } from "./deploy_machines.ts";
 import { OperatorError } from "./errors.ts";
-import { messageOf } from "../util/mod.ts";
+import { answerWithin, messageOf } from "../util/mod.ts";
 
 /** The credentials of a registry host, or `undefined` to ask anonymously. */
 export type AuthLookup = (host: string) => Promise<RegistryAuth | undefined>;
@@ -60,10 +61,17 @@ async function resolver(machines: DeployMachines): Promise<DeployMachineApi | un
   return undefined;
 }
 
-/** Which observed Machines hold `ref`, with its registry digests. */
+/**
+ * Which observed Machines hold `ref`, with its registry digests. A Machine that does not answer within the Snapshot's
+ * bound is taken as not holding it.
+ */
 async function holders(machines: DeployMachines, ref: string): Promise<Held[]> {
   const answers = await Promise.allSettled(machines.handles.map(async (h) => {
-    const answer = await h.api.inspectImage({ ref });
+    const answer = await answerWithin(
+      h.api.inspectImage({ ref }),
+      SNAPSHOT_ANSWER_MS,
+      () => new OperatorError("unavailable", `Machine "${h.name}" sent no answer about "${ref}"`),
+    );
     return answer.present ? { machine: h.name, digests: answer.repo_digests ?? [] } : undefined;
   }));
   return answers.flatMap((a) => a.status === "fulfilled" && a.value !== undefined ? [a.value] : []);

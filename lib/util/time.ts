@@ -1,5 +1,5 @@
 /**
- * Waiting: one sleep and one poll loop, both cancellable.
+ * Waiting: one sleep and one poll loop, both cancellable, and one bound on an answer.
  *
  * @module
  */
@@ -49,4 +49,16 @@ export async function pollUntil<T>(
     if (left <= 0 || options.signal?.aborted) return undefined;
     await sleep(Math.min(interval, left), options.signal);
   }
+}
+
+/**
+ * `answer`, or a rejection with `late()` once `ms` passed without it. The work behind `answer` is not cancelled: use
+ * this where nothing can cancel it (a request a cut-off peer took answers nothing and closes nothing).
+ */
+export function answerWithin<T>(answer: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
+  return Promise.race([answer, expired]).finally(() => clearTimeout(timer));
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pollUntil, sleep } from "./time.ts";
+import { answerWithin, pollUntil, sleep } from "./time.ts";
 
 Deno.test("sleep resolves at once when its signal aborts", async () => {
   const stop = new AbortController();
@@ -25,4 +25,13 @@ Deno.test("pollUntil returns undefined once the time is up, having asked again a
   }, { timeoutMs: 30, intervalMs: 10 });
   assert.equal(found, undefined);
   assert.ok(asks >= 2, `asked ${asks} times`);
+});
+
+Deno.test("answerWithin passes an answer through and rejects with late() once the bound passed", async () => {
+  assert.equal(await answerWithin(Promise.resolve(7), 1_000, () => new Error("late")), 7);
+  const started = Date.now();
+  await assert.rejects(answerWithin(new Promise(() => {}), 50, () => new Error("no answer in 50 ms")), {
+    message: "no answer in 50 ms",
+  });
+  assert.ok(Date.now() - started < 5_000);
 });

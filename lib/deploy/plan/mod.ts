@@ -24,6 +24,7 @@ export {
   type ObservationFailure,
   type ObservationOmission,
   type Snapshot,
+  SNAPSHOT_ANSWER_MS,
   type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";

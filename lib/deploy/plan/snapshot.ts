@@ -6,6 +6,7 @@
  */
 
 import { DeployError, errorBody } from "./errors.ts";
+import { answerWithin } from "../../util/mod.ts";
 import type { MachineHandle, ObservedContainerView } from "./machine_api.ts";
 import type { ObservedVolumeCopy } from "./volume_locality.ts";
 
@@ -108,23 +109,18 @@ export const SNAPSHOT_ANSWER_MS = 60_000;
 
 /** `answer`, or an `unavailable` failure naming `machine` once `ms` passed without it. */
 function within<T>(answer: Promise<T>, ms: number, machine: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new DeployError(
-            "unavailable",
-            `Machine "${machine}" took the request and sent no answer within ${ms} ms`,
-            {
-              machine,
-            },
-          ),
-        ),
-      ms,
-    );
-  });
-  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+  return answerWithin(
+    answer,
+    ms,
+    () =>
+      new DeployError(
+        "unavailable",
+        `Machine "${machine}" took the request and sent no answer within ${ms} ms`,
+        {
+          machine,
+        },
+      ),
+  );
 }
 
 /** The Machine's own report of its copies of `volumes`; a daemon without Pools holds none. */
