@@ -42,6 +42,8 @@ export const deployCommand: Command = {
     "operation at a time, strictly in plan order.\n" +
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +
     "that took a request and went silent; its operation is then reported with an unknown outcome. Default 2m.\n" +
+    "It bounds each question of the observation before the plan too (default 1m there): a Machine silent past it\n" +
+    "is a failed observation, named in the Preview.\n" +
     "build: Services are built first on --builder (default: the Entry Machine), then their images are distributed\n" +
     "to the Machines that lack them, then deployed. --no-cache builds them again without Docker's layer cache,\n" +
     "under a tag of their own (<content digest>-<random>), which every Machine then runs: a rebuilt image is\n" +
