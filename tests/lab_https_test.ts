@@ -62,6 +62,15 @@ function assertLoadHeld({ requests, resets, other }: ReturnType<typeof judgeLoad
   assert.ok(resets.length <= MAX_RELOAD_RESETS, resets.join("; "));
 }
 
+/** Sends SIGKILL to `child` unless it already exited. */
+function signalQuietly(child: Deno.ChildProcess): void {
+  try {
+    child.kill("SIGKILL");
+  } catch {
+    // Already exited.
+  }
+}
+
 Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "command:openssl", "command:curl"], {
   name:
     "HTTPS on a 3-Machine lab: ACME HTTP-01 from Pebble, answers and certificates replicated, 443 everywhere",
@@ -619,9 +628,16 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         });
         return holder;
       };
+      // Each answers with the same certificate within a few tries of 5 s: a handshake a loaded host answers late is
+      // not what these steps judge, a Machine that stopped serving is.
       const othersServe = async (): Promise<void> => {
         for (const o of [asker, others[0]]) {
-          assert.equal(await servedSerial(HOSTS[0], o), serials.get(HOSTS[0]), `${o} keeps serving`);
+          await eventually(
+            30_000,
+            `${o} keeps serving`,
+            async () => await servedSerial(HOSTS[0], o) === serials.get(HOSTS[0]) ? true : undefined,
+            500,
+          );
         }
       };
       const servesAgain = async (what: string): Promise<void> => {
@@ -637,6 +653,8 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         "port 443 taken on one Machine: its proxy's start names Machine, port and holder; the others serve",
         async () => {
           const holder = await takePort(443);
+          // A failure here must not leave the port taken for the steps after it.
+          using _free = { [Symbol.dispose]: () => signalQuietly(holder) };
           const start = await lab.ployz(["start", "ployz-system/caddy", "--machine", taken], viaAsker);
           console.log((start.stdout + start.stderr).trim());
           assert.equal(start.code, 1);
@@ -660,6 +678,7 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         "port 80 taken on one Machine: a Deploy's proxy fill names port 80 and the holder; the others serve",
         async () => {
           const holder = await takePort(80);
+          using _free = { [Symbol.dispose]: () => signalQuietly(holder) };
           // The Project is unchanged: this Deploy's only operation is filling the stopped ingress slot.
           const refused = await deployVia(asker);
           const failed = outcomeOf(refused);

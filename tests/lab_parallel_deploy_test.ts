@@ -141,13 +141,14 @@ Deno.test(needs(["lab"], {
         },
       );
       assert.equal(run.code, 1, `a partial Deploy exits 1: ${run.stderr}`);
-      assert.ok(cut, "the partition was made while m3's operation ran");
       const outcome = lastOutcome<OutcomeJson>(run.transcript);
       const failures = [outcome.failed, ...(outcome.also_failed ?? [])].map((f) =>
         f === undefined
           ? "none"
           : `${at(f.op)}${f.outcome_unknown ? " (unknown)" : ""}: ${f.error.code}: ${f.error.message}`
       );
+      const seen = `completed: ${outcome.completed.map(at).join(", ")}; failed: ${failures.join("; ")}`;
+      assert.ok(cut, `the partition was made while m3's operation ran; ${seen}`);
       assert.equal(
         outcome.status,
         "partial",

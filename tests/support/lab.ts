@@ -253,7 +253,7 @@ function countLoadLine(figures: LoadFigures, line: string): void {
 /**
  * Starts a no-retry request loop for `host` through each named Machine's Ingress Proxy (`ployz lab exec`); `stop`
  * ends the loops and returns what each saw. Bodies are expected as `<mark>-<hostname>`. `stop({ served: n })` first
- * lets the loops run on (up to `boundMs`, default 30 s) until each has served `n` requests, so a loaded host that
+ * lets the loops run on (up to `boundMs`, default 60 s) until each has served `n` requests, so a loaded host that
  * answers slowly still yields the sample a test judges; failures keep counting meanwhile.
  */
 export function labLoad(
@@ -285,7 +285,7 @@ export function labLoad(
   return {
     async stop(until?: { served: number; boundMs?: number }): Promise<LoadFigures[]> {
       if (until !== undefined) {
-        const deadline = Date.now() + (until.boundMs ?? 30_000);
+        const deadline = Date.now() + (until.boundMs ?? 60_000);
         while (Date.now() < deadline && loops.some((l) => l.figures.served < until.served)) await sleep(100);
       }
       await Deno.writeTextFile(stopFile, "");
