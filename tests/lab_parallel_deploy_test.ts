@@ -33,13 +33,14 @@ interface OutcomeJson {
 /**
  * Three Services of three replicas each, a depends on nothing, b on a, c on b; each gated on its healthcheck, whose
  * first run takes `healthySeconds` (0: passes at once; else one try, so the wait for health stays short). The
- * slow check's timeout leaves 10 s beyond its sleep: on a loaded host Docker's exec alone has taken over 2 s, and a
- * replica that fails its one try would stop the Deploy for a reason this test is not about.
+ * checks' timeouts leave 10 s beyond what they run: on a loaded host Docker's exec alone has taken over 2 s three
+ * times in a row, and a replica judged unhealthy for that stops the Deploy for a reason this test is not about. A
+ * healthy container passes as fast as with a shorter timeout.
  */
 function threeByThree(name: string, healthySeconds = 0): string {
   const slow = `test: ["CMD", "sleep", "${healthySeconds}"], interval: 1s, timeout: ${healthySeconds + 10}s`;
   const check = healthySeconds === 0
-    ? `test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 3`
+    ? `test: ["CMD", "true"], interval: 1s, timeout: 10s, retries: 3`
     : `${slow}, retries: 1`;
   const svc = (s: string, dependsOn: string | undefined) =>
     `  ${s}:
