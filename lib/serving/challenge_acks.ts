@@ -16,8 +16,11 @@ import { INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
 
 /** The prefix of a challenge ack's pointer; never the key of a Serving Pointer, a removal or a leave ack. */
 export const CHALLENGE_ACK_PREFIX = "acme:";
-/** Default bound on the wait for every Machine to confirm an answer. */
-export const DEFAULT_CONFIRM_MS = 10_000;
+/**
+ * Default bound on the wait for every Machine to confirm an answer. A proxy the Deploy's fill has just created may
+ * take over 10 s to start and load on a busy Machine (seen in the lab); past the bound only a cut-off Machine waits.
+ */
+export const DEFAULT_CONFIRM_MS = 30_000;
 
 const AWAITED = new Set(["running", "restarting", "created"]);
 
