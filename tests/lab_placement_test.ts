@@ -172,26 +172,44 @@ Deno.test(needs(["lab"], {
 
     // cleanup: a failed replacement leaves its new container stopped as evidence, of a Deployment that is not the
     // Serving Pointer's; cleanup removes it and keeps geo's containers that `stop` stopped (the current Deployment).
+    // No restart policy: whatever the 1 s gate saw on a loaded host, a container left behind is exited, never
+    // crash-looping between states that cleanup rightly leaves alone.
     await Deno.writeTextFile(
       path,
-      compose("node.hostname != m9").replace("geo", "spread").replace('["sleep", "3600"]', '["false"]'),
+      compose("node.hostname != m9").replace("geo", "spread").replace(
+        '["sleep", "3600"]',
+        '["false"]\n    restart: "no"',
+      ),
     );
     const broken = await lab.on("m1", ["deploy", "-f", path, "-y", "--monitor", "1s"]);
     assert.notEqual(broken.code, 0, broken.stdout);
-    const stopped = async (project: string): Promise<number> => {
+    // Each not-running container of `project`, as `name@machine state`.
+    const notRunning = async (project: string): Promise<string[]> => {
       const listed = JSON.parse((await lab.on("m1", ["ps", "--all-machines", "--json"])).stdout) as {
-        machines: { containers: { project: string; state: string }[] }[];
+        machines: {
+          "machine_name": string;
+          containers: { project: string; name: string; state: string }[];
+        }[];
       };
-      return listed.machines.flatMap((m) => m.containers).filter((c) =>
-        c.project === project && c.state !== "running"
-      )
-        .length;
+      return listed.machines.flatMap((m) =>
+        m.containers.filter((c) => c.project === project && c.state !== "running").map((c) =>
+          `${c.name}@${m.machine_name} ${c.state}`
+        )
+      );
     };
-    const evidence = await stopped("spread");
+    const stopped = async (project: string): Promise<number> => (await notRunning(project)).length;
+    const left = await notRunning("spread");
+    const evidence = left.length;
     assert.ok(evidence >= 1, "the failed replacement left a stopped container");
     const preview = await lab.on("m1", ["cleanup", "--dry-run"]);
     assert.equal(preview.code, 0, preview.stderr + preview.stdout);
-    assert.equal(preview.stdout.match(/spread-web-\d+-/g)?.length, evidence, preview.stdout);
+    assert.equal(
+      preview.stdout.match(/spread-web-\d+-/g)?.length,
+      evidence,
+      `${preview.stdout}\nnot running: ${
+        left.join(", ")
+      }\nthe failed Deploy said:\n${broken.stdout}${broken.stderr}`,
+    );
     assert.doesNotMatch(preview.stdout, /geo-web-/);
     const cleaned = await lab.on("m1", ["cleanup", "-y", "--request-key", "cleanup-1"]);
     assert.equal(cleaned.code, 0, cleaned.stderr + cleaned.stdout);
