@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildCaddyImage } from "./support/caddy.ts";
 import { outcomeOf } from "./support/daemon.ts";
-import { DOCKER_SOCKET } from "./support/docker.ts";
+import { DOCKER_SOCKET, IMAGE } from "./support/docker.ts";
 import { type Lab, labLoad, type LoadFigures, machinesUp, startLab } from "./support/lab.ts";
 import { needs } from "./support/needs.ts";
 import { ingressContainerName, kernelMigratesRequests, MIGRATE_REQ_SYSCTL } from "../lib/serving/mod.ts";
@@ -110,13 +110,53 @@ async function caddyLoads(lab: Lab, machines: string[]): Promise<Timeline> {
 }
 
 /**
+ * Reads each Machine's daemon log every 250 ms and keeps its new `serving:` lines with the time they were read, so a
+ * failure can be placed against when each proxy changed what it sends a Service to.
+ */
+function servingLog(lab: Lab, machines: string[]): { stop(): Promise<Timeline> } {
+  const out: Timeline = [];
+  const offsets = new Map<string, number>();
+  let running = true;
+  const read = async (): Promise<void> => {
+    for (const m of machines) {
+      const bytes = await Deno.readFile(join(lab.dir, m, "ployzd.log"));
+      const from = offsets.get(m) ?? bytes.length;
+      offsets.set(m, bytes.length);
+      const now = Date.now();
+      for (const line of new TextDecoder().decode(bytes.subarray(from)).split("\n")) {
+        if (line.includes("serving:")) out.push([`${m} log: ${line}`, now]);
+      }
+    }
+  };
+  const loop = (async () => {
+    await read();
+    while (running) {
+      await sleep(250);
+      await read();
+    }
+  })();
+  return {
+    async stop(): Promise<Timeline> {
+      running = false;
+      await loop;
+      return out;
+    },
+  };
+}
+
+/**
  * On a failed request, prints every failure and every step of `timeline` plus each Caddy load in one ordered list,
  * in ms from the first step, so the failure names its phase.
  */
-async function printTimeline(lab: Lab, figures: LoadFigures[], timeline: Timeline): Promise<void> {
+async function printTimeline(
+  lab: Lab,
+  figures: LoadFigures[],
+  timeline: Timeline,
+  logged: Timeline = [],
+): Promise<void> {
   if (figures.every((f) => f.failures.length === 0) || timeline.length === 0) return;
   const zero = timeline[0][1];
-  const events: Timeline = [...timeline];
+  const events: Timeline = [...timeline, ...logged];
   for (const [what, at] of await caddyLoads(lab, figures.map((f) => f.machine))) {
     if (at >= zero - 5_000) events.push([what, at]);
   }
@@ -227,19 +267,28 @@ Deno.test(needs(["lab"], {
     await t.step(
       "a stop-first redeploy under load fails nothing; each old container left first",
       async () => {
+        const watch = servingLog(lab, ["m1", "m2", "m3"]);
         const loads = labLoad(lab.dir, ["m1", "m2", "m3"], HOST);
         const slow = slowRequests(lab.dir, ["m1", "m2", "m3"]);
         let figures: LoadFigures[] = [];
         let slowLines: string[] = [];
         let outcome: Record<string, unknown> = {};
+        const timeline: Timeline = [];
+        let logged: Timeline = [];
         try {
           await sleep(2_500);
+          timeline.push(["ployz deploy began", Date.now()]);
           outcome = await deploy("v2", 3);
+          timeline.push(["ployz deploy returned", Date.now()]);
           await sleep(2_000);
         } finally {
           figures = await loads.stop({ served: 10 });
           slowLines = await slow.stop();
+          logged = await watch.stop();
         }
+        await printTimeline(lab, figures, timeline, logged);
+        const zero = timeline[0]?.[1] ?? 0;
+        console.log(logged.map(([what, at]) => `  +${at - zero} ms ${what}`).join("\n"));
         assertNoFailure("stop-first redeploy", figures);
         const left = outcome.left as {
           acked: string[];
@@ -281,6 +330,95 @@ Deno.test(needs(["lab"], {
       );
       assertNoFailure("restart of 3 replicas", figures);
     });
+
+    await t.step(
+      "a replica stopped while the only other one restarts keeps serving until that one passes health",
+      async () => {
+        // Two replicas of another Service, one on m1 and one on m2. After its first start a replica is healthy only
+        // once /tmp/ready exists, which the test makes. The one on m2 is restarted behind Ployz's back, then the one
+        // on m1 stopped: each proxy holds the leaving one (it is all the Service has) while the restarted one is
+        // starting, and acks only once it passed health. Without the hold, every proxy would have nothing to send
+        // requests to until then.
+        const hold = "hold.pf.test";
+        const holdPath = join(lab.dir, "hd.yaml");
+        const start = "echo x >> /tmp/starts; if [ $$(wc -l < /tmp/starts) -eq 1 ]; then : > /tmp/ready; " +
+          "else rm -f /tmp/ready; fi; echo hd > /www/index.html && exec httpd -f -p 80 -h /www";
+        await Deno.writeTextFile(
+          holdPath,
+          [
+            "name: hd",
+            "services:",
+            "  api:",
+            `    image: ${IMAGE}`,
+            `    command: ["sh", "-c", ${JSON.stringify(start)}]`,
+            "    deploy: {replicas: 2}",
+            "    stop_grace_period: 1s",
+            '    x-machines: ["m1", "m2"]',
+            `    x-ports: ["${hold}:80/http"]`,
+            "    healthcheck:",
+            '      test: ["CMD", "sh", "-c", "[ -e /tmp/ready ] && wget -q -O- http://127.0.0.1/"]',
+            "      interval: 1s",
+            "      timeout: 5s",
+            "      retries: 3",
+            "      start_period: 60s",
+            "",
+          ].join("\n"),
+        );
+        const deployed = await lab.on("m1", ["deploy", "-f", holdPath, "-y", "--monitor", "1s"]);
+        assert.equal(deployed.code, 0, deployed.stderr + deployed.stdout);
+        const onM2 = (await lab.docker("m2", [
+          "ps",
+          "--format",
+          "{{.Names}}",
+          "--filter",
+          "label=ployz.project=hd",
+        ])).stdout.trim();
+        assert.match(onM2, /^hd-api-\d-/);
+        const logs = (): Promise<string[]> =>
+          Promise.all(["m1", "m2", "m3"].map((m) => Deno.readTextFile(join(lab.dir, m, "ployzd.log"))));
+        const holding = async (): Promise<number> =>
+          (await logs()).filter((text) => /serving: holding "hd-api-\d-\w+" of "hd\/api"/.test(text)).length;
+        // The restart itself cuts what was in flight to that replica (Ployz was not asked): the load starts after
+        // it, once its row (running, health starting) has reached every Machine.
+        const restarted = await lab.docker("m2", ["restart", "-t", "1", onM2]);
+        assert.equal(restarted.code, 0, restarted.stderr);
+        await sleep(1_500);
+        const loads = labLoad(lab.dir, ["m1", "m2", "m3"], hold);
+        let figures: LoadFigures[] = [];
+        let stopped: { code: number; stdout: string; stderr: string } | undefined;
+        let held = 0;
+        try {
+          await sleep(1_000);
+          const stopping = lab.on("m1", ["stop", "hd/api", "--machine", "m1"]);
+          // Every Machine holds the leaving replica as soon as it sees it marked (the CLI may take seconds to get
+          // there on a busy host); then the restarted one becomes ready, well within the hold's 8 s bound.
+          const until = Date.now() + 30_000;
+          while ((held = await holding()) < 3 && Date.now() < until) await sleep(100);
+          const ready = await lab.docker("m2", ["exec", onM2, "sh", "-c", ": > /tmp/ready"]);
+          assert.equal(ready.code, 0, ready.stderr);
+          stopped = await stopping;
+          await sleep(1_000);
+        } finally {
+          figures = await loads.stop({ served: 10 });
+        }
+        assert.equal(stopped.code, 0, stopped.stderr + stopped.stdout);
+        console.log(stopped.stdout.trim());
+        const acked = /left every proxy first \(3 Machines acked in (\d+) ms\)/.exec(stopped.stdout);
+        assert.ok(acked, stopped.stdout);
+        console.log(`held on ${held} of 3 Machines; acked in ${acked[1]} ms`);
+        assert.equal(
+          held,
+          3,
+          "every Machine held the leaving replica while the other started:\n" +
+            (await logs()).map((text, i) =>
+              text.split("\n").filter((l) => l.includes('"hd/api"')).map((l) => `m${i + 1}: ${l}`).join("\n")
+            ).join("\n"),
+        );
+        assertNoFailure("stop while the other replica restarts", figures);
+        const removed = await lab.on("m1", ["rm", "hd", "-y"]);
+        assert.equal(removed.code, 0, removed.stderr + removed.stdout);
+      },
+    );
 
     await t.step("scale 3→1 under load fails nothing; each removed replica left first", async () => {
       const { result: r, figures } = await underLoad(

@@ -13,7 +13,7 @@ import { type CaddyLoadReport, canonical, configDials, loadCaddy } from "./caddy
 import type { CaddyProjection } from "./caddy_projection.ts";
 import { INGRESS_PROJECT, INGRESS_SERVICE } from "./ingress_spec.ts";
 import { ingressRoutes } from "./labels.ts";
-import { servingGroups } from "./serving_set.ts";
+import { type ServingContext, servingGroups } from "./serving_set.ts";
 
 /** What the local Ingress Proxy serves, as its last confirmed load left it. */
 export interface IngressState {
@@ -77,9 +77,9 @@ export function proxyStarting(rows: readonly Container[], machineId: string): bo
 export function routedServices(
   containers: readonly Container[],
   pointers: readonly ServingPointer[],
-  leaving: ReadonlySet<string>,
+  context: ServingContext,
 ): string[] {
-  return servingGroups(containers, pointers, { stopping: leaving })
+  return servingGroups(containers, pointers, context)
     .filter((g) => g.serving.some((r) => ingressRoutes(r).length > 0))
     .map((g) => g.key);
 }

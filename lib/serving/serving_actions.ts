@@ -44,6 +44,7 @@ export function writeServingAcks(
   pointers: ServingPointer[],
   removals: Removal[],
   containers: Container[],
+  held: ReadonlySet<string>,
 ): number {
   const { store, machineId, errors } = ctx;
   let acks = 0;
@@ -53,7 +54,7 @@ export function writeServingAcks(
       store.acks.put(row);
       acks++;
     }
-    for (const row of leaveAcksToWrite(machineId, containers, store.acks.list(), new Date())) {
+    for (const row of leaveAcksToWrite(machineId, containers, store.acks.list(), new Date(), held)) {
       store.acks.put(row);
       acks++;
     }

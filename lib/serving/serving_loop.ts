@@ -107,7 +107,7 @@ export async function startServingLoop(options: ServingLoopOptions): Promise<Ser
   };
   const passes = new PassScheduler(async () => {
     const done = await runPass(host, memory);
-    passes.armBound(done.retire.waiting);
+    passes.armBound([...done.retire.waiting, ...done.held]);
     return done;
   }, { debounceMs: options.debounceMs ?? 100, signal: controller.signal, log });
   host.keeper = options.acme === undefined ? undefined : startCertificateKeeper({

@@ -24,8 +24,10 @@ import {
   proxyStarting,
   routedServices,
 } from "./ingress_load.ts";
+import { heldLeaving, LEAVE_HOLD_MS } from "./leaving.ts";
 import { type RemovalDecision, removalDecision } from "./removal.ts";
 import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
+import { servedChanges, type ServedSets } from "./served_log.ts";
 import {
   type PassContext,
   removeCovered,
@@ -49,6 +51,8 @@ export interface ServingPass {
   acks: number;
   /** The retire decision. */
   retire: RetireDecision;
+  /** When each row held serving here stops being held, so a pass then lets it leave (`leaving.ts`). */
+  held: { dueAtMs: number }[];
   /** Containers stopped by this pass. */
   stopped: string[];
   /** The removal decision (removal marks this Machine honours for its own containers). */
@@ -99,6 +103,12 @@ export class PassMemory {
   readonly volumesTried = new Set<string>();
   /** What the local proxy was last confirmed to have loaded. */
   loaded: LoadedIngress = NOTHING_LOADED;
+  /** When this loop first saw each row marked leaving, for the bound of a hold. */
+  readonly leaveFirstSeen = new Map<string, number>();
+  /** Rows held at the last pass, so each hold is logged once. */
+  held = new Set<string>();
+  /** What each routed Service's sites proxied to at the last load, for the log. */
+  served: ServedSets = new Map();
 }
 
 /** The rows a pass works from and what it decided about them. */
@@ -110,6 +120,8 @@ interface PassView {
   removal: RemovalDecision;
   /** Covered by a removal mark or retired: out of both projections at once. */
   leaving: Set<string>;
+  /** Marked leaving, but still serving here until their replacement can (`leaving.ts`). */
+  holding: Set<string>;
 }
 
 /** Runs one pass; its failures are in the answer's `errors` (and logged), except a store or Docker abort. */
@@ -117,12 +129,14 @@ export async function runPass(host: PassHost, memory: PassMemory): Promise<Servi
   const { store, machineId } = host;
   const errors: string[] = [];
   const view = decide(host, memory);
-  const { containers, pointers, removals, retire, removal, leaving } = view;
+  const { containers, pointers, removals, retire, removal, leaving, holding } = view;
+  const context = { stopping: leaving, holding };
+  logHolds(host, memory, containers, holding);
   const dnsWritten = await writeDns(host, view, errors);
   const now = new Date();
   const projection = projectCaddy(containers, pointers, {
     machineId,
-    stopping: leaving,
+    ...context,
     certificates: usableCertificates(store, now),
     challenges: store.acmeChallenges.list(),
     now,
@@ -130,9 +144,14 @@ export async function runPass(host: PassHost, memory: PassMemory): Promise<Servi
   const load = await loadLocalProxy(host.admin, memory.loaded, {
     proxy: localProxy(containers, machineId),
     projection,
-    routed: routedServices(containers, pointers, leaving),
+    routed: routedServices(containers, pointers, context),
   }, host);
   memory.loaded = load.loaded;
+  if (load.caddy === "loaded") {
+    const served = servedChanges(memory.served, containers, pointers, context);
+    memory.served = served.next;
+    for (const line of served.lines) host.log(line);
+  }
   if (load.error !== undefined) errors.push(load.error);
   const { dials, answered } = memory.loaded;
   const ctx: PassContext = {
@@ -144,7 +163,7 @@ export async function runPass(host: PassHost, memory: PassMemory): Promise<Servi
     errors,
   };
   const acks = dnsWritten && load.caddy !== "failed" && !proxyStarting(containers, machineId)
-    ? writeServingAcks(ctx, pointers, removals, containers)
+    ? writeServingAcks(ctx, pointers, removals, containers, holding)
     : 0;
   // Challenge acks follow what the local proxy confirmed loaded; without a proxy this Machine answers none.
   if (load.caddy !== "failed") writeChallengeAcks(ctx, [...answered]);
@@ -160,6 +179,7 @@ export async function runPass(host: PassHost, memory: PassMemory): Promise<Servi
     problems: projection.problems,
     acks,
     retire,
+    held: [...holding].map((id) => ({ dueAtMs: (memory.leaveFirstSeen.get(id) ?? 0) + LEAVE_HOLD_MS })),
     stopped,
     removal,
     removed,
@@ -201,7 +221,27 @@ function decide(host: PassHost, memory: PassMemory): PassView {
   );
   for (const id of [...memory.marks]) if (!live.has(id)) memory.marks.delete(id);
   const leaving = new Set([...memory.marks, ...removal.leaving]);
-  return { containers, pointers, removals, retire, removal, leaving };
+  const holding = heldLeaving({
+    containers,
+    pointers,
+    stopping: leaving,
+    firstSeen: memory.leaveFirstSeen,
+    nowMs: now.nowMs,
+  });
+  return { containers, pointers, removals, retire, removal, leaving, holding };
+}
+
+/** Logs each hold once, when it begins. */
+function logHolds(host: PassHost, memory: PassMemory, containers: Container[], holding: Set<string>): void {
+  for (const id of holding) {
+    if (memory.held.has(id)) continue;
+    const row = containers.find((r) => r.id === id);
+    host.log(
+      `serving: holding "${row?.name ?? id}" of "${row?.project}/${row?.service}": it leaves once another ` +
+        `container of its Service, starting now, passes health here (at most ${LEAVE_HOLD_MS / 1000} s)`,
+    );
+  }
+  memory.held = holding;
 }
 
 /** Writes dns.json from the view (single writer); false, with the error noted, when it could not. */
@@ -212,6 +252,7 @@ async function writeDns(host: PassHost, view: PassView, errors: string[]): Promi
       listen: host.dnsListen,
       upstreams: host.dnsUpstreams,
       stopping: view.leaving,
+      holding: view.holding,
       now: new Date(),
     }));
   } catch (error) {

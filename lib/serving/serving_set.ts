@@ -35,6 +35,8 @@ export interface ServiceGroup {
 export interface ServingContext {
   /** Container ids marked stopping in this Machine's memory, besides rows' own `stopping` field. */
   stopping?: ReadonlySet<string>;
+  /** Rows marked leaving that still serve here until what replaces them can (see `leaving.ts`, held rows). */
+  holding?: ReadonlySet<string>;
 }
 
 /** Whether a row can take traffic, pointer aside. */
@@ -43,7 +45,8 @@ export function servable(row: Container, context: ServingContext = {}): boolean 
   if (row.health !== undefined && row.health !== "healthy" && row.health !== "none") return false;
   if ((row.addresses ?? []).length === 0) return false;
   if (row.slot === "hook") return false;
-  if (markedStopping(row) || context.stopping?.has(row.id) === true) return false;
+  if (markedStopping(row) && context.holding?.has(row.id) !== true) return false;
+  if (context.stopping?.has(row.id) === true) return false;
   return true;
 }
 
