@@ -1,6 +1,6 @@
-// Deploy 1 Service x 3 replicas through a real `ployzd serve` against a single-node Swarm's
-// `service create --replicas 3` until all three tasks run, both on one throwaway dockerd of this run (a Swarm is
-// never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
+// Deploy 1 Service x 3 replicas, then 3 Services x 3, through a real `ployzd serve` against a single-node Swarm's
+// `service create --replicas 3` (once per Service, at once) until all the tasks run, both on one throwaway dockerd of
+// this run (a Swarm is never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
 import { loadCompose } from "../../lib/deploy/mod.ts";
@@ -37,10 +37,18 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
   const client = connectMachine({ socketPath: join(env.layout.runDir, "ployz.sock") });
   await client.init({ "machine_name": "bench", subnet: randomSubnet("10.216") });
   const docker = new Docker({ socketPath: engine.socket });
+  const services = (names: string[]): string =>
+    names.map((n) =>
+      `  ${n}:\n    image: ${IMAGE}\n    command: ["sleep", "600"]\n    deploy: {replicas: 3}\n    stop_signal: SIGKILL\n`
+    ).join("");
   const { project } = loadCompose({
     path: "compose.yaml",
-    text: `name: swarm${RUN}\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "600"]\n` +
-      `    deploy: {replicas: 3}\n    stop_signal: SIGKILL\n`,
+    text: `name: swarm${RUN}\nservices:\n${services(["web"])}`,
+    env: {},
+  });
+  const { project: three } = loadCompose({
+    path: "compose.yaml",
+    text: `name: swarm3${RUN}\nservices:\n${services(["a", "b", "c"])}`,
     env: {},
   });
   let round = 0;
@@ -53,6 +61,33 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     Deno.removeSync(root, { recursive: true });
   });
 
+  // Creates `count` Swarm services of 3 replicas at once and waits until all their tasks run; then removes them.
+  const swarmRound = async (b: Deno.BenchContext, count: number): Promise<void> => {
+    const names = Array.from({ length: count }, (_, i) => `s${RUN}-${round}-${i}`);
+    round++;
+    b.start();
+    const created = await Promise.all(names.map((name) =>
+      docker.createService({
+        Name: name,
+        TaskTemplate: { ContainerSpec: { Image: IMAGE, Command: ["sleep", "600"], StopSignal: "SIGKILL" } },
+        Mode: { Replicated: { Replicas: 3 } },
+      })
+    ));
+    for (;;) {
+      const tasks = await docker.listTasks({ filters: { service: names } });
+      if (
+        tasks.filter((t: { Status?: { State?: string } }) => t.Status?.State === "running").length >=
+          3 * count
+      ) {
+        break;
+      }
+      await sleep(20);
+    }
+    b.end();
+    for (const service of created) await docker.getService(service.id).remove();
+    await drained(docker);
+  };
+
   Deno.bench({
     name: "Swarm: service create --replicas 3 until 3 tasks run",
     group: "1 Service x 3 vs Swarm",
@@ -60,25 +95,17 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     n: 5,
     warmup: 1,
     async fn(b) {
-      const name = `s${RUN}-${round++}`;
-      b.start();
-      const service = await docker.createService({
-        Name: name,
-        TaskTemplate: { ContainerSpec: { Image: IMAGE, Command: ["sleep", "600"], StopSignal: "SIGKILL" } },
-        Mode: { Replicated: { Replicas: 3 } },
-      });
-      for (;;) {
-        const tasks = await docker.listTasks({ filters: { service: [name] } });
-        if (tasks.filter((t: { Status?: { State?: string } }) => t.Status?.State === "running").length >= 3) {
-          break;
-        }
-        await sleep(20);
-      }
-      b.end();
-      await docker.getService(service.id).remove();
-      await drained(docker);
+      await swarmRound(b, 1);
     },
   });
+
+  // Deploys `p` once, timed, then removes what it created.
+  const ployzRound = async (b: Deno.BenchContext, p: typeof project): Promise<void> => {
+    await timedDeploy(b, client, p, [IMAGE], NETWORK);
+    for (const c of await docker.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } })) {
+      await docker.getContainer(c.Id).remove({ force: true });
+    }
+  };
 
   Deno.bench({
     name: "ployz Deploy through ployzd serve (Snapshot, Plan, execute)",
@@ -86,10 +113,28 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     n: 5,
     warmup: 1,
     async fn(b) {
-      await timedDeploy(b, client, project, [IMAGE], NETWORK);
-      for (const c of await docker.listContainers({ all: true, filters: { label: [`ployz.test=${RUN}`] } })) {
-        await docker.getContainer(c.Id).remove({ force: true });
-      }
+      await ployzRound(b, project);
+    },
+  });
+
+  Deno.bench({
+    name: "Swarm: 3 x service create --replicas 3 at once until 9 tasks run",
+    group: "3 Services x 3 vs Swarm",
+    baseline: true,
+    n: 5,
+    warmup: 1,
+    async fn(b) {
+      await swarmRound(b, 3);
+    },
+  });
+
+  Deno.bench({
+    name: "ployz Deploy of 3 Services x 3 through ployzd serve (parallel)",
+    group: "3 Services x 3 vs Swarm",
+    n: 5,
+    warmup: 1,
+    async fn(b) {
+      await ployzRound(b, three);
     },
   });
 }
