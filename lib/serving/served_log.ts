@@ -24,14 +24,23 @@ export function servedChanges(
   const lines: string[] = [];
   for (const group of servingGroups(containers, pointers, context)) {
     if (!group.containers.some((r) => ingressRoutes(r).length > 0)) continue;
-    const served = group.serving.map((r) => `${r.name}@${r.machine_id.slice(0, 8)}`).join(", ");
+    // Names come from replicated rows: escaped, so a forged one cannot start a line of its own in the log.
+    const served = group.serving.map((r) => `${escaped(r.name)}@${escaped(r.machine_id.slice(0, 8))}`).join(
+      ", ",
+    );
     next.set(group.key, served);
     if (before.get(group.key) === served) continue;
+    const key = JSON.stringify(group.key);
     lines.push(
       served === ""
-        ? `serving: the Ingress Proxy sends "${group.key}" to no container: its sites answer 502`
-        : `serving: the Ingress Proxy sends "${group.key}" to ${served}`,
+        ? `serving: the Ingress Proxy sends ${key} to no container: its sites answer 502`
+        : `serving: the Ingress Proxy sends ${key} to ${served}`,
     );
   }
   return { next, lines };
+}
+
+/** `text` with quotes, backslashes and control characters escaped as in JSON, without the surrounding quotes. */
+export function escaped(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
 }

@@ -53,3 +53,10 @@ Deno.test("servedChanges leaves out Services without ingress routes", () => {
   const dnsOnly = row("db-1", "m1", { service: "db", labels: {} });
   assert.deepEqual(servedChanges(new Map(), [dnsOnly], [], {}).lines, []);
 });
+
+Deno.test("servedChanges escapes a forged name so it stays on its own line", () => {
+  const forged = row("api-1\nployzd serve: forged", "m1");
+  const [line] = servedChanges(new Map(), [forged], [], {}).lines;
+  assert.equal(line, 'serving: the Ingress Proxy sends "p/api" to api-1\\nployzd serve: forged@m1');
+  assert.ok(!line.includes("\n"));
+});

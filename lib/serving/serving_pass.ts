@@ -27,7 +27,7 @@ import {
 import { heldLeaving, LEAVE_HOLD_MS } from "./leaving.ts";
 import { type RemovalDecision, removalDecision } from "./removal.ts";
 import { DEFAULT_RETIRE_AFTER_MS, type RetireDecision, retireDecision } from "./retire.ts";
-import { servedChanges, type ServedSets } from "./served_log.ts";
+import { escaped, servedChanges, type ServedSets } from "./served_log.ts";
 import {
   type PassContext,
   removeCovered,
@@ -236,9 +236,12 @@ function logHolds(host: PassHost, memory: PassMemory, containers: Container[], h
   for (const id of holding) {
     if (memory.held.has(id)) continue;
     const row = containers.find((r) => r.id === id);
+    const service = JSON.stringify(`${row?.project}/${row?.service}`);
     host.log(
-      `serving: holding "${row?.name ?? id}" of "${row?.project}/${row?.service}": it leaves once another ` +
-        `container of its Service, starting now, passes health here (at most ${LEAVE_HOLD_MS / 1000} s)`,
+      `serving: holding "${
+        escaped(row?.name ?? id)
+      }" of ${service}: it leaves once another container of its ` +
+        `Service, starting now, passes health here (at most ${LEAVE_HOLD_MS / 1000} s)`,
     );
   }
   memory.held = holding;
