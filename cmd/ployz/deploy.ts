@@ -37,7 +37,8 @@ export const deployCommand: Command = {
   description: "Plans against what the Machines report, shows the Preview, and runs the operations.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
     `--parallel N runs up to N operations at once (default ${DEFAULT_PARALLEL}, at most 2 per Machine): different\n` +
-    "Machines side by side, Services still in dependency order, a Service's replacements still one at a time.\n" +
+    "Machines and Services with no depends_on between them side by side, a Service after what it depends on,\n" +
+    "a Service's replacements one at a time.\n" +
     "After a failure nothing new starts; what was running finishes and is reported. --parallel 1 runs one\n" +
     "operation at a time, strictly in plan order.\n" +
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +

@@ -1,6 +1,7 @@
 // Deploy 1 Service x 3 replicas, then 3 Services x 3, through a real `ployzd serve` against a single-node Swarm's
 // `service create --replicas 3` (once per Service, at once) until all the tasks run, both on one throwaway dockerd of
-// this run (a Swarm is never initialised on the shared engine). Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
+// this run (a Swarm is never initialised on the shared engine). 3 x 3 is also timed with Swarm's services on one
+// overlay network, where their tasks find each other by name as a Project's containers do. Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
 import { loadCompose } from "../../lib/deploy/mod.ts";
@@ -61,8 +62,15 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     Deno.removeSync(root, { recursive: true });
   });
 
-  // Creates `count` Swarm services of 3 replicas at once and waits until all their tasks run; then removes them.
-  const swarmRound = async (b: Deno.BenchContext, count: number): Promise<void> => {
+  // Swarm attaches a service to no network of its own unless told: its tasks cannot find each other by name. A
+  // Project's containers always can (the Machine's network and Internal DNS), so the fair match is an overlay.
+  const overlay = await engine.docker("network", "create", "-d", "overlay", `${NETWORK}-overlay`);
+  if (overlay.code !== 0) throw new Error(`Cannot create an overlay network: ${overlay.stderr.trim()}`);
+  const overlayId = overlay.stdout.trim();
+
+  // Creates `count` Swarm services of 3 replicas at once (on `network` when given) and waits until all their tasks
+  // run; then removes them.
+  const swarmRound = async (b: Deno.BenchContext, count: number, network?: string): Promise<void> => {
     const names = Array.from({ length: count }, (_, i) => `s${RUN}-${round}-${i}`);
     round++;
     b.start();
@@ -71,6 +79,7 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
         Name: name,
         TaskTemplate: { ContainerSpec: { Image: IMAGE, Command: ["sleep", "600"], StopSignal: "SIGKILL" } },
         Mode: { Replicated: { Replicas: 3 } },
+        ...(network === undefined ? {} : { Networks: [{ Target: network }] }),
       })
     ));
     for (;;) {
@@ -125,6 +134,16 @@ if (Deno.env.get("PLOYZ_DOCKER_SOCKET") === undefined || lacking("engine") !== u
     warmup: 1,
     async fn(b) {
       await swarmRound(b, 3);
+    },
+  });
+
+  Deno.bench({
+    name: "Swarm: the same on one overlay network (names resolve, as a Project's do)",
+    group: "3 Services x 3 vs Swarm",
+    n: 5,
+    warmup: 1,
+    async fn(b) {
+      await swarmRound(b, 3, overlayId);
     },
   });
 

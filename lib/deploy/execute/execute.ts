@@ -146,7 +146,10 @@ export async function executePlan(
   emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
   const parallel = Math.max(1, Math.floor(options.parallel ?? DEFAULT_PARALLEL));
   const perMachine = Math.max(1, Math.floor(options.perMachine ?? 2));
-  const waitsFor = schedule(plan.ops);
+  const waitsFor = schedule(
+    plan.ops,
+    plan.dependsOn === undefined ? undefined : { project: plan.project, dependsOn: plan.dependsOn },
+  );
   // `healthy`: running on, its container past its healthcheck and in its monitor period.
   const state = plan.ops.map((): "pending" | "running" | "healthy" | "done" | "failed" => "pending");
   const completed: Op[] = [];

@@ -5,7 +5,7 @@ import { deployIntent } from "../plan/intent.ts";
 import { planDeploy } from "../plan/plan.ts";
 import { FakeMachine, project, service, snapshotOfAll } from "../plan/test_fake.ts";
 import type { MachineApi } from "../plan/machine_api.ts";
-import type { Plan } from "../plan/types.ts";
+import type { Op, Plan } from "../plan/types.ts";
 import type { NormalizedProject } from "../compose/types.ts";
 import { RpcLikeError } from "./parallel_test_support.ts";
 import type { DeployEvent } from "./events.ts";
@@ -66,9 +66,10 @@ const threeByThree = (): NormalizedProject =>
     service("web", { replicas: 3, dependsOn: ["api"] }),
   ]);
 
-Deno.test("dependencies(): Services wait for the Service before them; replacements roll one at a time", async () => {
+Deno.test("dependencies(): Services wait for what they depend on; replacements roll one at a time", async () => {
   const { plan } = await lab3(threeByThree());
-  const deps = dependencies(plan.ops);
+  assert.deepEqual(plan.dependsOn, { db: [], api: ["db"], web: ["api"] });
+  const deps = dependencies(plan.ops, { project: plan.project, dependsOn: plan.dependsOn! });
   const kinds = plan.ops.map((op) => `${op.service}:${op.kind}`);
   assert.deepEqual(kinds, [
     ...Array(3).fill("db:create"),
@@ -77,11 +78,49 @@ Deno.test("dependencies(): Services wait for the Service before them; replacemen
   ]);
   assert.deepEqual(deps.slice(0, 3), [[], [], []]);
   for (const i of [3, 4, 5]) assert.deepEqual(deps[i], [0, 1, 2]);
-  for (const i of [6, 7, 8]) assert.deepEqual(deps[i], [3, 4, 5]);
+  // web depends on db through api.
+  for (const i of [6, 7, 8]) assert.deepEqual(deps[i], [0, 1, 2, 3, 4, 5]);
+  // Without the graph, each Service waits for every Service before it.
+  assert.deepEqual(dependencies(plan.ops)[6], [0, 1, 2, 3, 4, 5]);
   const replaceOps = plan.ops.map((op, i) => ({ ...op, kind: "replace" as const, index: i }));
   const rolled = dependencies(replaceOps as unknown as Plan["ops"]);
   assert.deepEqual(rolled[1], [0]);
   assert.deepEqual(rolled[4], [0, 1, 2, 3]);
+});
+
+Deno.test("dependencies(): Services with no depends_on path between them wait for nothing of each other", async () => {
+  const { plan } = await lab3(project([
+    service("a", { replicas: 3 }),
+    service("b", { replicas: 3 }),
+    service("c", { replicas: 3, dependsOn: ["a"] }),
+  ]));
+  const graph = { project: plan.project, dependsOn: plan.dependsOn! };
+  const deps = dependencies(plan.ops, graph);
+  assert.deepEqual(plan.ops.map((op) => op.service).join(""), "aaabbbccc");
+  assert.deepEqual(deps.slice(0, 6), [[], [], [], [], [], []]);
+  for (const i of [6, 7, 8]) assert.deepEqual(deps[i], [0, 1, 2]);
+  // What is not one of the Project's Services (here the Ingress Proxy fill) waits for all before it.
+  const fill = {
+    ...plan.ops[0],
+    index: 9,
+    kind: "ingress",
+    project: "ployz",
+    service: "ingress",
+  } as unknown as Op;
+  assert.deepEqual(dependencies([...plan.ops, fill], graph)[9], [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+Deno.test("independent Services' creates run side by side, up to the bound on each Machine", async () => {
+  const { plan, slow } = await lab3(project([
+    service("a", { replicas: 3 }),
+    service("b", { replicas: 3 }),
+    service("c", { replicas: 3 }),
+  ]));
+  Slow.peak = 0;
+  const outcome = await executePlan(plan, machinesOf(slow), { parallel: 9, perMachine: 2 });
+  assert.equal(outcome.status, "succeeded");
+  assert.equal(outcome.completed.length, 9);
+  assert.equal(Slow.peak, 6, "two creates at once on each of the three Machines");
 });
 
 Deno.test("parallel execution runs a Service's replicas on three Machines at once and keeps Service order", async () => {

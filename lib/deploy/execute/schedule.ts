@@ -2,12 +2,14 @@
  * Which operations of a plan may run at the same time. The plan is ordered; this derives, for each operation, the
  * earlier operations it must wait for, keeping every order the plan's sequence means:
  *
- * - Services in dependency order: every operation of a Service waits for every operation of the Service before
- *   it in the plan (`depends_on` is honoured, conservatively, for Services that do not depend on each other too),
- *   with one exception: when the earlier Service only creates containers (no older Deployment serves in their
- *   place), a create waits for them only until they passed their healthchecks (as Compose's `service_healthy`), not
- *   through their monitor period, nor for that Service's Serving Pointer move (which still comes before the later
- *   Service's own move, and only after each of its creates passed the whole gate).
+ * - Services in dependency order: every operation of a Service waits for every operation of each earlier Service it
+ *   depends on (`depends_on`, directly or through another Service). Services with no `depends_on` path between
+ *   them run side by side. Without the graph ({@linkcode ServiceGraph}), and for what is not one of the Project's
+ *   Services (an obsolete Service's removals, the Ingress Proxy fill), an operation waits for every Service planned
+ *   before it. One exception: when the Services waited for only create containers (no older Deployment serves in
+ *   their place), a create waits for them only until they passed their healthchecks (as Compose's
+ *   `service_healthy`), not through their monitor period, nor for their Serving Pointer moves (which still come
+ *   before the later Service's own move, and only after each of their creates passed the whole gate).
  * - Within a Service: its hook, Serving Pointer move and Ingress Proxy fill wait for everything before them and
  *   hold back everything after; an image copy or pull runs before the later operations on its Machine; replacements run
  *   one after another (a rolling update, stop-first or start-first, never takes two slots down at once); creates
@@ -23,8 +25,12 @@ import type { Op } from "../plan/types.ts";
 const CHANGE = new Set<Op["kind"]>(["create", "start", "replace", "image", "pull", "hook"]);
 const SIDE_BY_SIDE = new Set<Op["kind"]>(["create", "start", "replace", "image", "pull", "stop", "remove"]);
 
-function serviceKey(op: Op): string {
-  return `${op.project}/${op.service}`;
+/** The Project's Services and what each depends on (its `depends_on`), as the plan carries them. */
+export interface ServiceGraph {
+  /** The Project whose Services these are. */
+  project: string;
+  /** Each Service of the Deploy, with the Services it names in `depends_on`. */
+  dependsOn: Readonly<Record<string, readonly string[]>>;
 }
 
 /** What one operation waits for: earlier operations by index. */
@@ -35,26 +41,56 @@ export interface Waits {
   healthy: number[];
 }
 
-/** For each operation (by index), the indices of the earlier operations it waits for, done or healthy. */
-export function dependencies(ops: readonly Op[]): number[][] {
-  return schedule(ops).map((w) => [...w.done, ...w.healthy].sort((a, b) => a - b));
+/** One Service's run of consecutive operations in the plan. */
+interface Segment {
+  project: string;
+  service: string;
+  ops: number[];
 }
 
-/** For each operation (by index), what it waits for. */
-export function schedule(ops: readonly Op[]): Waits[] {
+/** For each operation (by index), the indices of the earlier operations it waits for, done or healthy. */
+export function dependencies(ops: readonly Op[], graph?: ServiceGraph): number[][] {
+  return schedule(ops, graph).map((w) => [...w.done, ...w.healthy].sort((a, b) => a - b));
+}
+
+/** Every Service `service` depends on, directly or through others. */
+function closure(graph: ServiceGraph, service: string): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...graph.dependsOn[service] ?? []];
+  while (todo.length > 0) {
+    const next = todo.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    todo.push(...graph.dependsOn[next] ?? []);
+  }
+  return seen;
+}
+
+/** The operations of the earlier Segments the Segment starting with `op` must wait for. */
+function waitedFor(op: Op, earlier: readonly Segment[], graph: ServiceGraph | undefined): number[] {
+  const inGraph = (s: { project: string; service: string }): boolean =>
+    graph !== undefined && s.project === graph.project && Object.hasOwn(graph.dependsOn, s.service);
+  if (!inGraph(op)) return earlier.flatMap((s) => s.ops);
+  const needs = closure(graph!, op.service);
+  return earlier.filter((s) => !inGraph(s) || needs.has(s.service)).flatMap((s) => s.ops);
+}
+
+/** For each operation (by index), what it waits for. `graph` lets independent Services run side by side. */
+export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
   const deps: Waits[] = [];
-  let previousSegment: number[] = [];
+  const segments: Segment[] = [];
+  let before: number[] = [];
   let segment: number[] = [];
-  let key: string | undefined;
   let barrier: number | undefined;
   let lastReplace: number | undefined;
   let changed = false;
   const images = new Map<string, number[]>();
   for (const [i, op] of ops.entries()) {
-    if (serviceKey(op) !== key) {
-      if (segment.length > 0) previousSegment = segment;
+    const current = segments.at(-1);
+    if (current === undefined || current.project !== op.project || current.service !== op.service) {
+      before = waitedFor(op, segments, graph);
       segment = [];
-      key = serviceKey(op);
+      segments.push({ project: op.project, service: op.service, ops: segment });
       barrier = undefined;
       lastReplace = undefined;
       changed = false;
@@ -62,11 +98,11 @@ export function schedule(ops: readonly Op[]): Waits[] {
     }
     const wait = new Set<number>();
     const healthy: number[] = [];
-    // A Service that only creates has no older Deployment serving in its place: its containers serve once live,
-    // whether or not its pointer moved yet.
+    // Services that only create have no older Deployment serving in their place: their containers serve once live,
+    // whether or not their pointers moved yet.
     const fresh = op.kind === "create" &&
-      previousSegment.every((j) => ops[j].kind === "create" || ops[j].kind === "point");
-    for (const j of previousSegment) {
+      before.every((j) => ops[j].kind === "create" || ops[j].kind === "point");
+    for (const j of before) {
       if (fresh && ops[j].kind === "create") healthy.push(j);
       else if (!fresh || ops[j].kind !== "point") wait.add(j);
     }

@@ -56,7 +56,10 @@ Deno.test("a pointer that cannot be set fails the Outcome with evidence and leav
   const m = withProxy(new FakeMachine());
   const old = seed(m, project([service("web")]), "web");
   m.failPointer = new DeployError("unavailable", "The store is closed");
-  const outcome = await run(project([service("web", { image: "img:2" }), service("zz")]), m);
+  const outcome = await run(
+    project([service("web", { image: "img:2" }), service("zz", { dependsOn: ["web"] })]),
+    m,
+  );
   assert.equal(outcome.status, "partial");
   assert.equal(outcome.failed?.op.kind, "point");
   assert.equal(outcome.failed?.error.code, "unavailable");

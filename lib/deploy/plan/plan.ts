@@ -181,6 +181,11 @@ export function planDeploy(options: PlanOptions): Plan {
     deploymentId: intent.deploymentId,
     project: project.name,
     ops: placed.map((op, index) => ({ ...op, index }) as Op),
+    dependsOn: Object.fromEntries(
+      intent.order.map((
+        name,
+      ) => [name, [...project.services[name].dependsOn].filter((d) => d in project.services)]),
+    ),
     warnings,
     dataLoss,
     ...(options.images === undefined || options.images.length === 0 ? {} : { images: options.images }),

@@ -236,6 +236,11 @@ export interface Plan {
   project: string;
   /** Operations in execution order. */
   ops: Op[];
+  /**
+   * Each Service of the Deploy with the Services it names in `depends_on`: the executor runs the operations of
+   * Services with no `depends_on` path between them side by side. Absent: every Service waits for those before it.
+   */
+  dependsOn?: Record<string, string[]>;
   /** Things the operator should read before confirming. */
   warnings: string[];
   /** What the plan destroys. */
