@@ -143,6 +143,9 @@ export const ALONE: Readonly<Record<string, string>> = {
   "tests/observe_metrics_e2e_test.ts": "asserts a busy container gets more than half a core",
   "tests/dns_flood_test.ts": "10k forwarded queries must all be answered within dnsperf's timeout",
   "tests/build_docker_test.ts": "a second build must find the first still holding the Project's build",
+  "tests/lab_compose_corpus_test.ts":
+    "deploys files as written, whose own healthcheck timeouts (2 s) a docker exec outlasted five times in a row " +
+    "while two other labs ran beside it; alone it takes about a minute",
 };
 
 /** The three groups of `files`: concurrent (in start order), the one-at-a-time lane, and the files run alone. */
