@@ -8,6 +8,10 @@
  * with a literal specifier. `lib/util` is the leaf every area may import (through its `mod.ts`) and it imports no
  * other area, so it can never close a cycle.
  *
+ * `ployz/zod-namespace`: zod is imported as `import * as z from "zod"` (or by name, `import { object } from "zod"`),
+ * never as its `z` export or its default: those are one namespace object holding every export, so the bundler keeps
+ * all of zod in the bundles, its ~40 locales and JSON Schema code included (`tools/build/bundle.ts`).
+ *
  * @module
  */
 
@@ -38,6 +42,14 @@ export function boundaryViolation(from: string, spec: string): string | undefine
   return `Import "${spec}" reaches into lib/${targetArea}: import "lib/${targetArea}/mod.ts" instead`;
 }
 
+/** Why an import of `names` from `spec` may not stand, or undefined when it may (`ployz/zod-namespace`). */
+export function zodImportViolation(spec: string, names: readonly string[]): string | undefined {
+  if (spec !== "zod") return undefined;
+  if (!names.includes("z") && !names.includes("default")) return undefined;
+  return `Import zod as import * as z from 'zod': its "z" and default exports keep all of zod, every locale ` +
+    `included, in the bundles`;
+}
+
 const plugin: Deno.lint.Plugin = {
   name: "ployz",
   rules: {
@@ -61,6 +73,24 @@ const plugin: Deno.lint.Plugin = {
           },
           ImportExpression(node): void {
             check(node.source);
+          },
+        };
+      },
+    },
+    "zod-namespace": {
+      create(context) {
+        return {
+          ImportDeclaration(node): void {
+            if (typeof node.source.value !== "string") return;
+            const names = node.specifiers.map((s) =>
+              s.type === "ImportDefaultSpecifier"
+                ? "default"
+                : s.type === "ImportSpecifier"
+                ? (s.imported.type === "Identifier" ? s.imported.name : String(s.imported.value))
+                : "*"
+            );
+            const message = zodImportViolation(node.source.value, names);
+            if (message !== undefined) context.report({ node, message });
           },
         };
       },

@@ -52,3 +52,15 @@ Deno.test("area-boundary keeps lib/util a leaf: it imports no other area, even t
   ]);
   deepEqual(reported("/repo/lib/store/x.ts", `import { sleep } from "../util/mod.ts";`), []);
 });
+
+Deno.test("zod-namespace refuses zod's z and default exports and allows the namespace and named imports", () => {
+  const refused = `Import zod as import * as z from 'zod': its "z" and default exports keep all of zod, ` +
+    `every locale included, in the bundles`;
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import { z } from "zod";`), [refused]);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import type { z } from "zod";`), [refused]);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import zod from "zod";`), [refused]);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import * as z from "zod";`), []);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import type * as z from "zod";`), []);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import { object, string } from "zod";`), []);
+  deepEqual(reported("/repo/lib/rpc/x.ts", `import { z } from "./zod.ts";`), []);
+});

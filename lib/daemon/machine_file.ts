@@ -7,7 +7,7 @@
  */
 
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { LABEL_LIMITS, labelKeyProblem, labelValueProblem } from "../deploy/machine/mod.ts";
 import { RpcError } from "../rpc/mod.ts";
 import { readJsonIfPresent, writeFileAtomic } from "../util/mod.ts";

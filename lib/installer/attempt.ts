@@ -8,7 +8,7 @@
  */
 
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { writeFileAtomic } from "../util/mod.ts";
 import { InstallError } from "./errors.ts";
 import { attemptsDir, type InstallPaths } from "./paths.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { z } from "zod";
+import * as z from "zod";
 import { CATALOG } from "./catalog.ts";
 
 Deno.test("every catalog reader is built on first use, not at import (route.ts)", () => {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { PROTOCOL_MAJOR } from "./route.ts";
 import { RpcError } from "./errors.ts";
 

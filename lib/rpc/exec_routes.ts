@@ -8,7 +8,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { route, type RouteTable } from "./route.ts";
 
 /** Largest stdin chunk one `exec_input` call carries, in bytes (before base64). */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const text = z.string().max(4096);

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type MachineRecord, MachineRecordSchema } from "./machine_routes.ts";
 import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { route, type RouteTable } from "./route.ts";
 
 const label = z.string().min(1).max(256);

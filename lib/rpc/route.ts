@@ -9,7 +9,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 
 /** The Machine RPC major this release speaks. */
 export const PROTOCOL_MAJOR = 1;

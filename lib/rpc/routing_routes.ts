@@ -19,7 +19,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { route, type RouteTable } from "./route.ts";
 
 const id = z.string().min(1).max(256);

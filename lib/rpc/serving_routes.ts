@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type EmptyRequest, EmptyRequestSchema, route, type RouteTable } from "./route.ts";
 
 const name = z.string().min(1).max(256);

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { route, type RouteTable } from "./route.ts";
 
 const VERSION = z.string().min(1).max(64);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { route, type RouteTable } from "./route.ts";
 
 /** A Pool to bind the Machine to. btrfs lives at `<data>/pool`; `loop_size_bytes` makes a loop file for it there. */

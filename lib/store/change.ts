@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { HLC_PATTERN } from "./hlc.ts";
 import { SIGNATURE_PATTERN } from "./signing.ts";
 import { TABLE_NAME_PATTERN, TABLES } from "./tables.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { type Change, SITE_ID_PATTERN } from "./change.ts";
 import type { Rejection } from "./store.ts";
 import { type VersionVector, VersionVectorSchema } from "./vector.ts";

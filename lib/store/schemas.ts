@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { SIGNING_KEY_PATTERN } from "./signing.ts";
 
 const id = z.string().min(1).max(128);

@@ -6,7 +6,7 @@
 
 import { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { z } from "zod";
+import type * as z from "zod";
 import { StoreError } from "./errors.ts";
 import {
   CaughtUpRequestSchema,

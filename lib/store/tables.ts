@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { z } from "zod";
+import type * as z from "zod";
 import {
   AckSchema,
   AcmeChallengeSchema,

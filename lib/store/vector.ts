@@ -6,7 +6,7 @@
  * @module
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { SITE_ID_PATTERN } from "./change.ts";
 
 /** What a replica holds of one site's versions. */
