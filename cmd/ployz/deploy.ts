@@ -38,7 +38,8 @@ export const deployCommand: Command = {
     "Nothing is rolled back except a replacement that fails its health check.\n" +
     `--parallel N runs up to N operations at once (default ${DEFAULT_PARALLEL}, at most 2 per Machine): different\n` +
     "Machines and Services with no depends_on between them side by side, a Service after what it depends on,\n" +
-    "a Service's replacements one at a time.\n" +
+    "a Service's replacements one at a time; a container past its healthcheck, in its monitor period, no\n" +
+    "longer counts against either bound.\n" +
     "After a failure nothing new starts; what was running finishes and is reported. --parallel 1 runs one\n" +
     "operation at a time, strictly in plan order.\n" +
     "--call-timeout D is how long, beyond an operation's own wait (health gate, stop grace), to wait for a Machine\n" +

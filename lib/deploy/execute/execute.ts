@@ -1,7 +1,8 @@
 /**
  * The executor: runs a plan's operations, at most `parallel` at once ({@linkcode DEFAULT_PARALLEL} unless told) and
  * at most `perMachine` on one Machine, each only after the operations it depends on completed, or for a create
- * after an earlier Service's creates, once those passed their healthchecks (`schedule.ts`);
+ * after an earlier Service's creates, once those passed their healthchecks (`schedule.ts`); an operation whose
+ * container passed its healthcheck and only watches its monitor period no longer counts against either bound.
  * `parallel: 1` runs them strictly in plan order.
  * After the first failure nothing new starts; operations already running finish and are reported as they ended. A
  * request sent whose answer never came is reported as such (unknown outcome), never as failed or done. Every new or
@@ -159,7 +160,6 @@ export async function executePlan(
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
   let wake = (): void => {};
-  const onMachine = new Map<string, number>();
   const prefetched = options.pullsStarted ?? startPulls(plan, machines, options);
 
   async function run(op: Op): Promise<void> {
@@ -225,21 +225,18 @@ export async function executePlan(
 
   for (;;) {
     // Start what may start, in plan order; after a failure nothing new starts.
+    // The bounds count operations at work: one past its healthcheck only watches its monitor period.
+    const working = plan.ops.filter((op) => state[op.index] === "running");
     for (const op of failures.length > 0 ? [] : plan.ops) {
-      if (running.size >= parallel) break;
-      if (state[op.index] !== "pending" || (onMachine.get(op.machineId) ?? 0) >= perMachine) continue;
+      if (working.length >= parallel) break;
+      if (state[op.index] !== "pending") continue;
+      if (working.filter((w) => w.machineId === op.machineId).length >= perMachine) continue;
       const waits = waitsFor[op.index];
       if (!waits.done.every((j) => state[j] === "done")) continue;
       if (!waits.healthy.every((j) => state[j] === "done" || state[j] === "healthy")) continue;
       state[op.index] = "running";
-      onMachine.set(op.machineId, (onMachine.get(op.machineId) ?? 0) + 1);
-      running.set(
-        op.index,
-        run(op).finally(() => {
-          running.delete(op.index);
-          onMachine.set(op.machineId, onMachine.get(op.machineId)! - 1);
-        }),
-      );
+      working.push(op);
+      running.set(op.index, run(op).finally(() => running.delete(op.index)));
     }
     if (running.size === 0) break;
     // An operation passing its healthcheck may let others start before it ends.

@@ -122,6 +122,22 @@ Deno.test("a dependent Service's creates start while the Service before it runs 
   }
 });
 
+Deno.test("a create watching its monitor period does not count against the bound on its Machine", async () => {
+  const fake = new FakeMachine("m1", "one");
+  const plan = planDeploy({
+    intent: deployIntent(project([service("web", { replicas: 4 })]), D),
+    snapshot: await snapshotOfAll([fake]),
+    monitorMs: 500,
+  });
+  const started = performance.now();
+  const outcome = await executePlan(plan, new Map([[fake.id, checked(fake)]]), { perMachine: 1 });
+  const took = performance.now() - started;
+  assert.equal(outcome.status, "succeeded");
+  // One at a time through their whole monitor period would take 4 x 500 ms; their monitor periods overlap.
+  assert.ok(took < 1500, `took ${Math.round(took)} ms`);
+  assert.equal(fake.calls.filter((c) => c.startsWith("monitored ")).length, 4);
+});
+
 Deno.test("--parallel 1 keeps one health wait per create and the strict order", async () => {
   const { plan, fakes } = await chain(20);
   const outcome = await executePlan(plan, new Map(fakes.map((f) => [f.id, checked(f)])), { parallel: 1 });
@@ -146,11 +162,12 @@ async function failedOn(
 }
 
 Deno.test("a create failing its monitor period fails the Deploy after its dependents started", async () => {
-  const outcome = await failedOn("db", 100, { failMonitorOf: /-db-/ });
+  const outcome = await failedOn("db", 300, { failMonitorOf: /-db-/ });
   assert.match(outcome.failed!.error.message, /is unhealthy/);
-  // api's creates had started and ran to their end; web's never started.
-  assert.deepEqual(outcome.completed.map((o) => o.service), ["api", "api"]);
-  assert.deepEqual(outcome.notAttempted.map((o) => o.service), ["web", "web"]);
+  // api's creates started once db's passed health, web's once api's did; they ran to their end. Both db creates failed.
+  assert.deepEqual(outcome.completed.map((o) => o.service), ["api", "api", "web", "web"]);
+  assert.deepEqual(outcome.alsoFailed?.map((f) => f.op.service), ["db"]);
+  assert.deepEqual(outcome.notAttempted, []);
 });
 
 Deno.test("a container restarted between the healthcheck and the end of the monitor period fails its create", async () => {
