@@ -1,7 +1,8 @@
 // Parallel Deploys on a real three-Machine lab: 3 Services x 3 replicas, health-gated, under --parallel 1 and
-// the default (no --parallel: parallel; times printed beside a raw `docker run` of the same 9 containers on the
-// three dockerds), and a Machine cut mid-Deploy under the default: the other Machines' operations finish, the cut
-// Machine's is failed or unknown, and everything after is not attempted.
+// the default (no --parallel: parallel), as a depends_on chain and as three independent Services; times printed
+// beside a raw `docker run` of the same 9 containers on the three dockerds. Then a Machine cut mid-Deploy under the
+// default: the other Machines' operations finish, the cut Machine's is failed or unknown, and everything after is
+// not attempted.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { followDeploy, lastOutcome } from "./support/daemon.ts";
@@ -31,13 +32,14 @@ interface OutcomeJson {
 }
 
 /**
- * Three Services of three replicas each, a depends on nothing, b on a, c on b; each gated on its healthcheck, whose
+ * Three Services of three replicas each, a depends on nothing, b on a, c on b (`chained`, the default; else none
+ * depends on another); each gated on its healthcheck, whose
  * first run takes `healthySeconds` (0: passes at once; else one try, so the wait for health stays short). The
  * checks' timeouts leave 10 s beyond what they run: on a loaded host Docker's exec alone has taken over 2 s three
  * times in a row, and a replica judged unhealthy for that stops the Deploy for a reason this test is not about. A
  * healthy container passes as fast as with a shorter timeout.
  */
-function threeByThree(name: string, healthySeconds = 0): string {
+function threeByThree(name: string, healthySeconds = 0, chained = true): string {
   const slow = `test: ["CMD", "sleep", "${healthySeconds}"], interval: 1s, timeout: ${healthySeconds + 10}s`;
   const check = healthySeconds === 0
     ? `test: ["CMD", "true"], interval: 1s, timeout: 10s, retries: 3`
@@ -50,7 +52,8 @@ function threeByThree(name: string, healthySeconds = 0): string {
     healthcheck: {${check}}
     stop_signal: SIGKILL
 ${dependsOn === undefined ? "" : `    depends_on: [${dependsOn}]\n`}`;
-  return `name: ${name}\nservices:\n${svc("a", undefined)}${svc("b", "a")}${svc("c", "b")}`;
+  const after = (s: string) => chained ? s : undefined;
+  return `name: ${name}\nservices:\n${svc("a", undefined)}${svc("b", after("a"))}${svc("c", after("b"))}`;
 }
 
 const at = (op: OpJson): string => `${op.kind} ${op.service}@${op.machine_name}`;
@@ -61,10 +64,10 @@ Deno.test(needs(["lab"], {
   async fn(t) {
     await using lab = await startLab("pd", 3);
     await machinesUp(lab, "m1", 3);
-    /** Deploys a 3x3 Project with `--parallel N`, or with no --parallel (the default) when `parallel` is unset. */
-    const deployTimed = async (name: string, parallel?: number): Promise<number> => {
+    /** Deploys a 3x3 Project with `--parallel N` (no --parallel, the default, when unset), timed, then removes it. */
+    const deployTimed = async (name: string, parallel?: number, chained = true): Promise<number> => {
       const path = join(lab.dir, `${name}.yaml`);
-      await Deno.writeTextFile(path, threeByThree(name));
+      await Deno.writeTextFile(path, threeByThree(name, 0, chained));
       const bound = parallel === undefined ? [] : ["--parallel", String(parallel)];
       const started = performance.now();
       const r = await lab.on("m1", ["deploy", "-f", path, "-y", "--json", ...bound]);
@@ -73,6 +76,10 @@ Deno.test(needs(["lab"], {
       const outcome = lastOutcome<OutcomeJson>(r.stdout);
       assert.equal(outcome.status, "succeeded");
       assert.equal(outcome.completed.filter((op) => op.kind === "create").length, 9);
+      // Each figure is taken on an empty lab: nine containers left behind probing their health every second
+      // would slow whatever is measured after them.
+      const removed = await lab.on("m1", ["rm", name, "-y"]);
+      assert.equal(removed.code, 0, removed.stderr + removed.stdout);
       return ms;
     };
 
@@ -81,6 +88,9 @@ Deno.test(needs(["lab"], {
       async () => {
         const sequential = await deployTimed("seq", 1);
         const parallel = await deployTimed("par");
+        // With --parallel 1 the independent Services run the same operations in the same order as the chain, one
+        // at a time, each create through its health check and monitor period: `sequential` is their time too.
+        const independent = await deployTimed("ind", undefined, false);
         const started = performance.now();
         const runs = ["m1", "m2", "m3"].flatMap((m) =>
           [1, 2, 3].map((i) =>
@@ -107,7 +117,10 @@ Deno.test(needs(["lab"], {
           } s (${(parallel / sequential).toFixed(2)}x); raw docker run of 9 in parallel ${
             (raw / 1000).toFixed(1)
           } s ` +
-            `(parallel Deploy ${(parallel / raw).toFixed(2)}x raw, which waits for no health)`,
+            `(parallel Deploy ${(parallel / raw).toFixed(2)}x raw, which waits for no health); ` +
+            `3 independent Services x 3, default ${(independent / 1000).toFixed(1)} s (${
+              (independent / sequential).toFixed(2)
+            }x --parallel 1, ${(independent / raw).toFixed(2)}x raw)`,
         );
         for (const m of ["m1", "m2", "m3"]) {
           await lab.docker(m, ["rm", "-f", `raw-${m}-1`, `raw-${m}-2`, `raw-${m}-3`]);
@@ -115,6 +128,10 @@ Deno.test(needs(["lab"], {
         // The default overlaps the Machines' work: well under one at a time (3 Machines, so about a third of it
         // at best; the bound leaves room for a loaded host).
         assert.ok(parallel < sequential * 0.8, `default ${parallel} ms, --parallel 1 ${sequential} ms`);
+        assert.ok(
+          independent < sequential * 0.8,
+          `independent ${independent} ms, --parallel 1 ${sequential} ms`,
+        );
       },
     );
 
