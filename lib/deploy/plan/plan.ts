@@ -68,6 +68,15 @@ export interface ServingPlanOptions {
 
 export { DEFAULT_HOOK_TIMEOUT_MS } from "./plan_service.ts";
 
+/** Each Service of the Deploy (`order`) with the Services of the Project it names in `depends_on`. */
+function serviceGraph(project: NormalizedProject, order: readonly string[]): Record<string, string[]> {
+  return Object.fromEntries(
+    order.map((
+      name,
+    ) => [name, project.services[name].dependsOn.filter((d) => Object.hasOwn(project.services, d))]),
+  );
+}
+
 /** Computes the plan. Throws {@linkcode DeployError} when no plan can be made (cycle, no Machine, no image). */
 export function planDeploy(options: PlanOptions): Plan {
   const { intent, snapshot } = options;
@@ -181,11 +190,7 @@ export function planDeploy(options: PlanOptions): Plan {
     deploymentId: intent.deploymentId,
     project: project.name,
     ops: placed.map((op, index) => ({ ...op, index }) as Op),
-    dependsOn: Object.fromEntries(
-      intent.order.map((
-        name,
-      ) => [name, [...project.services[name].dependsOn].filter((d) => d in project.services)]),
-    ),
+    dependsOn: serviceGraph(project, intent.order),
     warnings,
     dataLoss,
     ...(options.images === undefined || options.images.length === 0 ? {} : { images: options.images }),
