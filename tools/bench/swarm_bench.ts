@@ -1,7 +1,8 @@
 // Deploy 1 Service x 3 replicas, then 3 Services x 3, through a real `ployzd serve` against a single-node Swarm's
 // `service create --replicas 3` (once per Service, at once) until all the tasks run, both on one throwaway dockerd of
 // this run (a Swarm is never initialised on the shared engine). 3 x 3 is also timed with Swarm's services on one
-// overlay network, where their tasks find each other by name as a Project's containers do. Needs root, dockerd and the dev engine: PLOYZ_DOCKER_SOCKET.
+// overlay network, where their tasks find each other by name as a Project's containers do. Needs root, dockerd and
+// the dev engine: PLOYZ_DOCKER_SOCKET.
 import { join } from "node:path";
 import Docker from "dockerode";
 import { loadCompose } from "../../lib/deploy/mod.ts";
