@@ -9,7 +9,7 @@
 // through `ssh HOST ployzd dial-stdio`, and the join runs over that transport. A second add skips the install.
 //
 // Not exercised: the join reaching `participating`. Both containers' ployzd use the dev dockerd through its
-// socket, so each Machine Gateway (10.210.x.1 on its Docker bridge) lives in that dockerd's network namespace,
+// socket, so each Machine Gateway (10.219.x.1 on its Docker bridge) lives in that dockerd's network namespace,
 // not in the container's: the store listener cannot bind it, and routes with it as source are refused. The join
 // is checked up to the joiner holding the Entry Machine's Cluster id, phase `joining`; reaching `participating` is
 // covered by the lab tests, where every Machine has its own dockerd. Passwordless-sudo users are unit-tested only.
@@ -35,6 +35,12 @@ const TRIPLE = Deno.build.target;
 const RUN = crypto.randomUUID().slice(0, 8);
 const HTTP_PORT = 8787;
 const HTTP = `http://127.0.0.1:${HTTP_PORT}`;
+
+/**
+ * The Cluster's addresses. Its Machines' networks live on the shared dockerd, where another test's network on an
+ * overlapping subnet makes Docker refuse one of them ("Pool overlaps"): a prefix no other test uses there.
+ */
+const PREFIX = "10.219";
 
 /** The operator CLI's version: what `machine add` installs unless told otherwise. */
 const CLI = PLOYZ_VERSION;
@@ -236,7 +242,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
 
       let clusterId = "";
       await t.step("the Entry Machine founds a Cluster", async () => {
-        const r = await ployz("machine", "init", "--subnet", randomSubnet("10.210"), "--json");
+        const r = await ployz("machine", "init", "--subnet", randomSubnet(PREFIX), "--json");
         equal(r.code, 0, r.stderr);
         clusterId = JSON.parse(r.stdout.trim()).machine.cluster_id;
         ok(typeof clusterId === "string" && clusterId !== "", r.stdout);
@@ -342,7 +348,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
           ok(ready, r.stderr);
           equal(Number(ready[3]), sent);
           // The join itself, over the same transport.
-          match(r.stderr, /^allocated 10\.210\.\d+\.0\/24 for /m);
+          match(r.stderr, new RegExp(`^allocated ${PREFIX.replace(".", "\\.")}\\.\\d+\\.0/24 for `, "m"));
           match(r.stderr, /is joining; waiting for it to catch up/);
           // See the header: participating cannot be reached with the Machine Gateway outside the container.
           equal(r.code, 1, r.stderr);
