@@ -348,7 +348,7 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
           ok(ready, r.stderr);
           equal(Number(ready[3]), sent);
           // The join itself, over the same transport.
-          match(r.stderr, new RegExp(`^allocated ${PREFIX.replace(".", "\\.")}\\.\\d+\\.0/24 for `, "m"));
+          match(r.stderr, new RegExp(`^allocated ${PREFIX.replaceAll(".", "\\.")}\\.\\d+\\.0/24 for `, "m"));
           match(r.stderr, /is joining; waiting for it to catch up/);
           // See the header: participating cannot be reached with the Machine Gateway outside the container.
           equal(r.code, 1, r.stderr);

@@ -164,7 +164,8 @@ async function failedOn(
 Deno.test("a create failing its monitor period fails the Deploy after its dependents started", async () => {
   const outcome = await failedOn("db", 100, { failMonitorOf: /-db-/ });
   assert.match(outcome.failed!.error.message, /is unhealthy/);
-  // api's creates started once db's passed health, web's once api's did; they ran to their end. Both db creates failed.
+  // api's creates started once db's passed health, web's once api's did; they ran to their end. Both db creates
+  // failed.
   assert.deepEqual(outcome.completed.map((o) => o.service), ["api", "api", "web", "web"]);
   assert.deepEqual(outcome.alsoFailed?.map((f) => f.op.service), ["db"]);
   assert.deepEqual(outcome.notAttempted, []);

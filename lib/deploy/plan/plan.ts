@@ -70,11 +70,11 @@ export { DEFAULT_HOOK_TIMEOUT_MS } from "./plan_service.ts";
 
 /** Each Service of the Deploy (`order`) with the Services of the Project it names in `depends_on`. */
 function serviceGraph(project: NormalizedProject, order: readonly string[]): Record<string, string[]> {
-  return Object.fromEntries(
-    order.map((
-      name,
-    ) => [name, project.services[name].dependsOn.filter((d) => Object.hasOwn(project.services, d))]),
-  );
+  const graph: Record<string, string[]> = {};
+  for (const name of order) {
+    graph[name] = project.services[name].dependsOn.filter((d) => Object.hasOwn(project.services, d));
+  }
+  return graph;
 }
 
 /** Computes the plan. Throws {@linkcode DeployError} when no plan can be made (cycle, no Machine, no image). */
