@@ -133,8 +133,9 @@ export async function startServe(
   );
   void child.stdout.cancel();
   const stderr = new Response(child.stderr).text();
+  // Bounded: a daemon that does not stop within 30 s is killed (code 137) and its log tells how far it got.
   async function stop(): Promise<{ code: number; stderr: string }> {
-    return { code: (await stopChild(child)).code, stderr: await stderr };
+    return { code: (await stopChild(child, { killAfterMs: 30_000 })).code, stderr: await stderr };
   }
   const serving: Serving = {
     child,

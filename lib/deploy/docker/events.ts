@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Readable } from "node:stream";
+import type { IncomingMessage } from "node:http";
 import { textLines } from "../../util/mod.ts";
 import { type Client, request } from "./client.ts";
 import type { DockerEventMessage } from "./docker_types.ts";
@@ -36,25 +36,33 @@ export async function* containerEvents(
   };
   if (options.sinceMs !== undefined) query.since = (options.sinceMs / 1000).toFixed(3);
   if (signal.aborted) return;
-  let response: Readable;
+  let response: IncomingMessage;
   try {
     response = await request(client, { operation: "follow container events", cls: "stream_start", signal }, {
       method: "GET",
       path: "/events",
       query,
       stream: true,
-    }) as Readable;
+    }) as IncomingMessage;
   } catch (error) {
     if (signal.aborted) return;
     throw error;
   }
-  const onAbort = (): void => {
-    response.destroy();
-  };
-  signal.addEventListener("abort", onAbort, { once: true });
+  // The abort ends the generator itself, whether or not destroying the response settles its pending read: a
+  // stopping daemon once waited forever here, its event stream to Docker still open and nothing else pending.
+  let onAbort = (): void => {};
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = () => resolve();
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  const lines = textLines(response);
   try {
-    for await (const raw of textLines(response)) {
-      const line = raw.trim();
+    for (;;) {
+      const next = await Promise.race([lines.next(), aborted]);
+      if (next === undefined || signal.aborted) return;
+      if (next.done === true) break;
+      const line = next.value.trim();
       if (line === "") continue;
       let message: DockerEventMessage;
       try {
@@ -73,6 +81,7 @@ export async function* containerEvents(
   } finally {
     signal.removeEventListener("abort", onAbort);
     response.destroy();
+    response.socket?.destroy();
   }
   if (signal.aborted) return;
   throw new DockerError("unavailable", "Cannot follow container events: Docker ended the event stream");
