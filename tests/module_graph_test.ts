@@ -81,6 +81,39 @@ Deno.test("ployz version and ployz --help load the command list only", async () 
   ]);
 });
 
+Deno.test("ployz ps, ls, logs, inspect and top load neither the operator's flows nor the Compose loader", async () => {
+  for (const command of ["ps", "ls", "logs", "inspect", "top"]) {
+    const loaded = await loadedModules("cmd/ployz.ts", [`cmd/ployz/${command}.ts`]);
+    // They reach a Cluster and read it: the connection, the Config Store, the RPC client and the ssh arguments.
+    deepEqual([...areasOf(loaded.files)].sort(), [
+      "cli",
+      "installer",
+      "operator",
+      "permissions",
+      "rpc",
+      "store",
+      "util",
+    ], command);
+    ok(!loaded.npm.includes("yaml"), `${command}: ${loaded.npm.join(" ")}`);
+    // Of those areas, the narrower doors and what they re-export (lib/operator/reach, lib/installer/ssh,
+    // lib/store/config), never the areas' own mod.ts.
+    deepEqual(loaded.files.filter((f) => /^lib\/(operator|installer|store)\//.test(f)), [
+      "lib/installer/errors.ts",
+      "lib/installer/ssh.ts",
+      "lib/installer/ssh/mod.ts",
+      "lib/operator/connection.ts",
+      "lib/operator/context.ts",
+      "lib/operator/errors.ts",
+      "lib/operator/log_fanout.ts",
+      "lib/operator/reach/mod.ts",
+      "lib/operator/targets.ts",
+      "lib/store/config/mod.ts",
+      "lib/store/config_store.ts",
+      "lib/store/errors.ts",
+    ], command);
+  }
+});
+
 Deno.test("a release tree missing a module fails the command that needs it in one line, exit 1", async () => {
   const root = fromFileUrl(new URL("../", import.meta.url));
   const tree = await Deno.makeTempDir({ prefix: "ployz-broken-release-" });

@@ -1,7 +1,7 @@
 // The Machines a command fans out to, listed by the Entry Machine this command talks to (lib/operator's
 // listTargets), and the printing of Partial Results. Asking, deadlines and the Partial Result are lib/rpc's fanOut.
 import { CliError } from "../../lib/cli/mod.ts";
-import { describeChoice, listTargets, type Reach } from "../../lib/operator/mod.ts";
+import { describeChoice, listTargets, type Reach } from "../../lib/operator/reach/mod.ts";
 import {
   fanOut,
   type FanOutOptions,

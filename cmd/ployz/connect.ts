@@ -3,11 +3,11 @@
 import { join } from "node:path";
 import { CliError } from "../../lib/cli/mod.ts";
 import type { MachineApi } from "../../lib/deploy/mod.ts";
-import { sshOptionsFromEnv } from "../../lib/installer/mod.ts";
-import { chooseConnection, type ConnectionChoice, openConnection } from "../../lib/operator/mod.ts";
+import { sshOptionsFromEnv } from "../../lib/installer/ssh/mod.ts";
+import { chooseConnection, type ConnectionChoice, openConnection } from "../../lib/operator/reach/mod.ts";
 import { layoutFromEnv } from "../../lib/permissions/mod.ts";
 import { type MachineClient, RpcError } from "../../lib/rpc/mod.ts";
-import { type ConfigStore, openConfigStore } from "../../lib/store/mod.ts";
+import { type ConfigStore, openConfigStore } from "../../lib/store/config/mod.ts";
 import { CodedError, messageOf } from "../../lib/util/mod.ts";
 import { atCommandEnd, globalFlags } from "./selection.ts";
 

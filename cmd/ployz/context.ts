@@ -6,7 +6,7 @@ import {
   formatConnectUrl,
   OperatorError,
   parseConnectUrl,
-} from "../../lib/operator/mod.ts";
+} from "../../lib/operator/reach/mod.ts";
 import { cliError, connectionChoice, jsonLine, openConfig } from "./connect.ts";
 import { table } from "./table.ts";
 import { sharedOptions } from "./flags.ts";

@@ -17,7 +17,7 @@ import {
   parseWhen as parseWhenOf,
   readTailFrames as readFrames,
   renderLine,
-} from "../../lib/operator/mod.ts";
+} from "../../lib/operator/reach/mod.ts";
 import { messageOf } from "../../lib/util/mod.ts";
 import { sharedOptions } from "./flags.ts";
 

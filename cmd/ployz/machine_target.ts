@@ -2,7 +2,7 @@
 // (`ssh HOST ployzd dial-stdio`, carrying the same HTTP as the socket). SSH runs with explicit options (BatchMode,
 // a connect timeout; `PLOYZ_SSH_CONFIG` names an ssh config file to use instead of ~/.ssh/config).
 import { CliError } from "../../lib/cli/mod.ts";
-import { sshArgs, sshOptionsFromEnv } from "../../lib/installer/mod.ts";
+import { sshArgs, sshOptionsFromEnv } from "../../lib/installer/ssh/mod.ts";
 import { connectMachine, type MachineClient, stdioFetch } from "../../lib/rpc/mod.ts";
 
 /** Refuses anything but one plain SSH destination (`[user@]host`), as a usage error. */

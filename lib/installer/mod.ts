@@ -25,6 +25,9 @@
  * @module
  */
 
+// The ssh client's arguments: also a door of its own, for the CLI's connection.
+export * from "./ssh/mod.ts";
+
 export { renderRuntimeUnit, renderUnit } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";
 export { InstallError } from "./errors.ts";
@@ -49,8 +52,6 @@ export { activeState, type SystemdDoor, type UpgradeWorker } from "./systemd.ts"
 export { waitReady } from "./readiness.ts";
 export type { LocalInstall, UpgradeAccepted, UpgradeRequest } from "./request.ts";
 export type { PrerequisiteChoice } from "./prerequisites.ts";
-export { shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh.ts";
-export type { RemoteResult, RemoteShell, SshOptions } from "./ssh.ts";
 export { displaySource, ProvisionError, provisionHost } from "./provision.ts";
 export type {
   HostProbe,

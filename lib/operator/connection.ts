@@ -2,7 +2,7 @@
 // runs `ployzd dial-stdio --mux` and carries every call of the command (concurrent calls and open streams share
 // it). ssh runs with BatchMode (never a prompt), a connect timeout and keepalives, with host key checking left
 // on: an unknown host key is refused, never accepted.
-import { shellQuote, sshArgs, type SshOptions } from "../installer/mod.ts";
+import { shellQuote, sshArgs, type SshOptions } from "../installer/ssh/mod.ts";
 import { connectMachine, type MachineClient, muxFetch, type MuxSession, muxSession } from "../rpc/mod.ts";
 import type { ConnectionChoice } from "./context.ts";
 import { OperatorError } from "./errors.ts";

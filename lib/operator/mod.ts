@@ -15,19 +15,9 @@
  * @module
  */
 
-export {
-  checkContextName,
-  chooseConnection,
-  CONNECTION_SOURCES,
-  type ConnectionChoice,
-  type ConnectionInputs,
-  type ConnectionSource,
-  type ConnectTarget,
-  formatConnectUrl,
-  parseConnectUrl,
-} from "./context.ts";
-export { describeChoice, openConnection, type SshConnectOptions } from "./connection.ts";
-export { OperatorError } from "./errors.ts";
+// Reaching a Cluster and reading across it: also a door of its own, for the commands that only read.
+export * from "./reach/mod.ts";
+
 export {
   describeWire,
   type LiveCopy,
@@ -63,16 +53,6 @@ export {
   type RestartStep,
 } from "./restart.ts";
 export {
-  lineJson,
-  lineKey,
-  type MachineLine,
-  type MergedHistory,
-  mergeHistory,
-  parseWhen,
-  readFrames as readTailFrames,
-  renderLine,
-} from "./log_fanout.ts";
-export {
   commandKey,
   type MachineUpgradeOutcome,
   type ReceiptBook,
@@ -83,7 +63,6 @@ export {
   type UpgradeSequenceResult,
   type UpgradeTarget,
 } from "./upgrade_flow.ts";
-export { type ListedTargets, listTargets, type ListTargetsOptions, type Reach } from "./targets.ts";
 export { copyImage, type ImageCopy } from "./image_copy.ts";
 export { credentialCache, type CredentialSources } from "./registry_auth.ts";
 export type { AuthLookup } from "./image_pins.ts";

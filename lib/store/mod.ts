@@ -50,6 +50,9 @@
  * @module
  */
 
+// The operator's Config Store: also a door of its own, for the CLI, which needs none of the replicated store.
+export * from "./config/mod.ts";
+
 export type { Change } from "./change.ts";
 export { StoreError } from "./errors.ts";
 export {
@@ -85,15 +88,3 @@ export { createSyncApp, type SyncApp } from "./sync_app.ts";
 export { readRemovalNotice, type RemovalNotice, removedRefusal } from "./removal_notice.ts";
 export type { ErrorBody, PushResponse } from "./protocol.ts";
 export { SyncAgent, type SyncEvent, type SyncResult, type SyncStats } from "./sync_agent.ts";
-export {
-  type Allocation,
-  ConfigStore,
-  type ConfigStoreOptions,
-  type ContextRecord,
-  type DeploymentRecord,
-  openConfigStore,
-  type Receipt,
-  type RegistryCredential,
-  type SavedState,
-  type VolumeRunRecord,
-} from "./config_store.ts";
