@@ -27,4 +27,5 @@ export async function main(args: string[]): Promise<number> {
   return await dispatch(ployzd, args, processIo());
 }
 
-if (import.meta.main) Deno.exitCode = await main(Deno.args);
+// Exits once the subcommand returns: a stopped daemon must not linger on a handle something left open.
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -30,11 +30,15 @@ import {
   openLifecycle,
   selfOf,
 } from "./daemon_lifecycle.ts";
+import { stopWithin } from "./bounded_stop.ts";
 import { assembleHandlers } from "./daemon_routes.ts";
 import { createForwarder } from "./forward.ts";
 import type { LocalMachine } from "./machine_file.ts";
 import { startVolumeRuntime, type VolumeRuntime } from "./volume_runtime.ts";
 import { messageOf } from "../util/mod.ts";
+
+/** How long a stop may take before the daemon gives up on what has not finished (lib/daemon/bounded_stop.ts). */
+const STOP_WITHIN_MS = 30_000;
 
 export type { DaemonOptions, DaemonPaths } from "./daemon_core.ts";
 
@@ -84,10 +88,15 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         `internal error serving "${capability}": ${messageOf(error)}`,
       ),
   });
+  // What a stop is waiting for, for the line that says a stop outlived its bound.
+  let stopStage = "closing its Machine RPC socket";
   const stopParts = async (): Promise<void> => {
+    stopStage = "stopping Volume Runs";
     await volumes.stop();
+    stopStage = "stopping the store, mesh, publisher and serving";
     await lifecycle.stop();
     // A runtime unit keeps running; a spawned child ends with the daemon.
+    stopStage = "closing the Observe Store";
     await core.observe.close();
   };
   const socketPath = join(core.layout.runDir, "ployz.sock");
@@ -108,8 +117,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   async function stop(): Promise<void> {
     stopped ??= (async () => {
       core.stopping.abort();
-      await server.shutdown();
-      await stopParts();
+      const parts = (async () => {
+        await server.shutdown();
+        await stopParts();
+      })();
+      await stopWithin(parts, STOP_WITHIN_MS, () => stopStage);
     })();
     await stopped;
   }

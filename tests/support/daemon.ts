@@ -133,9 +133,10 @@ export async function startServe(
   );
   void child.stdout.cancel();
   const stderr = new Response(child.stderr).text();
-  // Bounded: a daemon that does not stop within 30 s is killed (code 137) and its log tells how far it got.
+  // Bounded: the daemon gives up on its own stop after 30 s (exit 1, naming what it waited for); one still
+  // running 15 s later is killed (code 137), its log telling how far it got.
   async function stop(): Promise<{ code: number; stderr: string }> {
-    return { code: (await stopChild(child, { killAfterMs: 30_000 })).code, stderr: await stderr };
+    return { code: (await stopChild(child, { killAfterMs: 45_000 })).code, stderr: await stderr };
   }
   const serving: Serving = {
     child,

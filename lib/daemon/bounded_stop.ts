@@ -1,0 +1,26 @@
+/**
+ * A daemon's stop with a bound: whatever has not finished by then must not keep the process from exiting
+ * (`ployzd` exits once its subcommand returns), and the failure names what the stop was still waiting for.
+ *
+ * @module
+ */
+
+import { answerWithin } from "../util/mod.ts";
+
+/**
+ * Runs `stop`; when it has not finished within `ms`, rejects naming `stage()`, what it was doing then. An error
+ * of `stop` itself passes through unchanged.
+ */
+export async function stopWithin(stop: Promise<void>, ms: number, stage: () => string): Promise<void> {
+  const late = new Error("late");
+  try {
+    await answerWithin(stop, ms, () => late);
+  } catch (error) {
+    if (error !== late) throw error;
+    throw new Error(`The daemon's stop was still ${stage()} after ${describe(ms)}; exiting without it`);
+  }
+}
+
+function describe(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
