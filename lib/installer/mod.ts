@@ -25,8 +25,9 @@
  * @module
  */
 
-// The ssh client's arguments: also a door of its own, for the CLI's connection.
-export * from "./ssh/mod.ts";
+// The ssh client's arguments: also a door of its own (./ssh/mod.ts), for the CLI's connection.
+export { shellQuote, sshArgs, sshOptionsFromEnv, sshShell } from "./ssh/mod.ts";
+export type { RemoteResult, RemoteShell, SshOptions } from "./ssh/mod.ts";
 
 export { renderRuntimeUnit, renderUnit } from "./units.ts";
 export type { UnitFile, UnitOptions, UnitSubcommand } from "./units.ts";

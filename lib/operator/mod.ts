@@ -15,8 +15,34 @@
  * @module
  */
 
-// Reaching a Cluster and reading across it: also a door of its own, for the commands that only read.
-export * from "./reach/mod.ts";
+// Reaching a Cluster and reading across it: also a door of its own (./reach/mod.ts), for read commands.
+export {
+  checkContextName,
+  chooseConnection,
+  CONNECTION_SOURCES,
+  type ConnectionChoice,
+  type ConnectionInputs,
+  type ConnectionSource,
+  type ConnectTarget,
+  describeChoice,
+  formatConnectUrl,
+  lineJson,
+  lineKey,
+  type ListedTargets,
+  listTargets,
+  type ListTargetsOptions,
+  type MachineLine,
+  type MergedHistory,
+  mergeHistory,
+  openConnection,
+  OperatorError,
+  parseConnectUrl,
+  parseWhen,
+  type Reach,
+  readTailFrames,
+  renderLine,
+  type SshConnectOptions,
+} from "./reach/mod.ts";
 
 export {
   describeWire,

@@ -50,8 +50,20 @@
  * @module
  */
 
-// The operator's Config Store: also a door of its own, for the CLI, which needs none of the replicated store.
-export * from "./config/mod.ts";
+// The operator's Config Store: also a door of its own (./config/mod.ts), for CLI commands that need none of
+// the replicated store.
+export {
+  type Allocation,
+  ConfigStore,
+  type ConfigStoreOptions,
+  type ContextRecord,
+  type DeploymentRecord,
+  openConfigStore,
+  type Receipt,
+  type RegistryCredential,
+  type SavedState,
+  type VolumeRunRecord,
+} from "./config/mod.ts";
 
 export type { Change } from "./change.ts";
 export { StoreError } from "./errors.ts";
