@@ -16,7 +16,7 @@ import {
   MAX_UPLOAD_PIECE,
   parseBuildFrame,
 } from "../rpc/mod.ts";
-import { CodedError, messageOf, textLines } from "../util/mod.ts";
+import { CodedError, linesUntilAborted, messageOf } from "../util/mod.ts";
 import {
   buildTag,
   type ContextLimits,
@@ -430,7 +430,10 @@ async function readBuild(
     if (frame.type === "log") report({ type: "log", service: job.service, text: frame.text });
     if (frame.type === "waiting") report({ type: "waiting", service: job.service, text: frame.text });
   };
-  for await (const line of textLines(stream)) take(line);
+  // The silence bound ends the reading itself: a builder cut off from the mesh answers nothing, and the pending
+  // read of its answer was once seen not to end when the request was aborted (150 s, in a loaded CI run).
+  for await (const line of linesUntilAborted(stream, signal)) take(line);
+  signal.throwIfAborted();
   const end = last as BuildFrame | undefined;
   if (end?.type === "done") {
     report({

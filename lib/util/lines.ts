@@ -22,3 +22,32 @@ export async function* textLines(chunks: AsyncIterable<unknown>): AsyncGenerator
   }
   yield buffer;
 }
+
+/**
+ * The lines of `chunks` (as {@link textLines}) until `signal` aborts, then no more: each read is raced against the
+ * abort, so the lines end at once even when the source's pending read never settles (a response cut off in the
+ * network, or one whose cancel or destroy does not end it). The source is then abandoned; its owner closes it.
+ */
+export async function* linesUntilAborted(
+  chunks: AsyncIterable<unknown>,
+  signal: AbortSignal,
+): AsyncGenerator<string> {
+  if (signal.aborted) return;
+  let onAbort = (): void => {};
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  const lines = textLines(chunks);
+  try {
+    for (;;) {
+      const next = await Promise.race([lines.next(), aborted]);
+      if (next === undefined || next.done === true) return;
+      yield next.value;
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    // Not awaited: a source that ignored the abort may never finish its pending read.
+    lines.return(undefined).catch(() => {});
+  }
+}

@@ -18,7 +18,7 @@ export {
 } from "./atomic_file.ts";
 export { concatBytes, readBodyCapped } from "./body.ts";
 export { damagedRelease, importOnFirstUse } from "./lazy.ts";
-export { textLines } from "./lines.ts";
+export { linesUntilAborted, textLines } from "./lines.ts";
 export { CodedError, ERROR_CODES, type ErrorCode, isErrorCode, messageOf } from "./errors.ts";
 export { stopChild, type StopOptions } from "./process.ts";
 export { socketAnswers } from "./socket.ts";

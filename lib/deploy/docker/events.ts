@@ -5,7 +5,7 @@
  */
 
 import type { IncomingMessage } from "node:http";
-import { textLines } from "../../util/mod.ts";
+import { linesUntilAborted } from "../../util/mod.ts";
 import { type Client, request } from "./client.ts";
 import type { DockerEventMessage } from "./docker_types.ts";
 import { DockerError } from "./errors.ts";
@@ -48,21 +48,11 @@ export async function* containerEvents(
     if (signal.aborted) return;
     throw error;
   }
-  // The abort ends the generator itself, whether or not destroying the response settles its pending read: a
-  // stopping daemon once waited forever here, its event stream to Docker still open and nothing else pending.
-  let onAbort = (): void => {};
-  const aborted = new Promise<void>((resolve) => {
-    onAbort = () => resolve();
-    if (signal.aborted) resolve();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  const lines = textLines(response);
   try {
-    for (;;) {
-      const next = await Promise.race([lines.next(), aborted]);
-      if (next === undefined || signal.aborted) return;
-      if (next.done === true) break;
-      const line = next.value.trim();
+    // Ended by the abort itself, whether or not destroying the response settles its pending read: a stopping
+    // daemon once waited forever here, its event stream to Docker still open and nothing else pending.
+    for await (const raw of linesUntilAborted(response, signal)) {
+      const line = raw.trim();
       if (line === "") continue;
       let message: DockerEventMessage;
       try {
@@ -79,7 +69,6 @@ export async function* containerEvents(
       cause: error,
     });
   } finally {
-    signal.removeEventListener("abort", onAbort);
     response.destroy();
     response.socket?.destroy();
   }
