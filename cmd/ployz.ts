@@ -6,7 +6,7 @@
 import { dispatch, processIo } from "../lib/cli/mod.ts";
 import { traceMark } from "../lib/util/mod.ts";
 import { ployz } from "./ployz/program.ts";
-import { endCommand, mustExit, takeGlobalFlags } from "./ployz/selection.ts";
+import { endCommand, takeGlobalFlags } from "./ployz/selection.ts";
 
 if (import.meta.main) {
   traceMark("ployz: started");
@@ -15,5 +15,7 @@ if (import.meta.main) {
   } finally {
     endCommand();
   }
-  if (mustExit()) Deno.exit(Deno.exitCode);
+  // Exits once the command returned: a pending read it gave up on (stdin under `exec`, a builder's answer cut off
+  // in the network whose read survived its abort) must not keep the process waiting.
+  Deno.exit(Deno.exitCode);
 }

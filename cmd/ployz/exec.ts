@@ -12,7 +12,6 @@ import {
 } from "../../lib/rpc/mod.ts";
 import { askAll, clusterTargets, requireAnyAnswer } from "./cluster_targets.ts";
 import { cliError } from "./connect.ts";
-import { exitWhenDone } from "./selection.ts";
 import { sharedOptions, stringFlag } from "./flags.ts";
 
 function parseExecTarget(text: string): { project: string; service: string; slot?: string } {
@@ -161,8 +160,7 @@ export const execCommand: Command = {
       stop.abort();
       if (raw) Deno.stdin.setRaw(false);
       if (tty && Deno.build.os !== "windows") Deno.removeSignalListener("SIGWINCH", onResize);
-      // A read of the terminal cannot be cancelled; the process ends once the command did.
-      exitWhenDone();
+      // A read of the terminal cannot be cancelled; the process ends once the command did (cmd/ployz.ts).
     }
     if (exitCode === null) {
       throw new CliError(

@@ -12,7 +12,6 @@ export interface GlobalFlags {
 
 let flags: GlobalFlags = {};
 const cleanups = new Set<() => void>();
-let exitHard = false;
 
 /**
  * Removes `--context NAME`, `--context=NAME`, `--connect URL` and `--connect=URL` from `argv` (up to a `--`) and
@@ -68,14 +67,4 @@ export function endCommand(): void {
       // best effort at exit
     }
   }
-}
-
-/** Asks the entrypoint to end the process once the command returned (a pending read of stdin would keep it). */
-export function exitWhenDone(): void {
-  exitHard = true;
-}
-
-/** Whether {@link exitWhenDone} was asked. */
-export function mustExit(): boolean {
-  return exitHard;
 }
