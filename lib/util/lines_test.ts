@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { linesUntilAborted, textLines } from "./lines.ts";
+import { answerWithin, sleep } from "./time.ts";
 
 /** A source that yields `first` and then never answers again: its pending read settles on nothing. */
 async function* stalled(first: string): AsyncGenerator<Uint8Array> {
@@ -13,15 +14,9 @@ Deno.test("linesUntilAborted ends at the abort even when the source's pending re
   const reading = (async () => {
     for await (const line of linesUntilAborted(stalled("one\ntwo\n"), controller.signal)) seen.push(line);
   })();
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await sleep(20);
   controller.abort();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const ended = await Promise.race([
-    reading.then(() => "ended"),
-    new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 1_000)),
-  ]);
-  clearTimeout(timer);
-  assert.equal(ended, "ended");
+  await answerWithin(reading, 1_000, () => new Error("the lines did not end within 1 s of the abort"));
   assert.deepEqual(seen, ["one", "two"]);
 });
 

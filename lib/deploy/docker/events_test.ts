@@ -3,6 +3,7 @@ import { PassThrough } from "node:stream";
 import type { Client } from "./client.ts";
 import { DEFAULT_DEADLINES } from "./deadline.ts";
 import { containerEvents } from "./events.ts";
+import { answerWithin, sleep } from "../../util/mod.ts";
 import { DEFAULT_LOG_POLICY } from "./spec.ts";
 
 /** A client whose every request answers `stream`, as Docker answers `GET /events` with its headers. */
@@ -35,15 +36,13 @@ Deno.test("an aborted event stream ends at once, even when destroying the respon
       timeNano: 1,
     }) + "\n",
   );
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await sleep(20);
   controller.abort();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const ended = await Promise.race([
-    following.then(() => "ended"),
-    new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 1_000)),
-  ]);
-  clearTimeout(timer);
-  assert.equal(ended, "ended");
+  await answerWithin(
+    following,
+    1_000,
+    () => new Error("the event follower did not end within 1 s of the abort"),
+  );
   assert.deepEqual(seen, ["start"]);
 });
 
