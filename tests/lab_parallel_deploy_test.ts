@@ -112,10 +112,15 @@ Deno.test(needs(["lab"], {
      * Deploys a 3x3 Project with `--parallel N` (no --parallel, the default, when unset), timed, then removes it;
      * answers the time and the order its creates went through their phases.
      */
-    const deployTimed = async (name: string, parallel?: number, chained = true): Promise<Timed> => {
+    const deployTimed = async (
+      name: string,
+      parallel?: number,
+      chained = true,
+      flags: string[] = [],
+    ): Promise<Timed> => {
       const path = join(lab.dir, `${name}.yaml`);
       await Deno.writeTextFile(path, threeByThree(name, 0, chained));
-      const bound = parallel === undefined ? [] : ["--parallel", String(parallel)];
+      const bound = [...flags, ...parallel === undefined ? [] : ["--parallel", String(parallel)]];
       const started = performance.now();
       const r = await lab.on("m1", ["deploy", "-f", path, "-y", "--json", ...bound]);
       const ms = performance.now() - started;
@@ -138,6 +143,8 @@ Deno.test(needs(["lab"], {
         // With --parallel 1 the independent Services run the same operations in the same order as the chain, one
         // at a time, each create through its health check and monitor period: `sequential` is their time too.
         const { ms: independent, order: side } = await deployTimed("ind", undefined, false);
+        // Gated on health alone (no monitor period): what the raw containers below wait for, all healthy.
+        const { ms: healthOnly } = await deployTimed("hon", undefined, false, ["--monitor", "0s"]);
         const started = performance.now();
         const runs = ["m1", "m2", "m3"].flatMap((m) =>
           [1, 2, 3].map((i) =>
@@ -189,7 +196,9 @@ Deno.test(needs(["lab"], {
               (independent / sequential).toFixed(2)
             }x --parallel 1, ${(independent / raw).toFixed(2)}x raw, ${
               (independent / rawHealthy).toFixed(2)
-            }x raw healthy)`,
+            }x raw healthy); the same with --monitor 0s ${(healthOnly / 1000).toFixed(1)} s (${
+              (healthOnly / raw).toFixed(2)
+            }x raw, ${(healthOnly / rawHealthy).toFixed(2)}x raw healthy)`,
         );
         for (const m of ["m1", "m2", "m3"]) {
           await lab.docker(m, ["rm", "-f", `raw-${m}-1`, `raw-${m}-2`, `raw-${m}-3`]);

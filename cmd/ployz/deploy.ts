@@ -1,7 +1,7 @@
 // `ployz deploy`: load the Compose file, plan against every Machine's Snapshot (taken through the Entry Machine),
 // confirm, execute, report.
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import { DEFAULT_PARALLEL, formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
+import { DEFAULT_PARALLEL, DEFAULT_PER_MACHINE, formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { openConfig } from "./connect.ts";
 import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
@@ -36,7 +36,8 @@ export const deployCommand: Command = {
     "[--call-timeout 2m] [--builder MACHINE] [--no-cache]",
   description: "Plans against what the Machines report, shows the Preview, and runs the operations.\n" +
     "Nothing is rolled back except a replacement that fails its health check.\n" +
-    `--parallel N runs up to N operations at once (default ${DEFAULT_PARALLEL}, at most 2 per Machine): different\n` +
+    `--parallel N runs up to N operations at once (default ${DEFAULT_PARALLEL}, ` +
+    `at most ${DEFAULT_PER_MACHINE} per Machine): different\n` +
     "Machines and Services with no depends_on between them side by side, a Service after what it depends on,\n" +
     "a Service's replacements one at a time; a container past its healthcheck, in its monitor period, no\n" +
     "longer counts against either bound.\n" +

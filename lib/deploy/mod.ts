@@ -106,6 +106,7 @@ export {
 export {
   type CompensationStep,
   DEFAULT_PARALLEL,
+  DEFAULT_PER_MACHINE,
   type DeployEvent,
   type DeployStage,
   drainText,

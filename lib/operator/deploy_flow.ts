@@ -81,7 +81,7 @@ export interface FlowOptions {
   confirmDataLoss: string[];
   /** What the command is doing, for refusals (`deploy`, `remove`). */
   verb: string;
-  /** How many operations run at once (`--parallel`); default `DEFAULT_PARALLEL` (8), 1 strictly in plan order. */
+  /** How many operations run at once (`--parallel`); default `DEFAULT_PARALLEL` (12), 1 strictly in order. */
   parallel?: number;
   /** How long to wait, beyond an operation's own wait, for a Machine that took a request; default 2 min. */
   callTimeoutMs?: number;

@@ -44,7 +44,7 @@ export interface ExecuteOptions {
   pullsStarted?: Promise<void>;
   /** How many operations run at once, across Machines; default {@linkcode DEFAULT_PARALLEL}; 1 is strictly in order. */
   parallel?: number;
-  /** How many operations run at once on one Machine; default 2. */
+  /** How many operations run at once on one Machine; default {@linkcode DEFAULT_PER_MACHINE}. */
   perMachine?: number;
   /**
    * How long a stop waits for every Machine not Down to ack that the container left its proxies; default 10 s.
@@ -59,11 +59,19 @@ export interface ExecuteOptions {
 }
 
 /**
- * How many operations run at once when the caller does not say. The bound per Machine (2) keeps one Machine from
- * being swamped; this one caps the whole Deploy, so the operator's side has a handful of requests in flight at most:
- * four Machines each running their two, or more Machines one each.
+ * How many operations run at once when the caller does not say. The bound per Machine
+ * ({@linkcode DEFAULT_PER_MACHINE}) keeps one Machine from being swamped; this one caps the whole Deploy, so
+ * the operator's side has a dozen requests in flight at most: four Machines each running their three, or more
+ * Machines fewer each.
  */
-export const DEFAULT_PARALLEL = 8;
+export const DEFAULT_PARALLEL = 12;
+
+/**
+ * How many operations run at once on one Machine when the caller does not say. Measured on a 3-Machine lab
+ * (3 Services x 3 replicas, one of each per Machine, health-gated): 3 took 0.87x the time of 2 (10.8 s
+ * against 12.4 s); on one Machine creating 9, 2, 4 and 8 took the same time: the host's CPU bounds starts.
+ */
+export const DEFAULT_PER_MACHINE = 3;
 
 /** Image copies without their own timeout get this long. */
 const IMAGE_COPY_MS = 30 * 60_000;
@@ -146,7 +154,7 @@ export async function executePlan(
   const emit = options.onEvent ?? (() => {});
   emit({ type: "plan", deploymentId: plan.deploymentId, ops: plan.ops });
   const parallel = Math.max(1, Math.floor(options.parallel ?? DEFAULT_PARALLEL));
-  const perMachine = Math.max(1, Math.floor(options.perMachine ?? 2));
+  const perMachine = Math.max(1, Math.floor(options.perMachine ?? DEFAULT_PER_MACHINE));
   const waitsFor = schedule(
     plan.ops,
     plan.dependsOn === undefined ? undefined : { project: plan.project, dependsOn: plan.dependsOn },

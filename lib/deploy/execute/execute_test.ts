@@ -36,7 +36,8 @@ Deno.test("executePlan runs every operation in order and succeeds", async () => 
 Deno.test("executePlan reports the completed prefix, the failure and the unexecuted suffix", async () => {
   const m = new FakeMachine();
   m.failEnsure = /-b-1-/;
-  const p = project([service("a"), service("b"), service("c")]);
+  // A chain, so what comes after the failure waits for it (independent Services would run side by side).
+  const p = project([service("a"), service("b", { dependsOn: ["a"] }), service("c", { dependsOn: ["b"] })]);
   const outcome = await run(p, m);
   assert.equal(outcome.status, "partial");
   assert.deepEqual(outcome.completed.map((op) => op.service), ["a"]);

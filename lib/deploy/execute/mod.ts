@@ -7,6 +7,7 @@
 
 export {
   DEFAULT_PARALLEL,
+  DEFAULT_PER_MACHINE,
   type ExecuteOptions,
   executePlan,
   type IngressFiller,
