@@ -62,6 +62,13 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
   );
 });
 
+dockerTest("serverVersion names the release /info names, from a ping", async (s) => {
+  const version = await s.engine.serverVersion();
+  assert.match(version, /^\d+\.\d+/);
+  assert.equal(version, (await s.engine.info()).serverVersion);
+  assert.equal(version, String((await s.raw.version()).Version));
+});
+
 dockerTest("a retried create with the same creation key returns the first container", async (s) => {
   const spec = s.spec("idem");
   const first = await s.engine.createContainer(spec);

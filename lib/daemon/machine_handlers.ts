@@ -82,8 +82,10 @@ export function machineHandlers(host: MachineHost): MachineHandlers {
         { reachable: boolean; "server_version"?: string; error?: string }
       > => {
         try {
-          const info = await engine.info(AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]));
-          return { reachable: true, "server_version": info.serverVersion };
+          const version = await engine.serverVersion(
+            AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]),
+          );
+          return { reachable: true, "server_version": version };
         } catch (error) {
           return { reachable: false, error: messageOf(error) };
         }
