@@ -442,9 +442,12 @@ Deno.test(needs(["lab"], {
     await t.step(
       "the CLI killed mid-upload leaves no image or upload on the builder; a re-run succeeds",
       async () => {
+        // 16 pieces of upload: the kill lands after the first and long before the last, even on a quiet host
+        // (the line printed below says where); each byte is sent, built and copied to two Machines again.
+        const size = 32 * 1024 * 1024;
         const zeros = join(project, "web/zeros.bin");
         await Deno.writeFile(zeros, new Uint8Array());
-        await Deno.truncate(zeros, 128 * 1024 * 1024);
+        await Deno.truncate(zeros, size);
         await Deno.writeTextFile(join(project, "web/msg.txt"), "v4\n");
         const args = ["deploy", "-f", compose, "-y", "--json", "--monitor", "1s", "--builder", "m2"];
         try {
@@ -452,13 +455,18 @@ Deno.test(needs(["lab"], {
           const tmp = join(lab.dir, "killed-tmp");
           await Deno.mkdir(tmp);
           const cli = started(lab, "m1", args, { TMPDIR: tmp });
-          await eventually(60_000, "a piece of the upload reaches m2", () => {
-            const held = uploadsOn(lab, "m2").map((n) =>
-              Deno.statSync(join(lab.dir, "m2/ployz/builds", n)).size
-            );
-            return held.some((size) => size > 0) ? true : undefined;
-          }, 50);
+          const held = (): number[] =>
+            uploadsOn(lab, "m2").map((n) => Deno.statSync(join(lab.dir, "m2/ployz/builds", n)).size);
+          await eventually(
+            60_000,
+            "a piece of the upload reaches m2",
+            () => held().some((bytes) => bytes > 0) || undefined,
+            50,
+          );
           cli.child.kill("SIGKILL");
+          console.log(
+            `upload killed with ${Math.max(0, ...held())} bytes on m2 (the context holds over ${size})`,
+          );
           const killed = await cli.done();
           assert.notEqual(killed.code, 0);
           assert.deepEqual(
