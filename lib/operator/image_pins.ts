@@ -149,19 +149,25 @@ export async function pinImages(
     byImage.set(service.image, entry);
   }
   const ask = registryAsker(machines, auth);
-  const sources: ImageSource[] = [];
-  const pinned = new Map<string, string>();
-  for (const [written, { policy, services }] of byImage) {
+  const images = [...byImage].map(([written, { policy, services }]) => {
     const parsed = parseImageRef(written);
     if (typeof parsed === "string") {
       throw new OperatorError("invalid_argument", `Image "${written}" is not a valid reference: ${parsed}`, {
         services,
       });
     }
-    const source = await pinOne(written, parsed, policy, services, machines, ask, warnings);
-    sources.push(source);
-    pinned.set(written, source.ref);
-  }
+    return { written, parsed, policy, services, warnings: [] as string[] };
+  });
+  // Every image is asked about at once; the refusal and the warnings come in the Project's order, whatever
+  // order the answers came in.
+  const settled = await Promise.allSettled(
+    images.map((i) => pinOne(i.written, i.parsed, i.policy, i.services, machines, ask, i.warnings)),
+  );
+  const refused = settled.find((r) => r.status === "rejected");
+  if (refused !== undefined) throw refused.reason;
+  const sources = settled.map((r) => (r as PromiseFulfilledResult<ImageSource>).value);
+  warnings.push(...images.flatMap((i) => i.warnings));
+  const pinned = new Map(sources.map((source) => [source.written, source.ref]));
   const out: NormalizedProject = {
     ...project,
     services: Object.fromEntries(

@@ -393,3 +393,37 @@ Deno.test("when every Machine holds the tag by one digest, the pinned reference 
   await pinImages(shop(), cluster(machines), noAuth);
   assert.equal(asked.filter((a) => a.endsWith(`@${D1}`) || a.endsWith(`@${D2}`)).length, 2);
 });
+
+Deno.test("every image of a Project is asked about at once; a refusal names the first in the Project's order", async () => {
+  // The Project lists its Services by name: a's image, then b's.
+  const two = (first: string, second: string) =>
+    compose(`name: shop
+services:
+  b:
+    image: ${second}
+  a:
+    image: ${first}
+`);
+  const m = new HeldLookups("id1", "m1");
+  m.registry = new Map([[`${REG}/shop/web:1`, D1], [`${REG}/shop/api:1`, D2]]);
+  const pinning = pinImages(two(`${REG}/shop/web:1`, `${REG}/shop/api:1`), cluster([m]), noAuth);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(
+    m.calls.filter((c) => c.startsWith("inspect")).sort(),
+    [`inspect ${REG}/shop/api:1`, `inspect ${REG}/shop/web:1`],
+    "both asked before the Machine answered either",
+  );
+  m.release();
+  const pinned = await pinning;
+  assert.equal(pinned.project.services.a.image, `${REG}/shop/web:1@${D1}`);
+  assert.equal(pinned.project.services.b.image, `${REG}/shop/api:1@${D2}`);
+  assert.deepEqual(pinned.sources.map((s) => s.written), [`${REG}/shop/web:1`, `${REG}/shop/api:1`]);
+
+  // Neither is known: the registry refuses both, and the refusal is a's.
+  const none = new FakeMachine("id1", "m1");
+  none.registry = new Map();
+  await assert.rejects(
+    pinImages(two(`${REG}/shop/web:2`, `${REG}/shop/api:2`), cluster([none]), noAuth),
+    (error: CodedError) => error.code === "not_found" && error.message.includes("shop/web:2"),
+  );
+});
