@@ -64,7 +64,7 @@ dockerTest("create, start, observe, stop and remove an owned container with loca
 
 dockerTest("serverVersion names the release /info names, from a ping", async (s) => {
   const version = await s.engine.serverVersion();
-  assert.match(version, /^\d+\.\d+/);
+  assert.match(version ?? "(no Server header)", /^\d+\.\d+/);
   assert.equal(version, (await s.engine.info()).serverVersion);
   assert.equal(version, String((await s.raw.version()).Version));
 });

@@ -85,7 +85,7 @@ export function machineHandlers(host: MachineHost): MachineHandlers {
           const version = await engine.serverVersion(
             AbortSignal.any([ctx.signal, AbortSignal.timeout(10_000)]),
           );
-          return { reachable: true, "server_version": version };
+          return { reachable: true, ...(version === undefined ? {} : { "server_version": version }) };
         } catch (error) {
           return { reachable: false, error: messageOf(error) };
         }

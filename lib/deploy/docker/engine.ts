@@ -106,8 +106,11 @@ export interface Engine {
   ping(signal?: AbortSignal): Promise<void>;
   /** Reads Docker's version and data root. */
   info(signal?: AbortSignal): Promise<EngineInfo>;
-  /** Docker's release, e.g. `20.10.24`: checks that Docker answers, at the cost of a ping. */
-  serverVersion(signal?: AbortSignal): Promise<string>;
+  /**
+   * Docker's release, e.g. `20.10.24`, from a ping's `Server` header (`undefined` if an engine sent none): checks
+   * that Docker answers, at the cost of a ping.
+   */
+  serverVersion(signal?: AbortSignal): Promise<string | undefined>;
   /** Refuses a spec whose network does not exist or is not this Machine's, as a create would. */
   checkNetwork(spec: ContainerSpec, signal?: AbortSignal): Promise<void>;
   /** Creates the container, or returns the one its creation key already names. */
@@ -223,7 +226,7 @@ export function openEngine(options: EngineOptions): Engine {
         path: "/_ping",
       });
     },
-    async serverVersion(signal?: AbortSignal): Promise<string> {
+    async serverVersion(signal?: AbortSignal): Promise<string | undefined> {
       // Each answer of Docker's names its release (`Server: Docker/<version> (<os>)`): a ping (2 ms) says
       // it where /info and /version take some 20 ms (they ask containerd and run runc for their versions).
       const answer = await request(client, { operation: "ping Docker", cls: "inspect", signal }, {
@@ -232,13 +235,7 @@ export function openEngine(options: EngineOptions): Engine {
         stream: true,
       }) as IncomingMessage;
       answer.resume();
-      const named = /^Docker\/(\S+)/.exec(String(answer.headers["server"] ?? ""))?.[1];
-      if (named !== undefined) return named;
-      const version = await request(client, { operation: "read Docker's version", cls: "inspect", signal }, {
-        method: "GET",
-        path: "/version",
-      }) as { Version?: string };
-      return version.Version ?? "";
+      return /^Docker\/(\S+)/.exec(String(answer.headers["server"] ?? ""))?.[1];
     },
     async info(signal?: AbortSignal): Promise<EngineInfo> {
       // Asked together: each takes some 20 ms.
