@@ -711,6 +711,19 @@ Deno.test("loadCompose() runs a profiled Service only when one of its profiles i
   });
 });
 
+Deno.test("loadCompose() warns that healthcheck start_interval is not applied, and still reads it", () => {
+  const { project, warnings } = loadText(
+    "services:\n  web:\n    image: b\n    healthcheck:\n      test: [CMD, 'true']\n      interval: 30s\n" +
+      "      start_interval: 2s\n",
+  );
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0].message, /key "start_interval" is not applied: Docker Engine API v1\.41/);
+  assert.equal(warnings[0].line, 7);
+  assert.equal(warnings[0].path, "services.web.healthcheck.start_interval");
+  const check = project.services.web.healthcheck;
+  assert.equal(check.kind === "configured" ? check.startIntervalMs : undefined, 2_000);
+});
+
 Deno.test("loadCompose() warns that depends_on restart: true is not applied, and still loads", () => {
   const { warnings } = loadText(
     "services:\n  db: {image: b}\n  web:\n    image: b\n    depends_on:\n      db: {condition: service_started, restart: true}\n",

@@ -42,6 +42,17 @@ export function readHealthcheck(reader: Reader, entry: Entry | undefined): Norma
   const duration = (key: string): number | null =>
     readDuration(reader, keys.get(key)?.value, child(entry.path, key));
   const retriesEntry = keys.get("retries");
+  // Still read, so its value is checked and a Service's spec hash stays what it was; Docker 20.10 (Engine API
+  // v1.41, what Ployz speaks) has no start interval and would drop it without a word.
+  const startInterval = keys.get("start_interval");
+  if (startInterval !== undefined && startInterval.value !== null) {
+    reader.warn(
+      startInterval.keyNode,
+      startInterval.path,
+      `key "start_interval" is not applied: Docker Engine API v1.41 has no start interval, ` +
+        `so the check runs every "interval" from the start`,
+    );
+  }
   return {
     kind: "configured",
     test,
