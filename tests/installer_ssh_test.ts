@@ -243,7 +243,11 @@ Deno.test(needs(["docker", "command:ssh", "path:/dev/net/tun", `image:${SYSTEMD_
       let clusterId = "";
       await t.step("the Entry Machine founds a Cluster", async () => {
         const r = await ployz("machine", "init", "--subnet", randomSubnet(PREFIX), "--json");
-        equal(r.code, 0, r.stderr);
+        if (r.code !== 0) {
+          // Under --json the refusal is on stdout; the daemon's side of it is in its journal.
+          const journal = await entry.exec("journalctl -u ployz-serve --no-pager -n 40");
+          equal(r.code, 0, `${r.stderr}${r.stdout}\nployz-serve's journal:\n${journal.stdout}`);
+        }
         clusterId = JSON.parse(r.stdout.trim()).machine.cluster_id;
         ok(typeof clusterId === "string" && clusterId !== "", r.stdout);
       });
