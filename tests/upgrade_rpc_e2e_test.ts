@@ -4,8 +4,9 @@
 // same command run again finds the same attempt and reports it succeeded with the verified version, the app
 // answers HTTP throughout and is never restarted. The installed ployz-observe unit, reading the dockerd's data
 // root and the host's /proc and cgroups through its own read-only mounts, shows real CPU and memory figures for a
-// busy container in `ployz top`, never a gap. Prints the figures: request → verified ready, management
-// downtime, application downtime. Needs Docker and the images from .ci/images.sh and .ci/images_systemd.sh.
+// busy container in `ployz top`, never a gap; the upgrade restarts it once, onto the new release. Prints the
+// figures: request → verified ready, management downtime, application downtime. Needs Docker and the images
+// from .ci/images.sh and .ci/images_systemd.sh.
 import { deepEqual, equal, match, ok } from "node:assert/strict";
 import { join } from "node:path";
 import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
@@ -403,6 +404,8 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         },
       );
 
+      // The Observe Store's starts are counted from here: the upgrade's own.
+      const upgradeSince = await machine.ok("date +%s");
       const dns = digLoop(pid, gateway, names, join(work, "dig-upgrade"));
       const app = prober(async () => {
         const response = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) });
@@ -512,6 +515,23 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             equal(tcp.stdout.trim(), names["web.upg.internal"], tcp.stdout + tcp.stderr);
           },
         );
+
+        // Checked once DNS has moved: the new daemon ensured the Observe Store's unit at its start, before
+        // that.
+        await t.step("the Observe Store restarted once, onto 0.2.0, its unit naming no release", async () => {
+          match(
+            await machine.ok("grep '^ExecStart=' /run/systemd/system/ployz-observe.service"),
+            /^ExecStart=\/usr\/lib\/ployz\/current\/deno run .*\/usr\/lib\/ployz\/current\/.* observe$/,
+          );
+          const journal = await machine.ok(
+            `journalctl -u ployz-observe.service --since @${upgradeSince} --no-pager -o short-precise`,
+          );
+          equal(journal.match(/ Started ployz-observe\.service/g)?.length, 1, journal);
+          match(
+            await machine.ok("readlink /proc/$(systemctl show -p MainPID --value ployz-observe.service)/exe"),
+            /\/usr\/lib\/ployz\/releases\/0\.2\.0\/deno$/,
+          );
+        });
       } finally {
         appStats = await app.stop();
         managementStats = await management.stop();

@@ -46,13 +46,18 @@ export const systemdDoor: Command = {
     };
     const [verb, ...rest] = positionals;
     if (verb === "ensure" && rest.length === 1) {
-      // The same unit the daemon rendered for itself: this deno, and the release through `current`.
-      const options = { deno: Deno.execPath(), appDir: join(paths.prefix, "current"), layout };
-      // DNS names its release itself, so the old process keeps its own tree while the new one starts beside it.
+      const current = join(paths.prefix, "current");
+      // DNS names its release itself (this deno, the release's real tree), so the old process keeps its own
+      // tree while the new one starts beside it.
       if (rest[0] === "dns") {
-        await systemdDnsRunner({ ...options, appDir: await Deno.realPath(options.appDir) }).ensure();
-      } else if (rest[0] === "observe") await systemdObserveRunner(options).ensure();
-      else throw refuse(`Invalid runtime unit "${rest[0]}": expected dns or observe`);
+        await systemdDnsRunner({ deno: Deno.execPath(), appDir: await Deno.realPath(current), layout })
+          .ensure();
+      } else if (rest[0] === "observe") {
+        // As the installer writes it: deno and tree through `current`, naming no release, so an upgrade's own
+        // restart of the unit moves it onto the new release and the new daemon finds nothing to change. (This
+        // deno's path names a release: the unit then changed at every upgrade, a second restart.)
+        await systemdObserveRunner({ deno: join(current, "deno"), appDir: current, layout }).ensure();
+      } else throw refuse(`Invalid runtime unit "${rest[0]}": expected dns or observe`);
       return 0;
     }
     if (verb === "active" && rest.length === 1) {
