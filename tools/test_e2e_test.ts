@@ -1,12 +1,14 @@
 // The e2e runner's grouping: every file runs exactly once, unknown (new) files and the costliest start first, and
-// every file named in COST, ONE_LANE or ALONE exists, so a rename cannot silently move a file out of its place.
+// every file named in COST, ONE_LANE or ALONE exists, so a rename cannot silently move a file out of its place;
+// the task's description states the default number of files at once.
 import { deepEqual, equal } from "node:assert/strict";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   ALONE,
   COST,
   costLines,
+  DEFAULT_JOBS,
   failureDigest,
   fileSeconds,
   groups,
@@ -116,4 +118,10 @@ third">AssertionError: boom</failure>
     "    … 1 more line",
   ]);
   deepEqual(failureDigest(junit.replaceAll(/<failure[\s\S]*?<\/failure>/g, "")), []);
+});
+
+Deno.test("the test:e2e task's description states the runner's default DENO_JOBS", () => {
+  const config = JSON.parse(Deno.readTextFileSync(join(ROOT, "deno.json")));
+  const said = String(config.tasks["test:e2e"].description).match(/DENO_JOBS \(default (\d+)\)/)?.[1];
+  equal(said, String(DEFAULT_JOBS));
 });
