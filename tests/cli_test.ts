@@ -16,7 +16,7 @@ import { ROOT, run } from "./support/spawn.ts";
 const PLOYZD = join(ROOT, "bin", "ployzd");
 const PLOYZ = join(ROOT, "bin", "ployz");
 
-Deno.test("ployzd version prints the release and --json is machine-readable", async () => {
+Deno.test("ployzd version prints the release, --json is machine-readable, --version is version", async () => {
   const text = await run(PLOYZD, ["version"]);
   equal(text.code, 0, text.stderr);
   match(text.stdout, /^ployzd \d+\.\d+\.\d+ \(deno 2\.9\.\d+, /);
@@ -25,6 +25,12 @@ Deno.test("ployzd version prints the release and --json is machine-readable", as
     JSON.parse(json.stdout).version,
     JSON.parse((await run(PLOYZ, ["version", "--json"])).stdout).version,
   );
+  // `--version` alone is the version command, for both programs.
+  for (const program of [PLOYZD, PLOYZ]) {
+    const flag = await run(program, ["--version"]);
+    equal(flag.code, 0, flag.stderr);
+    equal(flag.stdout, (await run(program, ["version"])).stdout);
+  }
 });
 
 Deno.test("every ployzd and ployz command answers --help", async () => {

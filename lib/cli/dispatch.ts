@@ -54,6 +54,12 @@ export async function dispatch(program: Command, argv: string[], io: Io): Promis
   try {
     resolved = await resolveCommand(program, argv);
     const { path, command, rest } = resolved;
+    // `--version` alone runs the program's own `version` command, as it does for most CLIs.
+    if (path === program.name && rest.length === 1 && rest[0] === "--version") {
+      if (command.subcommands?.some((c) => c.name === "version")) {
+        return await dispatch(program, ["version"], io);
+      }
+    }
     if (rest.includes("--help") || rest.includes("-h")) {
       io.out(usageText(path, command));
       return 0;

@@ -137,3 +137,36 @@ Deno.test("dispatch() reports a command module that cannot load in one line nami
   equal(await dispatch(broken, ["gone", "--json"], json), 1);
   match(JSON.parse(json.stdout).error.details.module, /^file:\/\/.*\/no_such_command\.ts$/);
 });
+
+Deno.test("dispatch() runs the program's version command for --version alone at the top", async () => {
+  const versioned: Command = {
+    ...program,
+    subcommands: [...program.subcommands!, {
+      name: "version",
+      summary: "Print the version",
+      run: ({ io }) => {
+        io.out("p 1.2.3\n");
+        return Promise.resolve(0);
+      },
+    }],
+  };
+  const io = bufferIo();
+  equal(await dispatch(versioned, ["--version"], io), 0);
+  equal(io.stdout, "p 1.2.3\n");
+  // Only alone, only at the top, and only where the program has a version command.
+  for (
+    const [p, argv, line] of [
+      [versioned, ["--version", "x"], 'error[invalid_argument]: Unknown option "--version" for "p"'],
+      [
+        versioned,
+        ["group", "--version"],
+        'error[invalid_argument]: Unknown option "--version" for "p group"',
+      ],
+      [program, ["--version"], 'error[invalid_argument]: Unknown option "--version" for "p"'],
+    ] as const
+  ) {
+    const out = bufferIo();
+    equal(await dispatch(p, [...argv], out), 2, argv.join(" "));
+    equal(out.stderr.split("\n")[0], line);
+  }
+});
