@@ -13,6 +13,7 @@ import { permissionFlags, permissionSet } from "../lib/permissions/mod.ts";
 import { connectMachine, type MachineClient, RpcError } from "../lib/rpc/mod.ts";
 import { DOCKER_ENV, DOCKER_SOCKET, randomSubnet } from "./support/docker.ts";
 import { upstreamResolver } from "./support/dns.ts";
+import { digLoop, type DigTally, dnsSlots, switchFigures, switchTimes } from "./support/dns_switch.ts";
 import { buildReleaseSource, SYSTEMD_IMAGE, SystemdMachine } from "./support/installer.ts";
 import { killedAt, ROOT, run } from "./support/spawn.ts";
 import { needs } from "./support/needs.ts";
@@ -87,104 +88,7 @@ function prober(probe: () => Promise<void>, everyMs: number): { stop(): Promise<
   };
 }
 
-/**
- * What a dig loop saw: queries sent, answered with the expected address, the failures' first lines, and when
- * its first and last queries ended (epoch ms), to tell which window it covered.
- */
-interface DigTally {
-  sent: number;
-  answered: number;
-  lost: string[];
-  firstMs?: number;
-  lastMs?: number;
-}
-
 const FORWARDED = { name: "fwd.upg-test", address: "192.0.2.7" };
-
-/**
- * Runs real `dig` in the Machine's network namespace, one query at a time with a 1 s timeout and a single try
- * (what a stub resolver's first attempt sees), alternating a Service name and a forwarded name at about 16 q/s,
- * until stopped. A refusal (ICMP port unreachable), a timeout or a wrong answer counts as lost.
- */
-function digLoop(pid: string, server: string, names: Record<string, string>, stopFile: string): {
-  stop(): Promise<DigTally>;
-} {
-  const queries = Object.keys(names).join(" ");
-  const script = `while [ ! -e '${stopFile}' ]; do for n in ${queries}; do ` +
-    `a=$(dig -b ${CLIENT} @${server} +tries=1 +time=1 +short "$n" A 2>&1 | tr '\\n' ' '); ` +
-    `echo "$(date +%s%3N) $n $a"; done; sleep 0.1; done`;
-  const child = new Deno.Command("nsenter", {
-    args: [`--net=/proc/${pid}/ns/net`, "sh", "-c", script],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const output = child.output();
-  return {
-    async stop(): Promise<DigTally> {
-      await Deno.writeTextFile(stopFile, "");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      const out = await output.finally(() => clearTimeout(timer));
-      const tally: DigTally = { sent: 0, answered: 0, lost: [] };
-      for (const line of new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "")) {
-        tally.sent++;
-        const [at, name, ...answer] = line.trim().split(" ");
-        tally.firstMs ??= Number(at);
-        tally.lastMs = Number(at);
-        if (answer.join(" ") === names[name]) tally.answered++;
-        else tally.lost.push(`${name} ${answer.join(" ")}`);
-      }
-      return tally;
-    },
-  };
-}
-
-/**
- * When a DNS switch happened (epoch ms), from systemd's own journal lines: the new unit's "Starting", its
- * "Serving spec" line, and the old unit's "Stopped" (or "Deactivated"); `undefined` when one is missing.
- */
-async function switchTimes(
-  machine: SystemdMachine,
-  next: string,
-  old: string,
-): Promise<{ started: number; serving: number; stopped: number } | undefined> {
-  const lines = (await machine.exec(`journalctl -u ${next} -u ${old} --no-pager -o short-unix`)).stdout.split(
-    "\n",
-  );
-  const at = (pattern: RegExp): number | undefined => {
-    const line = lines.findLast((l) => pattern.test(l));
-    return line === undefined ? undefined : Number(line.split(" ")[0]) * 1000;
-  };
-  const started = at(new RegExp(`Starting ${next.replace(/[@.]/g, "\\$&")}`));
-  const serving = at(/ployzd dns: Serving spec/);
-  const stopped = at(
-    new RegExp(
-      `(Stopped|Deactivated successfully).*${old.replace(/[@.]/g, "\\$&")}|${
-        old.replace(/[@.]/g, "\\$&")
-      }: Deactivated`,
-    ),
-  );
-  if (started === undefined || serving === undefined || stopped === undefined) return undefined;
-  return { started, serving, stopped };
-}
-
-/** How long a DNS switch took ({@link switchTimes}), as a line. */
-async function switchFigures(machine: SystemdMachine, next: string, old: string): Promise<string> {
-  const times = await switchTimes(machine, next, old);
-  if (times === undefined) return "switch timing not in the journal";
-  const { started, serving, stopped } = times;
-  return `new unit starting → serving ${Math.round(serving - started)} ms, → old unit stopped ${
-    Math.round(stopped - started)
-  } ms`;
-}
-
-/** The DNS slots' ActiveStates inside the Machine, e.g. `{a: "active", b: "inactive"}`. */
-async function dnsSlots(machine: SystemdMachine): Promise<Record<string, string>> {
-  const states = (await machine.ok(
-    "systemctl show --property=ActiveState --value ployz-dns@a.service ployz-dns@b.service ployz-dns.service",
-  )).split("\n").filter((l) => l !== "");
-  return { a: states[0], b: states[1], legacy: states[2] };
-}
 
 type MetricValue = { avg: number } | { sum: number } | { gap: string };
 
@@ -388,7 +292,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
         async () => {
           let last: string[] = [];
           await eventually(30_000, "Internal DNS answers in the Machine", async () => {
-            const probe = digLoop(pid, gateway, names, join(work, "dig-ready"));
+            const probe = digLoop(pid, gateway, CLIENT, names, join(work, "dig-ready"));
             await sleep(300);
             const tally = await probe.stop();
             await Deno.remove(join(work, "dig-ready"));
@@ -406,7 +310,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
 
       // The Observe Store's starts are counted from here: the upgrade's own.
       const upgradeSince = await machine.ok("date +%s");
-      const dns = digLoop(pid, gateway, names, join(work, "dig-upgrade"));
+      const dns = digLoop(pid, gateway, CLIENT, names, join(work, "dig-upgrade"));
       const app = prober(async () => {
         const response = await fetch(appUrl, { signal: AbortSignal.timeout(2_000) });
         await response.text();
@@ -546,15 +450,15 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             managementStats!.longestOutageMs
           } ms`,
         );
+        const times = await switchTimes(machine, "ployz-dns@b.service", "ployz-dns@a.service");
         console.log(
           `internal dns across the upgrade: ${dnsStats!.sent} queries sent, ${dnsStats!.answered} answered, ${
             dnsStats!.lost.length
-          } lost; ${await switchFigures(machine, "ployz-dns@b.service", "ployz-dns@a.service")}`,
+          } lost; ${switchFigures(times)}`,
         );
         deepEqual(dnsStats!.lost, [], "DNS queries lost across the upgrade-driven restart");
         // The loop ran across the whole switch: a query ended before the new unit started, one after the old
         // one stopped (how many fit in between depends on the host's speed).
-        const times = await switchTimes(machine, "ployz-dns@b.service", "ployz-dns@a.service");
         ok(times !== undefined, "the DNS switch's start and end are not in the journal");
         const { firstMs, lastMs } = dnsStats!;
         ok(
@@ -605,7 +509,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             await machine.ok(
               `systemctl stop ${slot} && rm /run/systemd/system/${slot} && systemctl daemon-reload`,
             );
-            const loop = digLoop(pid, gateway, names, join(work, `dig-migrate-${slot[10]}`));
+            const loop = digLoop(pid, gateway, CLIENT, names, join(work, `dig-migrate-${slot[10]}`));
             let tally: DigTally;
             try {
               await sleep(500);
@@ -622,12 +526,12 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
             } finally {
               tally = await loop.stop();
             }
+            const figures = switchFigures(
+              await switchTimes(machine, "ployz-dns@a.service", "ployz-dns.service"),
+            );
             console.log(
-              `internal dns, ployz-dns.service → ployz-dns@a by ${how}: ${tally.sent} sent, ${tally.answered} answered, ${tally.lost.length} lost; ${await switchFigures(
-                machine,
-                "ployz-dns@a.service",
-                "ployz-dns.service",
-              )}`,
+              `internal dns, ployz-dns.service → ployz-dns@a by ${how}: ${tally.sent} sent, ` +
+                `${tally.answered} answered, ${tally.lost.length} lost; ${figures}`,
             );
             deepEqual(tally.lost, [], `DNS queries lost moving off the single unit by ${how}`);
           },
@@ -635,7 +539,7 @@ Deno.test(needs(["docker", `image:${SYSTEMD_IMAGE}`, `image:${APP_IMAGE}`], {
       }
 
       await t.step("control: stopping and starting the DNS unit, as before, does lose queries", async () => {
-        const loop = digLoop(pid, gateway, names, join(work, "dig-control"));
+        const loop = digLoop(pid, gateway, CLIENT, names, join(work, "dig-control"));
         let tally: DigTally;
         try {
           await sleep(500);
