@@ -1,7 +1,8 @@
 // Parallel Deploys on a real three-Machine lab: 3 Services x 3 replicas, health-gated, under --parallel 1 and
 // the default (no --parallel: parallel), as a depends_on chain and as three independent Services; times printed
 // beside a raw `docker run` of the same 9 containers on the three dockerds. What runs side by side is asserted from
-// the order of the Deploy's events; of the times, that the chain's default is well under one at a time. Then a
+// the order of the Deploy's events; of the times, that the chain's default is well under one at a time. A
+// Service's replacements roll one at a time, or as many at once as its `update_config.parallelism`. Then a
 // Machine cut mid-Deploy under the default: the other Machines' operations finish, the cut Machine's is failed or
 // unknown, and everything after is not attempted.
 import assert from "node:assert/strict";
@@ -100,6 +101,27 @@ function createOrder(ndjson: string): CreateOrder {
     last: (phase, service) => found(events.findLastIndex(matches(phase, service)), `${phase} ${service}`),
     text,
   };
+}
+
+/**
+ * How many operations of `kind` a `deploy --json` transcript ran (`replaced`), and the most of them in flight
+ * at once (`peak`): running from their first step event until completed or failed.
+ */
+function inFlight(ndjson: string, kind: string): { peak: number; replaced: number } {
+  let ops: OpJson[] = [];
+  const running = new Set<number>();
+  const seen = new Set<number>();
+  let peak = 0;
+  for (const line of ndjson.trim().split("\n")) {
+    const e = JSON.parse(line);
+    if (e.type === "plan") ops = e.ops;
+    if (e.type !== "step" || ops[e.index]?.kind !== kind) continue;
+    seen.add(e.index);
+    if (e.status === "running") running.add(e.index);
+    else running.delete(e.index);
+    peak = Math.max(peak, running.size);
+  }
+  return { peak, replaced: seen.size };
 }
 
 Deno.test(needs(["lab"], {
@@ -215,6 +237,48 @@ Deno.test(needs(["lab"], {
         // at best; the bound leaves room for a loaded host). The independent Services' time is printed only: under
         // other labs' load it swung above --parallel 1's (137.8 s against 97.5 s), by more than their gain.
         assert.ok(parallel < sequential * 0.8, `default ${parallel} ms, --parallel 1 ${sequential} ms`);
+      },
+    );
+
+    await t.step(
+      "a Service's replacements roll one at a time, or update_config.parallelism at once",
+      async () => {
+        const path = join(lab.dir, "roll.yaml");
+        const write = (mark: string, parallelism?: number) =>
+          Deno.writeTextFile(
+            path,
+            `name: roll\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
+              `    environment: {MARK: "${mark}"}\n    deploy: {replicas: 3${
+                parallelism === undefined ? "" : `, update_config: {parallelism: ${parallelism}}`
+              }}\n    healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 10s, retries: 3}\n` +
+              "    stop_signal: SIGKILL\n",
+          );
+        const deploy = async (): Promise<{ ms: number; peak: number; replaced: number }> => {
+          const started = performance.now();
+          const r = await lab.on("m1", ["deploy", "-f", path, "-y", "--json", "--monitor", "1s"]);
+          const ms = performance.now() - started;
+          assert.equal(r.code, 0, r.stderr + r.stdout);
+          assert.equal(lastOutcome<OutcomeJson>(r.stdout).status, "succeeded");
+          return { ms, ...inFlight(r.stdout, "replace") };
+        };
+        await write("a");
+        await deploy();
+        await write("b");
+        const rolling = await deploy();
+        await write("c", 3);
+        const together = await deploy();
+        // Which replacements overlapped, from the order of the Deploy's events, which no host's load changes.
+        assert.deepEqual([rolling.replaced, rolling.peak], [3, 1], "by default one replacement at a time");
+        assert.deepEqual([together.replaced, together.peak], [3, 3], "parallelism 3: the three at once");
+        console.log(
+          `1 Service x 3 replaced across 3 Machines (health-gated, --monitor 1s): one at a time ${
+            (rolling.ms / 1000).toFixed(1)
+          } s, update_config.parallelism 3 ${(together.ms / 1000).toFixed(1)} s (${
+            (together.ms / rolling.ms).toFixed(2)
+          }x)`,
+        );
+        const removed = await lab.on("m1", ["rm", "roll", "-y"]);
+        assert.equal(removed.code, 0, removed.stderr + removed.stdout);
       },
     );
 

@@ -116,7 +116,7 @@ export function readDeploy(
     replicas ??= 1;
   }
 
-  const update: NormalizedService["update"] = { order: null, monitorMs: null };
+  const update: NormalizedService["update"] = { order: null, monitorMs: null, parallelism: null };
   const updateEntry = keys.get("update_config");
   if (updateEntry !== undefined && updateEntry.value !== null) {
     const updateKeys = checkMapping(reader, updateEntry.value, updateEntry.path, UPDATE_CONFIG_KEYS, {
@@ -136,6 +136,10 @@ export function readDeploy(
     }
     const monitor = updateKeys.get("monitor");
     update.monitorMs = readDuration(reader, monitor?.value, monitor?.path ?? "");
+    const parallelism = updateKeys.get("parallelism");
+    if (parallelism !== undefined && parallelism.value !== null) {
+      update.parallelism = reader.integer(parallelism.value, parallelism.path, 0, MAX_REPLICAS) ?? null;
+    }
   }
 
   const resources: NormalizedResources = {

@@ -233,6 +233,11 @@ export interface NormalizedService {
     order: "start-first" | "stop-first" | null;
     /** How long to watch a new container before calling it healthy, or null for the default. */
     monitorMs: number | null;
+    /**
+     * `update_config.parallelism`: how many of its containers are replaced at once (0: all), or null for one
+     * at a time. Absent from a Saved State written before it was read: one at a time too.
+     */
+    parallelism?: number | null;
   };
   /** `x-machines`: names or IDs of Machines this Service may run on; empty means any. */
   machines: string[];

@@ -88,6 +88,22 @@ Deno.test("dependencies(): Services wait for what they depend on; replacements r
   assert.deepEqual(rolled[4], [0, 1, 2, 3]);
 });
 
+Deno.test("dependencies(): update_config.parallelism lets that many replacements run at once", async () => {
+  const { plan } = await lab3(project([service("web", { replicas: 5 })]));
+  const replacing = (parallelism?: number) =>
+    plan.ops.map((op) => ({
+      ...op,
+      kind: "replace" as const,
+      ...(parallelism === undefined ? {} : { parallelism }),
+    }));
+  // Each waits for the one `parallelism` places before it: at most that many in flight.
+  assert.deepEqual(dependencies(replacing(2) as unknown as Plan["ops"]), [[], [], [0], [1], [2]]);
+  assert.deepEqual(dependencies(replacing(3) as unknown as Plan["ops"]), [[], [], [], [0], [1]]);
+  assert.deepEqual(dependencies(replacing(0) as unknown as Plan["ops"]), [[], [], [], [], []]);
+  assert.deepEqual(dependencies(replacing(1) as unknown as Plan["ops"]), [[], [0], [1], [2], [3]]);
+  assert.deepEqual(dependencies(replacing() as unknown as Plan["ops"]), [[], [0], [1], [2], [3]]);
+});
+
 Deno.test("dependencies(): Services with no depends_on path between them wait for nothing of each other", async () => {
   const { plan } = await lab3(project([
     service("a", { replicas: 3 }),
@@ -146,6 +162,28 @@ Deno.test("parallel execution runs a Service's replicas on three Machines at onc
   const sequential = await executePlan(again, machinesOf(slow1), { parallel: 1 });
   assert.equal(sequential.status, "succeeded");
   assert.equal(Slow.peak, 1, "--parallel 1 runs one operation at a time");
+});
+
+Deno.test("a Service's replacements run update_config.parallelism at a time across Machines", async () => {
+  const fakes = [new FakeMachine("m1", "one"), new FakeMachine("m2", "two"), new FakeMachine("m3", "three")];
+  const web = (image: string, parallelism: number | null) =>
+    project([service("web", { replicas: 6, image, update: { order: null, monitorMs: null, parallelism } })]);
+  const deploy = async (p: NormalizedProject, id: string): Promise<{ plan: Plan; peak: number }> => {
+    const plan = planDeploy({
+      intent: deployIntent(p, id.padEnd(32, "0")),
+      snapshot: await snapshotOfAll(fakes),
+    });
+    Slow.peak = 0;
+    const outcome = await executePlan(plan, machinesOf(fakes.map((f) => new Slow(f, 40))), { perMachine: 3 });
+    assert.equal(outcome.status, "succeeded", JSON.stringify(outcome.failed));
+    return { plan, peak: Slow.peak };
+  };
+  await deploy(web("img:1", null), "d3");
+  for (const [image, parallelism, peak] of [["img:2", null, 1], ["img:3", 2, 2], ["img:4", 0, 6]] as const) {
+    const { plan, peak: seen } = await deploy(web(image, parallelism), `d${image.at(-1)}a`);
+    assert.deepEqual(plan.ops.filter((op) => op.kind === "replace").length, 6);
+    assert.equal(seen, peak, `parallelism ${parallelism}: ${peak} replacement(s) in flight at most`);
+  }
 });
 
 Deno.test("by default (no parallel given) different Machines' operations overlap", async () => {

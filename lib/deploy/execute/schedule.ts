@@ -11,9 +11,11 @@
  *   `service_healthy`), not through their monitor period, nor for their Serving Pointer moves (which still come
  *   before the later Service's own move, and only after each of their creates passed the whole gate).
  * - Within a Service: its hook, Serving Pointer move and Ingress Proxy fill wait for everything before them and
- *   hold back everything after; an image copy or pull runs before the later operations on its Machine; replacements run
- *   one after another (a rolling update, stop-first or start-first, never takes two slots down at once); creates
- *   and starts on different slots run side by side; removals wait until the Service's changes are done.
+ *   hold back everything after; an image copy or pull runs before the later operations on its Machine;
+ *   replacements run one after another (a rolling update, stop-first or start-first, never takes two slots
+ *   down at once), or as many at once as the Service's `update_config.parallelism` says (each waits for the
+ *   replacement that many places before it; 0: none waits); creates and starts on different slots run side by
+ *   side; removals wait until the Service's changes are done.
  *
  * With every operation waiting for the one before it, the plan runs exactly as it did strictly in order.
  *
@@ -82,7 +84,7 @@ export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
   let before: number[] = [];
   let segment: number[] = [];
   let barrier: number | undefined;
-  let lastReplace: number | undefined;
+  let replaces: number[] = [];
   let changed = false;
   const images = new Map<string, number[]>();
   for (const [i, op] of ops.entries()) {
@@ -92,7 +94,7 @@ export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
       segment = [];
       segments.push({ project: op.project, service: op.service, ops: segment });
       barrier = undefined;
-      lastReplace = undefined;
+      replaces = [];
       changed = false;
       images.clear();
     }
@@ -112,12 +114,15 @@ export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
     } else {
       if (barrier !== undefined) wait.add(barrier);
       for (const j of images.get(op.machineId) ?? []) wait.add(j);
-      if (op.kind === "replace" && lastReplace !== undefined) wait.add(lastReplace);
+      if (op.kind === "replace") {
+        const window = op.parallelism ?? 1;
+        if (window > 0 && replaces.length >= window) wait.add(replaces[replaces.length - window]);
+      }
     }
     deps.push({ done: [...wait].sort((a, b) => a - b), healthy });
     segment.push(i);
     if (!SIDE_BY_SIDE.has(op.kind)) barrier = i;
-    if (op.kind === "replace") lastReplace = i;
+    if (op.kind === "replace") replaces.push(i);
     if (op.kind === "image" || op.kind === "pull") {
       images.set(op.machineId, [...(images.get(op.machineId) ?? []), i]);
     }

@@ -288,6 +288,8 @@ export function planService(
   const monitorMs = service.update.monitorMs ?? options.monitorMs ?? DEFAULT_MONITOR_MS;
   const gate: HealthGate | null = options.skipHealth ? null : healthGate(service.healthcheck, monitorMs);
   const { order, reason } = updateOrder(service);
+  // One replacement after another unless the Compose file says how many at once (0: all).
+  const parallelism = service.update.parallelism ?? 1;
   const base = (m: MachineObservation, slot: string) => slotOn(m, project.name, service.name, slot);
   const hooks = placed.filter((p) => p.container.slot === "hook");
   const slotted = placed.filter((p) => p.container.slot !== "hook");
@@ -338,6 +340,7 @@ export function planService(
         spec: keep === undefined ? spec : adopt(spec, keep),
         order,
         orderReason: reason,
+        ...(parallelism === 1 ? {} : { parallelism }),
         oldStop: "client",
         ...changeOf(options, service, old, machine),
         health: gate,
@@ -392,6 +395,15 @@ export function planService(
     });
   }
   ops.push(...changes);
+  const replacing = changes.filter((op) => op.kind === "replace").length;
+  if (order === "stop-first" && parallelism !== 1 && replacing > 1) {
+    const down = parallelism === 0 ? replacing : Math.min(parallelism, replacing);
+    warnings.push(
+      `Service "${project.name}/${service.name}" is replaced stop-first ${
+        parallelism === 0 ? "all at once" : `${parallelism} at a time`
+      } (update_config.parallelism): up to ${down} of its containers are down at once`,
+    );
+  }
   if (options.serving !== undefined) {
     const point = pointOf(project.name, service, deploymentId, { changes, fresh, kept }, warnings);
     if (point !== undefined) ops.push(point);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { deployIntent, serviceOrder } from "./intent.ts";
 import { creationKey } from "./keys.ts";
 import { planDeploy } from "./plan.ts";
+import { describeOp } from "./preview.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
 import { FakeMachine, HOST_8080, project, service, snapshotOf } from "./test_fake.ts";
 import type { NormalizedProject } from "../compose/types.ts";
@@ -112,6 +113,43 @@ Deno.test("planDeploy lets an explicit update_config.order win over host ports",
   const op = (await plan(project([next]), m)).ops[0] as ReplaceOp;
   assert.equal(op.order, "start-first");
   assert.equal(op.orderReason, "update_config.order");
+});
+
+Deno.test("planDeploy carries update_config.parallelism; stop-first says how many go down", async () => {
+  const m = new FakeMachine();
+  deployed(m, project([service("web", { replicas: 5 })]), "web", 5);
+  const next = (parallelism: number | null) =>
+    service("web", {
+      replicas: 5,
+      image: "img:2",
+      update: { order: "stop-first", monitorMs: null, parallelism },
+    });
+  const two = await plan(project([next(2)]), m);
+  assert.deepEqual(two.ops.map((op) => (op as ReplaceOp).parallelism), [2, 2, 2, 2, 2]);
+  assert.deepEqual(two.ops.map((op) => (op as ReplaceOp).order), Array(5).fill("stop-first"));
+  assert.match(
+    describeOp(two.ops[0]),
+    /, stop-first \(update_config\.order\), 2 at a time \(update_config\.parallelism\)/,
+  );
+  assert.ok(
+    two.warnings.includes(
+      'Service "shop/web" is replaced stop-first 2 at a time (update_config.parallelism): ' +
+        "up to 2 of its containers are down at once",
+    ),
+    two.warnings.join("\n"),
+  );
+  const all = await plan(project([next(0)]), m);
+  assert.ok(
+    all.warnings.some((w) => w.includes("stop-first all at once") && w.includes("up to 5")),
+    all.warnings.join("\n"),
+  );
+  // Unset, or 1: one after another, as before (no field on the operation, no warning).
+  for (const parallelism of [null, 1]) {
+    const one = await plan(project([next(parallelism)]), m);
+    assert.ok(one.ops.every((op) => !("parallelism" in op)));
+    assert.doesNotMatch(describeOp(one.ops[0]), /at a time/);
+    assert.ok(!one.warnings.some((w) => w.includes("parallelism")), one.warnings.join("\n"));
+  }
 });
 
 Deno.test("planDeploy orders Services by depends_on and refuses a cycle", async () => {

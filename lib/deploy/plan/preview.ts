@@ -27,7 +27,11 @@ export function describeOp(op: Op): string {
     case "replace": {
       const why = op.changed.length > 0 ? ` (${op.changed.join(", ")} changed)` : " (spec changed)";
       const old = op.oldStop === "retire_loop" ? `; ${op.old.name} is left for the retire loop` : "";
-      return `replace ${op.old.name} with ${op.spec.name}, ${op.order} (${op.orderReason})${why}${old}`;
+      const rolls = op.parallelism === undefined
+        ? ""
+        : `, ${op.parallelism === 0 ? "all" : op.parallelism} at a time (update_config.parallelism)`;
+      const how = `${op.order} (${op.orderReason})${rolls}`;
+      return `replace ${op.old.name} with ${op.spec.name}, ${how}${why}${old}`;
     }
     case "point":
       return `point "${op.project}/${op.service}" at Deployment ${

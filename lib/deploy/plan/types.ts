@@ -64,6 +64,11 @@ export interface ReplaceOp extends OpBase {
   /** Why the order was chosen. */
   orderReason: string;
   /**
+   * How many of the Service's replacements run at once (`update_config.parallelism`; 0: all of them): each
+   * waits for the one that many places before it. Absent: 1, one after another.
+   */
+  parallelism?: number;
+  /**
    * Who stops the old container: `client` (this Deploy, after the new one passed health; always for stop-first)
    * or `retire_loop` (start-first under a Serving Pointer: the old Machine's retire loop stops it once every
    * Machine not Down acked the moved pointer, so it leaves every Ingress Proxy first).

@@ -1,0 +1,36 @@
+// `deploy.update_config` as loadCompose() reads it (service_deploy.ts).
+import assert from "node:assert/strict";
+import { loadText, onlyIssue, problems } from "./test_helpers.ts";
+
+function withUpdate(lines: string[]): string {
+  return ["services:", "  web:", "    image: x", "    deploy:", "      update_config:", ...lines].join("\n");
+}
+
+Deno.test("loadCompose() reads update_config.parallelism: a count, 0 for all, none by default", () => {
+  for (const [written, read] of [["2", 2], ["0", 0], ['"3"', 3]] as const) {
+    const { project, warnings } = loadText(withUpdate([`        parallelism: ${written}`]));
+    assert.deepEqual(warnings, []);
+    assert.equal(project.services.web.update.parallelism, read);
+  }
+  const { project } = loadText("services:\n  web:\n    image: x\n");
+  assert.deepEqual(project.services.web.update, { order: null, monitorMs: null, parallelism: null });
+});
+
+Deno.test("loadCompose() refuses a parallelism that is not a whole number, naming its line", () => {
+  for (const written of ["-1", "two", "1.5"]) {
+    onlyIssue(problems(withUpdate(["        order: stop-first", `        parallelism: ${written}`])), {
+      line: 7,
+      path: "services.web.deploy.update_config.parallelism",
+      message: /expected a whole number/,
+    });
+  }
+});
+
+Deno.test("loadCompose() warns that update_config.delay is ignored, and still reads parallelism", () => {
+  const { project, warnings } = loadText(withUpdate(["        parallelism: 2", "        delay: 10s"]));
+  assert.equal(warnings.length, 1);
+  assert.equal(warnings[0].line, 7);
+  assert.equal(warnings[0].path, "services.web.deploy.update_config.delay");
+  assert.match(warnings[0].message, /is not supported by Ployz and is ignored/);
+  assert.equal(project.services.web.update.parallelism, 2);
+});
