@@ -13,7 +13,8 @@
 //   once go before the Deploys in even rounds and after them in odd ones, and each round's own ratio of the cold
 //   Deploy to them is kept too (its median is printed beside the ratio of the medians);
 // - warm: the same `ployz deploy` again (nothing pulled, nothing to do; bundled and from source), and with a
-//   changed environment variable (three replacements, nothing pulled);
+//   changed environment variable (three replacements, nothing pulled), one at a time as by default and then with
+//   `update_config.parallelism: 3` (the three at once);
 // - peers first: a fourth fresh image pulled on m1, then fetched by m2 from the registry (`docker pull`, Docker's
 //   own transfer, which a pull operation runs) and by m3 from m1 over the mesh (`ployz image copy`, which an image
 //   operation runs: the time the target Machine reports for save, transfer and load, without the CLI's start).
@@ -147,11 +148,12 @@ if (!LAB_READY) {
     const byPar = await fresh(`q${round}`);
     const byParPloyz = await fresh(`n${round}`);
     const compose = join(lab.dir, `bench${round}.yaml`);
-    const project = (name: string, image: string, env: string) =>
+    const project = (name: string, image: string, env: string, parallelism?: number) =>
       `name: ${name}\nservices:\n  web:\n    image: ${image}\n    command: ["sleep", "600"]\n` +
-      `    environment: {ROUND: "${env}"}\n    deploy: {replicas: 3}\n    healthcheck: {disable: true}\n` +
-      `    stop_signal: SIGKILL\n`;
-    const text = (env: string) => project(`bench${round}`, viaPloyz, env);
+      `    environment: {ROUND: "${env}"}\n    deploy: {replicas: 3${
+        parallelism === undefined ? "" : `, update_config: {parallelism: ${parallelism}}`
+      }}\n    healthcheck: {disable: true}\n    stop_signal: SIGKILL\n`;
+    const text = (env: string, parallelism?: number) => project(`bench${round}`, viaPloyz, env, parallelism);
     await Deno.writeTextFile(compose, text("a"));
     const fromSource = join(lab.dir, `benchsrc${round}.yaml`);
     await Deno.writeTextFile(fromSource, project(`benchsrc${round}`, viaSource, "a"));
@@ -282,6 +284,8 @@ if (!LAB_READY) {
     samples.record("image to a Machine: peer copy over the mesh (ployz image copy)", copied.duration_ms);
     await Deno.writeTextFile(compose, text("b"));
     samples.record("ployz deploy, warm, 3 replaced (nothing pulled)", await deploy());
+    await Deno.writeTextFile(compose, text("c", 3));
+    samples.record("ployz deploy, warm, 3 replaced, update_config.parallelism 3", await deploy());
     await lab.on("m1", ["rm", `bench${round}`, "-y"]);
     await lab.on("m1", ["rm", `benchsrc${round}`, "-y"]);
     for (const m of MACHINES) {
@@ -335,6 +339,15 @@ if (!LAB_READY) {
       (source / median("docker pull + run by hand, three Machines at once, on the ployz network")).toFixed(
         2,
       )
+    }x`,
+  );
+  console.log(
+    `warm, 3 replaced: update_config.parallelism 3 / one at a time: ${
+      (median("ployz deploy, warm, 3 replaced, update_config.parallelism 3") /
+        median("ployz deploy, warm, 3 replaced (nothing pulled)")).toFixed(2)
+    }x; parallelism 3 / docker run by hand, image present, three at once on the ployz network: ${
+      (median("ployz deploy, warm, 3 replaced, update_config.parallelism 3") /
+        median("docker run by hand, image present, three Machines at once, the ployz network")).toFixed(2)
     }x`,
   );
   console.log(
