@@ -2,7 +2,8 @@
 // the default (no --parallel: parallel), as a depends_on chain and as three independent Services; times printed
 // beside a raw `docker run` of the same 9 containers on the three dockerds. What runs side by side is asserted from
 // the order of the Deploy's events; of the times, that the chain's default is well under one at a time. A
-// Service's replacements roll one at a time, or as many at once as its `update_config.parallelism`. Then a
+// Service's replacements roll one at a time, or as many at once as its `update_config.parallelism`, each its
+// `delay` after the one before. Then a
 // Machine cut mid-Deploy under the default: the other Machines' operations finish, the cut Machine's is failed or
 // unknown, and everything after is not attempted.
 import assert from "node:assert/strict";
@@ -241,15 +242,15 @@ Deno.test(needs(["lab"], {
     );
 
     await t.step(
-      "a Service's replacements roll one at a time, or update_config.parallelism at once",
+      "a Service's replacements roll one at a time, or update_config.parallelism at once, or delay apart",
       async () => {
         const path = join(lab.dir, "roll.yaml");
-        const write = (mark: string, parallelism?: number) =>
+        const write = (mark: string, update?: string) =>
           Deno.writeTextFile(
             path,
             `name: roll\nservices:\n  web:\n    image: ${IMAGE}\n    command: ["sleep", "3600"]\n` +
               `    environment: {MARK: "${mark}"}\n    deploy: {replicas: 3${
-                parallelism === undefined ? "" : `, update_config: {parallelism: ${parallelism}}`
+                update === undefined ? "" : `, update_config: {${update}}`
               }}\n    healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 10s, retries: 3}\n` +
               "    stop_signal: SIGKILL\n",
           );
@@ -265,17 +266,39 @@ Deno.test(needs(["lab"], {
         await deploy();
         await write("b");
         const rolling = await deploy();
-        await write("c", 3);
+        await write("c", "parallelism: 3");
         const together = await deploy();
         // Which replacements overlapped, from the order of the Deploy's events, which no host's load changes.
         assert.deepEqual([rolling.replaced, rolling.peak], [3, 1], "by default one replacement at a time");
         assert.deepEqual([together.replaced, together.peak], [3, 3], "parallelism 3: the three at once");
+        // With a delay, each replacement starts that long after the one before it ended (the events' arrival
+        // times: a late event only makes a gap look shorter, so 1.8 s of 2 s).
+        await write("d", "delay: 2s");
+        const started = new Map<number, number>();
+        const ended = new Map<number, number>();
+        let ops: OpJson[] = [];
+        const delayed = await followDeploy(
+          { compose: path, flags: ["--monitor", "1s"], env: lab.envOn("m1") },
+          (event) => {
+            if (event.type === "plan") ops = event.ops;
+            if (event.type !== "step" || ops[event.index]?.kind !== "replace") return;
+            if (event.status === "running" && !started.has(event.index)) {
+              started.set(event.index, performance.now());
+            }
+            if (event.status === "completed") ended.set(event.index, performance.now());
+          },
+        );
+        assert.equal(delayed.code, 0, delayed.stderr + delayed.transcript);
+        const order = [...started.keys()].sort((x, y) => x - y);
+        assert.equal(order.length, 3, delayed.transcript);
+        const gaps = order.slice(1).map((index, i) => started.get(index)! - ended.get(order[i])!);
+        assert.ok(gaps.every((gap) => gap >= 1800), `gaps between replacements: ${gaps.join(", ")} ms`);
         console.log(
           `1 Service x 3 replaced across 3 Machines (health-gated, --monitor 1s): one at a time ${
             (rolling.ms / 1000).toFixed(1)
           } s, update_config.parallelism 3 ${(together.ms / 1000).toFixed(1)} s (${
             (together.ms / rolling.ms).toFixed(2)
-          }x)`,
+          }x); with delay: 2s, gaps of ${gaps.map((gap) => (gap / 1000).toFixed(1)).join(" and ")} s`,
         );
         const removed = await lab.on("m1", ["rm", "roll", "-y"]);
         assert.equal(removed.code, 0, removed.stderr + removed.stdout);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { answerWithin } from "../util/mod.ts";
+import { answerWithin, describeMs } from "../util/mod.ts";
 
 /**
  * Runs `stop`; when it has not finished within `ms`, rejects naming `stage()`, what it was doing then. An error
@@ -17,10 +17,6 @@ export async function stopWithin(stop: Promise<void>, ms: number, stage: () => s
     await answerWithin(stop, ms, () => late);
   } catch (error) {
     if (error !== late) throw error;
-    throw new Error(`The daemon's stop was still ${stage()} after ${describe(ms)}; exiting without it`);
+    throw new Error(`The daemon's stop was still ${stage()} after ${describeMs(ms)}; exiting without it`);
   }
-}
-
-function describe(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }

@@ -22,5 +22,5 @@ export { linesUntilAborted, textLines } from "./lines.ts";
 export { CodedError, ERROR_CODES, type ErrorCode, isErrorCode, messageOf } from "./errors.ts";
 export { stopChild, type StopOptions } from "./process.ts";
 export { socketAnswers } from "./socket.ts";
-export { answerWithin, type PollOptions, pollUntil, sleep } from "./time.ts";
+export { answerWithin, describeMs, type PollOptions, pollUntil, sleep } from "./time.ts";
 export { traceMark } from "./trace.ts";

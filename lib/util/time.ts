@@ -1,5 +1,5 @@
 /**
- * Waiting: one sleep and one poll loop, both cancellable, and one bound on an answer.
+ * Waiting: one sleep and one poll loop, both cancellable, one bound on an answer, and how a wait is named.
  *
  * @module
  */
@@ -61,4 +61,9 @@ export function answerWithin<T>(answer: Promise<T>, ms: number, late: () => Erro
     timer = setTimeout(() => reject(late()), ms);
   });
   return Promise.race([answer, expired]).finally(() => clearTimeout(timer));
+}
+
+/** A duration as messages name it: whole seconds as `5 s`, anything else in milliseconds (`1500 ms`). */
+export function describeMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }

@@ -161,8 +161,8 @@ export const PLACEMENT_KEYS: Record<string, KeyRule> = {
 
 /** `deploy.update_config` keys. */
 export const UPDATE_CONFIG_KEYS: Record<string, KeyRule> = {
-  ...read(["order", "monitor", "parallelism"]),
-  ...warned(["delay", "failure_action", "max_failure_ratio"]),
+  ...read(["order", "monitor", "parallelism", "delay"]),
+  ...warned(["failure_action", "max_failure_ratio"]),
 };
 
 /** `deploy.resources` keys. */

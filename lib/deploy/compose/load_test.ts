@@ -36,7 +36,7 @@ Deno.test("loadCompose() reads the shop fixture with every supported key", () =>
   ]);
   assert.deepEqual(web.machines, ["machine-1", "machine-2"]);
   assert.equal(web.replicas, 3);
-  assert.deepEqual(web.update, { order: "start-first", monitorMs: 15000, parallelism: 2 });
+  assert.deepEqual(web.update, { order: "start-first", monitorMs: 15000, parallelism: 2, delayMs: 5000 });
   assert.deepEqual(web.resources, {
     nanoCpus: 500_000_000,
     memoryBytes: 512 * 1024 * 1024,

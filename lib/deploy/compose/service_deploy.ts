@@ -116,7 +116,12 @@ export function readDeploy(
     replicas ??= 1;
   }
 
-  const update: NormalizedService["update"] = { order: null, monitorMs: null, parallelism: null };
+  const update: NormalizedService["update"] = {
+    order: null,
+    monitorMs: null,
+    parallelism: null,
+    delayMs: null,
+  };
   const updateEntry = keys.get("update_config");
   if (updateEntry !== undefined && updateEntry.value !== null) {
     const updateKeys = checkMapping(reader, updateEntry.value, updateEntry.path, UPDATE_CONFIG_KEYS, {
@@ -140,6 +145,8 @@ export function readDeploy(
     if (parallelism !== undefined && parallelism.value !== null) {
       update.parallelism = reader.integer(parallelism.value, parallelism.path, 0, MAX_REPLICAS) ?? null;
     }
+    const delay = updateKeys.get("delay");
+    update.delayMs = readDuration(reader, delay?.value, delay?.path ?? "");
   }
 
   const resources: NormalizedResources = {

@@ -13,7 +13,12 @@ Deno.test("loadCompose() reads update_config.parallelism: a count, 0 for all, no
     assert.equal(project.services.web.update.parallelism, read);
   }
   const { project } = loadText("services:\n  web:\n    image: x\n");
-  assert.deepEqual(project.services.web.update, { order: null, monitorMs: null, parallelism: null });
+  assert.deepEqual(project.services.web.update, {
+    order: null,
+    monitorMs: null,
+    parallelism: null,
+    delayMs: null,
+  });
 });
 
 Deno.test("loadCompose() refuses a parallelism that is not a whole number, naming its line", () => {
@@ -26,11 +31,19 @@ Deno.test("loadCompose() refuses a parallelism that is not a whole number, namin
   }
 });
 
-Deno.test("loadCompose() warns that update_config.delay is ignored, and still reads parallelism", () => {
-  const { project, warnings } = loadText(withUpdate(["        parallelism: 2", "        delay: 10s"]));
-  assert.equal(warnings.length, 1);
-  assert.equal(warnings[0].line, 7);
-  assert.equal(warnings[0].path, "services.web.deploy.update_config.delay");
-  assert.match(warnings[0].message, /is not supported by Ployz and is ignored/);
+Deno.test("loadCompose() reads update_config.delay as a duration; failure_action is ignored", () => {
+  const { project, warnings } = loadText(
+    withUpdate(["        parallelism: 2", "        delay: 1m30s", "        failure_action: rollback"]),
+  );
+  assert.equal(project.services.web.update.delayMs, 90_000);
   assert.equal(project.services.web.update.parallelism, 2);
+  assert.equal(warnings.length, 1);
+  assert.equal(warnings[0].line, 8);
+  assert.equal(warnings[0].path, "services.web.deploy.update_config.failure_action");
+  assert.match(warnings[0].message, /is not supported by Ployz and is ignored/);
+  onlyIssue(problems(withUpdate(["        delay: soon"])), {
+    line: 6,
+    path: "services.web.deploy.update_config.delay",
+    message: /soon/,
+  });
 });

@@ -238,6 +238,11 @@ export interface NormalizedService {
      * at a time. Absent from a Saved State written before it was read: one at a time too.
      */
     parallelism?: number | null;
+    /**
+     * `update_config.delay`: how long a replacement waits after the one it rolls after completed, or null for
+     * none. Absent from a Saved State written before it was read: none.
+     */
+    delayMs?: number | null;
   };
   /** `x-machines`: names or IDs of Machines this Service may run on; empty means any. */
   machines: string[];

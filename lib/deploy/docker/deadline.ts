@@ -7,6 +7,7 @@
  */
 
 import { DockerError, toDockerError } from "./errors.ts";
+import { describeMs } from "../../util/mod.ts";
 
 /** Per-class deadlines in milliseconds. Streams (image load, events, the body of an image save) have none. */
 export interface Deadlines {
@@ -81,10 +82,6 @@ export function resolveDeadlines(overrides: Partial<Deadlines> = {}): Deadlines 
   return merged;
 }
 
-function describe(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
 /**
  * Runs `run` with an abort signal that fires when `deadlineMs` passes or `signal` aborts. A missed deadline rejects
  * with `unavailable`; a caller's abort rejects with the signal's reason; anything else goes through
@@ -111,7 +108,7 @@ export function withDeadline<T>(
       timer = setTimeout(() => {
         const error = new DockerError(
           "unavailable",
-          `Cannot ${operation}: Docker did not answer within ${describe(deadlineMs)}`,
+          `Cannot ${operation}: Docker did not answer within ${describeMs(deadlineMs)}`,
           { details: { deadline_ms: String(deadlineMs) } },
         );
         controller.abort(error);

@@ -10,7 +10,7 @@ import type { Client } from "./client.ts";
 import { inspectRaw } from "./containers.ts";
 import type { DockerContainerInspect, DockerHealthConfig } from "./docker_types.ts";
 import { type ContainerState, type HealthProbe, type HealthState, observeContainer } from "./observe.ts";
-import { sleep } from "../../util/mod.ts";
+import { describeMs, sleep } from "../../util/mod.ts";
 
 /** What the gate last saw. */
 export interface HealthEvidence {
@@ -74,10 +74,6 @@ export function healthDeadlineMs(check: DockerHealthConfig | undefined): number 
 function hasHealthcheck(inspect: DockerContainerInspect): boolean {
   const test = inspect.Config?.Healthcheck?.Test;
   return Array.isArray(test) && test.length > 0 && test[0] !== "NONE";
-}
-
-function describeMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /** Waits until the container passes the gate or fails it; Docker being unavailable throws `DockerError`. */

@@ -167,6 +167,8 @@ export async function executePlan(
   const leftProxies: LeftContainer[] = [];
   const failures: OpFailure[] = [];
   const running = new Map<number, Promise<void>>();
+  // When each operation ended, for a replacement's `update_config.delay` after the one it rolls after.
+  const endedAt = new Map<number, number>();
   let wake = (): void => {};
   const prefetched = options.pullsStarted ?? startPulls(plan, machines, options);
 
@@ -203,6 +205,7 @@ export async function executePlan(
       const container = await runOp(ctx, op);
       traceMark(`deploy: operation ${op.index} (${op.kind} on ${op.machineName}) done`);
       state[op.index] = "done";
+      endedAt.set(op.index, Date.now());
       completed.push(op);
       emit({ type: "step", index: op.index, status: "completed", container });
     } catch (error) {
@@ -235,6 +238,8 @@ export async function executePlan(
     // Start what may start, in plan order; after a failure nothing new starts.
     // The bounds count operations at work: one past its healthcheck only watches its monitor period.
     const working = plan.ops.filter((op) => state[op.index] === "running");
+    // The earliest moment a replacement held back by its delay may start.
+    let delayedUntil = Number.POSITIVE_INFINITY;
     for (const op of failures.length > 0 ? [] : plan.ops) {
       if (working.length >= parallel) break;
       if (state[op.index] !== "pending") continue;
@@ -242,13 +247,32 @@ export async function executePlan(
       const waits = waitsFor[op.index];
       if (!waits.done.every((j) => state[j] === "done")) continue;
       if (!waits.healthy.every((j) => state[j] === "done" || state[j] === "healthy")) continue;
+      if (op.kind === "replace" && op.delayMs !== undefined && waits.rollsAfter !== undefined) {
+        const from = endedAt.get(waits.rollsAfter)! + op.delayMs;
+        if (Date.now() < from) {
+          delayedUntil = Math.min(delayedUntil, from);
+          // One at a time runs in plan order: nothing after it starts while it waits.
+          if (parallel === 1) break;
+          continue;
+        }
+      }
       state[op.index] = "running";
       working.push(op);
       running.set(op.index, run(op).finally(() => running.delete(op.index)));
     }
-    if (running.size === 0) break;
-    // An operation passing its healthcheck may let others start before it ends.
-    await Promise.race([...running.values(), new Promise<void>((resolve) => wake = resolve)]);
+    if (running.size === 0 && delayedUntil === Number.POSITIVE_INFINITY) break;
+    // An operation passing its healthcheck may let others start before it ends; a delay may end first.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      ...running.values(),
+      new Promise<void>((resolve) => {
+        wake = resolve;
+        if (delayedUntil !== Number.POSITIVE_INFINITY) {
+          timer = setTimeout(resolve, Math.max(0, delayedUntil - Date.now()));
+        }
+      }),
+    ]);
+    clearTimeout(timer);
   }
   await prefetched;
   completed.sort((a, b) => a.index - b.index);

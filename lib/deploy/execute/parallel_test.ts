@@ -186,6 +186,61 @@ Deno.test("a Service's replacements run update_config.parallelism at a time acro
   }
 });
 
+/** Three fake Machines running `before` (deployed for real on them), and the plan that deploys `after` there. */
+async function redeployPlan(
+  before: NormalizedProject,
+  after: NormalizedProject,
+): Promise<{ fakes: FakeMachine[]; plan: Plan }> {
+  const fakes = [new FakeMachine("m1", "one"), new FakeMachine("m2", "two"), new FakeMachine("m3", "three")];
+  const first = planDeploy({ intent: deployIntent(before, D), snapshot: await snapshotOfAll(fakes) });
+  assert.equal((await executePlan(first, machinesOf(fakes.map((f) => new Slow(f, 0))))).status, "succeeded");
+  const plan = planDeploy({
+    intent: deployIntent(after, "d5".padEnd(32, "0")),
+    snapshot: await snapshotOfAll(fakes),
+  });
+  return { fakes, plan };
+}
+
+Deno.test("a replacement with update_config.delay starts that long after the one before it", async () => {
+  const web = (image: string, delayMs: number | null) =>
+    project([service("web", { replicas: 3, image, update: { order: null, monitorMs: null, delayMs } })]);
+  const { fakes, plan } = await redeployPlan(web("img:1", null), web("img:2", 150));
+  const started = new Map<number, number>();
+  const ended = new Map<number, number>();
+  const outcome = await executePlan(plan, machinesOf(fakes.map((f) => new Slow(f, 20))), {
+    onEvent: (e) => {
+      if (e.type !== "step") return;
+      if (e.status === "running" && !started.has(e.index)) started.set(e.index, Date.now());
+      if (e.status === "completed") ended.set(e.index, Date.now());
+    },
+  });
+  assert.equal(outcome.status, "succeeded");
+  const replaces = plan.ops.filter((op) => op.kind === "replace").map((op) => op.index);
+  assert.equal(replaces.length, 3);
+  for (const [before, after] of [[replaces[0], replaces[1]], [replaces[1], replaces[2]]]) {
+    const gap = started.get(after)! - ended.get(before)!;
+    assert.ok(gap >= 140, `replacement ${after} started ${gap} ms after ${before} ended, not 150`);
+  }
+});
+
+Deno.test("under --parallel 1 a replacement's delay holds back everything after it in the plan", async () => {
+  const both = (image: string, delayMs: number | null) =>
+    project([
+      service("a", { replicas: 3, image, update: { order: null, monitorMs: null, delayMs } }),
+      service("b", { replicas: 1, image }),
+    ]);
+  const { fakes, plan } = await redeployPlan(both("img:1", null), both("img:2", 100));
+  const order: number[] = [];
+  const outcome = await executePlan(plan, machinesOf(fakes.map((f) => new Slow(f, 0))), {
+    parallel: 1,
+    onEvent: (e) => {
+      if (e.type === "step" && e.status === "running" && !order.includes(e.index)) order.push(e.index);
+    },
+  });
+  assert.equal(outcome.status, "succeeded");
+  assert.deepEqual(order, plan.ops.map((op) => op.index));
+});
+
 Deno.test("by default (no parallel given) different Machines' operations overlap", async () => {
   const { plan, slow } = await lab3(threeByThree());
   Slow.peak = 0;

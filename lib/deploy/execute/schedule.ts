@@ -14,8 +14,8 @@
  *   hold back everything after; an image copy or pull runs before the later operations on its Machine;
  *   replacements run one after another (a rolling update, stop-first or start-first, never takes two slots
  *   down at once), or as many at once as the Service's `update_config.parallelism` says (each waits for the
- *   replacement that many places before it; 0: none waits); creates and starts on different slots run side by
- *   side; removals wait until the Service's changes are done.
+ *   replacement that many places before it, and its `delay` after that one ended; 0: none waits); creates and
+ *   starts on different slots run side by side; removals wait until the Service's changes are done.
  *
  * With every operation waiting for the one before it, the plan runs exactly as it did strictly in order.
  *
@@ -41,6 +41,8 @@ export interface Waits {
   done: number[];
   /** Creates that need only have passed their healthcheck (their monitor period may still run). */
   healthy: number[];
+  /** The replacement this one rolls after, if any: its `update_config.delay` counts from that one's end. */
+  rollsAfter?: number;
 }
 
 /** One Service's run of consecutive operations in the plan. */
@@ -100,6 +102,7 @@ export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
     }
     const wait = new Set<number>();
     const healthy: number[] = [];
+    let rollsAfter: number | undefined;
     // Services that only create have no older Deployment serving in their place: their containers serve once live,
     // whether or not their pointers moved yet.
     const fresh = op.kind === "create" &&
@@ -116,10 +119,17 @@ export function schedule(ops: readonly Op[], graph?: ServiceGraph): Waits[] {
       for (const j of images.get(op.machineId) ?? []) wait.add(j);
       if (op.kind === "replace") {
         const window = op.parallelism ?? 1;
-        if (window > 0 && replaces.length >= window) wait.add(replaces[replaces.length - window]);
+        if (window > 0 && replaces.length >= window) {
+          rollsAfter = replaces[replaces.length - window];
+          wait.add(rollsAfter);
+        }
       }
     }
-    deps.push({ done: [...wait].sort((a, b) => a - b), healthy });
+    deps.push({
+      done: [...wait].sort((a, b) => a - b),
+      healthy,
+      ...(rollsAfter === undefined ? {} : { rollsAfter }),
+    });
     segment.push(i);
     if (!SIDE_BY_SIDE.has(op.kind)) barrier = i;
     if (op.kind === "replace") replaces.push(i);

@@ -290,6 +290,7 @@ export function planService(
   const { order, reason } = updateOrder(service);
   // One replacement after another unless the Compose file says how many at once (0: all).
   const parallelism = service.update.parallelism ?? 1;
+  const delayMs = service.update.delayMs ?? 0;
   const base = (m: MachineObservation, slot: string) => slotOn(m, project.name, service.name, slot);
   const hooks = placed.filter((p) => p.container.slot === "hook");
   const slotted = placed.filter((p) => p.container.slot !== "hook");
@@ -341,6 +342,7 @@ export function planService(
         order,
         orderReason: reason,
         ...(parallelism === 1 ? {} : { parallelism }),
+        ...(delayMs > 0 ? { delayMs } : {}),
         oldStop: "client",
         ...changeOf(options, service, old, machine),
         health: gate,

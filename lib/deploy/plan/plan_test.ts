@@ -138,6 +138,18 @@ Deno.test("planDeploy carries update_config.parallelism; stop-first says how man
     ),
     two.warnings.join("\n"),
   );
+  const paused = await plan(
+    project([
+      service("web", {
+        replicas: 5,
+        image: "img:2",
+        update: { order: null, monitorMs: null, delayMs: 2000 },
+      }),
+    ]),
+    m,
+  );
+  assert.deepEqual(paused.ops.map((op) => (op as ReplaceOp).delayMs), Array(5).fill(2000));
+  assert.match(describeOp(paused.ops[1]), /, waiting 2 s after the one before it \(update_config\.delay\)/);
   const all = await plan(project([next(0)]), m);
   assert.ok(
     all.warnings.some((w) => w.includes("stop-first all at once") && w.includes("up to 5")),
@@ -147,7 +159,8 @@ Deno.test("planDeploy carries update_config.parallelism; stop-first says how man
   for (const parallelism of [null, 1]) {
     const one = await plan(project([next(parallelism)]), m);
     assert.ok(one.ops.every((op) => !("parallelism" in op)));
-    assert.doesNotMatch(describeOp(one.ops[0]), /at a time/);
+    assert.doesNotMatch(describeOp(one.ops[0]), /at a time|waiting/);
+    assert.ok(one.ops.every((op) => !("delayMs" in op)));
     assert.ok(!one.warnings.some((w) => w.includes("parallelism")), one.warnings.join("\n"));
   }
 });

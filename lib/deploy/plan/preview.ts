@@ -7,6 +7,7 @@
 
 import type { Op, Plan } from "./types.ts";
 import { describePlacement } from "./volume_locality.ts";
+import { describeMs } from "../../util/mod.ts";
 
 /** The Service and slot an operation acts on, `web/2`. */
 export function opTarget(op: Op): string {
@@ -30,7 +31,10 @@ export function describeOp(op: Op): string {
       const rolls = op.parallelism === undefined
         ? ""
         : `, ${op.parallelism === 0 ? "all" : op.parallelism} at a time (update_config.parallelism)`;
-      const how = `${op.order} (${op.orderReason})${rolls}`;
+      const pause = op.delayMs === undefined
+        ? ""
+        : `, waiting ${describeMs(op.delayMs)} after the one before it (update_config.delay)`;
+      const how = `${op.order} (${op.orderReason})${rolls}${pause}`;
       return `replace ${op.old.name} with ${op.spec.name}, ${how}${why}${old}`;
     }
     case "point":

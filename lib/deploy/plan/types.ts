@@ -68,6 +68,8 @@ export interface ReplaceOp extends OpBase {
    * waits for the one that many places before it. Absent: 1, one after another.
    */
   parallelism?: number;
+  /** How long it waits once the replacement it rolls after completed (`update_config.delay`); absent: 0. */
+  delayMs?: number;
   /**
    * Who stops the old container: `client` (this Deploy, after the new one passed health; always for stop-first)
    * or `retire_loop` (start-first under a Serving Pointer: the old Machine's retire loop stops it once every
