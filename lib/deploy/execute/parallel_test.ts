@@ -186,7 +186,7 @@ Deno.test("a Service's replacements run update_config.parallelism at a time acro
   }
 });
 
-/** Three fake Machines running `before` (deployed for real on them), and the plan that deploys `after` there. */
+/** Three fake Machines running `before` (deployed on them), and the plan that deploys `after` there. */
 async function redeployPlan(
   before: NormalizedProject,
   after: NormalizedProject,
