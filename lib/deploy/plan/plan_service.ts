@@ -291,6 +291,8 @@ export function planService(
   // One replacement after another unless the Compose file says how many at once (0: all).
   const parallelism = service.update.parallelism ?? 1;
   const delayMs = service.update.delayMs ?? 0;
+  // Replacements planned so far: the first `parallelism` roll after none, so no delay holds them.
+  let rolling = 0;
   const base = (m: MachineObservation, slot: string) => slotOn(m, project.name, service.name, slot);
   const hooks = placed.filter((p) => p.container.slot === "hook");
   const slotted = placed.filter((p) => p.container.slot !== "hook");
@@ -342,12 +344,13 @@ export function planService(
         order,
         orderReason: reason,
         ...(parallelism === 1 ? {} : { parallelism }),
-        ...(delayMs > 0 ? { delayMs } : {}),
+        ...(delayMs > 0 && parallelism > 0 && rolling >= parallelism ? { delayMs } : {}),
         oldStop: "client",
         ...changeOf(options, service, old, machine),
         health: gate,
       };
       changes.push(draft);
+      rolling++;
       if (keep === undefined) fresh.push(draft);
     } else {
       const draft: Draft = { ...at, kind: "create", spec, health: gate };

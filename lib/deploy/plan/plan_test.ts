@@ -148,8 +148,10 @@ Deno.test("planDeploy carries update_config.parallelism; stop-first says how man
     ]),
     m,
   );
-  assert.deepEqual(paused.ops.map((op) => (op as ReplaceOp).delayMs), Array(5).fill(2000));
+  // The first rolls after none: only the others wait.
+  assert.deepEqual(paused.ops.map((op) => (op as ReplaceOp).delayMs), [undefined, 2000, 2000, 2000, 2000]);
   assert.match(describeOp(paused.ops[1]), /, waiting 2 s after the one before it \(update_config\.delay\)/);
+  assert.doesNotMatch(describeOp(paused.ops[0]), /waiting/);
   const all = await plan(project([next(0)]), m);
   assert.ok(
     all.warnings.some((w) => w.includes("stop-first all at once") && w.includes("up to 5")),
