@@ -16,6 +16,9 @@ import {
   UPDATE_CONFIG_KEYS,
 } from "./keys.ts";
 import { MAX_REPLICAS } from "./limits.ts";
+
+/** The longest `update_config.delay` a Deploy waits between two replacements. */
+const MAX_UPDATE_DELAY_MS = 3_600_000;
 import { parseConstraint } from "./placement.ts";
 import { child, describe, type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readBytes, readDuration } from "./service_fields.ts";
@@ -147,6 +150,11 @@ export function readDeploy(
     }
     const delay = updateKeys.get("delay");
     update.delayMs = readDuration(reader, delay?.value, delay?.path ?? "");
+    // A Deploy is a bounded attempt: a replacement never waits longer than this for its turn.
+    if (delay !== undefined && update.delayMs !== null && update.delayMs > MAX_UPDATE_DELAY_MS) {
+      reader.fail(delay.value, delay.path, `update delay must be at most 1h, got ${update.delayMs / 1000} s`);
+      update.delayMs = null;
+    }
   }
 
   const resources: NormalizedResources = {

@@ -41,6 +41,11 @@ Deno.test("loadCompose() reads update_config.delay as a duration; failure_action
   assert.equal(warnings[0].line, 8);
   assert.equal(warnings[0].path, "services.web.deploy.update_config.failure_action");
   assert.match(warnings[0].message, /is not supported by Ployz and is ignored/);
+  onlyIssue(problems(withUpdate(["        delay: 2h"])), {
+    line: 6,
+    path: "services.web.deploy.update_config.delay",
+    message: /update delay must be at most 1h, got 7200 s/,
+  });
   onlyIssue(problems(withUpdate(["        delay: soon"])), {
     line: 6,
     path: "services.web.deploy.update_config.delay",
