@@ -1,7 +1,8 @@
 // `ployz deploy`: load the Compose file, plan against every Machine's Snapshot (taken through the Entry Machine),
 // confirm, execute, report.
 import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import { DEFAULT_PARALLEL, DEFAULT_PER_MACHINE, formatIssue, parseDurationMs } from "../../lib/deploy/mod.ts";
+import { DEFAULT_PARALLEL, DEFAULT_PER_MACHINE, formatIssue, MAX_MONITOR_MS } from "../../lib/deploy/mod.ts";
+import { durationFlag } from "./duration_flag.ts";
 import { COMPOSE_OPTIONS, COMPOSE_USAGE, loadComposeInput } from "./compose_input.ts";
 import { openConfig } from "./connect.ts";
 import { credentialCache, deployProject } from "../../lib/operator/mod.ts";
@@ -14,6 +15,9 @@ export function listOption(value: unknown): string[] {
   const items = Array.isArray(value) ? value : value === undefined ? [] : [value];
   return items.flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter((v) => v !== "");
 }
+
+/** The longest `--call-timeout`: how long one Machine may take to answer one question of a Deploy. */
+const MAX_CALL_TIMEOUT_MS = 3_600_000;
 
 /** `--parallel N`: how many operations run at once, 1 to 64. */
 export function parseParallel(value: unknown): number | undefined {
@@ -60,22 +64,9 @@ export const deployCommand: Command = {
     "no-cache": { type: "boolean" },
   },
   async run({ values, io }): Promise<number> {
-    let monitorMs: number | undefined;
-    if (values.monitor !== undefined) {
-      const parsed = parseDurationMs(String(values.monitor));
-      if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
-      monitorMs = parsed;
-    }
+    const monitorMs = durationFlag(values, "monitor", { max: MAX_MONITOR_MS });
     const parallel = parseParallel(values.parallel);
-    let callTimeoutMs: number | undefined;
-    if (values["call-timeout"] !== undefined) {
-      const parsed = parseDurationMs(String(values["call-timeout"]));
-      if (typeof parsed !== "number" || parsed < 1000) {
-        const why = typeof parsed === "number" ? "at least 1s" : parsed.error;
-        throw new UsageError(`Invalid value for "--call-timeout": ${why}`);
-      }
-      callTimeoutMs = parsed;
-    }
+    const callTimeoutMs = durationFlag(values, "call-timeout", { min: 1000, max: MAX_CALL_TIMEOUT_MS });
     traceMark("deploy: command loaded");
     const { input, loaded } = loadComposeInput(values);
     traceMark("deploy: Compose file loaded");

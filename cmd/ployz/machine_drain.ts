@@ -1,6 +1,7 @@
 // `ployz machine drain` and `ployz machine undrain`: a bounded command that ends and reports each Project.
-import { type Command, UsageError } from "../../lib/cli/mod.ts";
-import { parseDurationMs } from "../../lib/deploy/mod.ts";
+import type { Command } from "../../lib/cli/mod.ts";
+import { MAX_MONITOR_MS } from "../../lib/deploy/mod.ts";
+import { durationFlag } from "./duration_flag.ts";
 import { type DrainLegReceipt, drainMachine, type DrainResult } from "../../lib/operator/mod.ts";
 import { jsonLine, openConfig } from "./connect.ts";
 import { deployReport, withDeployMachines } from "./deploy_machines.ts";
@@ -56,12 +57,7 @@ export const machineDrainCommand: Command = {
   options: { force: { type: "boolean" }, ...sharedOptions("monitor", "request-key", "json") },
   async run({ values, positionals, io }): Promise<number> {
     const json = values.json === true;
-    let monitorMs: number | undefined;
-    if (values.monitor !== undefined) {
-      const parsed = parseDurationMs(String(values.monitor));
-      if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--monitor": ${parsed.error}`);
-      monitorMs = parsed;
-    }
+    const monitorMs = durationFlag(values, "monitor", { max: MAX_MONITOR_MS });
     const key = requestKey(values["request-key"], `drain-${positionals[0]}`);
     using config = openConfig();
     const result = await withDeployMachines((machines) =>

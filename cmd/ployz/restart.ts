@@ -1,7 +1,8 @@
 // `ployz restart PROJECT/SERVICE`: every slot on every Machine (or --machine M), one at a time, health-gated; the
 // Serving Pointer is not moved. The flow is lib/operator's restartSlots; this file parses and prints.
-import { CliError, type Command, UsageError } from "../../lib/cli/mod.ts";
-import { parseDurationMs } from "../../lib/deploy/mod.ts";
+import { CliError, type Command } from "../../lib/cli/mod.ts";
+import { MAX_HEALTH_WAIT_MS, MAX_MONITOR_MS } from "../../lib/deploy/mod.ts";
+import { durationFlag } from "./duration_flag.ts";
 import {
   restartOrder,
   type RestartReceipt,
@@ -14,13 +15,6 @@ import { askAll, clusterTargets, partialLines, requireAnyAnswer } from "./cluste
 import { jsonLine, openConfig, parseTarget } from "./connect.ts";
 import { receiptBook, requestKey } from "./receipts.ts";
 import { sharedOptions, stringFlag } from "./flags.ts";
-
-function duration(value: unknown, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  const parsed = parseDurationMs(String(value));
-  if (typeof parsed !== "number") throw new UsageError(`Invalid value for "--${name}": ${parsed.error}`);
-  return parsed;
-}
 
 function stepJson(step: RestartStep): Record<string, unknown> {
   return {
@@ -69,8 +63,9 @@ export const restartCommand: Command = {
   options: sharedOptions("json", "machine", "timeout", "monitor", "request-key"),
   async run({ values, positionals, io }): Promise<number> {
     const { project, service } = parseTarget(positionals[0], true);
-    const deadlineMs = duration(values.timeout, 120_000, "timeout");
-    const monitorMs = duration(values.monitor, 5_000, "monitor");
+    // Each slot's wait is one health gate on its Machine, bounded there.
+    const deadlineMs = durationFlag(values, "timeout", { min: 1000, max: MAX_HEALTH_WAIT_MS }) ?? 120_000;
+    const monitorMs = durationFlag(values, "monitor", { max: MAX_MONITOR_MS }) ?? 5_000;
     const json = values.json === true;
     using targets = await clusterTargets({ machine: stringFlag(values, "machine") });
     const listed = await askAll<ListContainersResponse>(

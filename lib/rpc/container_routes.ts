@@ -315,12 +315,15 @@ export interface WaitHealthyRequest {
   "monitor_ms": number;
 }
 
+/** The longest `deadline_ms` and `monitor_ms` a Machine takes in {@link WaitHealthyRequest}: an hour. */
+export const WAIT_HEALTHY_MAX_MS = 3_600_000;
+
 /** Reader of {@link WaitHealthyRequest}; fields it does not know are ignored. */
 export const WaitHealthyRequestSchema: z.ZodType<WaitHealthyRequest> = z.lazy(() =>
   z.object({
     id,
-    "deadline_ms": z.number().int().min(1).max(3_600_000),
-    "monitor_ms": z.number().int().min(0).max(3_600_000),
+    "deadline_ms": z.number().int().min(1).max(WAIT_HEALTHY_MAX_MS),
+    "monitor_ms": z.number().int().min(0).max(WAIT_HEALTHY_MAX_MS),
   })
 );
 

@@ -99,6 +99,7 @@ export type {
   VolumeRouteTypes,
 } from "./volume_routes.ts";
 export { isCopyWire } from "./volume_routes.ts";
+export { WAIT_HEALTHY_MAX_MS } from "./container_routes.ts";
 export type {
   UpgradeAttemptWire,
   UpgradeMachineRequest,

@@ -17,6 +17,16 @@ export const MAX_FILE_BYTES = 1024 * 1024;
 export const MAX_SERVICES = 1000;
 /** Most replicas of one Service. */
 export const MAX_REPLICAS = 1000;
+/**
+ * Longest `update_config.delay`: a Deploy is a bounded attempt, and a replacement never waits longer than
+ * this for its turn.
+ */
+export const MAX_UPDATE_DELAY_MS = 3_600_000;
+/**
+ * Longest monitor period (`update_config.monitor`, `--monitor`): with the health gate's margin it stays well
+ * under the hour a Machine lets a health gate wait.
+ */
+export const MAX_MONITOR_MS = 1_800_000;
 /** Deepest `${VAR:-${…}}` nesting interpolation follows. */
 export const MAX_INTERPOLATION_DEPTH = 32;
 /** Mapping entries and list items the loader may visit in one file, merge keys and aliases expanded. */

@@ -43,7 +43,8 @@ export type { SpecChange } from "./spec.ts";
 export { parseEnvFile } from "./env_file.ts";
 export { readBoundedFile } from "./limits.ts";
 export type { EnvFileProblem, ParsedEnvFile } from "./env_file.ts";
-export { parseBytes, parseDurationMs } from "./units.ts";
+export { formatDurationMs, parseBytes, parseDurationMs } from "./units.ts";
+export { MAX_MONITOR_MS } from "./limits.ts";
 export { canonicalJson } from "./canonical_json.ts";
 export {
   constraintHolds,

@@ -15,15 +15,30 @@ import {
   RESOURCES_KEYS,
   UPDATE_CONFIG_KEYS,
 } from "./keys.ts";
-import { MAX_REPLICAS } from "./limits.ts";
-
-/** The longest `update_config.delay` a Deploy waits between two replacements. */
-const MAX_UPDATE_DELAY_MS = 3_600_000;
+import { MAX_MONITOR_MS, MAX_REPLICAS, MAX_UPDATE_DELAY_MS } from "./limits.ts";
 import { parseConstraint } from "./placement.ts";
 import { child, describe, type Entry, isMapping, type Reader, sorted } from "./reader.ts";
 import { readBytes, readDuration } from "./service_fields.ts";
+import { formatDurationMs } from "./units.ts";
 import type { NormalizedDeviceRequest, NormalizedResources, NormalizedService } from "./types.ts";
 import { readDeviceRequests } from "./service_devices.ts";
+
+/** The `update_config` duration `entry`, or null when unset; longer than `maxMs` is a problem of the file. */
+function boundedDuration(
+  reader: Reader,
+  entry: Entry | undefined,
+  key: string,
+  maxMs: number,
+): number | null {
+  const ms = readDuration(reader, entry?.value, entry?.path ?? "");
+  if (entry === undefined || ms === null || ms <= maxMs) return ms;
+  reader.fail(
+    entry.value,
+    entry.path,
+    `update ${key} must be at most ${formatDurationMs(maxMs)}, got ${formatDurationMs(ms)}`,
+  );
+  return null;
+}
 
 interface ResourceKeys {
   cpus: Entry | undefined;
@@ -142,19 +157,12 @@ export function readDeploy(
         );
       }
     }
-    const monitor = updateKeys.get("monitor");
-    update.monitorMs = readDuration(reader, monitor?.value, monitor?.path ?? "");
+    update.monitorMs = boundedDuration(reader, updateKeys.get("monitor"), "monitor", MAX_MONITOR_MS);
     const parallelism = updateKeys.get("parallelism");
     if (parallelism !== undefined && parallelism.value !== null) {
       update.parallelism = reader.integer(parallelism.value, parallelism.path, 0, MAX_REPLICAS) ?? null;
     }
-    const delay = updateKeys.get("delay");
-    update.delayMs = readDuration(reader, delay?.value, delay?.path ?? "");
-    // A Deploy is a bounded attempt: a replacement never waits longer than this for its turn.
-    if (delay !== undefined && update.delayMs !== null && update.delayMs > MAX_UPDATE_DELAY_MS) {
-      reader.fail(delay.value, delay.path, `update delay must be at most 1h, got ${update.delayMs / 1000} s`);
-      update.delayMs = null;
-    }
+    update.delayMs = boundedDuration(reader, updateKeys.get("delay"), "delay", MAX_UPDATE_DELAY_MS);
   }
 
   const resources: NormalizedResources = {

@@ -44,11 +44,23 @@ Deno.test("loadCompose() reads update_config.delay as a duration; failure_action
   onlyIssue(problems(withUpdate(["        delay: 2h"])), {
     line: 6,
     path: "services.web.deploy.update_config.delay",
-    message: /update delay must be at most 1h, got 7200 s/,
+    message: /update delay must be at most 1h, got 2h/,
   });
   onlyIssue(problems(withUpdate(["        delay: soon"])), {
     line: 6,
     path: "services.web.deploy.update_config.delay",
     message: /soon/,
+  });
+});
+
+Deno.test("loadCompose() bounds update_config.monitor at 30m", () => {
+  assert.equal(
+    loadText(withUpdate(["        monitor: 30m"])).project.services.web.update.monitorMs,
+    1_800_000,
+  );
+  onlyIssue(problems(withUpdate(["        monitor: 2h"])), {
+    line: 6,
+    path: "services.web.deploy.update_config.monitor",
+    message: /update monitor must be at most 30m, got 2h/,
   });
 });

@@ -54,6 +54,22 @@ export function parseDurationMs(text: string): number | { error: string } {
 }
 
 /**
+ * Writes whole milliseconds as {@linkcode parseDurationMs} reads them, largest units first (`1h`, `1m30s`,
+ * `1s500ms`, `0s`), for messages that name a bound in the syntax the operator writes.
+ */
+export function formatDurationMs(ms: number): string {
+  if (ms === 0) return "0s";
+  let rest = Math.floor(ms);
+  let text = "";
+  for (const [unit, size] of [["h", 3_600_000], ["m", 60_000], ["s", 1000], ["ms", 1]] as const) {
+    const n = Math.floor(rest / size);
+    if (n > 0) text += `${n}${unit}`;
+    rest -= n * size;
+  }
+  return text;
+}
+
+/**
  * Parses a byte size: a plain integer is bytes; a number with a unit (`b`, `k`, `kb`, `kib`, `m`, `g`, `t`,
  * any case) uses powers of 1024, as Docker does. Returns an error message instead when it is not a size.
  */

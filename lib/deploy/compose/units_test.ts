@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseBytes, parseDurationMs } from "./units.ts";
+import { formatDurationMs, parseBytes, parseDurationMs } from "./units.ts";
 
 Deno.test("parseDurationMs() reads Go durations", () => {
   assert.equal(parseDurationMs("1m30s"), 90_000);
@@ -14,6 +14,22 @@ Deno.test("parseDurationMs() refuses numbers without units and unknown units", (
   for (const text of ["10", "", "1d", "-1s", "s", "1m30"]) {
     const parsed = parseDurationMs(text);
     assert.equal(typeof parsed, "object", text);
+  }
+});
+
+Deno.test("formatDurationMs() writes what parseDurationMs() reads, largest units first", () => {
+  const cases: [number, string][] = [
+    [0, "0s"],
+    [500, "500ms"],
+    [1500, "1s500ms"],
+    [90_000, "1m30s"],
+    [1_800_000, "30m"],
+    [3_600_000, "1h"],
+    [3_661_001, "1h1m1s1ms"],
+  ];
+  for (const [ms, text] of cases) {
+    assert.equal(formatDurationMs(ms), text);
+    assert.equal(parseDurationMs(text), ms);
   }
 });
 

@@ -28,6 +28,7 @@ export {
   type SnapshotRequest,
   takeSnapshot,
 } from "./snapshot.ts";
+export { MAX_HEALTH_WAIT_MS } from "./health.ts";
 export { planDeploy, type PlanOptions, type ServingPlanOptions } from "./plan.ts";
 export { registryIsNearby } from "./image_sources.ts";
 export { planRemoval, type RemovalOptions } from "./removal.ts";

@@ -8,12 +8,13 @@
 
 import { type MachineFacts, placementRefusal } from "../compose/placement.ts";
 import { compareServiceSpecs } from "../compose/spec.ts";
+import { formatDurationMs } from "../compose/units.ts";
 import type { NormalizedProject, NormalizedService, VolumeMount } from "../compose/types.ts";
 import type { PlanOptions } from "./plan.ts";
 import { type ContainerSpec, specDigest } from "../docker/spec.ts";
 import { hookContainerSpec, serviceContainerSpec, unsupportedFields } from "./container_spec.ts";
 import { DeployError } from "./errors.ts";
-import { DEFAULT_MONITOR_MS, healthGate } from "./health.ts";
+import { DEFAULT_MONITOR_MS, healthGate, healthWaitMs } from "./health.ts";
 import type { ObservedContainerView } from "./machine_api.ts";
 import type { MachineObservation } from "./snapshot.ts";
 import type { HealthGate, ReplaceOp, ServiceSummary } from "./types.ts";
@@ -400,6 +401,16 @@ export function planService(
     });
   }
   ops.push(...changes);
+  const waitMs = healthWaitMs(service.healthcheck, monitorMs);
+  if (gate !== null && changes.length > 0 && waitMs > gate.deadlineMs) {
+    warnings.push(
+      `Service "${project.name}/${service.name}": its healthcheck allows a new container ${
+        formatDurationMs(waitMs)
+      } to pass (start_period + (interval + timeout) × retries); the health gate waits at most ${
+        formatDurationMs(gate.deadlineMs)
+      }, then counts it failed`,
+    );
+  }
   const replacing = changes.filter((op) => op.kind === "replace").length;
   if (order === "stop-first" && parallelism !== 1 && replacing > 1) {
     const down = parallelism === 0 ? replacing : Math.min(parallelism, replacing);

@@ -5,8 +5,9 @@ import { planDeploy } from "./plan.ts";
 import { describeOp } from "./preview.ts";
 import { serviceContainerSpec } from "./container_spec.ts";
 import { FakeMachine, HOST_8080, project, service, snapshotOf } from "./test_fake.ts";
-import type { NormalizedProject } from "../compose/types.ts";
-import type { Op, ReplaceOp } from "./types.ts";
+import type { NormalizedHealthcheck, NormalizedProject } from "../compose/types.ts";
+import { MAX_HEALTH_WAIT_MS } from "./health.ts";
+import type { CreateOp, Op, ReplaceOp } from "./types.ts";
 
 const D1 = "d1".padEnd(32, "0");
 const D2 = "d2".padEnd(32, "0");
@@ -153,6 +154,7 @@ Deno.test("planDeploy carries update_config.parallelism; stop-first says how man
   assert.match(describeOp(paused.ops[1]), /, waiting 2 s after the one before it \(update_config\.delay\)/);
   assert.doesNotMatch(describeOp(paused.ops[0]), /waiting/);
   const all = await plan(project([next(0)]), m);
+  assert.match(describeOp(all.ops[0]), /, all at once \(update_config\.parallelism\)/);
   assert.ok(
     all.warnings.some((w) => w.includes("stop-first all at once") && w.includes("up to 5")),
     all.warnings.join("\n"),
@@ -165,6 +167,37 @@ Deno.test("planDeploy carries update_config.parallelism; stop-first says how man
     assert.ok(one.ops.every((op) => !("delayMs" in op)));
     assert.ok(!one.warnings.some((w) => w.includes("parallelism")), one.warnings.join("\n"));
   }
+});
+
+Deno.test("planDeploy caps the health gate at a Machine's bound and says so", async () => {
+  const healthcheck = (intervalMs: number): NormalizedHealthcheck => ({
+    kind: "configured",
+    test: ["CMD", "true"],
+    intervalMs,
+    timeoutMs: null,
+    startPeriodMs: null,
+    startIntervalMs: null,
+    retries: 3,
+  });
+  // (25m + 30 s) × 3 + 5 s: more than the hour a Machine lets a health gate wait.
+  const long = await plan(
+    project([service("web", { healthcheck: healthcheck(1_500_000) })]),
+    new FakeMachine(),
+  );
+  assert.equal((long.ops[0] as CreateOp).health?.deadlineMs, MAX_HEALTH_WAIT_MS);
+  assert.ok(
+    long.warnings.includes(
+      'Service "shop/web": its healthcheck allows a new container 1h16m35s to pass (start_period + ' +
+        "(interval + timeout) × retries); the health gate waits at most 1h, then counts it failed",
+    ),
+    long.warnings.join("\n"),
+  );
+  const short = await plan(
+    project([service("web", { healthcheck: healthcheck(10_000) })]),
+    new FakeMachine(),
+  );
+  assert.equal((short.ops[0] as CreateOp).health?.deadlineMs, 125_000);
+  assert.ok(!short.warnings.some((w) => w.includes("health gate")), short.warnings.join("\n"));
 });
 
 Deno.test("planDeploy orders Services by depends_on and refuses a cycle", async () => {

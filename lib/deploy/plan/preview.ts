@@ -30,7 +30,9 @@ export function describeOp(op: Op): string {
       const old = op.oldStop === "retire_loop" ? `; ${op.old.name} is left for the retire loop` : "";
       const rolls = op.parallelism === undefined
         ? ""
-        : `, ${op.parallelism === 0 ? "all" : op.parallelism} at a time (update_config.parallelism)`;
+        : `, ${
+          op.parallelism === 0 ? "all at once" : `${op.parallelism} at a time`
+        } (update_config.parallelism)`;
       const pause = op.delayMs === undefined
         ? ""
         : `, waiting ${describeMs(op.delayMs)} after the one before it (update_config.delay)`;
