@@ -30,7 +30,8 @@ import type { Snapshot } from "./snapshot.ts";
 import type { DataLoss, ImageSource, Op, Plan, ServiceSummary } from "./types.ts";
 import type { Draft } from "./draft.ts";
 import { placeImages } from "./image_sources.ts";
-import { type Placed, planCompletion, planService, ref } from "./plan_service.ts";
+import { planCompletion, planService, ref } from "./plan_service.ts";
+import type { Placed } from "./slots.ts";
 import { ingressOps } from "./serving_ops.ts";
 import type { VolumePlacement } from "./volume_locality.ts";
 
