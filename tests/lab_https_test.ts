@@ -512,11 +512,19 @@ Deno.test(needs(["lab", "command:pebble", "command:pebble-challtestsrv", "comman
         async () => {
           // The CA is now sent to an address where nothing listens on port 80: its validation fails, with its detail.
           await pointDns(HOSTS[0], UNDERLAY);
+          const asked = Date.now();
           assert.equal((await cert(["renew", HOSTS[0]])).code, 0);
-          const row = await eventually(60_000, "the failure in cert ls", async () => {
+          // The bound is the attempt's own (every Machine's confirmation, 30 s, then the CA's task, 120 s): on a
+          // loaded host the attempt may wait for one still running. A timeout names what the asker did.
+          const row = await eventually(150_000, "the failure in cert ls", async () => {
             const rows = await certRows();
             return rows[HOSTS[0]].last_error !== undefined ? rows[HOSTS[0]] : undefined;
+          }).catch(async (error) => {
+            const log = (await Deno.readTextFile(join(lab.dir, asker, "ployzd.log"))).split("\n");
+            const told = log.filter((line) => line.includes("certificates:")).slice(-20).join("\n");
+            throw new Error(`${(error as Error).message}; ${asker}'s last certificate lines:\n${told}`);
           });
+          console.log(`renewal refused, reported after ${((Date.now() - asked) / 1000).toFixed(1)} s`);
           console.log(`last_error: ${row.last_error}`);
           assert.match(String(row.last_error), /acme-challenge.*(refused|connect)/i);
           assert.equal(row.servable, true);
