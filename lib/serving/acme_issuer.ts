@@ -31,8 +31,8 @@ export const DEFAULT_ACME_DIRECTORY = "https://acme-v02.api.letsencrypt.org/dire
 const REQUEST_TIMEOUT_MS = 30_000;
 /**
  * How acme-client polls a challenge and the order while the CA works: again after 1 s, doubling to 10 s, 12
- * times (1 + 2 + 4 + 8 + 8 × 10 = 95 s, inside `obtainCertificate`'s 120 s). Its default (5 s doubling to 30 s)
- * saw a CA's answer up to 30 s after it was ready: a CA that validates in a second still cost a 5 s wait.
+ * times (1 + 2 + 4 + 8 + 8 × 10 = 95 s, inside `obtainCertificate`'s 120 s). Its default (5 s doubling to
+ * 30 s) saw a CA's answer up to 30 s after it was ready: a CA that validates in a second still cost 5 s.
  */
 const ACME_POLLING = { backoffAttempts: 12, backoffMin: 1_000, backoffMax: 10_000 } as const;
 
